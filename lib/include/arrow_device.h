@@ -1,0 +1,263 @@
+/*
+ * bun-arrow-device: the Arrow C Data, C Stream and C Device Data Interfaces,
+ * plus the C API of libarrow_device.
+ *
+ * The struct definitions follow Arrow C++'s cpp/src/arrow/c/abi.h (the
+ * normative layout; the async producer has no `release` member). The
+ * canonical include guards are kept exactly as the spec gives them, so this
+ * header coexists with any other copy of these definitions.
+ *
+ * Ownership rules for every Arrow struct:
+ *  - A struct is released when its `release` member is NULL.
+ *  - A consumer calls only the base struct's `release`, never a child's.
+ *  - Moving = bitwise copy, then set the source's `release` to NULL.
+ *  - Release callbacks may be invoked from any thread.
+ */
+#ifndef BUN_ARROW_DEVICE_H
+#define BUN_ARROW_DEVICE_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ----------------------------------------------------------------------- */
+/* C Data Interface                                                         */
+/* ----------------------------------------------------------------------- */
+
+#ifndef ARROW_C_DATA_INTERFACE
+#define ARROW_C_DATA_INTERFACE
+
+#define ARROW_FLAG_DICTIONARY_ORDERED 1
+#define ARROW_FLAG_NULLABLE 2
+#define ARROW_FLAG_MAP_KEYS_SORTED 4
+
+struct ArrowSchema {
+  /* Array type description */
+  const char* format;
+  const char* name;
+  const char* metadata;
+  int64_t flags;
+  int64_t n_children;
+  struct ArrowSchema** children;
+  struct ArrowSchema* dictionary;
+
+  /* Release callback */
+  void (*release)(struct ArrowSchema*);
+  /* Opaque producer-specific data */
+  void* private_data;
+};
+
+struct ArrowArray {
+  /* Array data description */
+  int64_t length;
+  int64_t null_count; /* -1: not computed */
+  int64_t offset;
+  int64_t n_buffers;
+  int64_t n_children;
+  const void** buffers;
+  struct ArrowArray** children;
+  struct ArrowArray* dictionary;
+
+  /* Release callback */
+  void (*release)(struct ArrowArray*);
+  /* Opaque producer-specific data */
+  void* private_data;
+};
+
+#endif /* ARROW_C_DATA_INTERFACE */
+
+/* ----------------------------------------------------------------------- */
+/* C Device Data Interface                                                  */
+/* ----------------------------------------------------------------------- */
+
+#ifndef ARROW_C_DEVICE_DATA_INTERFACE
+#define ARROW_C_DEVICE_DATA_INTERFACE
+
+/* Device types equal DLPack's DLDeviceType. */
+typedef int32_t ArrowDeviceType;
+
+#define ARROW_DEVICE_CPU 1
+#define ARROW_DEVICE_CUDA 2
+#define ARROW_DEVICE_CUDA_HOST 3
+#define ARROW_DEVICE_OPENCL 4
+#define ARROW_DEVICE_VULKAN 7
+#define ARROW_DEVICE_METAL 8
+#define ARROW_DEVICE_VPI 9
+#define ARROW_DEVICE_ROCM 10
+#define ARROW_DEVICE_ROCM_HOST 11
+#define ARROW_DEVICE_EXT_DEV 12
+#define ARROW_DEVICE_CUDA_MANAGED 13
+#define ARROW_DEVICE_ONEAPI 14
+#define ARROW_DEVICE_WEBGPU 15
+#define ARROW_DEVICE_HEXAGON 16
+
+struct ArrowDeviceArray {
+  /* the Allocated Array; the buffers are on the device below */
+  struct ArrowArray array;
+  /* -1 for CPU arrays */
+  int64_t device_id;
+  ArrowDeviceType device_type;
+  /* pointer TO the event (CUevent*, hipEvent_t*), NULL when ready */
+  void* sync_event;
+  /* producers zero this; consumers must not rely on it */
+  int64_t reserved[3];
+};
+
+#endif /* ARROW_C_DEVICE_DATA_INTERFACE */
+
+/* ----------------------------------------------------------------------- */
+/* C Stream Interface                                                       */
+/* ----------------------------------------------------------------------- */
+
+#ifndef ARROW_C_STREAM_INTERFACE
+#define ARROW_C_STREAM_INTERFACE
+
+struct ArrowArrayStream {
+  int (*get_schema)(struct ArrowArrayStream*, struct ArrowSchema* out);
+  int (*get_next)(struct ArrowArrayStream*, struct ArrowArray* out);
+  /* valid after a non-zero return, until the next call on the stream */
+  const char* (*get_last_error)(struct ArrowArrayStream*);
+  void (*release)(struct ArrowArrayStream*);
+  void* private_data;
+};
+
+#endif /* ARROW_C_STREAM_INTERFACE */
+
+#ifndef ARROW_C_DEVICE_STREAM_INTERFACE
+#define ARROW_C_DEVICE_STREAM_INTERFACE
+
+struct ArrowDeviceArrayStream {
+  /* every array of the stream has this device type; device_id may vary */
+  ArrowDeviceType device_type;
+  int (*get_schema)(struct ArrowDeviceArrayStream*, struct ArrowSchema* out);
+  int (*get_next)(struct ArrowDeviceArrayStream*, struct ArrowDeviceArray* out);
+  const char* (*get_last_error)(struct ArrowDeviceArrayStream*);
+  void (*release)(struct ArrowDeviceArrayStream*);
+  void* private_data;
+};
+
+#endif /* ARROW_C_DEVICE_STREAM_INTERFACE */
+
+/* ----------------------------------------------------------------------- */
+/* Async Device Stream Interface (header layout: no producer release)       */
+/* ----------------------------------------------------------------------- */
+
+#ifndef ARROW_C_ASYNC_STREAM_INTERFACE
+#define ARROW_C_ASYNC_STREAM_INTERFACE
+
+struct ArrowAsyncTask {
+  /* called exactly once; out == NULL means "not wanted, clean up" */
+  int (*extract_data)(struct ArrowAsyncTask* self, struct ArrowDeviceArray* out);
+  void* private_data;
+};
+
+struct ArrowAsyncProducer {
+  ArrowDeviceType device_type;
+  /* n <= 0 is invalid: reported through on_error (EINVAL) */
+  void (*request)(struct ArrowAsyncProducer* self, int64_t n);
+  /* idempotent, thread-safe, never causes on_error */
+  void (*cancel)(struct ArrowAsyncProducer* self);
+  const char* additional_metadata;
+  void* private_data;
+};
+
+struct ArrowAsyncDeviceStreamHandler {
+  int (*on_schema)(struct ArrowAsyncDeviceStreamHandler* self,
+                   struct ArrowSchema* stream_schema);
+  int (*on_next_task)(struct ArrowAsyncDeviceStreamHandler* self,
+                      struct ArrowAsyncTask* task, const char* metadata);
+  void (*on_error)(struct ArrowAsyncDeviceStreamHandler* self, int code,
+                   const char* message, const char* metadata);
+  void (*release)(struct ArrowAsyncDeviceStreamHandler* self);
+  struct ArrowAsyncProducer* producer;
+  void* private_data;
+};
+
+#endif /* ARROW_C_ASYNC_STREAM_INTERFACE */
+
+/* ----------------------------------------------------------------------- */
+/* libarrow_device                                                          */
+/* ----------------------------------------------------------------------- */
+
+/* Status codes (zig/status.zig). On failure, abd_last_error() explains,
+ * until the next failing call on the same thread. */
+typedef int abd_status;
+#define ABD_OK 0
+#define ABD_INVALID_ARGUMENT 1
+#define ABD_RELEASED 2
+#define ABD_INVALID_FORMAT 3
+#define ABD_INVALID_LAYOUT 4
+#define ABD_UNKNOWN_DEVICE 5
+#define ABD_TOO_DEEP 6
+#define ABD_OUT_OF_MEMORY 7
+#define ABD_OUT_OF_RANGE 8
+#define ABD_UNSUPPORTED 9
+#define ABD_DEVICE_UNAVAILABLE 10
+#define ABD_DEVICE_ERROR 11
+#define ABD_CALLBACK_ERROR 12
+#define ABD_CANCELLED 13
+#define ABD_WRONG_THREAD 14
+#define ABD_INTERNAL 15
+
+/* Validation levels, as nanoarrow's. */
+#define ABD_VALIDATE_NONE 0
+#define ABD_VALIDATE_MINIMAL 1
+#define ABD_VALIDATE_DEFAULT 2
+#define ABD_VALIDATE_FULL 3
+
+/* An imported array: moved-in ArrowSchema + ArrowDeviceArray under an
+ * atomic reference count. The producer's release runs once, after the last
+ * reference is dropped, on the thread that drops it. */
+typedef struct abd_owner abd_owner;
+
+/* JSON layout manifest (sizes, offsets, enums). Static. */
+const char* abd_layout_manifest(void);
+const char* abd_last_error(void);
+abd_status abd_last_status(void);
+uint32_t abd_counters_read(double* out, uint32_t capacity);
+
+void* abd_alloc_zeroed(size_t size);
+void abd_free(void* memory);
+
+/* Call the struct's release if it is not released; NULL is a no-op. */
+void abd_schema_release(struct ArrowSchema* schema);
+void abd_array_release(struct ArrowArray* array);
+void abd_device_array_release(struct ArrowDeviceArray* array);
+
+/* Export builders: see zig/export_schema.zig and zig/export_array.zig for
+ * the plan formats. `out` is the caller's; everything else belongs to the
+ * returned tree and is freed by its release. */
+abd_status abd_schema_build(const uint8_t* plan, size_t plan_bytes, struct ArrowSchema* out);
+abd_status abd_array_build(const double* plan, size_t plan_words, double keepalive_id,
+                           struct ArrowArray* out);
+abd_status abd_device_array_build(const double* plan, size_t plan_words, double keepalive_id,
+                                  int32_t device_type, int32_t device_id, void* sync_event,
+                                  struct ArrowDeviceArray* out);
+void abd_set_release_notifier(void (*notifier)(void));
+uint32_t abd_take_released(double* out, uint32_t capacity);
+
+/* Import: moves `schema` and `array` in (they are left released, success or
+ * not). On success *out holds one reference, the caller's. */
+abd_status abd_import_device_array(struct ArrowSchema* schema, struct ArrowDeviceArray* array,
+                                   int level, abd_owner** out);
+abd_status abd_import_array(struct ArrowSchema* schema, struct ArrowArray* array, int level,
+                            abd_owner** out);
+void abd_owner_retain(abd_owner* owner, uint32_t n);
+void abd_owner_release(abd_owner* owner);
+void abd_owner_retain_views(abd_owner* owner, uint32_t n);
+void abd_owner_info(abd_owner* owner, double* out /* 11 words */);
+const void* abd_view_deallocator(void);
+
+/* The built-in consumer: moves in, validates, checksums, releases. Report:
+ * count, then (address, size, FNV-1a 32) per buffer. */
+abd_status abd_consume_device_array(struct ArrowSchema* schema, struct ArrowDeviceArray* array,
+                                    int level, double* report, uint32_t capacity);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* BUN_ARROW_DEVICE_H */

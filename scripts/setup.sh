@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Installs the project's own pinned toolchain into project-local, git-ignored
+# folders, then builds the library and the test fixtures. Re-running it is
+# fast: each step is skipped when what it would install is already there.
+#
+#   bash scripts/setup.sh           Zig, Bun + npm packages, build
+#   bash scripts/setup.sh --test    also pyarrow (Arrow C++ reference tests)
+#
+# Needs only python3 (pip), node (npm) and a network path to PyPI and npm.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=scripts/toolchain.env
+source scripts/toolchain.env
+
+want_test_tools=0
+[ "${1:-}" = "--test" ] && want_test_tools=1
+
+toolchain=.toolchain
+mkdir -p "$toolchain"
+pip_install() { # <target dir> <requirement>
+  local target=$1 requirement=$2
+  rm -rf "$target.partial"
+  python3 -m pip install --quiet --disable-pip-version-check --no-warn-script-location \
+    --root-user-action=ignore --target "$target.partial" "$requirement"
+  mv "$target.partial" "$target"
+}
+
+# Zig, from PyPI's ziglang wheel.
+zig_dir="$toolchain/zig-$ZIG_VERSION"
+if [ ! -x "$zig_dir/ziglang/zig" ]; then
+  echo "setup: installing Zig $ZIG_VERSION into $zig_dir"
+  pip_install "$zig_dir" "ziglang==$ZIG_VERSION"
+fi
+
+# Bun, apache-arrow and bun-types, exactly as package-lock.json pins them.
+lock_hash=$(sha256sum package-lock.json | cut -d' ' -f1)
+if [ "$(cat node_modules/.lock-hash 2>/dev/null)" != "$lock_hash" ]; then
+  echo "setup: installing npm packages (bun, apache-arrow, bun-types)"
+  npm ci --no-audit --no-fund --loglevel=error
+  echo "$lock_hash" > node_modules/.lock-hash
+fi
+if ! node_modules/.bin/bun --version >/dev/null 2>&1; then
+  # npm may have skipped bun's postinstall; use the platform package's binary.
+  for candidate in node_modules/@oven/bun-*/bin/bun; do
+    [ -x "$candidate" ] && cp "$candidate" node_modules/bun/bin/bun.exe && break
+  done
+fi
+
+# pyarrow (Arrow C++ with headers) for the reference-implementation tests.
+if [ "$want_test_tools" = 1 ]; then
+  pyarrow_dir="$toolchain/pyarrow-$PYARROW_VERSION"
+  if [ ! -d "$pyarrow_dir/pyarrow" ]; then
+    echo "setup: installing pyarrow $PYARROW_VERSION into $pyarrow_dir"
+    pip_install "$pyarrow_dir" "pyarrow==$PYARROW_VERSION"
+  fi
+fi
+
+# Build: lib/<platform>/libarrow_device.so and build/fixtures/*.
+export ZIG_GLOBAL_CACHE_DIR="$PWD/$toolchain/zig-cache"
+export ZIG_LOCAL_CACHE_DIR="$PWD/.zig-cache"
+"$zig_dir/ziglang/zig" build --prefix . --release=safe
+if [ "$want_test_tools" = 1 ] && [ -f scripts/build-reference-shim.sh ]; then
+  bash scripts/build-reference-shim.sh
+fi

@@ -1,0 +1,477 @@
+/**
+ * apache-arrow -> C Data Interface, without copying data buffers.
+ *
+ * Schemas become a byte plan that zig/export_schema.zig turns into an
+ * ArrowSchema tree (strings copied natively). Arrays become a plan of
+ * buffer addresses (zig/export_array.zig); the buffers are the JS typed
+ * arrays themselves, kept alive by the keepalive registry until the
+ * consumer releases the tree (lifetime/keepalive.ts).
+ *
+ * Offsets. apache-arrow slices value buffers to the array's start and keeps
+ * `Data.offset` only for bitmaps (validity, boolean values); the C
+ * interface applies one `offset` to every buffer. So a value buffer is
+ * exported from `offset` slots *before* its JS start, which is the original
+ * unsliced buffer when apache-arrow sliced it (the memory is in the same
+ * ArrayBuffer, checked). Children of structs, sparse unions and fixed-size
+ * lists are sliced together with their parent in apache-arrow, while C adds
+ * the parent's offset when reading them: a child's C offset is its own
+ * offset minus that shift. Where this does not work out (a node built with
+ * an offset but without the memory before it), the node is re-based to C
+ * offset 0: its bitmaps are shifted into a fresh copy (the only copy this
+ * module ever makes, bitmaps only) and its value buffers start at their JS
+ * start.
+ */
+import { ptr } from "bun:ffi";
+import {
+  Data, DataType, Field, RecordBatch, Schema, Type, UnionMode, Vector,
+  type Dictionary, type FixedSizeList, type Map_, type Union,
+} from "apache-arrow";
+import { Flags, DeviceType } from "../abi/layout.ts";
+import { encodeMetadata } from "../abi/metadata.ts";
+import { InvalidArgumentError, Status, TooDeepError, UnsupportedError } from "../errors.ts";
+import { check, native } from "../ffi/library.ts";
+import { ExportedArray, type ExportedKind } from "../lifetime/exported.ts";
+import { drainReleased, forgetUnused, retainForNative } from "../lifetime/keepalive.ts";
+import { maxNestingDepth } from "../abi/layout.ts";
+import { formatOf } from "./formats.ts";
+
+// ---------------------------------------------------------------------------
+// Schema plans
+// ---------------------------------------------------------------------------
+
+const textEncoder = new TextEncoder();
+
+/** A growable little-endian byte writer for schema plans. */
+class PlanBytes {
+  bytes = new Uint8Array(1024);
+  view = new DataView(this.bytes.buffer);
+  length = 0;
+
+  reserve(n: number) {
+    if (this.length + n <= this.bytes.length) return;
+    let size = this.bytes.length * 2;
+    while (size < this.length + n) size *= 2;
+    const bigger = new Uint8Array(size);
+    bigger.set(this.bytes.subarray(0, this.length));
+    this.bytes = bigger;
+    this.view = new DataView(bigger.buffer);
+  }
+  u32(v: number) { this.reserve(4); this.view.setUint32(this.length, v, true); this.length += 4; }
+  i32(v: number) { this.reserve(4); this.view.setInt32(this.length, v, true); this.length += 4; }
+  i64(v: number) { this.reserve(8); this.view.setBigInt64(this.length, BigInt(v), true); this.length += 8; }
+  u8(v: number) { this.reserve(1); this.bytes[this.length++] = v; }
+  raw(b: Uint8Array) { this.reserve(b.length); this.bytes.set(b, this.length); this.length += b.length; }
+  optional(b: Uint8Array | null) {
+    if (b === null) { this.i32(-1); return; }
+    this.i32(b.length);
+    this.raw(b);
+  }
+}
+
+type SchemaNode = {
+  format: string;
+  name: string | null;
+  metadata: Map<string, string> | null;
+  flags: number;
+  children: SchemaNode[];
+  dictionary: SchemaNode | null;
+};
+
+function childFields(type: DataType): Field[] {
+  return (type.children ?? []) as Field[];
+}
+
+function nodeForType(type: DataType, name: string | null, nullable: boolean, metadata: Map<string, string> | null, depth: number): SchemaNode {
+  if (depth > maxNestingDepth) throw new TooDeepError(Status.too_deep, `schema nests deeper than ${maxNestingDepth} levels`);
+  let flags = nullable ? Flags.NULLABLE : 0;
+  if (type.typeId === Type.Dictionary) {
+    const dictionary = type as Dictionary;
+    if (dictionary.isOrdered) flags |= Flags.DICTIONARY_ORDERED;
+    return {
+      format: formatOf(type),
+      name,
+      metadata,
+      flags,
+      children: [],
+      dictionary: nodeForType(dictionary.dictionary, null, true, null, depth + 1),
+    };
+  }
+  if (type.typeId === Type.Map && (type as Map_).keysSorted) flags |= Flags.MAP_KEYS_SORTED;
+  return {
+    format: formatOf(type),
+    name,
+    metadata,
+    flags,
+    children: childFields(type).map((f) => nodeForField(f, depth + 1)),
+    dictionary: null,
+  };
+}
+
+function nodeForField(field: Field, depth: number): SchemaNode {
+  return nodeForType(field.type, field.name, field.nullable, field.metadata?.size ? field.metadata : null, depth);
+}
+
+function writeSchemaNode(plan: PlanBytes, node: SchemaNode) {
+  const format = textEncoder.encode(node.format);
+  plan.u32(format.length);
+  plan.raw(format);
+  plan.optional(node.name === null ? null : textEncoder.encode(node.name));
+  plan.optional(encodeMetadata(node.metadata));
+  plan.i64(node.flags);
+  plan.u32(node.children.length);
+  plan.u8(node.dictionary ? 1 : 0);
+  for (const child of node.children) writeSchemaNode(plan, child);
+  if (node.dictionary) writeSchemaNode(plan, node.dictionary);
+}
+
+export type SchemaSource = DataType | Field | Schema;
+
+function schemaNodeOf(source: SchemaSource): SchemaNode {
+  if (source instanceof Schema) {
+    return {
+      format: "+s",
+      name: "",
+      metadata: source.metadata?.size ? source.metadata : null,
+      flags: 0,
+      children: source.fields.map((f) => nodeForField(f, 1)),
+      dictionary: null,
+    };
+  }
+  if (source instanceof Field) return nodeForField(source, 0);
+  if (source instanceof DataType) return nodeForType(source, "", true, null, 0);
+  throw new InvalidArgumentError(Status.invalid_argument, `cannot export ${String(source)} as an ArrowSchema: expected an apache-arrow DataType, Field or Schema`);
+}
+
+/** Builds the native ArrowSchema for `source` at `out`. */
+function buildSchema(source: SchemaSource, out: number): void {
+  const plan = new PlanBytes();
+  writeSchemaNode(plan, schemaNodeOf(source));
+  check(native.abd_schema_build(plan.bytes, plan.length, out));
+}
+
+// ---------------------------------------------------------------------------
+// Array plans
+// ---------------------------------------------------------------------------
+
+/** Plan words, reused across exports (its backing store is large enough to
+ * live out of line, so its address is stable during the native call). */
+let planWords = new Float64Array(4096);
+let planLength = 0;
+
+function push(word: number) {
+  if (planLength === planWords.length) {
+    const bigger = new Float64Array(planWords.length * 2);
+    bigger.set(planWords);
+    planWords = bigger;
+  }
+  planWords[planLength++] = word;
+}
+
+/** The address of `view`'s first byte, after giving it a stable backing
+ * store (small typed arrays may live inline in the GC heap and move). */
+function addressOf(view: ArrayBufferView): number {
+  void view.buffer; // forces an out-of-line, non-moving backing store
+  return ptr(view);
+}
+
+/** Bytes per slot of a node's `values` buffer (0 for bit-packed booleans). */
+function slotBytes(data: Data): number {
+  if (data.typeId === Type.Bool) return 0;
+  const values = data.values as ArrayBufferView & { BYTES_PER_ELEMENT: number };
+  return data.stride * values.BYTES_PER_ELEMENT;
+}
+
+/** Copies bits [from, from + count) of `bits` to a new bitmap starting at
+ * bit `to`. */
+function shiftBits(bits: Uint8Array, from: number, count: number, to: number): Uint8Array {
+  const out = new Uint8Array(Math.ceil((to + count) / 8) || 1);
+  for (let i = 0; i < count; i++) {
+    const src = from + i;
+    if (bits[src >> 3] & (1 << (src & 7))) {
+      const dst = to + i;
+      out[dst >> 3] |= 1 << (dst & 7);
+    }
+  }
+  return out;
+}
+
+class ArrayPlanner {
+  /** Everything C will point at, for the keepalive registry. */
+  retained: unknown[] = [];
+  depth = 0;
+
+  /** Address of a buffer exported `backSlots` slots before its JS start;
+   * null when that memory is not in the same ArrayBuffer. */
+  private backed(view: ArrayBufferView | undefined, backBytes: number): number | null {
+    if (!view || view.byteLength === 0) return 0;
+    if (view.byteOffset < backBytes) return null;
+    this.retained.push(view);
+    return addressOf(view) - backBytes;
+  }
+
+  private keep(view: ArrayBufferView | undefined | null): number {
+    if (!view || view.byteLength === 0) return 0;
+    this.retained.push(view);
+    return addressOf(view);
+  }
+
+  /** Plans `data` as a child whose parent adds `shift` to its index.
+   * Returns false (having pushed nothing) if it cannot be exported under
+   * that shift; then the parent re-bases itself so the shift is 0. */
+  node(data: Data, shift: number): boolean {
+    if (++this.depth > maxNestingDepth) throw new TooDeepError(Status.too_deep, `array nests deeper than ${maxNestingDepth} levels`);
+    try {
+      const mark = planLength;
+      const retainedMark = this.retained.length;
+      // An empty array is always exported at offset 0: nothing to point at.
+      if (data.length > 0 && this.tryNode(data, data.offset - shift, false)) return true;
+      planLength = mark;
+      this.retained.length = retainedMark;
+      if (shift !== 0) return false;
+      const rebased = this.tryNode(data, 0, true);
+      if (!rebased) throw new UnsupportedError(Status.internal, `could not export ${String(data.type)} at offset ${data.offset}`);
+      return true;
+    } finally {
+      this.depth--;
+    }
+  }
+
+  /** Plans one node with C offset `offset`. `rebase`: the node's JS
+   * buffers start at C slot 0 (offset 0) instead of at `data.offset`. */
+  private tryNode(data: Data, offset: number, rebase: boolean): boolean {
+    if (offset < 0) return false;
+    const type = data.type;
+    const typeId = data.typeId;
+    const isUnion = typeId === Type.Union;
+    // C offset vs. the JS start of value buffers: `lead` slots before it.
+    const lead = rebase ? 0 : data.offset;
+    const header = planLength;
+    push(data.length);
+    push(isUnion || typeId === Type.Null ? 0 : nullCountOf(data));
+    push(offset);
+    push(0); // n_buffers, patched below
+    push(0); // n_children, patched below
+    push(typeId === Type.Dictionary ? 1 : 0);
+    let nBuffers = 0;
+    const buffer = (address: number | null): boolean => {
+      if (address === null) return false;
+      push(address);
+      nBuffers++;
+      return true;
+    };
+    const validity = (): boolean => {
+      const bitmap = data.nullBitmap as Uint8Array | undefined;
+      if (!bitmap || bitmap.byteLength === 0 || nullCountOf(data) === 0) return buffer(0);
+      if (!rebase) return buffer(this.keep(bitmap));
+      if (data.offset % 8 === 0) return buffer(this.keep(bitmap.subarray(data.offset >> 3)));
+      const copy = shiftBits(bitmap, data.offset, data.length, 0);
+      return buffer(this.keep(copy));
+    };
+
+    let children: Data[] = [];
+    let childShift = 0; // what C adds to each child's index
+    switch (typeId) {
+      case Type.Null:
+        planWords[header + 2] = 0; // a null array has no buffers: any offset
+        break;
+      case Type.Bool: {
+        if (!validity()) return false;
+        const values = data.values as Uint8Array;
+        if (!rebase || data.offset % 8 === 0) {
+          if (!buffer(rebase ? this.keep(values.subarray(data.offset >> 3)) : this.keep(values))) return false;
+        } else {
+          if (!buffer(this.keep(shiftBits(values, data.offset, data.length, 0)))) return false;
+        }
+        break;
+      }
+      case Type.Int: case Type.Float: case Type.Decimal: case Type.Date: case Type.Time:
+      case Type.Timestamp: case Type.Interval: case Type.Duration: case Type.FixedSizeBinary:
+      case Type.Dictionary: {
+        if (!validity()) return false;
+        if (!buffer(this.backed(data.values as ArrayBufferView, lead * slotBytes(data)))) return false;
+        break;
+      }
+      case Type.Binary: case Type.Utf8: case Type.LargeBinary: case Type.LargeUtf8: {
+        if (!validity()) return false;
+        const offsets = data.valueOffsets as Int32Array | BigInt64Array;
+        if (!buffer(this.backed(offsets, lead * offsets.BYTES_PER_ELEMENT))) return false;
+        if (!buffer(this.keep(data.values as Uint8Array))) return false;
+        break;
+      }
+      case Type.BinaryView: case Type.Utf8View: {
+        if (!validity()) return false;
+        if (!buffer(this.backed(data.values as Uint8Array, lead * 16))) return false;
+        const variadic = data.variadicBuffers ?? [];
+        for (const v of variadic) buffer(this.keep(v));
+        const sizes = new BigInt64Array(variadic.length);
+        variadic.forEach((v, i) => (sizes[i] = BigInt(v.byteLength)));
+        buffer(this.keep(sizes));
+        break;
+      }
+      case Type.List: case Type.LargeList: case Type.Map: {
+        if (!validity()) return false;
+        const offsets = data.valueOffsets as Int32Array | BigInt64Array;
+        if (!buffer(this.backed(offsets, lead * offsets.BYTES_PER_ELEMENT))) return false;
+        children = data.children;
+        break;
+      }
+      case Type.FixedSizeList:
+        if (!validity()) return false;
+        children = data.children;
+        childShift = offset * (type as FixedSizeList).listSize;
+        break;
+      case Type.Struct:
+        if (!validity()) return false;
+        children = data.children;
+        childShift = offset;
+        break;
+      case Type.Union: {
+        const union = type as Union;
+        if (!buffer(this.backed(data.typeIds as Int8Array, lead))) return false;
+        if (union.mode === UnionMode.Dense) {
+          if (!buffer(this.backed(data.valueOffsets as Int32Array, lead * 4))) return false;
+        } else {
+          childShift = offset;
+        }
+        children = data.children;
+        break;
+      }
+      default:
+        throw new UnsupportedError(Status.unsupported, `cannot export apache-arrow type ${String(type)}`);
+    }
+    planWords[header + 3] = nBuffers;
+    planWords[header + 4] = children.length;
+    for (const child of children) {
+      if (!this.node(child, childShift)) return false;
+    }
+    if (typeId === Type.Dictionary) {
+      const dictionary = data.dictionary;
+      if (!dictionary) throw new InvalidArgumentError(Status.invalid_argument, "dictionary-encoded data has no dictionary");
+      if (dictionary.data.length !== 1) {
+        throw new UnsupportedError(Status.unsupported, `dictionary vector has ${dictionary.data.length} chunks; the C Data Interface needs exactly one (concatenate it first)`);
+      }
+      this.node(dictionary.data[0], 0);
+      this.retained.push(dictionary);
+    }
+    return true;
+  }
+}
+
+/** null_count without an O(n) count: -1 when apache-arrow has not computed
+ * it yet (the C interface allows that). */
+function nullCountOf(data: Data): number {
+  const known = (data as unknown as { _nullCount: number })._nullCount;
+  if (known === undefined) return data.nullCount;
+  if (known < 0) {
+    const bitmap = data.nullBitmap as Uint8Array | undefined;
+    return !bitmap || bitmap.byteLength === 0 ? 0 : -1;
+  }
+  return known;
+}
+
+// ---------------------------------------------------------------------------
+// Public entry points
+// ---------------------------------------------------------------------------
+
+export type ArraySource = Data | Vector | RecordBatch;
+
+export type ExportOptions = {
+  /** "device_array" (default): ArrowSchema + ArrowDeviceArray on the CPU
+   * device. "array": ArrowSchema + ArrowArray. */
+  as?: Exclude<ExportedKind, "schema">;
+};
+
+/** The single Data (plus its field) that `source` exports as. */
+function dataOf(source: ArraySource): { data: Data; schema: SchemaSource } {
+  if (source instanceof RecordBatch) {
+    return { data: source.data, schema: source.schema };
+  }
+  if (source instanceof Vector) {
+    if (source.data.length !== 1) {
+      throw new InvalidArgumentError(Status.invalid_argument, `a Vector with ${source.data.length} chunks cannot be one C array; export each chunk (vector.data[i]) or each batch of a table`);
+    }
+    return { data: source.data[0], schema: new Field("", source.type, true) };
+  }
+  if (source instanceof Data) return { data: source, schema: new Field("", source.type, true) };
+  throw new InvalidArgumentError(Status.invalid_argument, `cannot export ${String(source)}: expected an apache-arrow Data, Vector or RecordBatch`);
+}
+
+/** Plans `data` into the shared plan words and registers its buffers. */
+function planArray(data: Data): { words: number; keepaliveId: number } {
+  planLength = 0;
+  const planner = new ArrayPlanner();
+  planner.node(data, 0);
+  return { words: planLength, keepaliveId: retainForNative(planner.retained) };
+}
+
+/**
+ * Exports `source` as ArrowSchema + ArrowDeviceArray (CPU: device_id -1,
+ * sync_event NULL, reserved zeroed) or ArrowSchema + ArrowArray, without
+ * copying any data buffer. A RecordBatch exports as a struct array whose
+ * schema carries the batch schema's metadata.
+ *
+ * The returned handle owns the two base structs. Hand their addresses
+ * (`handle.schema`, `handle.array`) to C; a consumer that moves them takes
+ * ownership. The JS buffers stay alive and in place until the consumer's
+ * release runs (on any thread), even if the app drops every reference.
+ * Call `handle.release()` (or `using`) when done: it releases whatever was
+ * not moved.
+ */
+export function exportArray(source: ArraySource, options: ExportOptions = {}): ExportedArray {
+  drainReleased();
+  const kind = options.as ?? "device_array";
+  const { data, schema } = dataOf(source);
+  const handle = new ExportedArray(kind);
+  try {
+    buildSchema(schema, handle.schema);
+    const { words, keepaliveId } = planArray(data);
+    const status = kind === "device_array"
+      ? native.abd_device_array_build(planWords, words, keepaliveId, DeviceType.CPU, -1, null, handle.array)
+      : native.abd_array_build(planWords, words, keepaliveId, handle.array);
+    if (status !== 0) forgetUnused(keepaliveId);
+    check(status);
+    return handle;
+  } catch (error) {
+    handle.release();
+    throw error;
+  }
+}
+
+/** `exportArray(source, { as: "device_array" })`. */
+export function exportDeviceArray(source: ArraySource): ExportedArray {
+  return exportArray(source, { as: "device_array" });
+}
+
+/** Exports a DataType, Field or Schema as an ArrowSchema. */
+export function exportSchema(source: SchemaSource): ExportedArray {
+  const handle = new ExportedArray("schema");
+  try {
+    buildSchema(source, handle.schema);
+    return handle;
+  } catch (error) {
+    handle.release();
+    throw error;
+  }
+}
+
+/** Exports every batch of a table; one handle per batch. */
+export function exportBatches(batches: Iterable<RecordBatch>, options: ExportOptions = {}): ExportedArray[] {
+  const out: ExportedArray[] = [];
+  try {
+    for (const batch of batches) out.push(exportArray(batch, options));
+    return out;
+  } catch (error) {
+    for (const handle of out) handle.release();
+    throw error;
+  }
+}
+
+/** Internal, for other converters (streams, device): plan + build into an
+ * existing native ArrowDeviceArray / ArrowSchema address. */
+export const internal = {
+  buildSchema,
+  planArray,
+  planWords: () => planWords,
+  dataOf,
+  schemaNodeOf,
+};

@@ -1,0 +1,119 @@
+/**
+ * Typed errors. Every failure of the native library surfaces as an
+ * `ArrowDeviceError` subclass carrying the library's status `code` (see
+ * zig/status.zig) and the message the library recorded for the failing
+ * call (its per-thread last error).
+ */
+
+/** Status codes of libarrow_device, as in zig/status.zig and the manifest. */
+export const Status = {
+  ok: 0,
+  invalid_argument: 1,
+  released: 2,
+  invalid_format: 3,
+  invalid_layout: 4,
+  unknown_device: 5,
+  too_deep: 6,
+  out_of_memory: 7,
+  out_of_range: 8,
+  unsupported: 9,
+  device_unavailable: 10,
+  device_error: 11,
+  callback_error: 12,
+  cancelled: 13,
+  wrong_thread: 14,
+  internal: 15,
+} as const;
+export type StatusName = keyof typeof Status;
+export type StatusCode = (typeof Status)[StatusName];
+
+export class ArrowDeviceError extends Error {
+  override name = "ArrowDeviceError";
+  /** The library status name, e.g. "invalid_layout". */
+  readonly code: StatusName;
+  /** The numeric status. */
+  readonly status: number;
+  constructor(status: number, message: string) {
+    super(message);
+    this.status = status;
+    this.code = statusName(status);
+  }
+}
+
+/** Bad arguments to an API call (null pointers, bad options). */
+export class InvalidArgumentError extends ArrowDeviceError { override name = "InvalidArgumentError"; }
+/** The struct was already released or moved. */
+export class ReleasedError extends ArrowDeviceError { override name = "ReleasedError"; }
+/** A malformed or unknown format string. */
+export class InvalidFormatError extends ArrowDeviceError { override name = "InvalidFormatError"; }
+/** Buffers, children, lengths or offsets inconsistent with the type. */
+export class InvalidLayoutError extends ArrowDeviceError { override name = "InvalidLayoutError"; }
+/** A device type this operation cannot handle. */
+export class UnknownDeviceError extends ArrowDeviceError { override name = "UnknownDeviceError"; }
+/** Nesting deeper than the library's limit. */
+export class TooDeepError extends ArrowDeviceError { override name = "TooDeepError"; }
+export class OutOfMemoryError extends ArrowDeviceError { override name = "OutOfMemoryError"; }
+/** A child index, slice or position out of range. */
+export class OutOfRangeError extends ArrowDeviceError { override name = "OutOfRangeError"; }
+/** Not supported for this type or device (names which). */
+export class UnsupportedError extends ArrowDeviceError { override name = "UnsupportedError"; }
+/** A device runtime is not available; the message says what was tried. */
+export class DeviceUnavailableError extends ArrowDeviceError { override name = "DeviceUnavailableError"; }
+/** A device runtime call failed. */
+export class DeviceError extends ArrowDeviceError { override name = "DeviceError"; }
+/** A C producer or consumer callback reported an error (errno in `errno`). */
+export class CallbackError extends ArrowDeviceError {
+  override name = "CallbackError";
+  /** The errno-compatible code the callback returned, when known. */
+  errno?: number;
+}
+export class CancelledError extends ArrowDeviceError { override name = "CancelledError"; }
+/** The call would deadlock or hang on this thread. */
+export class WrongThreadError extends ArrowDeviceError { override name = "WrongThreadError"; }
+/** A bug in this library. */
+export class InternalError extends ArrowDeviceError { override name = "InternalError"; }
+
+const classes: Record<number, new (status: number, message: string) => ArrowDeviceError> = {
+  [Status.invalid_argument]: InvalidArgumentError,
+  [Status.released]: ReleasedError,
+  [Status.invalid_format]: InvalidFormatError,
+  [Status.invalid_layout]: InvalidLayoutError,
+  [Status.unknown_device]: UnknownDeviceError,
+  [Status.too_deep]: TooDeepError,
+  [Status.out_of_memory]: OutOfMemoryError,
+  [Status.out_of_range]: OutOfRangeError,
+  [Status.unsupported]: UnsupportedError,
+  [Status.device_unavailable]: DeviceUnavailableError,
+  [Status.device_error]: DeviceError,
+  [Status.callback_error]: CallbackError,
+  [Status.cancelled]: CancelledError,
+  [Status.wrong_thread]: WrongThreadError,
+  [Status.internal]: InternalError,
+};
+
+export function statusName(status: number): StatusName {
+  for (const [name, value] of Object.entries(Status)) if (value === status) return name as StatusName;
+  return "internal";
+}
+
+/** The typed error for `status` with `message`. */
+export function errorFor(status: number, message: string): ArrowDeviceError {
+  const ErrorClass = classes[status] ?? InternalError;
+  return new ErrorClass(status, message || `libarrow_device failed with status ${status} (${statusName(status)})`);
+}
+
+/** The library is missing, built for another platform, or out of date. */
+export class LibraryLoadError extends Error {
+  override name = "LibraryLoadError";
+  constructor(message: string, readonly path: string) {
+    super(message);
+  }
+}
+
+/** The TS and native struct layouts disagree. */
+export class LayoutMismatchError extends Error {
+  override name = "LayoutMismatchError";
+  constructor(readonly problems: string[]) {
+    super(`libarrow_device and the TypeScript layer disagree on the ABI layout:\n  ${problems.join("\n  ")}`);
+  }
+}

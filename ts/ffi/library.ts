@@ -1,0 +1,76 @@
+/**
+ * The one module that owns the dlopen table of libarrow_device.
+ *
+ * It finds lib/<platform>/libarrow_device.<ext> (or the path in the
+ * ARROW_DEVICE_LIBRARY environment variable), opens it once, checks the TS
+ * struct layout against the library's manifest, and exposes `native` (the
+ * symbols) and `check` (status -> typed error). The library is never
+ * closed: release callbacks and GC deallocators may call into it until the
+ * process exits.
+ */
+import { dlopen, suffix, CString, type Pointer } from "bun:ffi";
+import { existsSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { LibraryLoadError, errorFor } from "../errors.ts";
+import { coreSymbols } from "./symbols_core.ts";
+
+/** Every symbol area, merged. Add new areas here. */
+const symbols = {
+  ...coreSymbols,
+};
+
+export const libraryEnvVar = "ARROW_DEVICE_LIBRARY";
+export const buildCommand = "bash scripts/setup.sh";
+
+/** lib/<platform> as Bun names the platform: linux-x64, darwin-arm64, ... */
+export function platformDir(): string {
+  return `${process.platform}-${process.arch}`;
+}
+
+export function defaultLibraryPath(): string {
+  const root = resolve(import.meta.dir, "..", "..");
+  return join(root, "lib", platformDir(), `libarrow_device.${suffix}`);
+}
+
+export function libraryPath(): string {
+  return process.env[libraryEnvVar] || defaultLibraryPath();
+}
+
+function open() {
+  const path = libraryPath();
+  const from = process.env[libraryEnvVar] ? `${libraryEnvVar}=${path}` : path;
+  if (!existsSync(path)) {
+    throw new LibraryLoadError(
+      `libarrow_device is not built for ${platformDir()}: looked for ${from}. Build it with \`${buildCommand}\` (or point ${libraryEnvVar} at a built library).`,
+      path,
+    );
+  }
+  try {
+    return dlopen(path, symbols);
+  } catch (cause) {
+    throw new LibraryLoadError(
+      `could not load ${from} on ${platformDir()}: ${(cause as Error).message}. It may be built for another platform or be out of date; rebuild it with \`${buildCommand}\`.`,
+      path,
+    );
+  }
+}
+
+const library = open();
+
+/** The native symbols. Internal: the public API wraps them. */
+export const native = library.symbols;
+
+/** The library's last error message on this thread. */
+export function lastError(): string {
+  const message = native.abd_last_error();
+  return message ? new CString(message).toString() : "";
+}
+
+/** Throws the typed error for a non-zero status. */
+export function check(status: number): void {
+  if (status !== 0) throw errorFor(status, lastError());
+}
+
+export function manifestText(): string {
+  return new CString(native.abd_layout_manifest() as Pointer).toString();
+}

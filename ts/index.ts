@@ -1,0 +1,22 @@
+/**
+ * bun-arrow-device: the Arrow C Data and C Device Data Interfaces for Bun.
+ *
+ * Export apache-arrow data to C without copying (`exportArray`,
+ * `exportSchema`), import C data as typed raw views (`ImportedArray`), and
+ * check for leaks (`counters`). See README.md for lifetimes.
+ */
+export * from "./errors.ts";
+export {
+  DeviceType, Flags, ValidationLevel, TypeId, BufferKind, deviceTypeName, isHostAccessible,
+  structLayouts, layoutProblems, type DeviceTypeName, type ValidationLevelName, type CounterName,
+} from "./abi/layout.ts";
+export { encodeMetadata, decodeMetadataBytes } from "./abi/metadata.ts";
+export { libraryPath, platformDir, libraryEnvVar } from "./ffi/library.ts";
+export { ExportedArray, type ExportedKind, type ExportedSchema } from "./lifetime/exported.ts";
+export { ImportedArray, RawArray, type ImportOptions, type TypedBuffer } from "./lifetime/imported.ts";
+export { counters, nonZeroCounters, type Counters } from "./lifetime/counters.ts";
+export { drainReleased } from "./lifetime/keepalive.ts";
+export { liveHandles, debugEnabled } from "./lifetime/debug.ts";
+export { exportArray, exportDeviceArray, exportSchema, exportBatches, type ArraySource, type SchemaSource, type ExportOptions } from "./convert/export.ts";
+export { formatOf } from "./convert/formats.ts";
+export { consumeNatively, fnv1a32, type NativeBufferReport } from "./native_consumer.ts";

@@ -1,0 +1,46 @@
+/**
+ * Debug mode (ARROW_DEVICE_DEBUG=1): records where every live handle was
+ * created, warns when a handle is garbage-collected without being disposed
+ * (a leak the FinalizationRegistry safety net had to clean up), and reports
+ * the handles still alive when the process exits.
+ */
+
+export const debugEnabled = process.env.ARROW_DEVICE_DEBUG === "1";
+
+type Live = { kind: string; stack: string };
+const live = new Map<number, Live>();
+let nextToken = 1;
+
+/** Records a new handle; returns a token for `untrack` (0 when disabled). */
+export function track(kind: string): number {
+  if (!debugEnabled) return 0;
+  const token = nextToken++;
+  const stack = (new Error().stack ?? "").split("\n").slice(3, 9).join("\n");
+  live.set(token, { kind, stack });
+  return token;
+}
+
+export function untrack(token: number): void {
+  if (token) live.delete(token);
+}
+
+/** Called by a safety-net finalizer: the handle was never disposed. */
+export function reportLeak(token: number, kind: string): void {
+  if (!debugEnabled) return;
+  const where = live.get(token)?.stack ?? "(creation site not recorded)";
+  live.delete(token);
+  console.warn(`[bun-arrow-device] ${kind} was garbage-collected without dispose(); created at:\n${where}`);
+}
+
+/** Handles created but not yet disposed (debug mode only). */
+export function liveHandles(): { kind: string; stack: string }[] {
+  return [...live.values()];
+}
+
+if (debugEnabled) {
+  process.on("exit", () => {
+    if (live.size === 0) return;
+    console.warn(`[bun-arrow-device] ${live.size} handle(s) still alive at exit:`);
+    for (const { kind, stack } of live.values()) console.warn(`- ${kind}, created at:\n${stack}`);
+  });
+}

@@ -1,0 +1,325 @@
+/**
+ * Imported Arrow data: the handle over a native owner (zig/owner.zig) and
+ * typed raw views of its nodes, read in place.
+ *
+ * Ownership. Importing moves the producer's ArrowSchema + ArrowDeviceArray
+ * into a native owner under an atomic reference count; the caller's structs
+ * are left released. Every JS ArrayBuffer this module creates over owner
+ * memory (the node table the handle reads, and every buffer view) holds one
+ * reference, dropped by a native deallocator when the ArrayBuffer is
+ * garbage-collected (any thread) or detached. So the producer's release
+ * runs exactly once, after the last view is gone — with no handle, no
+ * FinalizationRegistry involved. `dispose()` (or `using`) detaches every
+ * ArrayBuffer the handle created, which runs the release at once; views
+ * read after that see detached (empty) buffers, never freed memory.
+ */
+import { type Pointer } from "bun:ffi";
+import {
+  BufferKind, BufferWord, NodeWord, OwnerInfoWord, TypeId, ValidationLevel, bufferStride, deviceTypeName,
+  nodeStride, ownerInfoWords, type TypeIdName, type ValidationLevelName,
+} from "../abi/layout.ts";
+import { arrayFields, asPointer, deviceArrayFields, readMetadata, schemaFields, wrapNative } from "../abi/structs.ts";
+import { ReleasedError, Status, UnsupportedError, InvalidArgumentError, OutOfRangeError } from "../errors.ts";
+import { check, native } from "../ffi/library.ts";
+import { track, untrack } from "./debug.ts";
+
+const deallocator = native.abd_view_deallocator();
+const typeIdNames = Object.fromEntries(Object.entries(TypeId).map(([k, v]) => [v, k])) as Record<number, TypeIdName>;
+
+export type ImportOptions = {
+  /** Validation level (nanoarrow's levels); "default" never reads out of
+   * bounds. */
+  validation?: ValidationLevelName;
+};
+
+export type TypedBuffer =
+  | Uint8Array | Int8Array | Int16Array | Uint16Array | Int32Array | Uint32Array
+  | BigInt64Array | BigUint64Array | Float32Array | Float64Array;
+
+type TypedArrayConstructor = new (buffer: ArrayBuffer, byteOffset?: number, length?: number) => TypedBuffer;
+
+/** The element type of a fixed-width data buffer, by type id. */
+const fixedElement: Partial<Record<number, TypedArrayConstructor>> = {
+  [TypeId.int8]: Int8Array, [TypeId.uint8]: Uint8Array, [TypeId.int16]: Int16Array, [TypeId.uint16]: Uint16Array,
+  [TypeId.int32]: Int32Array, [TypeId.uint32]: Uint32Array, [TypeId.int64]: BigInt64Array, [TypeId.uint64]: BigUint64Array,
+  [TypeId.float16]: Uint16Array, [TypeId.float32]: Float32Array, [TypeId.float64]: Float64Array,
+  [TypeId.decimal]: Uint32Array, [TypeId.fixed_size_binary]: Uint8Array,
+  [TypeId.date32]: Int32Array, [TypeId.date64]: BigInt64Array, [TypeId.time32]: Int32Array, [TypeId.time64]: BigInt64Array,
+  [TypeId.timestamp]: BigInt64Array, [TypeId.duration]: BigInt64Array,
+  [TypeId.interval_months]: Int32Array, [TypeId.interval_day_time]: Int32Array, [TypeId.interval_month_day_nano]: Int32Array,
+};
+
+const kindElement: Record<number, TypedArrayConstructor> = {
+  [BufferKind.bits]: Uint8Array,
+  [BufferKind.offsets32]: Int32Array,
+  [BufferKind.offsets64]: BigInt64Array,
+  [BufferKind.bytes]: Uint8Array,
+  [BufferKind.views]: Uint8Array,
+  [BufferKind.variadic_bytes]: Uint8Array,
+  [BufferKind.variadic_sizes]: BigInt64Array,
+  [BufferKind.type_ids]: Int8Array,
+  [BufferKind.view_offsets32]: Int32Array,
+  [BufferKind.view_offsets64]: BigInt64Array,
+  [BufferKind.union_offsets]: Int32Array,
+};
+
+/** Info words copied out of the owner (they never change). */
+type OwnerInfo = Float64Array;
+
+/**
+ * An imported array (or record batch: a struct array) held by a native
+ * owner. Read it through `root` (typed raw views, every Arrow type) or
+ * convert it with convert/import.ts (apache-arrow objects).
+ */
+export class ImportedArray implements Disposable {
+  #owner: number;
+  #info: OwnerInfo;
+  #nodes: Float64Array;
+  #buffers: Float64Array;
+  /** Every ArrayBuffer created over owner memory, for `dispose()`. */
+  #created: ArrayBuffer[] = [];
+  /** Views already made, by buffer index (so each is made once). */
+  #views = new Map<number, ArrayBuffer>();
+  #disposed = false;
+  #token: number;
+
+  private constructor(owner: number) {
+    this.#owner = owner;
+    this.#token = track("ImportedArray");
+    const info = new Float64Array(ownerInfoWords);
+    native.abd_owner_info(asPointer(owner), info);
+    this.#info = info;
+    // The node and buffer tables are read through ArrayBuffers that each
+    // hold one owner reference; then the import's own reference is dropped.
+    native.abd_owner_retain_views(asPointer(owner), 2);
+    this.#nodes = new Float64Array(this.#wrap(info[OwnerInfoWord.nodes], info[OwnerInfoWord.node_count] * nodeStride * 8));
+    this.#buffers = new Float64Array(this.#wrap(info[OwnerInfoWord.buffers], Math.max(1, info[OwnerInfoWord.buffer_count]) * bufferStride * 8));
+    native.abd_owner_release(asPointer(owner));
+  }
+
+  #wrap(address: number, bytes: number): ArrayBuffer {
+    const buffer = wrapNative(address, bytes, this.#owner, deallocator);
+    this.#created.push(buffer);
+    return buffer;
+  }
+
+  /** Moves `schema` + `deviceArray` (C `ArrowSchema*`, `ArrowDeviceArray*`)
+   * in and validates them. The caller's structs are left released, whether
+   * or not this succeeds. */
+  static fromDeviceArray(schema: Pointer | number | null, deviceArray: Pointer | number | null, options: ImportOptions = {}): ImportedArray {
+    const out = new BigUint64Array(1);
+    const level = ValidationLevel[options.validation ?? "default"];
+    if (level === undefined) throw new InvalidArgumentError(Status.invalid_argument, `unknown validation level "${options.validation}"`);
+    check(native.abd_import_device_array(schema as Pointer, deviceArray as Pointer, level, out));
+    return new ImportedArray(Number(out[0]));
+  }
+
+  /** Like `fromDeviceArray` for a plain `ArrowArray*` (a CPU array). */
+  static fromArray(schema: Pointer | number | null, array: Pointer | number | null, options: ImportOptions = {}): ImportedArray {
+    const out = new BigUint64Array(1);
+    const level = ValidationLevel[options.validation ?? "default"];
+    if (level === undefined) throw new InvalidArgumentError(Status.invalid_argument, `unknown validation level "${options.validation}"`);
+    check(native.abd_import_array(schema as Pointer, array as Pointer, level, out));
+    return new ImportedArray(Number(out[0]));
+  }
+
+  #live(): void {
+    if (this.#disposed) throw new ReleasedError(Status.released, "this imported array was disposed; its memory is released");
+  }
+
+  get disposed(): boolean {
+    return this.#disposed;
+  }
+
+  /** The native owner's address (for re-export and relays). */
+  get ownerAddress(): number {
+    this.#live();
+    return this.#owner;
+  }
+
+  get deviceType(): number { return this.#info[OwnerInfoWord.device_type]; }
+  get deviceTypeName(): string { return deviceTypeName(this.deviceType); }
+  get deviceId(): number { return this.#info[OwnerInfoWord.device_id]; }
+  /** Address of the producer's sync event (0 when none). */
+  get syncEvent(): number { return this.#info[OwnerInfoWord.sync_event]; }
+  /** False for device memory the host must not read. */
+  get hostReadable(): boolean { return this.#info[OwnerInfoWord.host_readable] === 1; }
+  /** Sum of the known buffer sizes. */
+  get byteLength(): number { return this.#info[OwnerInfoWord.bytes_held]; }
+  get nodeCount(): number { return this.#info[OwnerInfoWord.node_count]; }
+  /** The moved-in `ArrowSchema*` and `ArrowDeviceArray*` (owner memory). */
+  get schemaAddress(): number { this.#live(); return this.#info[OwnerInfoWord.schema]; }
+  get deviceArrayAddress(): number { this.#live(); return this.#info[OwnerInfoWord.device_array]; }
+
+  /** The root node. */
+  get root(): RawArray {
+    return this.node(0);
+  }
+
+  node(index: number): RawArray {
+    this.#live();
+    if (!(index >= 0 && index < this.nodeCount)) throw new OutOfRangeError(Status.out_of_range, `node ${index} is out of the ${this.nodeCount} nodes`);
+    return new RawArray(this, index);
+  }
+
+  /** @internal node-table word. */
+  nodeWord(node: number, word: number): number {
+    this.#live();
+    return this.#nodes[node * nodeStride + word];
+  }
+
+  /** @internal buffer-table word. */
+  bufferWord(buffer: number, word: number): number {
+    this.#live();
+    return this.#buffers[buffer * bufferStride + word];
+  }
+
+  /**
+   * A zero-copy ArrayBuffer over buffer `index` (of the owner's buffer
+   * table), made once and then shared. Holds an owner reference until it
+   * is collected or the handle is disposed. Empty buffers get a fresh empty
+   * ArrayBuffer.
+   */
+  bufferMemory(index: number): ArrayBuffer {
+    this.#live();
+    const made = this.#views.get(index);
+    if (made) return made;
+    const address = this.bufferWord(index, BufferWord.address);
+    const size = this.bufferWord(index, BufferWord.size_bytes);
+    if (size < 0 || !this.hostReadable) {
+      throw new UnsupportedError(Status.unsupported, `buffer ${index} is on device ${this.deviceTypeName} and cannot be read by the host; copy it to the host first`);
+    }
+    let memory: ArrayBuffer;
+    if (size === 0 || address === 0) {
+      memory = new ArrayBuffer(0);
+    } else {
+      native.abd_owner_retain_views(asPointer(this.#owner), 1);
+      memory = this.#wrap(address, size);
+    }
+    this.#views.set(index, memory);
+    return memory;
+  }
+
+  /** Makes views of many buffers with one native call for the references
+   * (the import hot path). */
+  prefetchBuffers(indices: number[]): void {
+    this.#live();
+    if (!this.hostReadable) return;
+    const wanted = indices.filter((i) => !this.#views.has(i) && this.bufferWord(i, BufferWord.size_bytes) > 0 && this.bufferWord(i, BufferWord.address) !== 0);
+    if (wanted.length === 0) return;
+    native.abd_owner_retain_views(asPointer(this.#owner), wanted.length);
+    for (const i of wanted) {
+      this.#views.set(i, this.#wrap(this.bufferWord(i, BufferWord.address), this.bufferWord(i, BufferWord.size_bytes)));
+    }
+  }
+
+  /** Detaches every ArrayBuffer made over owner memory, which releases the
+   * producer's data now. Views read as empty afterwards. Idempotent. */
+  dispose(): void {
+    if (this.#disposed) return;
+    this.#disposed = true;
+    untrack(this.#token);
+    const created = this.#created;
+    this.#created = [];
+    this.#views.clear();
+    for (const buffer of created) {
+      if (!buffer.detached) buffer.transfer(0);
+    }
+  }
+
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+}
+
+/**
+ * One node of an imported tree, read in place: the C struct fields, typed
+ * buffer views, children and dictionary. Valid while its ImportedArray is
+ * not disposed (accessors throw ReleasedError after).
+ */
+export class RawArray {
+  constructor(readonly imported: ImportedArray, readonly index: number) {}
+
+  #word(word: number): number {
+    return this.imported.nodeWord(this.index, word);
+  }
+
+  get schemaAddress(): number { return this.#word(NodeWord.schema); }
+  get arrayAddress(): number { return this.#word(NodeWord.array); }
+  get typeId(): TypeIdName { return typeIdNames[this.#word(NodeWord.type_id)]; }
+  get format(): string { return schemaFields.format(this.schemaAddress) ?? ""; }
+  get name(): string | null { return schemaFields.name(this.schemaAddress); }
+  get flags(): number { return schemaFields.flags(this.schemaAddress); }
+  get nullable(): boolean { return (this.flags & 2) !== 0; }
+  /** Metadata as a Map (the last value wins for repeated keys). */
+  get metadata(): Map<string, string> { return new Map(readMetadata(schemaFields.metadataAddress(this.schemaAddress))); }
+  /** Metadata as every key/value pair, repeats kept. */
+  get metadataPairs(): [string, string][] { return readMetadata(schemaFields.metadataAddress(this.schemaAddress)); }
+  get length(): number { return this.#word(NodeWord.length); }
+  get nullCount(): number { return this.#word(NodeWord.null_count); }
+  get offset(): number { return this.#word(NodeWord.offset); }
+  get nBuffers(): number { return this.#word(NodeWord.n_buffers); }
+  get nChildren(): number { return this.#word(NodeWord.n_children); }
+  get deviceType(): number { return this.imported.deviceType; }
+  get deviceId(): number { return this.imported.deviceId; }
+  get syncEvent(): number { return this.imported.syncEvent; }
+  /** Whether the struct has been released (always false while the handle
+   * lives: the owner keeps it). */
+  get released(): boolean {
+    if (this.imported.disposed) return true;
+    return arrayFields.released(this.arrayAddress);
+  }
+
+  get children(): RawArray[] {
+    const first = this.#word(NodeWord.first_child);
+    return Array.from({ length: this.nChildren }, (_, i) => this.imported.node(first + i));
+  }
+
+  child(i: number): RawArray {
+    if (!(i >= 0 && i < this.nChildren)) throw new OutOfRangeError(Status.out_of_range, `child ${i} is out of ${this.nChildren} children of "${this.name ?? ""}" (${this.format})`);
+    return this.imported.node(this.#word(NodeWord.first_child) + i);
+  }
+
+  get dictionary(): RawArray | null {
+    const index = this.#word(NodeWord.dictionary);
+    return index < 0 ? null : this.imported.node(index);
+  }
+
+  /** Global buffer-table index of this node's buffer `i`. */
+  bufferIndex(i: number): number {
+    if (!(i >= 0 && i < this.nBuffers)) throw new OutOfRangeError(Status.out_of_range, `buffer ${i} is out of ${this.nBuffers} buffers of "${this.name ?? ""}" (${this.format})`);
+    return this.#word(NodeWord.first_buffer) + i;
+  }
+
+  bufferAddress(i: number): number { return this.imported.bufferWord(this.bufferIndex(i), BufferWord.address); }
+  /** Size in bytes implied by type, length and offset (-1: unknown, device). */
+  bufferSize(i: number): number { return this.imported.bufferWord(this.bufferIndex(i), BufferWord.size_bytes); }
+  bufferKind(i: number): number { return this.imported.bufferWord(this.bufferIndex(i), BufferWord.kind); }
+
+  /** Buffer `i` as a typed array of its element type, over the producer's
+   * memory (no copy), covering offset + length slots. */
+  buffer(i: number): TypedBuffer {
+    const memory = this.imported.bufferMemory(this.bufferIndex(i));
+    const kind = this.bufferKind(i);
+    const element = kind === BufferKind.fixed ? fixedElement[this.#word(NodeWord.type_id)] ?? Uint8Array : kindElement[kind];
+    const bytesPer = (element as unknown as { BYTES_PER_ELEMENT: number }).BYTES_PER_ELEMENT;
+    return new element(memory, 0, Math.floor(memory.byteLength / bytesPer));
+  }
+
+  get buffers(): TypedBuffer[] {
+    return Array.from({ length: this.nBuffers }, (_, i) => this.buffer(i));
+  }
+
+  /** A plain description, reading no buffer (safe for device memory). */
+  describe(): object {
+    return {
+      format: this.format, name: this.name, typeId: this.typeId, length: this.length, nullCount: this.nullCount,
+      offset: this.offset, flags: this.flags, device: deviceTypeName(this.deviceType), deviceId: this.deviceId,
+      buffers: Array.from({ length: this.nBuffers }, (_, i) => ({ address: this.bufferAddress(i), size: this.bufferSize(i) })),
+      children: this.children.map((c) => c.describe()),
+      dictionary: this.dictionary?.describe() ?? null,
+    };
+  }
+}
+
+export { deviceArrayFields };

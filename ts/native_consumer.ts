@@ -1,0 +1,36 @@
+/**
+ * The library's built-in native consumer (zig/consumer.zig), exposed for
+ * demos, tests and users who want to check what they export: it moves the
+ * structs in, validates them, reports every buffer's address, size and
+ * FNV-1a checksum as C sees them, and calls release.
+ */
+import { type Pointer } from "bun:ffi";
+import { ValidationLevel, type ValidationLevelName } from "./abi/layout.ts";
+import { check, native } from "./ffi/library.ts";
+import { drainReleased } from "./lifetime/keepalive.ts";
+
+export type NativeBufferReport = { address: number; size: number; checksum: number };
+
+/** Room for 16,384 buffers; the consumer fails with OutOfRangeError (after
+ * releasing the data) for larger trees. */
+const report = new Float64Array(1 + 3 * 16384);
+
+/** Consumes (moves in, validates, checksums, releases) the given structs.
+ * Checksums are -1 for memory the host cannot read. */
+export function consumeNatively(schema: Pointer | number, deviceArray: Pointer | number, validation: ValidationLevelName = "full"): NativeBufferReport[] {
+  const status = native.abd_consume_device_array(schema as Pointer, deviceArray as Pointer, ValidationLevel[validation], report, report.length);
+  drainReleased();
+  check(status);
+  const n = report[0];
+  return Array.from({ length: n }, (_, i) => ({ address: report[1 + 3 * i], size: report[2 + 3 * i], checksum: report[3 + 3 * i] }));
+}
+
+/** FNV-1a 32-bit, the checksum the native consumer reports. */
+export function fnv1a32(bytes: Uint8Array): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < bytes.length; i++) {
+    hash ^= bytes[i];
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash >>> 0;
+}

@@ -1,0 +1,211 @@
+//! The library's C API: every exported symbol, and nothing else. Each entry
+//! says who owns what. Declared for C in lib/include/arrow_device.h; the TS
+//! side binds them in ts/ffi/.
+//!
+//! Conventions:
+//! - Functions that can fail return an `abd_status` (status.zig); on failure
+//!   `abd_last_error()` explains, until the next failing call on the thread.
+//! - "Moves" means: the struct is bitwise-copied and the caller's copy is
+//!   marked released, whether or not the call succeeds.
+
+const std = @import("std");
+const abi = @import("abi.zig");
+const status = @import("status.zig");
+const manifest = @import("manifest.zig");
+const counters = @import("counters.zig");
+const keepalive = @import("keepalive.zig");
+const export_array = @import("export_array.zig");
+const export_schema = @import("export_schema.zig");
+const owner_mod = @import("owner.zig");
+const validate = @import("validate.zig");
+const consumer = @import("consumer.zig");
+
+const Status = status.Status;
+const Owner = owner_mod.Owner;
+
+fn code(s: Status) c_int {
+    return @intFromEnum(s);
+}
+
+fn levelFrom(raw: c_int) ?validate.Level {
+    return std.enums.fromInt(validate.Level, raw);
+}
+
+// ---------------------------------------------------------------------------
+// Library facts and errors
+// ---------------------------------------------------------------------------
+
+/// JSON: struct sizes and offsets, device types, flags, status codes,
+/// counter names, node-table word layout. Static; never freed.
+export fn abd_layout_manifest() [*:0]const u8 {
+    return manifest.json.ptr;
+}
+
+/// The message of this thread's last failure (empty if none). Valid until
+/// the next failing call on this thread.
+export fn abd_last_error() [*:0]const u8 {
+    return status.lastMessage();
+}
+
+export fn abd_last_status() c_int {
+    return code(status.lastStatus());
+}
+
+/// Copies up to `capacity` counters (counters.zig order) into `out`.
+export fn abd_counters_read(out: [*]f64, capacity: u32) u32 {
+    return @intCast(counters.read(out[0..capacity]));
+}
+
+// ---------------------------------------------------------------------------
+// Memory the caller owns
+// ---------------------------------------------------------------------------
+
+/// Zeroed native memory, e.g. a place for a base struct that must stay at a
+/// stable address. Free with `abd_free`.
+export fn abd_alloc_zeroed(size: usize) ?*anyopaque {
+    const memory = std.c.malloc(@max(size, 1)) orelse return null;
+    @memset(@as([*]u8, @ptrCast(memory))[0..@max(size, 1)], 0);
+    return memory;
+}
+
+export fn abd_free(memory: ?*anyopaque) void {
+    std.c.free(memory);
+}
+
+// ---------------------------------------------------------------------------
+// Releasing structs from languages that cannot call function pointers
+// ---------------------------------------------------------------------------
+
+/// Calls `schema->release` if the schema is not released. NULL is a no-op.
+export fn abd_schema_release(schema: ?*abi.ArrowSchema) void {
+    const s = schema orelse return;
+    if (s.release) |release| release(s);
+}
+
+export fn abd_array_release(array: ?*abi.ArrowArray) void {
+    const a = array orelse return;
+    if (a.release) |release| release(a);
+}
+
+export fn abd_device_array_release(array: ?*abi.ArrowDeviceArray) void {
+    const a = array orelse return;
+    if (a.array.release) |release| release(&a.array);
+}
+
+// ---------------------------------------------------------------------------
+// Export: trees over caller-kept memory
+// ---------------------------------------------------------------------------
+
+/// Builds a schema tree from a byte plan (export_schema.zig) into `out`.
+/// The tree owns copies of every string; `out` is the caller's.
+export fn abd_schema_build(plan: ?[*]const u8, plan_bytes: usize, out: ?*abi.ArrowSchema) c_int {
+    const target = out orelse return code(status.fail(.invalid_argument, "out schema pointer is NULL", .{}));
+    const bytes: []const u8 = if (plan) |p| p[0..plan_bytes] else &.{};
+    return code(export_schema.build(bytes, target));
+}
+
+/// Builds an ArrowArray tree over the buffers named in `plan`
+/// (export_array.zig). The caller keeps every buffer alive and in place
+/// until `keepalive_id` comes out of `abd_take_released`.
+export fn abd_array_build(plan: ?[*]const f64, plan_words: usize, keepalive_id: f64, out: ?*abi.ArrowArray) c_int {
+    const target = out orelse return code(status.fail(.invalid_argument, "out array pointer is NULL", .{}));
+    const words: []const f64 = if (plan) |p| p[0..plan_words] else &.{};
+    return code(export_array.build(words, .{ .keepalive_id = @intFromFloat(keepalive_id) }, target));
+}
+
+/// Like `abd_array_build` for an ArrowDeviceArray; `reserved` is zeroed.
+export fn abd_device_array_build(plan: ?[*]const f64, plan_words: usize, keepalive_id: f64, device_type: i32, device_id: i32, sync_event: ?*anyopaque, out: ?*abi.ArrowDeviceArray) c_int {
+    const target = out orelse return code(status.fail(.invalid_argument, "out device array pointer is NULL", .{}));
+    const words: []const f64 = if (plan) |p| p[0..plan_words] else &.{};
+    return code(export_array.buildDevice(words, .{ .keepalive_id = @intFromFloat(keepalive_id) }, .{
+        .device_type = device_type,
+        .device_id = device_id,
+        .sync_event = sync_event,
+    }, target));
+}
+
+/// Registers the callback that wakes JS when keepalive ids are queued.
+export fn abd_set_release_notifier(notifier: ?keepalive.Notifier) void {
+    keepalive.setNotifier(notifier);
+}
+
+/// Moves up to `capacity` released keepalive ids into `out`.
+export fn abd_take_released(out: [*]f64, capacity: u32) u32 {
+    return @intCast(keepalive.take(out[0..capacity]));
+}
+
+// ---------------------------------------------------------------------------
+// Import: owners of moved-in data
+// ---------------------------------------------------------------------------
+
+/// Moves `schema` and `array` into a new owner (one reference, the
+/// caller's) after validating at `level` (0 none .. 3 full).
+export fn abd_import_device_array(schema: ?*abi.ArrowSchema, array: ?*abi.ArrowDeviceArray, level: c_int, out: ?*?*Owner) c_int {
+    const target = out orelse return code(status.fail(.invalid_argument, "out owner pointer is NULL", .{}));
+    const lvl = levelFrom(level) orelse return code(status.fail(.invalid_argument, "validation level {d} is not 0..3", .{level}));
+    return code(owner_mod.import(schema, array, lvl, target));
+}
+
+/// Like `abd_import_device_array` for a plain ArrowArray (a CPU array).
+export fn abd_import_array(schema: ?*abi.ArrowSchema, array: ?*abi.ArrowArray, level: c_int, out: ?*?*Owner) c_int {
+    const target = out orelse return code(status.fail(.invalid_argument, "out owner pointer is NULL", .{}));
+    const lvl = levelFrom(level) orelse return code(status.fail(.invalid_argument, "validation level {d} is not 0..3", .{level}));
+    return code(owner_mod.importArray(schema, array, lvl, target));
+}
+
+export fn abd_owner_retain(owner: *Owner, n: u32) void {
+    owner.retain(n);
+}
+
+/// Drops one reference; the last one runs the producer's release.
+export fn abd_owner_release(owner: *Owner) void {
+    owner.release();
+}
+
+/// Owner facts, as f64 words: nodes address, node count, buffers address,
+/// buffer count, device_type, device_id, sync_event address, bytes held,
+/// host readable (0/1), schema address, device array address. Valid while
+/// the caller holds a reference.
+pub const owner_info_words = 11;
+export fn abd_owner_info(owner: *Owner, out: [*]f64) void {
+    const table = &owner.table;
+    const words = [owner_info_words]f64{
+        @floatFromInt(@intFromPtr(table.nodes.items.ptr)),
+        @floatFromInt(table.nodeCount()),
+        @floatFromInt(@intFromPtr(table.buffers.items.ptr)),
+        @floatFromInt(table.buffers.items.len / validate.buffer_words),
+        @floatFromInt(owner.array.device_type),
+        @floatFromInt(owner.array.device_id),
+        @floatFromInt(@intFromPtr(owner.array.sync_event)),
+        @floatFromInt(table.bytes_known),
+        @floatFromInt(@intFromBool(owner.host_readable)),
+        @floatFromInt(@intFromPtr(&owner.schema)),
+        @floatFromInt(@intFromPtr(&owner.array)),
+    };
+    @memcpy(out[0..owner_info_words], &words);
+}
+
+/// Address of the native deallocator for views of imported memory
+/// (`toArrayBuffer(ptr, 0, size, owner, deallocator)`). Each view must be
+/// paid for with one `abd_owner_retain` reference, and counts as a view.
+export fn abd_view_deallocator() *const anyopaque {
+    return @ptrCast(&owner_mod.viewDeallocator);
+}
+
+/// Pays for `n` views of `owner` about to be created: n references.
+export fn abd_owner_retain_views(owner: *Owner, n: u32) void {
+    owner.retain(n);
+    counters.add(.live_imported_views, n);
+}
+
+// ---------------------------------------------------------------------------
+// The built-in native consumer
+// ---------------------------------------------------------------------------
+
+/// Moves in and releases `schema` + `array` after validating at `level`,
+/// reporting every buffer's address, size and FNV-1a checksum
+/// (consumer.zig) into `report` (`capacity` words).
+export fn abd_consume_device_array(schema: ?*abi.ArrowSchema, array: ?*abi.ArrowDeviceArray, level: c_int, report: [*]f64, capacity: u32) c_int {
+    const lvl = levelFrom(level) orelse return code(status.fail(.invalid_argument, "validation level {d} is not 0..3", .{level}));
+    return code(consumer.consume(schema, array, lvl, report[0..capacity]));
+}

@@ -1,0 +1,290 @@
+//! Builds ArrowArray / ArrowDeviceArray trees over memory the caller keeps
+//! alive (JS buffers, device allocations), from a flat plan.
+//!
+//! The plan is an array of f64 words holding exact integers (Bun hands
+//! pointers to JS as numbers, so this is the cheapest shape to fill from JS).
+//! One node, in preorder, children before the dictionary:
+//!   length, null_count, offset, n_buffers, n_children, has_dictionary,
+//!   then n_buffers buffer addresses (0 for NULL),
+//!   then the n_children child nodes, then the dictionary node if any.
+//!
+//! Ownership: the caller owns `out` (the base struct) and nothing else; every
+//! other struct lives in one tree block (tree_block.zig). When the last
+//! struct of the tree is released, `keepalive_id` is queued for the JS side
+//! (keepalive.zig), which then lets go of the buffers. Until then the caller
+//! must keep every buffer alive and at the same address.
+
+const std = @import("std");
+const abi = @import("abi.zig");
+const status = @import("status.zig");
+const counters = @import("counters.zig");
+const keepalive = @import("keepalive.zig");
+const tree_block = @import("tree_block.zig");
+const validate = @import("validate.zig");
+const Status = status.Status;
+const fail = status.fail;
+
+pub const plan_header_words = 6;
+/// Limits on what one plan may describe; real arrays stay far below.
+pub const max_buffers_per_node = 1 << 20;
+pub const max_children_per_node = 1 << 20;
+
+const PlanNode = struct {
+    length: i64,
+    null_count: i64,
+    offset: i64,
+    n_buffers: usize,
+    n_children: usize,
+    has_dictionary: bool,
+    buffers: []const f64,
+};
+
+const PlanReader = struct {
+    words: []const f64,
+    at: usize = 0,
+    nodes: u32 = 0,
+    /// Why `node` returned null.
+    failure: Status = .ok,
+
+    fn reject(self: *PlanReader, code: Status) ?PlanNode {
+        self.failure = code;
+        return null;
+    }
+
+    fn int(word: f64) ?i64 {
+        if (!(word >= -9007199254740992.0 and word <= 9007199254740992.0)) return null;
+        const value: i64 = @intFromFloat(word);
+        if (@as(f64, @floatFromInt(value)) != word) return null;
+        return value;
+    }
+
+    fn node(self: *PlanReader) ?PlanNode {
+        if (self.at + plan_header_words > self.words.len) return self.reject(fail(.invalid_argument, "export plan ends in the middle of node {d}", .{self.nodes}));
+        const w = self.words[self.at..][0..plan_header_words];
+        const length = int(w[0]) orelse return self.reject(fail(.invalid_argument, "export plan node {d} has a non-integer length", .{self.nodes}));
+        const null_count = int(w[1]) orelse return self.reject(fail(.invalid_argument, "export plan node {d} has a non-integer null_count", .{self.nodes}));
+        const offset = int(w[2]) orelse return self.reject(fail(.invalid_argument, "export plan node {d} has a non-integer offset", .{self.nodes}));
+        const n_buffers = int(w[3]) orelse -1;
+        const n_children = int(w[4]) orelse -1;
+        if (length < 0 or offset < 0 or null_count < -1)
+            return self.reject(fail(.invalid_layout, "export plan node {d}: length {d}, offset {d}, null_count {d} must not be negative", .{ self.nodes, length, offset, null_count }));
+        if (n_buffers < 0 or n_buffers > max_buffers_per_node)
+            return self.reject(fail(.invalid_argument, "export plan node {d} has {d} buffers", .{ self.nodes, n_buffers }));
+        if (n_children < 0 or n_children > max_children_per_node)
+            return self.reject(fail(.invalid_argument, "export plan node {d} has {d} children", .{ self.nodes, n_children }));
+        self.at += plan_header_words;
+        const nb: usize = @intCast(n_buffers);
+        if (self.at + nb > self.words.len) return self.reject(fail(.invalid_argument, "export plan ends inside node {d}'s buffers", .{self.nodes}));
+        const buffers = self.words[self.at..][0..nb];
+        self.at += nb;
+        self.nodes += 1;
+        return .{
+            .length = length,
+            .null_count = null_count,
+            .offset = offset,
+            .n_buffers = nb,
+            .n_children = @intCast(n_children),
+            .has_dictionary = w[5] != 0,
+            .buffers = buffers,
+        };
+    }
+};
+
+/// Pass 1: checks the plan's shape and counts structs and payload bytes.
+fn measure(reader: *PlanReader, sizer: *tree_block.Sizer, structs: *u32, depth: usize, is_root: bool) Status {
+    if (depth > validate.max_nesting_depth) return fail(.too_deep, "export plan nests deeper than {d} levels", .{validate.max_nesting_depth});
+    const node = reader.node() orelse return reader.failure;
+    if (!is_root) sizer.add(abi.ArrowArray, 1);
+    sizer.add(?*const anyopaque, node.n_buffers);
+    sizer.add(?*abi.ArrowArray, node.n_children);
+    structs.* += 1;
+    for (0..node.n_children) |_| {
+        const s = measure(reader, sizer, structs, depth + 1, false);
+        if (s != .ok) return s;
+    }
+    if (node.has_dictionary) {
+        const s = measure(reader, sizer, structs, depth + 1, false);
+        if (s != .ok) return s;
+    }
+    return .ok;
+}
+
+/// Pass 2: fills `target` and its descendants from the plan.
+fn fill(reader: *PlanReader, carver: *tree_block.Carver, block: *tree_block.Block, target: *abi.ArrowArray) void {
+    const node = reader.node().?; // measured already
+    const buffers = carver.take(?*const anyopaque, node.n_buffers);
+    for (node.buffers, buffers) |word, *slot| {
+        const address: usize = @intFromFloat(word);
+        slot.* = if (address == 0) null else @ptrFromInt(address);
+    }
+    const children = carver.take(?*abi.ArrowArray, node.n_children);
+    target.* = .{
+        .length = node.length,
+        .null_count = node.null_count,
+        .offset = node.offset,
+        .n_buffers = @intCast(node.n_buffers),
+        .n_children = @intCast(node.n_children),
+        .buffers = if (node.n_buffers == 0) null else buffers.ptr,
+        .children = if (node.n_children == 0) null else children.ptr,
+        .dictionary = null,
+        .release = releaseArray,
+        .private_data = block,
+    };
+    for (children) |*slot| {
+        const child = &carver.take(abi.ArrowArray, 1)[0];
+        fill(reader, carver, block, child);
+        slot.* = child;
+    }
+    if (node.has_dictionary) {
+        const dictionary = &carver.take(abi.ArrowArray, 1)[0];
+        fill(reader, carver, block, dictionary);
+        target.dictionary = dictionary;
+    }
+}
+
+/// The release callback of every struct this module builds.
+fn releaseArray(array: *abi.ArrowArray) callconv(.c) void {
+    std.debug.assert(array.release != null);
+    const block: *tree_block.Block = @ptrCast(@alignCast(array.private_data.?));
+    if (array.children) |children| {
+        for (children[0..@intCast(array.n_children)]) |maybe_child| {
+            const child = maybe_child orelse continue;
+            // Children moved out by the consumer are already NULL here.
+            if (child.release) |release| release(child);
+        }
+    }
+    if (array.dictionary) |dictionary| {
+        if (dictionary.release) |release| release(dictionary);
+    }
+    array.release = null;
+    array.private_data = null;
+    block.unref();
+}
+
+/// Context of the block's on-free hook for JS-backed exports.
+fn finishExport(context: ?*anyopaque) callconv(.c) void {
+    counters.add(.live_array_exports, -1);
+    keepalive.finish(@intFromPtr(context));
+}
+
+pub const Options = struct {
+    /// Queued for JS when the tree is fully released (0: nothing to queue).
+    keepalive_id: u64 = 0,
+    /// Runs after the block is freed, instead of the keepalive hand-off.
+    on_free: ?tree_block.OnFree = null,
+    on_free_context: ?*anyopaque = null,
+};
+
+/// Builds the tree described by `plan` into `out`. On error `out` is left
+/// untouched (released) and nothing is allocated.
+pub fn build(plan: []const f64, options: Options, out: *abi.ArrowArray) Status {
+    var reader: PlanReader = .{ .words = plan };
+    var sizer: tree_block.Sizer = .{};
+    var structs: u32 = 0;
+    const measured = measure(&reader, &sizer, &structs, 0, true);
+    if (measured != .ok) return measured;
+    if (reader.at != plan.len) return fail(.invalid_argument, "export plan has {d} words after its last node", .{plan.len - reader.at});
+
+    const block = tree_block.Block.create(structs, sizer.bytes) orelse return fail(.out_of_memory, "out of memory allocating {d} bytes for an exported array", .{sizer.bytes});
+    if (options.on_free) |hook| {
+        block.on_free = hook;
+        block.on_free_context = options.on_free_context;
+    } else {
+        block.on_free = finishExport;
+        block.on_free_context = @ptrFromInt(options.keepalive_id);
+        counters.add(.live_array_exports, 1);
+    }
+    var carver = tree_block.Carver.init(block, sizer.bytes);
+    reader = .{ .words = plan };
+    fill(&reader, &carver, block, out);
+    return .ok;
+}
+
+pub const DeviceFields = struct {
+    device_type: abi.DeviceType = abi.device_cpu,
+    device_id: i64 = -1,
+    sync_event: ?*anyopaque = null,
+};
+
+/// Like `build`, for an ArrowDeviceArray; `reserved` is zeroed.
+pub fn buildDevice(plan: []const f64, options: Options, device: DeviceFields, out: *abi.ArrowDeviceArray) Status {
+    var array: abi.ArrowArray = .empty;
+    const s = build(plan, options, &array);
+    if (s != .ok) return s;
+    out.* = .{
+        .array = array,
+        .device_id = device.device_id,
+        .device_type = device.device_type,
+        .sync_event = device.sync_event,
+        .reserved = .{ 0, 0, 0 },
+    };
+    return .ok;
+}
+
+// ---------------------------------------------------------------------------
+
+const testing = std.testing;
+
+test "a nested plan builds a tree whose releases run once and free the block" {
+    var data: [4]i32 = .{ 1, 2, 3, 4 };
+    var validity: [1]u8 = .{0b1011};
+    const data_word: f64 = @floatFromInt(@intFromPtr(&data));
+    const validity_word: f64 = @floatFromInt(@intFromPtr(&validity));
+    // struct<a: int32> with one child.
+    const plan = [_]f64{
+        4, 0, 0, 1, 1, 0, 0, // struct: validity NULL
+        4, 1, 0, 2, 0, 0, validity_word, data_word, // int32 child
+    };
+    const before = counters.get(.live_array_exports);
+    var out: abi.ArrowArray = .empty;
+    try testing.expectEqual(Status.ok, build(&plan, .{ .keepalive_id = 77 }, &out));
+    try testing.expectEqual(@as(i64, 1), out.n_children);
+    const child = out.children.?[0].?;
+    try testing.expectEqual(@intFromPtr(&data), @intFromPtr(child.buffers.?[1].?));
+    try testing.expectEqual(before + 1, counters.get(.live_array_exports));
+    out.release.?(&out);
+    try testing.expect(out.release == null);
+    try testing.expectEqual(before, counters.get(.live_array_exports));
+    var ids: [8]f64 = undefined;
+    const n = keepalive.take(&ids);
+    try testing.expectEqual(@as(usize, 1), n);
+    try testing.expectEqual(@as(f64, 77), ids[0]);
+}
+
+test "a child moved out keeps the block alive until it is released too" {
+    const plan = [_]f64{ 2, 0, 0, 1, 2, 0, 0, 2, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0 };
+    var out: abi.ArrowArray = .empty;
+    try testing.expectEqual(Status.ok, build(&plan, .{ .keepalive_id = 5 }, &out));
+    // Move child 1 out, the way a consumer would.
+    const child_slot = out.children.?[1].?;
+    var moved = child_slot.*;
+    child_slot.release = null;
+    out.release.?(&out);
+    var ids: [4]f64 = undefined;
+    try testing.expectEqual(@as(usize, 0), keepalive.take(&ids));
+    moved.release.?(&moved);
+    try testing.expectEqual(@as(usize, 1), keepalive.take(&ids));
+    try testing.expectEqual(@as(f64, 5), ids[0]);
+}
+
+test "malformed plans are rejected without allocating" {
+    var out: abi.ArrowArray = .empty;
+    try testing.expectEqual(Status.invalid_argument, build(&[_]f64{ 1, 0, 0 }, .{}, &out));
+    try testing.expectEqual(Status.invalid_layout, build(&[_]f64{ -1, 0, 0, 0, 0, 0 }, .{}, &out));
+    try testing.expectEqual(Status.invalid_argument, build(&[_]f64{ 1, 0, 0, 0, 0, 0, 9 }, .{}, &out));
+    try testing.expectEqual(Status.invalid_argument, build(&[_]f64{ 1, 0.5, 0, 0, 0, 0 }, .{}, &out));
+    try testing.expect(out.release == null);
+}
+
+test "device fields are set and reserved is zeroed" {
+    var out: abi.ArrowDeviceArray = undefined;
+    @memset(std.mem.asBytes(&out), 0xAB);
+    try testing.expectEqual(Status.ok, buildDevice(&[_]f64{ 0, 0, 0, 0, 0, 0 }, .{}, .{}, &out));
+    try testing.expectEqual(@as(i64, -1), out.device_id);
+    try testing.expectEqual(abi.device_cpu, out.device_type);
+    try testing.expect(out.sync_event == null);
+    try testing.expectEqual([3]i64{ 0, 0, 0 }, out.reserved);
+    out.array.release.?(&out.array);
+    var ids: [4]f64 = undefined;
+    _ = keepalive.take(&ids);
+}

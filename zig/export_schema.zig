@@ -1,0 +1,241 @@
+//! Builds ArrowSchema trees from a byte plan. Unlike arrays, schemas own all
+//! their memory: strings and metadata are copied into the tree block, so the
+//! plan may be freed as soon as `build` returns.
+//!
+//! Plan, little-endian, one node in preorder (children, then dictionary):
+//!   u32 format length, format bytes;
+//!   i32 name length (-1: NULL), name bytes;
+//!   i32 metadata length (-1: NULL), metadata bytes (already in the spec's
+//!       binary encoding);
+//!   i64 flags; u32 n_children; u8 has_dictionary.
+//!
+//! Ownership: the caller owns `out`; each struct of the tree holds one
+//! reference to the block (tree_block.zig), released exactly once.
+
+const std = @import("std");
+const abi = @import("abi.zig");
+const status = @import("status.zig");
+const counters = @import("counters.zig");
+const tree_block = @import("tree_block.zig");
+const validate = @import("validate.zig");
+const format = @import("format.zig");
+const Status = status.Status;
+const fail = status.fail;
+
+pub const max_children_per_node = 1 << 20;
+
+const PlanNode = struct {
+    format: []const u8,
+    name: ?[]const u8,
+    metadata: ?[]const u8,
+    flags: i64,
+    n_children: usize,
+    has_dictionary: bool,
+};
+
+const PlanReader = struct {
+    bytes: []const u8,
+    at: usize = 0,
+    nodes: u32 = 0,
+    /// Why `node` returned null.
+    failure: Status = .ok,
+
+    fn reject(self: *PlanReader, code: Status) ?PlanNode {
+        self.failure = code;
+        return null;
+    }
+
+    fn take(self: *PlanReader, n: usize) ?[]const u8 {
+        if (n > self.bytes.len - self.at) return null;
+        defer self.at += n;
+        return self.bytes[self.at..][0..n];
+    }
+
+    fn int(self: *PlanReader, comptime T: type) ?T {
+        const raw = self.take(@sizeOf(T)) orelse return null;
+        return std.mem.readInt(T, raw[0..@sizeOf(T)], .little);
+    }
+
+    fn optionalBytes(self: *PlanReader) ?(?[]const u8) {
+        const len = self.int(i32) orelse return null;
+        if (len == -1) return @as(?[]const u8, null);
+        if (len < 0) return null;
+        const bytes = self.take(@intCast(len)) orelse return null;
+        return @as(?[]const u8, bytes);
+    }
+
+    fn node(self: *PlanReader) ?PlanNode {
+        const truncated = "schema plan is truncated in node {d}";
+        const format_len = self.int(u32) orelse return self.reject(fail(.invalid_argument, truncated, .{self.nodes}));
+        const format_text = self.take(format_len) orelse return self.reject(fail(.invalid_argument, truncated, .{self.nodes}));
+        const name = self.optionalBytes() orelse return self.reject(fail(.invalid_argument, truncated, .{self.nodes}));
+        const metadata = self.optionalBytes() orelse return self.reject(fail(.invalid_argument, truncated, .{self.nodes}));
+        const flags = self.int(i64) orelse return self.reject(fail(.invalid_argument, truncated, .{self.nodes}));
+        const n_children = self.int(u32) orelse return self.reject(fail(.invalid_argument, truncated, .{self.nodes}));
+        const has_dictionary = self.int(u8) orelse return self.reject(fail(.invalid_argument, truncated, .{self.nodes}));
+        if (n_children > max_children_per_node) return self.reject(fail(.invalid_argument, "schema plan node {d} has {d} children", .{ self.nodes, n_children }));
+        if (std.mem.indexOfScalar(u8, format_text, 0) != null) return self.reject(fail(.invalid_format, "format of schema plan node {d} contains a NUL byte", .{self.nodes}));
+        if (name) |n| if (std.mem.indexOfScalar(u8, n, 0) != null) return self.reject(fail(.invalid_argument, "name of schema plan node {d} contains a NUL byte", .{self.nodes}));
+        var why: []const u8 = "";
+        _ = format.parse(format_text, &why) catch return self.reject(fail(.invalid_format, "format \"{s}\" {s}", .{ format_text[0..@min(64, format_text.len)], why }));
+        self.nodes += 1;
+        return .{
+            .format = format_text,
+            .name = name,
+            .metadata = metadata,
+            .flags = flags,
+            .n_children = n_children,
+            .has_dictionary = has_dictionary != 0,
+        };
+    }
+};
+
+fn measure(reader: *PlanReader, sizer: *tree_block.Sizer, structs: *u32, depth: usize, is_root: bool) Status {
+    if (depth > validate.max_nesting_depth) return fail(.too_deep, "schema plan nests deeper than {d} levels", .{validate.max_nesting_depth});
+    const node = reader.node() orelse return reader.failure;
+    if (!is_root) sizer.add(abi.ArrowSchema, 1);
+    sizer.add(?*abi.ArrowSchema, node.n_children);
+    sizer.add(u8, node.format.len + 1);
+    if (node.name) |name| sizer.add(u8, name.len + 1);
+    if (node.metadata) |metadata| sizer.add(u8, metadata.len);
+    structs.* += 1;
+    for (0..node.n_children) |_| {
+        const s = measure(reader, sizer, structs, depth + 1, false);
+        if (s != .ok) return s;
+    }
+    if (node.has_dictionary) {
+        const s = measure(reader, sizer, structs, depth + 1, false);
+        if (s != .ok) return s;
+    }
+    return .ok;
+}
+
+fn copyZ(carver: *tree_block.Carver, text: []const u8) [*:0]const u8 {
+    const copy = carver.take(u8, text.len + 1);
+    @memcpy(copy[0..text.len], text);
+    copy[text.len] = 0;
+    return @ptrCast(copy.ptr);
+}
+
+fn fill(reader: *PlanReader, carver: *tree_block.Carver, block: *tree_block.Block, target: *abi.ArrowSchema) void {
+    const node = reader.node().?; // measured already
+    const children = carver.take(?*abi.ArrowSchema, node.n_children);
+    const format_copy = copyZ(carver, node.format);
+    const name_copy: ?[*:0]const u8 = if (node.name) |name| copyZ(carver, name) else null;
+    var metadata_copy: ?[*]const u8 = null;
+    if (node.metadata) |metadata| {
+        const copy = carver.take(u8, metadata.len);
+        @memcpy(copy, metadata);
+        metadata_copy = copy.ptr;
+    }
+    target.* = .{
+        .format = format_copy,
+        .name = name_copy,
+        .metadata = metadata_copy,
+        .flags = node.flags,
+        .n_children = @intCast(node.n_children),
+        .children = if (node.n_children == 0) null else children.ptr,
+        .dictionary = null,
+        .release = releaseSchema,
+        .private_data = block,
+    };
+    for (children) |*slot| {
+        const child = &carver.take(abi.ArrowSchema, 1)[0];
+        fill(reader, carver, block, child);
+        slot.* = child;
+    }
+    if (node.has_dictionary) {
+        const dictionary = &carver.take(abi.ArrowSchema, 1)[0];
+        fill(reader, carver, block, dictionary);
+        target.dictionary = dictionary;
+    }
+}
+
+fn releaseSchema(schema: *abi.ArrowSchema) callconv(.c) void {
+    std.debug.assert(schema.release != null);
+    const block: *tree_block.Block = @ptrCast(@alignCast(schema.private_data.?));
+    if (schema.children) |children| {
+        for (children[0..@intCast(schema.n_children)]) |maybe_child| {
+            const child = maybe_child orelse continue;
+            if (child.release) |release| release(child);
+        }
+    }
+    if (schema.dictionary) |dictionary| {
+        if (dictionary.release) |release| release(dictionary);
+    }
+    schema.release = null;
+    schema.private_data = null;
+    block.unref();
+}
+
+fn finishSchema(context: ?*anyopaque) callconv(.c) void {
+    _ = context;
+    counters.add(.live_schema_exports, -1);
+}
+
+/// Builds the schema tree described by `plan` into `out`. On error `out` is
+/// left untouched and nothing is allocated.
+pub fn build(plan: []const u8, out: *abi.ArrowSchema) Status {
+    var reader: PlanReader = .{ .bytes = plan };
+    var sizer: tree_block.Sizer = .{};
+    var structs: u32 = 0;
+    const measured = measure(&reader, &sizer, &structs, 0, true);
+    if (measured != .ok) return measured;
+    if (reader.at != plan.len) return fail(.invalid_argument, "schema plan has {d} bytes after its last node", .{plan.len - reader.at});
+    const block = tree_block.Block.create(structs, sizer.bytes) orelse return fail(.out_of_memory, "out of memory allocating an exported schema", .{});
+    block.on_free = finishSchema;
+    counters.add(.live_schema_exports, 1);
+    var carver = tree_block.Carver.init(block, sizer.bytes);
+    reader = .{ .bytes = plan };
+    fill(&reader, &carver, block, out);
+    return .ok;
+}
+
+/// Test helper: appends one plan node.
+pub fn appendNode(list: *std.ArrayList(u8), allocator: std.mem.Allocator, format_text: []const u8, name: ?[]const u8, metadata: ?[]const u8, flags: i64, n_children: u32, has_dictionary: bool) !void {
+    var word: [8]u8 = undefined;
+    std.mem.writeInt(u32, word[0..4], @intCast(format_text.len), .little);
+    try list.appendSlice(allocator, word[0..4]);
+    try list.appendSlice(allocator, format_text);
+    for ([_]?[]const u8{ name, metadata }) |piece| {
+        std.mem.writeInt(i32, word[0..4], if (piece) |p| @intCast(p.len) else -1, .little);
+        try list.appendSlice(allocator, word[0..4]);
+        if (piece) |p| try list.appendSlice(allocator, p);
+    }
+    std.mem.writeInt(i64, word[0..8], flags, .little);
+    try list.appendSlice(allocator, word[0..8]);
+    std.mem.writeInt(u32, word[0..4], n_children, .little);
+    try list.appendSlice(allocator, word[0..4]);
+    try list.append(allocator, @intFromBool(has_dictionary));
+}
+
+test "a dictionary-encoded struct child round-trips through a plan" {
+    const allocator = std.testing.allocator;
+    var plan: std.ArrayList(u8) = .empty;
+    defer plan.deinit(allocator);
+    try appendNode(&plan, allocator, "+s", "", null, 0, 1, false);
+    try appendNode(&plan, allocator, "i", "colors", "\x01\x00\x00\x00\x01\x00\x00\x00k\x01\x00\x00\x00v", abi.flag_nullable, 0, true);
+    try appendNode(&plan, allocator, "u", null, null, 0, 0, false);
+    const before = counters.get(.live_schema_exports);
+    var out: abi.ArrowSchema = .empty;
+    try std.testing.expectEqual(Status.ok, build(plan.items, &out));
+    const child = out.children.?[0].?;
+    try std.testing.expectEqualStrings("colors", std.mem.span(child.name.?));
+    try std.testing.expectEqualStrings("u", std.mem.span(child.dictionary.?.format.?));
+    try std.testing.expect(child.dictionary.?.name == null);
+    try std.testing.expectEqual(@as(u8, 'k'), child.metadata.?[8]);
+    try std.testing.expectEqual(before + 1, counters.get(.live_schema_exports));
+    out.release.?(&out);
+    try std.testing.expectEqual(before, counters.get(.live_schema_exports));
+}
+
+test "bad schema plans name the problem" {
+    const allocator = std.testing.allocator;
+    var plan: std.ArrayList(u8) = .empty;
+    defer plan.deinit(allocator);
+    try appendNode(&plan, allocator, "+q", null, null, 0, 0, false);
+    var out: abi.ArrowSchema = .empty;
+    try std.testing.expectEqual(Status.invalid_format, build(plan.items, &out));
+    try std.testing.expect(std.mem.indexOf(u8, std.mem.span(status.lastMessage()), "+q") != null);
+    try std.testing.expectEqual(Status.invalid_argument, build(plan.items[0..5], &out));
+}

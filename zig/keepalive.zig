@@ -1,0 +1,84 @@
+//! The hand-off between native release callbacks and the JS side's keepalive
+//! registry.
+//!
+//! When JS exports an array, it keeps the exported buffers strongly reachable
+//! under a numeric keepalive id. The consumer's release may run on any
+//! thread, where JS cannot be touched, so the release only queues the id
+//! here; JS drains the queue (on every API call and when woken) and drops the
+//! references then. The queue is the only state shared between threads here,
+//! and it is guarded by one mutex.
+
+const std = @import("std");
+const counters = @import("counters.zig");
+const Mutex = @import("sync.zig").Mutex;
+
+/// A void callback (a Bun threadsafe JSCallback) that wakes the JS thread.
+/// It is called at most once per empty-to-non-empty transition of the queue,
+/// with no lock held.
+pub const Notifier = *const fn () callconv(.c) void;
+
+var mutex: Mutex = .{};
+var finished: std.ArrayList(u64) = .empty;
+var notifier: std.atomic.Value(?Notifier) = .init(null);
+
+pub fn setNotifier(callback: ?Notifier) void {
+    notifier.store(callback, .release);
+}
+
+/// Queues `id` as released. Safe from any thread.
+pub fn finish(id: u64) void {
+    if (id == 0) return;
+    mutex.lock();
+    const was_empty = finished.items.len == 0;
+    // If memory is so short that one u64 cannot be queued, the JS side keeps
+    // the buffers a little longer: a leak, never a use-after-free.
+    finished.append(std.heap.c_allocator, id) catch {
+        mutex.unlock();
+        return;
+    };
+    counters.add(.keepalive_pending, 1);
+    mutex.unlock();
+    if (was_empty) {
+        if (notifier.load(.acquire)) |wake| wake();
+    }
+}
+
+/// Moves up to `out.len` finished ids into `out`; returns how many.
+pub fn take(out: []f64) usize {
+    mutex.lock();
+    defer mutex.unlock();
+    const n = @min(out.len, finished.items.len);
+    for (finished.items[0..n], 0..) |id, i| out[i] = @floatFromInt(id);
+    const rest = finished.items.len - n;
+    std.mem.copyForwards(u64, finished.items[0..rest], finished.items[n..]);
+    finished.shrinkRetainingCapacity(rest);
+    counters.add(.keepalive_pending, -@as(i64, @intCast(n)));
+    return n;
+}
+
+pub fn pending() usize {
+    mutex.lock();
+    defer mutex.unlock();
+    return finished.items.len;
+}
+
+test "ids queued on other threads are all taken once" {
+    const Producer = struct {
+        fn run(base: u64) void {
+            for (0..1000) |i| finish(base + i + 1);
+        }
+    };
+    var threads: [4]std.Thread = undefined;
+    for (&threads, 0..) |*t, i| t.* = try std.Thread.spawn(.{}, Producer.run, .{@as(u64, i) * 10_000});
+    for (threads) |t| t.join();
+    var seen = std.AutoHashMap(u64, void).init(std.testing.allocator);
+    defer seen.deinit();
+    var buffer: [333]f64 = undefined;
+    while (true) {
+        const n = take(&buffer);
+        if (n == 0) break;
+        for (buffer[0..n]) |id| try seen.put(@intFromFloat(id), {});
+    }
+    try std.testing.expectEqual(@as(u32, 4000), seen.count());
+    try std.testing.expectEqual(@as(usize, 0), pending());
+}

@@ -1,0 +1,82 @@
+//! The layout manifest: a JSON document, built at compile time from abi.zig
+//! and status.zig, that FFI consumers which cannot read C headers (Bun) check
+//! their own struct offsets against when they load the library.
+//!
+//! Shape:
+//! {"abi":1,"pointer_size":8,
+//!  "structs":{"ArrowSchema":{"size":72,"fields":{"format":0,...}},...},
+//!  "device_types":{"CPU":1,...},
+//!  "flags":{"DICTIONARY_ORDERED":1,"NULLABLE":2,"MAP_KEYS_SORTED":4},
+//!  "status":{"ok":0,...}}
+
+const std = @import("std");
+const abi = @import("abi.zig");
+const Status = @import("status.zig").Status;
+const counters = @import("counters.zig");
+const validate = @import("validate.zig");
+const format = @import("format.zig");
+
+/// Bumped when the library's own C API changes incompatibly.
+pub const api_version = 1;
+
+pub const json: [:0]const u8 = build: {
+    @setEvalBranchQuota(100_000);
+    var out: []const u8 = std.fmt.comptimePrint("{{\"abi\":{d},\"pointer_size\":{d},\"structs\":{{", .{ api_version, @sizeOf(usize) });
+    for (abi.layouts, 0..) |layout, i| {
+        if (i > 0) out = out ++ ",";
+        out = out ++ std.fmt.comptimePrint("\"{s}\":{{\"size\":{d},\"fields\":{{", .{ layout.c_name, @sizeOf(layout.type) });
+        for (@typeInfo(layout.type).@"struct".field_names, 0..) |field_name, j| {
+            if (j > 0) out = out ++ ",";
+            out = out ++ std.fmt.comptimePrint("\"{s}\":{d}", .{ field_name, @offsetOf(layout.type, field_name) });
+        }
+        out = out ++ "}}";
+    }
+    out = out ++ "},\"device_types\":{";
+    for (abi.device_types, 0..) |entry, i| {
+        if (i > 0) out = out ++ ",";
+        out = out ++ std.fmt.comptimePrint("\"{s}\":{d}", .{ entry.name, entry.value });
+    }
+    out = out ++ std.fmt.comptimePrint("}},\"flags\":{{\"DICTIONARY_ORDERED\":{d},\"NULLABLE\":{d},\"MAP_KEYS_SORTED\":{d}}},\"status\":{{", .{ abi.flag_dictionary_ordered, abi.flag_nullable, abi.flag_map_keys_sorted });
+    out = out ++ enumFields(Status) ++ "}";
+    out = out ++ enumObject("counters", counters.Counter);
+    out = out ++ enumObject("node_words", validate.NodeWord);
+    out = out ++ std.fmt.comptimePrint(",\"node_stride\":{d}", .{validate.node_words});
+    out = out ++ enumObject("buffer_words", validate.BufferWord);
+    out = out ++ std.fmt.comptimePrint(",\"buffer_stride\":{d}", .{validate.buffer_words});
+    out = out ++ enumObject("buffer_kinds", format.BufferKind);
+    out = out ++ enumObject("type_ids", format.TypeId);
+    out = out ++ enumObject("validation_levels", validate.Level);
+    out = out ++ std.fmt.comptimePrint(",\"max_nesting_depth\":{d}", .{validate.max_nesting_depth});
+    out = out ++ "}";
+    const terminated = (out ++ "\x00").*;
+    break :build terminated[0..out.len :0];
+};
+
+/// `,"name":{"field":value,...}` for every field of an enum.
+fn enumObject(comptime name: []const u8, comptime E: type) []const u8 {
+    return ",\"" ++ name ++ "\":{" ++ enumFields(E) ++ "}";
+}
+
+/// `"field":value,...` for every field of an enum.
+fn enumFields(comptime E: type) []const u8 {
+    const info = @typeInfo(E).@"enum";
+    comptime var out: []const u8 = "";
+    inline for (info.field_names, info.field_values, 0..) |field_name, value, i| {
+        if (i > 0) out = out ++ ",";
+        out = out ++ std.fmt.comptimePrint("\"{s}\":{d}", .{ field_name, value });
+    }
+    return out;
+}
+
+test "the manifest lists every struct and parses as JSON" {
+    const parsed = try std.json.parseFromSlice(std.json.Value, std.testing.allocator, json, .{});
+    defer parsed.deinit();
+    const structs = parsed.value.object.get("structs").?.object;
+    try std.testing.expectEqual(abi.layouts.len, structs.count());
+    const device_array = structs.get("ArrowDeviceArray").?.object;
+    try std.testing.expectEqual(@as(i64, 128), device_array.get("size").?.integer);
+    try std.testing.expectEqual(@as(i64, 96), device_array.get("fields").?.object.get("sync_event").?.integer);
+    const producer = structs.get("ArrowAsyncProducer").?.object.get("fields").?.object;
+    try std.testing.expect(producer.get("release") == null);
+    try std.testing.expectEqual(@as(usize, 14), parsed.value.object.get("device_types").?.object.count());
+}

@@ -1,0 +1,196 @@
+//! Owners of imported Arrow data: a moved-in ArrowSchema + ArrowDeviceArray
+//! held in native memory under an atomic reference count, with the node
+//! table that describes it (validate.zig).
+//!
+//! Ownership: `import` takes the caller's structs (they are left released,
+//! success or not). The owner starts with one reference, the caller's. Every
+//! holder (a JS handle, a JS ArrayBuffer view through its native
+//! deallocator, a re-export, a child or slice) takes one with `retain` and
+//! gives it back with `release`, from any thread. The last release calls the
+//! producer's release callbacks, exactly once, on that thread.
+
+const std = @import("std");
+const abi = @import("abi.zig");
+const status = @import("status.zig");
+const counters = @import("counters.zig");
+const validate = @import("validate.zig");
+const device_sync = @import("device_sync.zig");
+const Status = status.Status;
+const fail = status.fail;
+
+pub const Owner = struct {
+    refs: std.atomic.Value(u32),
+    schema: abi.ArrowSchema,
+    array: abi.ArrowDeviceArray,
+    table: validate.NodeTable,
+    /// False for device memory, and for host-visible device memory whose
+    /// sync event could not be waited on: then no buffer may be read.
+    host_readable: bool = false,
+
+    pub fn retain(self: *Owner, n: u32) void {
+        const before = self.refs.fetchAdd(n, .monotonic);
+        std.debug.assert(before > 0); // retaining a dead owner is a bug
+    }
+
+    pub fn release(self: *Owner) void {
+        const before = self.refs.fetchSub(1, .acq_rel);
+        std.debug.assert(before > 0);
+        if (before == 1) self.destroy();
+    }
+
+    fn destroy(self: *Owner) void {
+        counters.add(.imported_bytes_held, -self.table.bytes_known);
+        counters.add(.live_owners, -1);
+        releaseMovedIn(&self.schema, &self.array.array);
+        self.table.deinit();
+        std.heap.c_allocator.destroy(self);
+    }
+
+};
+
+fn releaseMovedIn(schema: *abi.ArrowSchema, array: *abi.ArrowArray) void {
+    if (array.release) |release| release(array);
+    if (schema.release) |release| release(schema);
+}
+
+/// Moves `schema` and `device_array` into a new owner and validates them at
+/// `level`. Either pointer may be NULL only to fail. On any error, whatever
+/// was moved in has been released once and `out` is untouched.
+pub fn import(schema: ?*abi.ArrowSchema, device_array: ?*abi.ArrowDeviceArray, level: validate.Level, out: *?*Owner) Status {
+    // Take ownership first, so that every later failure can release it.
+    var moved_schema: abi.ArrowSchema = .empty;
+    var moved_array: abi.ArrowDeviceArray = .empty;
+    if (schema) |s| {
+        moved_schema = s.*;
+        s.release = null;
+    }
+    if (device_array) |a| {
+        moved_array = a.*;
+        a.array.release = null;
+    }
+    const problem: ?Status = blk: {
+        if (schema == null) break :blk fail(.invalid_argument, "schema pointer is NULL", .{});
+        if (device_array == null) break :blk fail(.invalid_argument, "array pointer is NULL", .{});
+        if (moved_schema.release == null) break :blk fail(.released, "schema is released (its release callback is NULL)", .{});
+        if (moved_array.array.release == null) break :blk fail(.released, "array is released (its release callback is NULL)", .{});
+        if (moved_array.device_type <= 0) break :blk fail(.unknown_device, "device_type {d} is not a device type", .{moved_array.device_type});
+        if (moved_array.device_type == abi.device_cpu and moved_array.device_id != -1 and moved_array.device_id != 0)
+            break :blk fail(.invalid_argument, "CPU array has device_id {d} (must be -1)", .{moved_array.device_id});
+        break :blk null;
+    };
+    if (problem) |code| {
+        releaseMovedIn(&moved_schema, &moved_array.array);
+        return code;
+    }
+
+    const owner = std.heap.c_allocator.create(Owner) catch {
+        releaseMovedIn(&moved_schema, &moved_array.array);
+        return fail(.out_of_memory, "out of memory allocating an import owner", .{});
+    };
+    owner.* = .{ .refs = .init(1), .schema = moved_schema, .array = moved_array, .table = .{} };
+    // The structs now live at their final address: describe them there.
+    var host_readable = abi.isHostAccessible(owner.array.device_type);
+    if (host_readable and owner.array.sync_event != null) {
+        const waited = device_sync.waitForHost(owner.array.device_type, owner.array.device_id, owner.array.sync_event);
+        if (waited != .ok) {
+            host_readable = false;
+        }
+    }
+    const validated = validate.validate(&owner.schema, &owner.array.array, level, host_readable, &owner.table);
+    if (validated != .ok) {
+        releaseMovedIn(&owner.schema, &owner.array.array);
+        owner.table.deinit();
+        std.heap.c_allocator.destroy(owner);
+        return validated;
+    }
+    owner.host_readable = host_readable;
+    counters.add(.live_owners, 1);
+    counters.add(.imported_bytes_held, owner.table.bytes_known);
+    out.* = owner;
+    return .ok;
+}
+
+/// Like `import` for a plain ArrowArray: it becomes a CPU device array.
+pub fn importArray(schema: ?*abi.ArrowSchema, array: ?*abi.ArrowArray, level: validate.Level, out: *?*Owner) Status {
+    if (array == null) return import(schema, null, level, out);
+    var wrapped: abi.ArrowDeviceArray = .empty;
+    wrapped.array = array.?.*;
+    array.?.release = null;
+    return import(schema, &wrapped, level, out);
+}
+
+/// The native deallocator given to Bun's `toArrayBuffer` for views of
+/// imported memory: `context` is the owner. Runs on the GC thread, or on
+/// the JS thread when a view is detached; touches no JS state.
+pub fn viewDeallocator(bytes: ?*anyopaque, context: ?*anyopaque) callconv(.c) void {
+    _ = bytes;
+    const owner: *Owner = @ptrCast(@alignCast(context orelse return));
+    counters.add(.live_imported_views, -1);
+    owner.release();
+}
+
+// ---------------------------------------------------------------------------
+
+const testing = std.testing;
+
+const TestProducer = struct {
+    var schema_releases: u32 = 0;
+    var array_releases: u32 = 0;
+    var data = [_]i32{ 10, 20, 30, 40, 50 };
+    var buffers = [_]?*const anyopaque{ null, @ptrCast(&data) };
+
+    fn releaseSchema(s: *abi.ArrowSchema) callconv(.c) void {
+        schema_releases += 1;
+        s.release = null;
+    }
+    fn releaseArray(a: *abi.ArrowArray) callconv(.c) void {
+        array_releases += 1;
+        a.release = null;
+    }
+    fn make(format_text: [*:0]const u8, schema: *abi.ArrowSchema, array: *abi.ArrowDeviceArray) void {
+        schema.* = .empty;
+        schema.format = format_text;
+        schema.release = releaseSchema;
+        array.* = .empty;
+        array.array = .{ .length = 5, .null_count = 0, .offset = 0, .n_buffers = 2, .n_children = 0, .buffers = &buffers, .children = null, .dictionary = null, .release = releaseArray, .private_data = null };
+    }
+};
+
+test "the producer's release runs once, after the last holder" {
+    TestProducer.schema_releases = 0;
+    TestProducer.array_releases = 0;
+    var schema: abi.ArrowSchema = undefined;
+    var array: abi.ArrowDeviceArray = undefined;
+    TestProducer.make("i", &schema, &array);
+    var owner: ?*Owner = null;
+    try testing.expectEqual(Status.ok, import(&schema, &array, .default, &owner));
+    try testing.expect(schema.release == null and array.array.release == null);
+    try testing.expectEqual(@as(i64, 20), owner.?.table.bytes_known);
+    owner.?.retain(2);
+    owner.?.release();
+    owner.?.release();
+    try testing.expectEqual(@as(u32, 0), TestProducer.array_releases);
+    owner.?.release();
+    try testing.expectEqual(@as(u32, 1), TestProducer.array_releases);
+    try testing.expectEqual(@as(u32, 1), TestProducer.schema_releases);
+}
+
+test "a failed import still releases what was moved in, once" {
+    TestProducer.schema_releases = 0;
+    TestProducer.array_releases = 0;
+    var schema: abi.ArrowSchema = undefined;
+    var array: abi.ArrowDeviceArray = undefined;
+    TestProducer.make("u", &schema, &array); // utf8 needs 3 buffers, has 2
+    var owner: ?*Owner = null;
+    try testing.expectEqual(Status.invalid_layout, import(&schema, &array, .default, &owner));
+    try testing.expect(owner == null);
+    try testing.expectEqual(@as(u32, 1), TestProducer.array_releases);
+    try testing.expectEqual(@as(u32, 1), TestProducer.schema_releases);
+    try testing.expect(std.mem.indexOf(u8, std.mem.span(status.lastMessage()), "n_buffers is 2") != null);
+
+    TestProducer.make("i", &schema, &array);
+    try testing.expectEqual(Status.invalid_argument, import(&schema, null, .default, &owner));
+    try testing.expectEqual(@as(u32, 2), TestProducer.schema_releases);
+    try testing.expectEqual(@as(u32, 1), TestProducer.array_releases);
+    array.array.release.?(&array.array);
+}

@@ -1,0 +1,27 @@
+//! Root of libarrow_device: pulls in the exported C API and every module's
+//! tests. Layers point one way:
+//!   abi <- format <- validate <- owner/export_* <- consumer <- c_api
+
+const std = @import("std");
+
+comptime {
+    _ = @import("c_api.zig");
+}
+
+test {
+    _ = @import("abi.zig");
+    _ = @import("status.zig");
+    _ = @import("sync.zig");
+    _ = @import("counters.zig");
+    _ = @import("manifest.zig");
+    _ = @import("format.zig");
+    _ = @import("validate.zig");
+    _ = @import("tree_block.zig");
+    _ = @import("keepalive.zig");
+    _ = @import("export_array.zig");
+    _ = @import("export_schema.zig");
+    _ = @import("owner.zig");
+    _ = @import("device_sync.zig");
+    _ = @import("consumer.zig");
+    _ = @import("c_api.zig");
+}

@@ -1,0 +1,112 @@
+//! One allocation that holds every struct of an exported tree (all but the
+//! base struct, which lives where the consumer put it) plus the pointer
+//! arrays and strings they point at.
+//!
+//! Ownership: each struct of the tree, base and children alike, holds one
+//! reference to the block through its `private_data`, so a child moved out by
+//! a consumer keeps the block alive on its own. Each struct's release drops
+//! its reference exactly once; the last one frees the block and runs the
+//! block's `on_free` hook (queue a keepalive id, destroy an event, ...), on
+//! whichever thread that happens to be.
+
+const std = @import("std");
+
+pub const OnFree = *const fn (context: ?*anyopaque) callconv(.c) void;
+
+pub const Block = struct {
+    /// Structs of the tree whose release has not run yet.
+    remaining: std.atomic.Value(u32),
+    total_bytes: usize,
+    on_free: ?OnFree = null,
+    on_free_context: ?*anyopaque = null,
+
+    const header_bytes = std.mem.alignForward(usize, @sizeOf(Block), 16);
+
+    /// Allocates a zeroed block with `payload_bytes` after the header.
+    pub fn create(struct_count: u32, payload_bytes: usize) ?*Block {
+        const total = header_bytes + payload_bytes;
+        const memory = std.c.malloc(total) orelse return null;
+        const bytes: [*]u8 = @ptrCast(memory);
+        @memset(bytes[0..total], 0);
+        const block: *Block = @ptrCast(@alignCast(memory));
+        block.* = .{ .remaining = .init(struct_count), .total_bytes = total };
+        return block;
+    }
+
+    pub fn payload(self: *Block) [*]u8 {
+        const bytes: [*]u8 = @ptrCast(self);
+        return bytes + header_bytes;
+    }
+
+    /// Drops one struct's reference; the last one frees the block.
+    pub fn unref(self: *Block) void {
+        const before = self.remaining.fetchSub(1, .acq_rel);
+        std.debug.assert(before > 0);
+        if (before == 1) {
+            const hook = self.on_free;
+            const context = self.on_free_context;
+            std.c.free(self);
+            if (hook) |run| run(context);
+        }
+    }
+};
+
+/// Carves aligned pieces out of a block's payload, in the order they were
+/// counted by a `Sizer` with the same sequence of calls.
+pub const Carver = struct {
+    next: [*]u8,
+    end: [*]u8,
+
+    pub fn init(block: *Block, payload_bytes: usize) Carver {
+        const start = block.payload();
+        return .{ .next = start, .end = start + payload_bytes };
+    }
+
+    pub fn take(self: *Carver, comptime T: type, n: usize) []T {
+        const address = std.mem.alignForward(usize, @intFromPtr(self.next), @alignOf(T));
+        const bytes = n * @sizeOf(T);
+        std.debug.assert(address + bytes <= @intFromPtr(self.end));
+        self.next = @ptrFromInt(address + bytes);
+        const items: [*]T = @ptrFromInt(address);
+        return items[0..n];
+    }
+};
+
+/// Counts the payload a tree needs (alignment included) before allocating.
+pub const Sizer = struct {
+    bytes: usize = 0,
+
+    pub fn add(self: *Sizer, comptime T: type, n: usize) void {
+        self.bytes = std.mem.alignForward(usize, self.bytes, @alignOf(T)) + n * @sizeOf(T);
+    }
+};
+
+test "the last unref frees the block and runs its hook once" {
+    const Hook = struct {
+        var calls: u32 = 0;
+        fn run(context: ?*anyopaque) callconv(.c) void {
+            _ = context;
+            calls += 1;
+        }
+    };
+    const block = Block.create(3, 64).?;
+    block.on_free = Hook.run;
+    block.unref();
+    block.unref();
+    try std.testing.expectEqual(@as(u32, 0), Hook.calls);
+    block.unref();
+    try std.testing.expectEqual(@as(u32, 1), Hook.calls);
+}
+
+test "carver hands out what the sizer counted" {
+    var sizer: Sizer = .{};
+    sizer.add(u8, 3);
+    sizer.add(u64, 2);
+    const block = Block.create(1, sizer.bytes).?;
+    defer block.unref();
+    var carver = Carver.init(block, sizer.bytes);
+    const a = carver.take(u8, 3);
+    const b = carver.take(u64, 2);
+    try std.testing.expectEqual(@as(usize, 0), @intFromPtr(b.ptr) % 8);
+    try std.testing.expect(@intFromPtr(b.ptr) > @intFromPtr(a.ptr));
+}

@@ -1,0 +1,591 @@
+//! Validation of an (ArrowSchema, ArrowArray) tree, and the node table that
+//! describes it: every node's type, lengths, and every buffer's address, size
+//! and kind. Import, relays and device copies read the table; nothing else
+//! computes buffer sizes.
+//!
+//! Levels follow nanoarrow's:
+//! - none: structure only as far as needed to size buffers; trusts the rest.
+//! - minimal: counts, lengths, offsets, null pointers; reads no buffer.
+//! - default: also reads O(1) values per node (first/last offsets, variadic
+//!   sizes, last run end) and checks child lengths. Never reads out of the
+//!   bounds that length and offset imply.
+//! - full: also reads every offset, type id, view, run end, dictionary index
+//!   and checks UTF-8.
+//! Buffers of a device the host cannot read are never dereferenced: sizes that
+//! would need a read are reported as unknown (-1) and value checks are skipped.
+
+const std = @import("std");
+const abi = @import("abi.zig");
+const format = @import("format.zig");
+const status = @import("status.zig");
+const Status = status.Status;
+const fail = status.fail;
+
+pub const Level = enum(c_int) { none = 0, minimal = 1, default = 2, full = 3 };
+
+/// Deepest nesting accepted (the root is depth 0). Real schemas stay far
+/// below; the limit keeps recursion bounded on hostile input.
+pub const max_nesting_depth = 64;
+/// Most nodes one tree may have.
+pub const max_nodes = 1 << 20;
+/// Largest offset + length accepted (keeps every size computation in i64).
+pub const max_slots: i64 = 1 << 53;
+
+/// Node record, in f64 words (exact integers; pointers fit in 53 bits on
+/// every supported platform). TS reads it through one typed-array view.
+pub const node_words = 12;
+pub const NodeWord = enum(u8) {
+    schema = 0,
+    array = 1,
+    type_id = 2,
+    length = 3,
+    null_count = 4,
+    offset = 5,
+    n_buffers = 6,
+    first_buffer = 7,
+    n_children = 8,
+    /// Children are stored contiguously from here.
+    first_child = 9,
+    /// -1 when the node is not dictionary-encoded.
+    dictionary = 10,
+    /// -1 for the root.
+    parent = 11,
+};
+pub const buffer_words = 4;
+pub const BufferWord = enum(u8) { address = 0, size_bytes = 1, kind = 2, element_bytes = 3 };
+
+/// The description of one validated tree.
+pub const NodeTable = struct {
+    nodes: std.ArrayList(f64) = .empty,
+    buffers: std.ArrayList(f64) = .empty,
+    /// Sum of known buffer sizes (what the tree holds in memory).
+    bytes_known: i64 = 0,
+
+    pub fn deinit(self: *NodeTable) void {
+        self.nodes.deinit(std.heap.c_allocator);
+        self.buffers.deinit(std.heap.c_allocator);
+    }
+
+    pub fn nodeCount(self: *const NodeTable) usize {
+        return self.nodes.items.len / node_words;
+    }
+
+    pub fn get(self: *const NodeTable, node: usize, word: NodeWord) f64 {
+        return self.nodes.items[node * node_words + @intFromEnum(word)];
+    }
+
+    fn set(self: *NodeTable, node: usize, word: NodeWord, value: anytype) void {
+        self.nodes.items[node * node_words + @intFromEnum(word)] = toWord(value);
+    }
+
+    pub fn bufferAddress(self: *const NodeTable, index: usize) usize {
+        return @intFromFloat(self.buffers.items[index * buffer_words]);
+    }
+
+    pub fn bufferSize(self: *const NodeTable, index: usize) i64 {
+        return @intFromFloat(self.buffers.items[index * buffer_words + 1]);
+    }
+};
+
+fn toWord(value: anytype) f64 {
+    const T = @TypeOf(value);
+    return switch (@typeInfo(T)) {
+        .pointer => @floatFromInt(@intFromPtr(value)),
+        .optional => if (value) |v| toWord(v) else 0,
+        .int, .comptime_int => @floatFromInt(value),
+        .@"enum" => @floatFromInt(@intFromEnum(value)),
+        else => @compileError("not a node word"),
+    };
+}
+
+const Segment = struct { kind: enum { field, child, dictionary }, index: usize, name: []const u8 };
+
+const Walker = struct {
+    level: Level,
+    host_readable: bool,
+    table: ?*NodeTable,
+    path: [max_nesting_depth + 1]Segment = undefined,
+    depth: usize = 0,
+    nodes_seen: usize = 0,
+
+    /// Records `message` prefixed with the path of the node being checked.
+    fn failAt(self: *Walker, code: Status, comptime fmt: []const u8, args: anytype) Status {
+        _ = fail(code, fmt, args);
+        if (self.depth > 0) {
+            var prefix: [512]u8 = undefined;
+            var len: usize = 0;
+            for (self.path[1 .. self.depth + 1], 0..) |segment, i| {
+                const sep = if (i == 0) "" else " > ";
+                const piece = switch (segment.kind) {
+                    .field => std.fmt.bufPrint(prefix[len..], "{s}field \"{s}\"", .{ sep, segment.name }),
+                    .child => std.fmt.bufPrint(prefix[len..], "{s}child {d} \"{s}\"", .{ sep, segment.index, segment.name }),
+                    .dictionary => std.fmt.bufPrint(prefix[len..], "{s}dictionary", .{sep}),
+                } catch break;
+                len += piece.len;
+            }
+            status.prefixMessage("{s}: ", .{prefix[0..len]});
+        }
+        return code;
+    }
+
+    fn walk(self: *Walker, schema: *const abi.ArrowSchema, array: *const abi.ArrowArray, node_index: usize, parent: i64) Status {
+        self.nodes_seen += 1;
+        if (self.nodes_seen > max_nodes) return self.failAt(.too_deep, "the tree has more than {d} nodes", .{max_nodes});
+        if (schema.release == null) return self.failAt(.released, "schema is released (its release callback is NULL)", .{});
+        if (array.release == null) return self.failAt(.released, "array is released (its release callback is NULL)", .{});
+        const format_ptr = schema.format orelse return self.failAt(.invalid_format, "schema format is NULL", .{});
+        const format_text = std.mem.sliceTo(format_ptr[0 .. format.max_format_length + 1], 0);
+        var why: []const u8 = "";
+        const ty = format.parse(format_text, &why) catch
+            return self.failAt(.invalid_format, "format \"{s}\" {s}", .{ format_text[0..@min(format_text.len, 64)], why });
+
+        if (array.length < 0) return self.failAt(.invalid_layout, "length is negative ({d})", .{array.length});
+        if (array.offset < 0) return self.failAt(.invalid_layout, "offset is negative ({d})", .{array.offset});
+        if (array.null_count < -1) return self.failAt(.invalid_layout, "null_count is {d} (must be -1 or at least 0)", .{array.null_count});
+        if (array.length > max_slots or array.offset > max_slots - array.length)
+            return self.failAt(.invalid_layout, "offset + length ({d} + {d}) is too large", .{ array.offset, array.length });
+        if (array.null_count > array.length)
+            return self.failAt(.invalid_layout, "null_count {d} exceeds length {d}", .{ array.null_count, array.length });
+
+        // Buffer count.
+        const fixed_buffers = ty.fixedBufferCount();
+        if (ty.isView()) {
+            if (array.n_buffers < fixed_buffers)
+                return self.failAt(.invalid_layout, "n_buffers is {d} but format \"{s}\" needs at least {d}", .{ array.n_buffers, format_text, fixed_buffers });
+            if (array.n_buffers > 1 << 24)
+                return self.failAt(.invalid_layout, "n_buffers is {d}, more than this library accepts", .{array.n_buffers});
+        } else if (array.n_buffers != fixed_buffers) {
+            return self.failAt(.invalid_layout, "n_buffers is {d} but format \"{s}\" needs {d}", .{ array.n_buffers, format_text, fixed_buffers });
+        }
+        const n_buffers: usize = @intCast(array.n_buffers);
+        if (n_buffers > 0 and array.buffers == null)
+            return self.failAt(.invalid_layout, "buffers is NULL but n_buffers is {d}", .{n_buffers});
+
+        // Child count.
+        if (array.n_children < 0 or schema.n_children < 0)
+            return self.failAt(.invalid_layout, "n_children is negative", .{});
+        if (array.n_children != schema.n_children)
+            return self.failAt(.invalid_layout, "array has {d} children but schema has {d}", .{ array.n_children, schema.n_children });
+        if (ty.requiredChildren()) |required| {
+            if (schema.n_children != required)
+                return self.failAt(.invalid_layout, "n_children is {d} but format \"{s}\" needs {d}", .{ schema.n_children, format_text, required });
+        }
+        const n_children: usize = @intCast(schema.n_children);
+        if (n_children > 0 and (schema.children == null or array.children == null))
+            return self.failAt(.invalid_layout, "children is NULL but n_children is {d}", .{n_children});
+
+        // Dictionary.
+        if ((schema.dictionary == null) != (array.dictionary == null))
+            return self.failAt(.invalid_layout, "schema {s} a dictionary but the array {s}", .{
+                if (schema.dictionary == null) "has no" else "has",
+                if (array.dictionary == null) "has none" else "has one",
+            });
+        if (schema.dictionary != null and !ty.isInteger())
+            return self.failAt(.invalid_format, "format \"{s}\" is not an integer type, so it cannot index a dictionary", .{format_text});
+
+        // Record the node, reserving contiguous slots for its children.
+        var first_buffer: usize = 0;
+        var first_child: usize = 0;
+        var dictionary_index: i64 = -1;
+        if (self.table) |table| {
+            first_buffer = table.buffers.items.len / buffer_words;
+            table.buffers.appendNTimes(std.heap.c_allocator, 0, n_buffers * buffer_words) catch return fail(.out_of_memory, "out of memory describing buffers", .{});
+            first_child = table.nodeCount();
+            const reserve = n_children + @intFromBool(schema.dictionary != null);
+            table.nodes.appendNTimes(std.heap.c_allocator, 0, reserve * node_words) catch return fail(.out_of_memory, "out of memory describing children", .{});
+            if (schema.dictionary != null) dictionary_index = @intCast(first_child + n_children);
+            table.set(node_index, .schema, schema);
+            table.set(node_index, .array, array);
+            table.set(node_index, .type_id, ty.id);
+            table.set(node_index, .length, array.length);
+            table.set(node_index, .null_count, array.null_count);
+            table.set(node_index, .offset, array.offset);
+            table.set(node_index, .n_buffers, n_buffers);
+            table.set(node_index, .first_buffer, first_buffer);
+            table.set(node_index, .n_children, n_children);
+            table.set(node_index, .first_child, first_child);
+            table.set(node_index, .dictionary, dictionary_index);
+            table.set(node_index, .parent, parent);
+        }
+
+        const buffers: []const ?*const anyopaque = if (n_buffers == 0) &.{} else array.buffers.?[0..n_buffers];
+        const st = self.checkBuffers(&ty, array, buffers, first_buffer);
+        if (st != .ok) return st;
+
+        // Children, then the dictionary.
+        if (self.depth == max_nesting_depth and (n_children > 0 or schema.dictionary != null))
+            return self.failAt(.too_deep, "nesting is deeper than {d} levels", .{max_nesting_depth});
+        for (0..n_children) |i| {
+            const child_schema = schema.children.?[i] orelse return self.failAt(.invalid_layout, "schema child {d} is NULL", .{i});
+            const child_array = array.children.?[i] orelse return self.failAt(.invalid_layout, "array child {d} is NULL", .{i});
+            const name = if (child_schema.name) |n| std.mem.sliceTo(n[0..@min(256, std.mem.len(n))], 0) else "";
+            self.depth += 1;
+            self.path[self.depth] = .{ .kind = if (self.depth == 1 and ty.id == .@"struct") .field else .child, .index = i, .name = name };
+            const child_status = self.walk(child_schema, child_array, first_child + i, @intCast(node_index));
+            if (child_status != .ok) return child_status;
+            const relation_status = self.checkChild(&ty, array, buffers, i, child_schema, child_array);
+            if (relation_status != .ok) return relation_status;
+            self.depth -= 1;
+        }
+        if (schema.dictionary) |dict_schema| {
+            self.depth += 1;
+            self.path[self.depth] = .{ .kind = .dictionary, .index = 0, .name = "" };
+            const dict_status = self.walk(dict_schema, array.dictionary.?, @intCast(dictionary_index), @intCast(node_index));
+            if (dict_status != .ok) return dict_status;
+            self.depth -= 1;
+            if (self.level == .full and self.host_readable) {
+                const st2 = self.checkDictionaryIndices(&ty, array, buffers, array.dictionary.?.length);
+                if (st2 != .ok) return st2;
+            }
+        }
+        return .ok;
+    }
+
+    fn recordBuffer(self: *Walker, index: usize, address: ?*const anyopaque, size: i64, kind: format.BufferKind, element_bytes: u32) void {
+        if (self.table) |table| {
+            const base = index * buffer_words;
+            table.buffers.items[base + 0] = toWord(address);
+            table.buffers.items[base + 1] = @floatFromInt(size);
+            table.buffers.items[base + 2] = @floatFromInt(@intFromEnum(kind));
+            table.buffers.items[base + 3] = @floatFromInt(element_bytes);
+            if (size > 0) table.bytes_known += size;
+        }
+    }
+
+    fn checkBuffers(self: *Walker, ty: *const format.Type, array: *const abi.ArrowArray, buffers: []const ?*const anyopaque, first_buffer: usize) Status {
+        const end: i64 = array.offset + array.length;
+        const readable = self.host_readable and self.level != .minimal;
+        var variadic_index: usize = 0;
+        for (buffers, 0..) |address, i| {
+            const kind = ty.bufferKind(i, buffers.len);
+            var element_bytes: u32 = 0;
+            var size: i64 = switch (kind) {
+                .bits => @divFloor(end + 7, 8),
+                .fixed => blk: {
+                    element_bytes = ty.byte_width;
+                    break :blk end * ty.byte_width;
+                },
+                .offsets32, .offsets64 => blk: {
+                    element_bytes = if (kind == .offsets32) 4 else 8;
+                    // A zero-length array may omit its offsets entirely.
+                    if (address == null and array.length == 0) break :blk 0;
+                    break :blk (end + 1) * element_bytes;
+                },
+                .bytes => blk: {
+                    element_bytes = 1;
+                    if (!readable) break :blk -1;
+                    break :blk self.lastOffset(ty, array, buffers) catch |e| return self.offsetError(e);
+                },
+                .views => blk: {
+                    element_bytes = 16;
+                    break :blk end * 16;
+                },
+                .variadic_sizes => blk: {
+                    element_bytes = 8;
+                    break :blk @as(i64, @intCast(buffers.len - 3)) * 8;
+                },
+                .variadic_bytes => blk: {
+                    element_bytes = 1;
+                    defer variadic_index += 1;
+                    if (!readable) break :blk -1;
+                    const sizes = buffers[buffers.len - 1] orelse
+                        return self.failAt(.invalid_layout, "buffer {d} (variadic buffer sizes) is NULL but there are {d} variadic buffers", .{ buffers.len - 1, buffers.len - 3 });
+                    const values: [*]align(1) const i64 = @ptrCast(sizes);
+                    const variadic_size = values[variadic_index];
+                    if (variadic_size < 0) return self.failAt(.invalid_layout, "variadic buffer {d} has negative size {d}", .{ variadic_index, variadic_size });
+                    break :blk variadic_size;
+                },
+                .type_ids => blk: {
+                    element_bytes = 1;
+                    break :blk end;
+                },
+                .union_offsets => blk: {
+                    element_bytes = 4;
+                    break :blk end * 4;
+                },
+                .view_offsets32 => blk: {
+                    element_bytes = 4;
+                    break :blk end * 4;
+                },
+                .view_offsets64 => blk: {
+                    element_bytes = 8;
+                    break :blk end * 8;
+                },
+            };
+            if (address == null) {
+                const is_validity = (i == 0 and ty.hasValidity());
+                if (is_validity) {
+                    if (array.null_count > 0)
+                        return self.failAt(.invalid_layout, "validity buffer is NULL but null_count is {d}", .{array.null_count});
+                    size = 0;
+                } else if (size > 0) {
+                    return self.failAt(.invalid_layout, "buffer {d} ({s}) is NULL but must hold {d} bytes", .{ i, @tagName(kind), size });
+                } else if (size < 0) {
+                    size = 0; // unknown size of a NULL buffer: nothing there
+                }
+            }
+            self.recordBuffer(first_buffer + i, address, size, kind, element_bytes);
+        }
+        if (self.level == .full and self.host_readable) return self.checkValuesFull(ty, array, buffers);
+        return .ok;
+    }
+
+    const OffsetError = error{ Negative, Decreasing };
+
+    fn offsetError(self: *Walker, e: OffsetError) Status {
+        return switch (e) {
+            error.Negative => self.failAt(.invalid_layout, "first offset is negative", .{}),
+            error.Decreasing => self.failAt(.invalid_layout, "last offset is smaller than the first", .{}),
+        };
+    }
+
+    /// Reads offsets[offset] and offsets[offset + length]; returns the last,
+    /// which is the size of the value bytes the array spans.
+    fn lastOffset(self: *Walker, ty: *const format.Type, array: *const abi.ArrowArray, buffers: []const ?*const anyopaque) OffsetError!i64 {
+        _ = self;
+        const offsets = buffers[1] orelse return 0;
+        return readOffsetRange(ty, offsets, array.offset, array.offset + array.length);
+    }
+
+    fn checkChild(self: *Walker, ty: *const format.Type, array: *const abi.ArrowArray, buffers: []const ?*const anyopaque, child_index: usize, child_schema: *const abi.ArrowSchema, child: *const abi.ArrowArray) Status {
+        if (self.level == .none) return .ok;
+        const end = array.offset + array.length;
+        switch (ty.id) {
+            .@"struct", .sparse_union => {
+                if (child.length < end)
+                    return self.failAt(.invalid_layout, "child {d} has length {d}, less than the parent's offset + length {d}", .{ child_index, child.length, end });
+            },
+            .fixed_size_list => {
+                const needed = end * ty.fixed_size;
+                if (child.length < needed)
+                    return self.failAt(.invalid_layout, "child has length {d}, less than (offset + length) * list size = {d}", .{ child.length, needed });
+            },
+            .list, .large_list, .map => {
+                if (ty.id == .map) {
+                    const child_format = std.mem.span(child_schema.format.?);
+                    if (!std.mem.eql(u8, child_format, "+s") or child_schema.n_children != 2)
+                        return self.failAt(.invalid_layout, "map entries must be a struct of two children (key, value), got format \"{s}\" with {d} children", .{ child_format, child_schema.n_children });
+                }
+                if (!self.host_readable or self.level == .minimal or array.length == 0) return .ok;
+                const offsets = buffers[1] orelse return .ok;
+                const last = readOffsetRange(ty, offsets, array.offset, end) catch |e| return self.offsetError(e);
+                if (last > child.offset + child.length)
+                    return self.failAt(.invalid_layout, "last offset {d} is past the child's end {d}", .{ last, child.offset + child.length });
+            },
+            .run_end_encoded => {
+                if (child_index == 0) {
+                    const re_format = std.mem.span(child_schema.format.?);
+                    if (!(std.mem.eql(u8, re_format, "s") or std.mem.eql(u8, re_format, "i") or std.mem.eql(u8, re_format, "l")))
+                        return self.failAt(.invalid_layout, "run_ends must be int16, int32 or int64, got format \"{s}\"", .{re_format});
+                    if (child.null_count > 0)
+                        return self.failAt(.invalid_layout, "run_ends has {d} nulls; it must have none", .{child.null_count});
+                    if (array.length > 0 and child.length == 0)
+                        return self.failAt(.invalid_layout, "run_ends is empty but the array has length {d}", .{array.length});
+                    if (self.host_readable and self.level != .minimal and child.length > 0) {
+                        const last = readRunEnd(re_format[0], child, child.offset + child.length - 1);
+                        if (last < end)
+                            return self.failAt(.invalid_layout, "last run end {d} is less than offset + length {d}", .{ last, end });
+                    }
+                } else {
+                    const run_ends = array.children.?[0].?;
+                    if (child.length < run_ends.length)
+                        return self.failAt(.invalid_layout, "values has length {d}, less than run_ends' {d}", .{ child.length, run_ends.length });
+                }
+            },
+            else => {},
+        }
+        if (self.level == .full and self.host_readable) return self.checkChildFull(ty, array, buffers, child_index, child_schema, child);
+        return .ok;
+    }
+
+    fn checkValuesFull(self: *Walker, ty: *const format.Type, array: *const abi.ArrowArray, buffers: []const ?*const anyopaque) Status {
+        const start: usize = @intCast(array.offset);
+        const end: usize = @intCast(array.offset + array.length);
+        switch (ty.id) {
+            .binary, .utf8, .large_binary, .large_utf8 => {
+                if (array.length == 0) return .ok;
+                const offsets = buffers[1] orelse return .ok;
+                var previous = readOffset(ty, offsets, start);
+                for (start + 1..end + 1) |i| {
+                    const current = readOffset(ty, offsets, i);
+                    if (current < previous) return self.failAt(.invalid_layout, "offset {d} ({d}) is smaller than offset {d} ({d})", .{ i, current, i - 1, previous });
+                    previous = current;
+                }
+                if (ty.id == .utf8 or ty.id == .large_utf8) {
+                    const first = readOffset(ty, offsets, start);
+                    const last = readOffset(ty, offsets, end);
+                    if (last > first) {
+                        const data: [*]const u8 = @ptrCast(buffers[2].?);
+                        if (!std.unicode.utf8ValidateSlice(data[@intCast(first)..@intCast(last)]))
+                            return self.failAt(.invalid_layout, "string data is not valid UTF-8", .{});
+                    }
+                }
+            },
+            .binary_view, .utf8_view => {
+                if (array.length == 0) return .ok;
+                const views: [*]const u8 = @ptrCast(buffers[1].?);
+                const n_variadic = buffers.len - 3;
+                const sizes: ?[*]align(1) const i64 = if (n_variadic > 0) @ptrCast(buffers[buffers.len - 1].?) else null;
+                for (start..end) |i| {
+                    const view = views[i * 16 ..][0..16];
+                    const len = std.mem.readInt(i32, view[0..4], .little);
+                    if (len < 0) return self.failAt(.invalid_layout, "view {d} has negative length {d}", .{ i, len });
+                    var bytes: []const u8 = undefined;
+                    if (len <= 12) {
+                        bytes = view[4 .. 4 + @as(usize, @intCast(len))];
+                    } else {
+                        const buffer_index = std.mem.readInt(i32, view[8..12], .little);
+                        const offset = std.mem.readInt(i32, view[12..16], .little);
+                        if (buffer_index < 0 or buffer_index >= n_variadic)
+                            return self.failAt(.invalid_layout, "view {d} points at variadic buffer {d} of {d}", .{ i, buffer_index, n_variadic });
+                        const size = sizes.?[@intCast(buffer_index)];
+                        if (offset < 0 or @as(i64, offset) + len > size)
+                            return self.failAt(.invalid_layout, "view {d} ({d} bytes at {d}) is out of variadic buffer {d} ({d} bytes)", .{ i, len, offset, buffer_index, size });
+                        const data: [*]const u8 = @ptrCast(buffers[2 + @as(usize, @intCast(buffer_index))].?);
+                        bytes = data[@intCast(offset)..][0..@intCast(len)];
+                        if (!std.mem.eql(u8, view[4..8], bytes[0..4]))
+                            return self.failAt(.invalid_layout, "view {d} prefix does not match its data", .{i});
+                    }
+                    if (ty.id == .utf8_view and !std.unicode.utf8ValidateSlice(bytes))
+                        return self.failAt(.invalid_layout, "view {d} is not valid UTF-8", .{i});
+                }
+            },
+            .sparse_union, .dense_union => {
+                if (array.length == 0) return .ok;
+                const ids: [*]const i8 = @ptrCast(buffers[0].?);
+                outer: for (start..end) |i| {
+                    for (ty.union_type_ids[0..ty.union_type_count]) |declared| {
+                        if (ids[i] == declared) continue :outer;
+                    }
+                    return self.failAt(.invalid_layout, "slot {d} has type id {d}, which the format does not declare", .{ i, ids[i] });
+                }
+            },
+            else => {},
+        }
+        return .ok;
+    }
+
+    fn checkChildFull(self: *Walker, ty: *const format.Type, array: *const abi.ArrowArray, buffers: []const ?*const anyopaque, child_index: usize, child_schema: *const abi.ArrowSchema, child: *const abi.ArrowArray) Status {
+        if (array.length == 0) return .ok;
+        const start: usize = @intCast(array.offset);
+        const end: usize = @intCast(array.offset + array.length);
+        switch (ty.id) {
+            .list, .large_list, .map => {
+                const offsets = buffers[1] orelse return .ok;
+                var previous = readOffset(ty, offsets, start);
+                for (start + 1..end + 1) |i| {
+                    const current = readOffset(ty, offsets, i);
+                    if (current < previous) return self.failAt(.invalid_layout, "offset {d} ({d}) is smaller than offset {d} ({d})", .{ i, current, i - 1, previous });
+                    previous = current;
+                }
+            },
+            .list_view, .large_list_view => {
+                const offsets = buffers[1] orelse return .ok;
+                const sizes = buffers[2] orelse return .ok;
+                const limit = child.offset + child.length;
+                for (start..end) |i| {
+                    const o = readViewValue(ty, offsets, i);
+                    const s = readViewValue(ty, sizes, i);
+                    if (o < 0 or s < 0 or o + s > limit)
+                        return self.failAt(.invalid_layout, "list view {d} (offset {d}, size {d}) is out of the child's {d} values", .{ i, o, s, limit });
+                }
+            },
+            .dense_union => {
+                const ids: [*]const i8 = @ptrCast(buffers[0].?);
+                const offsets: [*]align(1) const i32 = @ptrCast(buffers[1].?);
+                const declared = ty.union_type_ids[child_index];
+                for (start..end) |i| {
+                    if (ids[i] != declared) continue;
+                    if (offsets[i] < 0 or offsets[i] >= child.length)
+                        return self.failAt(.invalid_layout, "slot {d} has offset {d} into child {d} of length {d}", .{ i, offsets[i], child_index, child.length });
+                }
+            },
+            .run_end_encoded => {
+                if (child_index != 0 or child.length == 0) return .ok;
+                const format_char = child_schema.format.?[0];
+                var previous: i64 = 0;
+                var i: i64 = child.offset;
+                while (i < child.offset + child.length) : (i += 1) {
+                    const run_end = readRunEnd(format_char, child, i);
+                    if (run_end <= previous)
+                        return self.failAt(.invalid_layout, "run end {d} ({d}) is not greater than the one before ({d})", .{ i, run_end, previous });
+                    previous = run_end;
+                }
+            },
+            else => {},
+        }
+        return .ok;
+    }
+
+    fn checkDictionaryIndices(self: *Walker, ty: *const format.Type, array: *const abi.ArrowArray, buffers: []const ?*const anyopaque, dictionary_length: i64) Status {
+        if (array.length == 0) return .ok;
+        const data = buffers[1] orelse return .ok;
+        const validity: ?[*]const u8 = @ptrCast(buffers[0]);
+        const start: usize = @intCast(array.offset);
+        const end: usize = @intCast(array.offset + array.length);
+        for (start..end) |i| {
+            if (validity) |bits| {
+                if (bits[i / 8] & (@as(u8, 1) << @intCast(i % 8)) == 0) continue;
+            }
+            const index: i64 = switch (ty.id) {
+                .int8 => @as([*]const i8, @ptrCast(data))[i],
+                .uint8 => @as([*]const u8, @ptrCast(data))[i],
+                .int16 => @as([*]align(1) const i16, @ptrCast(data))[i],
+                .uint16 => @as([*]align(1) const u16, @ptrCast(data))[i],
+                .int32 => @as([*]align(1) const i32, @ptrCast(data))[i],
+                .uint32 => @as([*]align(1) const u32, @ptrCast(data))[i],
+                .int64 => @as([*]align(1) const i64, @ptrCast(data))[i],
+                .uint64 => @intCast(@min(@as([*]align(1) const u64, @ptrCast(data))[i], std.math.maxInt(i64))),
+                else => unreachable,
+            };
+            if (index < 0 or index >= dictionary_length)
+                return self.failAt(.invalid_layout, "dictionary index {d} at slot {d} is out of the dictionary's {d} values", .{ index, i, dictionary_length });
+        }
+        return .ok;
+    }
+};
+
+fn readOffset(ty: *const format.Type, offsets: *const anyopaque, index: usize) i64 {
+    return switch (ty.id) {
+        .large_binary, .large_utf8, .large_list => @as([*]align(1) const i64, @ptrCast(offsets))[index],
+        else => @as([*]align(1) const i32, @ptrCast(offsets))[index],
+    };
+}
+
+fn readViewValue(ty: *const format.Type, buffer: *const anyopaque, index: usize) i64 {
+    return switch (ty.id) {
+        .large_list_view => @as([*]align(1) const i64, @ptrCast(buffer))[index],
+        else => @as([*]align(1) const i32, @ptrCast(buffer))[index],
+    };
+}
+
+fn readRunEnd(format_char: u8, run_ends: *const abi.ArrowArray, index: i64) i64 {
+    const data = run_ends.buffers.?[1] orelse return 0;
+    const i: usize = @intCast(index);
+    return switch (format_char) {
+        's' => @as([*]align(1) const i16, @ptrCast(data))[i],
+        'i' => @as([*]align(1) const i32, @ptrCast(data))[i],
+        else => @as([*]align(1) const i64, @ptrCast(data))[i],
+    };
+}
+
+/// Checks the offsets at `start` and `end` and returns the last (the number
+/// of value bytes or child slots the array spans).
+fn readOffsetRange(ty: *const format.Type, offsets: *const anyopaque, start: i64, end: i64) error{ Negative, Decreasing }!i64 {
+    const last = readOffset(ty, offsets, @intCast(end));
+    const first = readOffset(ty, offsets, @intCast(start));
+    if (first < 0) return error.Negative;
+    if (last < first) return error.Decreasing;
+    return last;
+}
+
+/// Validates a tree. `table`, when given, receives its description; the root
+/// is node 0. `host_readable` is false for device memory the host must not
+/// read.
+pub fn validate(schema: *const abi.ArrowSchema, array: *const abi.ArrowArray, level: Level, host_readable: bool, table: ?*NodeTable) Status {
+    var walker: Walker = .{ .level = level, .host_readable = host_readable, .table = table };
+    if (table) |t| {
+        t.nodes.appendNTimes(std.heap.c_allocator, 0, node_words) catch return fail(.out_of_memory, "out of memory describing the root", .{});
+    }
+    return walker.walk(schema, array, 0, -1);
+}
