@@ -31,7 +31,7 @@ export const owners = dlopen(fixturePath("owners_peer"), {
   owners_device_fields: { args: [ptr, ptr], returns: none },
   owners_render: { args: [ptr, ptr, ptr, i32], returns: none },
   owners_header_constants_json: { args: [], returns: cstring },
-  owners_stress: { args: [cstring, i32, i32, i32, ptr], returns: i32 },
+  owners_stress: { args: [cstring, i32, i32, i32, i32, ptr], returns: i32 },
 }).symbols;
 
 /** Native memory for a producer's ArrowSchema + ArrowDeviceArray (whose
