@@ -224,13 +224,14 @@ fn requestFrom(words: ?[*]const f64, count: u32, out: *reexport.Request) Status 
 /// Resolves a re-export request (`reexport.RequestWord` words; NULL or 0
 /// words: the whole array) into a window: node, C offset, length, null
 /// count (`reexport.WindowWord`, 4 words). The caller holds a reference.
-export fn abd_owner_select(owner: *Owner, request: ?[*]const f64, request_words: u32, out: ?[*]f64) c_int {
+export fn abd_owner_select(owner: ?*Owner, request: ?[*]const f64, request_words: u32, out: ?[*]f64) c_int {
+    const held = owner orelse return code(status.fail(.invalid_argument, "owner pointer is NULL", .{}));
     const target = out orelse return code(status.fail(.invalid_argument, "out window pointer is NULL", .{}));
     var parsed: reexport.Request = undefined;
     const read = requestFrom(request, request_words, &parsed);
     if (read != .ok) return code(read);
     var window: reexport.Window = undefined;
-    const selected = reexport.select(owner, parsed, &window);
+    const selected = reexport.select(held, parsed, &window);
     if (selected != .ok) return code(selected);
     window.toWords(target[0..reexport.window_words]);
     return 0;
@@ -242,24 +243,26 @@ export fn abd_owner_select(owner: *Owner, request: ?[*]const f64, request_words:
 /// order with other re-exports. The producer's device_type, device_id and
 /// sync_event are kept; `reserved` is zeroed. The caller holds a reference
 /// to `owner` during the call. On failure the outs are untouched.
-export fn abd_owner_reexport(owner: *Owner, request: ?[*]const f64, request_words: u32, schema_out: ?*abi.ArrowSchema, array_out: ?*abi.ArrowDeviceArray) c_int {
+export fn abd_owner_reexport(owner: ?*Owner, request: ?[*]const f64, request_words: u32, schema_out: ?*abi.ArrowSchema, array_out: ?*abi.ArrowDeviceArray) c_int {
+    const held = owner orelse return code(status.fail(.invalid_argument, "owner pointer is NULL", .{}));
     const schema_target = schema_out orelse return code(status.fail(.invalid_argument, "out schema pointer is NULL", .{}));
     const array_target = array_out orelse return code(status.fail(.invalid_argument, "out device array pointer is NULL", .{}));
     var parsed: reexport.Request = undefined;
     const read = requestFrom(request, request_words, &parsed);
     if (read != .ok) return code(read);
-    return code(reexport.reexportDevice(owner, parsed, schema_target, array_target));
+    return code(reexport.reexportDevice(held, parsed, schema_target, array_target));
 }
 
 /// Like `abd_owner_reexport` as a plain (CPU) ArrowArray; fails with
 /// `unsupported` for memory the host cannot read.
-export fn abd_owner_reexport_array(owner: *Owner, request: ?[*]const f64, request_words: u32, schema_out: ?*abi.ArrowSchema, array_out: ?*abi.ArrowArray) c_int {
+export fn abd_owner_reexport_array(owner: ?*Owner, request: ?[*]const f64, request_words: u32, schema_out: ?*abi.ArrowSchema, array_out: ?*abi.ArrowArray) c_int {
+    const held = owner orelse return code(status.fail(.invalid_argument, "owner pointer is NULL", .{}));
     const schema_target = schema_out orelse return code(status.fail(.invalid_argument, "out schema pointer is NULL", .{}));
     const array_target = array_out orelse return code(status.fail(.invalid_argument, "out array pointer is NULL", .{}));
     var parsed: reexport.Request = undefined;
     const read = requestFrom(request, request_words, &parsed);
     if (read != .ok) return code(read);
-    return code(reexport.reexportArray(owner, parsed, schema_target, array_target));
+    return code(reexport.reexportArray(held, parsed, schema_target, array_target));
 }
 
 /// Moves `schema` + `array` in (validated at `level`; device memory is never
