@@ -11,7 +11,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { tableFromIPC } from "apache-arrow";
-import { ImportedArray, consumeNatively, counters, exportArray, nonZeroCounters } from "../ts/index.ts";
+import { ImportedArray, consumeNatively, counters, exportArray, nonZeroCounters, type ExportedArray } from "../ts/index.ts";
 import { peer } from "./helpers/fixtures.ts";
 import { collectUntil } from "./helpers/gc.ts";
 import { heldSignature, owners, signature } from "./helpers/owners.ts";
@@ -30,8 +30,8 @@ afterEach(async () => {
   peer.peer_reset_counts();
 });
 
-function handOver(exported: { schema: unknown; array: unknown; release(): void }) {
-  const held = owners.owners_take(exported.schema as never, exported.array as never)!;
+function handOver(exported: ExportedArray) {
+  const held = owners.owners_take(exported.schema, exported.array)!;
   exported.release();
   return held;
 }

@@ -186,14 +186,17 @@ fn nullCount(owner: *const Owner, window: Window) i64 {
     if (validity_address == 0) return 0;
     if (!owner.host_readable) return -1;
     const bits: [*]const u8 = @ptrFromInt(validity_address);
-    var nulls: i64 = 0;
-    var i: i64 = window.offset;
-    const end = window.offset + window.length;
-    while (i < end) : (i += 1) {
-        const at: usize = @intCast(i);
-        if (bits[at / 8] & (@as(u8, 1) << @intCast(at % 8)) == 0) nulls += 1;
-    }
-    return nulls;
+    return countUnset(bits, @intCast(window.offset), @intCast(window.offset + window.length));
+}
+
+/// Bits in [start, end) of `bits` (LSB first) that are 0: the nulls.
+fn countUnset(bits: [*]const u8, start: usize, end: usize) i64 {
+    var set: usize = 0;
+    var i = start;
+    while (i < end and i % 8 != 0) : (i += 1) set += (bits[i / 8] >> @intCast(i % 8)) & 1;
+    while (i + 8 <= end) : (i += 8) set += @popCount(bits[i / 8]);
+    while (i < end) : (i += 1) set += (bits[i / 8] >> @intCast(i % 8)) & 1;
+    return @intCast(end - start - set);
 }
 
 /// The node's format, cut to a length fit for a message.
@@ -222,13 +225,15 @@ pub fn select(owner: *const Owner, request: Request, out: *Window) Status {
         const children = nodeWord(table, window.node, .n_children);
         if (typeOf(table, window.node) != .@"struct" or children != 1)
             return fail(.invalid_argument, "only a struct (table) with exactly one column can be handed over as a column; this is format \"{s}\" with {d} children", .{ describeNode(table, window.node), children });
-        window = selectChild(owner, window, 0);
+        const st = selectChild(owner, window, 0, &window);
+        if (st != .ok) return st;
     }
     if (request.child) |index| {
         const children = nodeWord(table, window.node, .n_children);
         if (index < 0 or index >= children)
             return fail(.out_of_range, "child {d} is out of the {d} children of format \"{s}\"", .{ index, children, describeNode(table, window.node) });
-        window = selectChild(owner, window, index);
+        const st = selectChild(owner, window, index, &window);
+        if (st != .ok) return st;
     }
     if (request.dictionary) {
         const dictionary = nodeWord(table, window.node, .dictionary);
@@ -249,22 +254,27 @@ pub fn select(owner: *const Owner, request: Request, out: *Window) Status {
 
 /// Child `index` (checked by the caller) of `parent`, as `field(i)` takes it
 /// for structs and sparse unions, whole for every other type.
-fn selectChild(owner: *const Owner, parent: Window, index: i64) Window {
+fn selectChild(owner: *const Owner, parent: Window, index: i64, out: *Window) Status {
     const table = &owner.table;
     const child: usize = @intCast(nodeWord(table, parent.node, .first_child) + index);
     var window = wholeNode(table, child);
     switch (typeOf(table, parent.node)) {
         .@"struct", .sparse_union => {
             // The parent's C offset applies to its children: rows
-            // [parent.offset, parent.offset + parent.length) of the child,
-            // which validation proved lie within the child.
+            // [parent.offset, parent.offset + parent.length) of the child.
+            // Validation proves they lie within the child, except at level
+            // `none`, which trusts the producer: checked here too, so that
+            // no window ever reaches past a child.
+            if (parent.offset + parent.length > window.length)
+                return fail(.invalid_layout, "child {d} has {d} rows, fewer than the parent's offset + length {d}", .{ index, window.length, parent.offset + parent.length });
             window.offset += parent.offset;
             window.length = parent.length;
             window.null_count = nullCount(owner, window);
         },
         else => {},
     }
-    return window;
+    out.* = window;
+    return .ok;
 }
 
 // ---------------------------------------------------------------------------
@@ -729,6 +739,23 @@ test "a relay moves the data through; a failed relay releases the input once" {
     tree.array_a.null_count = 9; // more nulls than rows
     try testing.expectEqual(Status.invalid_layout, relayDevice(&tree.schema, &tree.array, .default, &schema, &array));
     try testing.expectEqual(@as(u32, 2), TestProducer.releases.load(.acquire));
+}
+
+test "null counts of bit ranges match a bit-by-bit count" {
+    var prng = std.Random.DefaultPrng.init(0x5eed);
+    var bits: [64]u8 = undefined;
+    prng.random().bytes(&bits);
+    for (0..200) |_| {
+        const a = prng.random().uintLessThan(usize, 512);
+        const b = prng.random().uintLessThan(usize, 512);
+        const start = @min(a, b);
+        const end = @max(a, b);
+        var expected: i64 = 0;
+        for (start..end) |i| {
+            if (bits[i / 8] & (@as(u8, 1) << @intCast(i % 8)) == 0) expected += 1;
+        }
+        try testing.expectEqual(expected, countUnset(&bits, start, end));
+    }
 }
 
 test "metadata length follows the spec's encoding and rejects negative lengths" {
