@@ -126,6 +126,21 @@ describe("re-export", () => {
     expect(releases()).toBe(1);
   });
 
+  test("a dictionary handle reads the dictionary in place and outlives its parents", () => {
+    const imported = importBatch();
+    const column = imported.child(1);
+    const dictionary = column.dictionaryArray();
+    column.dispose();
+    imported.dispose();
+    expect(dictionary.root.format).toBe("u");
+    expect(dictionary.root.length).toBe(3);
+    expect(new TextDecoder().decode(dictionary.root.buffer(2) as Uint8Array)).toBe("redgreenblue");
+    expect(() => dictionary.dictionaryArray()).toThrow(InvalidArgumentError);
+    expect(releases()).toBe(0);
+    dictionary.dispose();
+    expect(releases()).toBe(1);
+  });
+
   test("device fields, reserved and the sync event pointer are the producer's", () => {
     using slot = new ProducerSlot();
     owners.owners_make_device(DeviceType.CUDA, slot.schema, slot.array);
