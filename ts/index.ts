@@ -20,3 +20,5 @@ export { liveHandles, debugEnabled } from "./lifetime/debug.ts";
 export { exportArray, exportDeviceArray, exportSchema, exportBatches, type ArraySource, type SchemaSource, type ExportOptions } from "./convert/export.ts";
 export { formatOf } from "./convert/formats.ts";
 export { consumeNatively, fnv1a32, type NativeBufferReport } from "./native_consumer.ts";
+export { reexport, relay, relayArray, type ReexportOptions, type RelayOptions } from "./lifetime/reexport.ts";
+export { type Window, type Selection, type SliceRange } from "./lifetime/selection.ts";

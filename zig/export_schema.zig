@@ -191,7 +191,8 @@ pub fn build(plan: []const u8, out: *abi.ArrowSchema) Status {
     return .ok;
 }
 
-/// Test helper: appends one plan node.
+/// Appends one plan node (used by tests and by re-export, which copies a
+/// producer's schema through a plan).
 pub fn appendNode(list: *std.ArrayList(u8), allocator: std.mem.Allocator, format_text: []const u8, name: ?[]const u8, metadata: ?[]const u8, flags: i64, n_children: u32, has_dictionary: bool) !void {
     var word: [8]u8 = undefined;
     std.mem.writeInt(u32, word[0..4], @intCast(format_text.len), .little);

@@ -256,6 +256,50 @@ const void* abd_view_deallocator(void);
 abd_status abd_consume_device_array(struct ArrowSchema* schema, struct ArrowDeviceArray* array,
                                     int level, double* report, uint32_t capacity);
 
+/* Re-export and relays (zig/reexport.zig).
+ *
+ * A request is 8 doubles holding exact integers (NULL / 0 words: the whole
+ * array): flags (ABD_REEXPORT_*), node (0: the root), base offset and
+ * length (with ABD_REEXPORT_BASE: a window of the node, as C offset and
+ * length), child (with ABD_REEXPORT_CHILD), slice offset and length (with
+ * ABD_REEXPORT_SLICE: rows relative to the selection), shape
+ * (ABD_SHAPE_*). Applied in the order base, column, child, dictionary,
+ * slice, table. A struct's or sparse union's child is taken under the
+ * parent's window, as Arrow C++'s field(i); other children whole. */
+#define ABD_REEXPORT_REQUEST_WORDS 8
+#define ABD_REEXPORT_BASE 1
+#define ABD_REEXPORT_CHILD 2
+#define ABD_REEXPORT_DICTIONARY 4
+#define ABD_REEXPORT_SLICE 8
+#define ABD_SHAPE_AS_IS 0
+#define ABD_SHAPE_COLUMN 1 /* a one-column struct handed over as its column */
+#define ABD_SHAPE_TABLE 2  /* the selection wrapped as a one-column struct */
+
+/* Resolves a request into 4 doubles: node, C offset, length, null count
+ * (-1: unknown, device memory). The caller holds a reference to `owner`. */
+abd_status abd_owner_select(abd_owner* owner, const double* request, uint32_t request_words,
+                            double* out_window);
+/* Writes a new schema + device array for the request into the outs, which
+ * the caller (consumer) owns and releases, from any thread, in any order
+ * with other re-exports; the owner's producer release runs after the last
+ * one. Keeps device_type, device_id and sync_event; zeroes reserved.
+ * Schemas are copies. On failure the outs are untouched. */
+abd_status abd_owner_reexport(abd_owner* owner, const double* request, uint32_t request_words,
+                              struct ArrowSchema* schema_out, struct ArrowDeviceArray* array_out);
+/* The same as a plain ArrowArray; ABD_UNSUPPORTED when the host cannot read
+ * the memory. */
+abd_status abd_owner_reexport_array(abd_owner* owner, const double* request,
+                                    uint32_t request_words, struct ArrowSchema* schema_out,
+                                    struct ArrowArray* array_out);
+/* Moves the inputs in (validated at `level`, device memory never read) and
+ * out again; the outputs' release runs the producer's. The inputs are
+ * moved (left released) whether or not this succeeds. */
+abd_status abd_relay_device_array(struct ArrowSchema* schema, struct ArrowDeviceArray* array,
+                                  int level, struct ArrowSchema* schema_out,
+                                  struct ArrowDeviceArray* array_out);
+abd_status abd_relay_array(struct ArrowSchema* schema, struct ArrowArray* array, int level,
+                           struct ArrowSchema* schema_out, struct ArrowArray* array_out);
+
 #ifdef __cplusplus
 }
 #endif

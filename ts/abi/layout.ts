@@ -142,6 +142,19 @@ export const ownerInfoWords = 11;
 
 export const maxNestingDepth = 64;
 
+/** Words of a re-export request (zig/reexport.zig RequestWord). */
+export const ReexportRequestWord = {
+  flags: 0, node: 1, base_offset: 2, base_length: 3, child: 4, slice_offset: 5, slice_length: 6, shape: 7,
+} as const;
+export const reexportRequestWords = 8;
+/** Bits of the request's `flags` word. */
+export const ReexportFlag = { base: 1, child: 2, dictionary: 4, slice: 8 } as const;
+/** What the selection becomes: itself, its only column, or a one-column table. */
+export const ReexportShape = { as_is: 0, column: 1, table: 2 } as const;
+/** Words `abd_owner_select` writes. */
+export const WindowWord = { node: 0, offset: 1, length: 2, null_count: 3 } as const;
+export const windowWords = 4;
+
 type Manifest = {
   abi: number;
   pointer_size: number;
@@ -158,6 +171,10 @@ type Manifest = {
   type_ids: Record<string, number>;
   validation_levels: Record<string, number>;
   max_nesting_depth: number;
+  reexport_request_words: Record<string, number>;
+  reexport_flags: Record<string, number>;
+  reexport_shapes: Record<string, number>;
+  window_words: Record<string, number>;
 };
 
 export type LayoutTables = {
@@ -174,6 +191,10 @@ export type LayoutTables = {
   typeIds: Record<string, number>;
   validationLevels: Record<string, number>;
   maxNestingDepth: number;
+  reexportRequestWords: Record<string, number>;
+  reexportFlags: Record<string, number>;
+  reexportShapes: Record<string, number>;
+  windowWords: Record<string, number>;
 };
 
 /** The tables this module declares, as compared against the manifest. */
@@ -191,6 +212,10 @@ export const tsLayout: LayoutTables = {
   typeIds: TypeId,
   validationLevels: ValidationLevel,
   maxNestingDepth,
+  reexportRequestWords: ReexportRequestWord,
+  reexportFlags: ReexportFlag,
+  reexportShapes: ReexportShape,
+  windowWords: WindowWord,
 };
 
 function compareRecord(what: string, ours: Record<string, number>, theirs: Record<string, number> | undefined, problems: string[]) {
@@ -233,6 +258,10 @@ export function layoutProblems(manifestJson: string, ours: LayoutTables = tsLayo
   compareRecord("buffer_kinds", ours.bufferKinds, manifest.buffer_kinds, problems);
   compareRecord("type_ids", ours.typeIds, manifest.type_ids, problems);
   compareRecord("validation_levels", ours.validationLevels, manifest.validation_levels, problems);
+  compareRecord("reexport_request_words", ours.reexportRequestWords, manifest.reexport_request_words, problems);
+  compareRecord("reexport_flags", ours.reexportFlags, manifest.reexport_flags, problems);
+  compareRecord("reexport_shapes", ours.reexportShapes, manifest.reexport_shapes, problems);
+  compareRecord("window_words", ours.windowWords, manifest.window_words, problems);
   if (manifest.node_stride !== ours.nodeStride) problems.push(`node_stride: TS has ${ours.nodeStride}, the library has ${manifest.node_stride}`);
   if (manifest.buffer_stride !== ours.bufferStride) problems.push(`buffer_stride: TS has ${ours.bufferStride}, the library has ${manifest.buffer_stride}`);
   if (manifest.max_nesting_depth !== ours.maxNestingDepth) problems.push(`max_nesting_depth: TS has ${ours.maxNestingDepth}, the library has ${manifest.max_nesting_depth}`);

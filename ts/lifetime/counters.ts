@@ -3,7 +3,6 @@
  * count, for tests and for users chasing leaks. Every test ends with all of
  * them at zero.
  */
-import { ptr } from "bun:ffi";
 import { counterNames, type CounterName } from "../abi/layout.ts";
 import { native } from "../ffi/library.ts";
 import { drainReleased, retainedCount } from "./keepalive.ts";
@@ -13,12 +12,14 @@ export type Counters = Record<CounterName, number> & {
   js_retained_exports: number;
 };
 
+// Passed as the typed array itself (a `ptr()` of a small typed array can
+// go stale: ../shared/notes/bun-ffi.md).
 const scratch = new Float64Array(counterNames.length);
 
 /** Drains finished releases, then reads every counter. */
 export function counters(): Counters {
   drainReleased();
-  const n = native.abd_counters_read(ptr(scratch), scratch.length);
+  const n = native.abd_counters_read(scratch, scratch.length);
   const out = { js_retained_exports: retainedCount() } as Counters;
   for (let i = 0; i < n; i++) out[counterNames[i]] = scratch[i];
   return out;

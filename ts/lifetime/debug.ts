@@ -32,6 +32,24 @@ export function reportLeak(token: number, kind: string): void {
   console.warn(`[bun-arrow-device] ${kind} was garbage-collected without dispose(); created at:\n${where}`);
 }
 
+// Handles that hold native memory only through ArrayBuffers (ImportedArray)
+// need no finalizer of their own; in debug mode one tells us when such a
+// handle was collected without dispose(), so that it is reported then and
+// not counted as alive at exit.
+const collected = debugEnabled
+  ? new FinalizationRegistry<{ token: number; kind: string }>(({ token, kind }) => reportLeak(token, kind))
+  : null;
+
+/** Debug mode: report `handle` (tracked as `token`) if it is collected
+ * without `unwatch`. A no-op otherwise. */
+export function watch(handle: object, token: number, kind: string): void {
+  if (collected && token) collected.register(handle, { token, kind }, handle);
+}
+
+export function unwatch(handle: object): void {
+  collected?.unregister(handle);
+}
+
 /** Handles created but not yet disposed (debug mode only). */
 export function liveHandles(): { kind: string; stack: string }[] {
   return [...live.values()];

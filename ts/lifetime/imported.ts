@@ -12,6 +12,12 @@
  * FinalizationRegistry involved. `dispose()` (or `using`) detaches every
  * ArrayBuffer the handle created, which runs the release at once; views
  * read after that see detached (empty) buffers, never freed memory.
+ *
+ * Children and slices (`child(i)`, `slice(offset, length)`) are handles of
+ * their own over the same owner: each holds its own references (its own
+ * table views and buffer views), so it outlives the handle it came from,
+ * and disposing it ends only what it holds. Re-exports (`reexport()`,
+ * lifetime/reexport.ts) hold a native reference each.
  */
 import { type Pointer } from "bun:ffi";
 import {
@@ -21,7 +27,10 @@ import {
 import { arrayFields, asPointer, deviceArrayFields, readMetadata, schemaFields, wrapNative } from "../abi/structs.ts";
 import { ReleasedError, Status, UnsupportedError, InvalidArgumentError, OutOfRangeError } from "../errors.ts";
 import { check, native } from "../ffi/library.ts";
-import { track, untrack } from "./debug.ts";
+import { track, untrack, unwatch, watch } from "./debug.ts";
+import { reexport, type ReexportOptions } from "./reexport.ts";
+import { selectWindow, type SliceRange, type Window } from "./selection.ts";
+import { type ExportedArray } from "./exported.ts";
 
 const deallocator = native.abd_view_deallocator();
 const typeIdNames = Object.fromEntries(Object.entries(TypeId).map(([k, v]) => [v, k])) as Record<number, TypeIdName>;
@@ -82,19 +91,26 @@ export class ImportedArray implements Disposable {
   #views = new Map<number, ArrayBuffer>();
   #disposed = false;
   #token: number;
+  /** The rows this handle covers; null: the whole array (the root). */
+  #window: Window | null;
 
-  private constructor(owner: number) {
+  /** Takes `window` of `owner` (null: the whole array). The caller holds a
+   * reference for the duration of the call; `adoptImportReference` says it
+   * is the import's own, which this handle then drops. */
+  private constructor(owner: number, window: Window | null, kind: string, adoptImportReference: boolean) {
     this.#owner = owner;
-    this.#token = track("ImportedArray");
+    this.#window = window;
+    this.#token = track(kind);
+    watch(this, this.#token, kind);
     const info = new Float64Array(ownerInfoWords);
     native.abd_owner_info(asPointer(owner), info);
     this.#info = info;
     // The node and buffer tables are read through ArrayBuffers that each
-    // hold one owner reference; then the import's own reference is dropped.
+    // hold one owner reference: they are this handle's own references.
     native.abd_owner_retain_views(asPointer(owner), 2);
     this.#nodes = new Float64Array(this.#wrap(info[OwnerInfoWord.nodes], info[OwnerInfoWord.node_count] * nodeStride * 8));
     this.#buffers = new Float64Array(this.#wrap(info[OwnerInfoWord.buffers], Math.max(1, info[OwnerInfoWord.buffer_count]) * bufferStride * 8));
-    native.abd_owner_release(asPointer(owner));
+    if (adoptImportReference) native.abd_owner_release(asPointer(owner));
   }
 
   #wrap(address: number, bytes: number): ArrayBuffer {
@@ -111,7 +127,7 @@ export class ImportedArray implements Disposable {
     const level = ValidationLevel[options.validation ?? "default"];
     if (level === undefined) throw new InvalidArgumentError(Status.invalid_argument, `unknown validation level "${options.validation}"`);
     check(native.abd_import_device_array(schema as Pointer, deviceArray as Pointer, level, out));
-    return new ImportedArray(Number(out[0]));
+    return new ImportedArray(Number(out[0]), null, "ImportedArray", true);
   }
 
   /** Like `fromDeviceArray` for a plain `ArrowArray*` (a CPU array). */
@@ -120,7 +136,7 @@ export class ImportedArray implements Disposable {
     const level = ValidationLevel[options.validation ?? "default"];
     if (level === undefined) throw new InvalidArgumentError(Status.invalid_argument, `unknown validation level "${options.validation}"`);
     check(native.abd_import_array(schema as Pointer, array as Pointer, level, out));
-    return new ImportedArray(Number(out[0]));
+    return new ImportedArray(Number(out[0]), null, "ImportedArray", true);
   }
 
   #live(): void {
@@ -151,9 +167,61 @@ export class ImportedArray implements Disposable {
   get schemaAddress(): number { this.#live(); return this.#info[OwnerInfoWord.schema]; }
   get deviceArrayAddress(): number { this.#live(); return this.#info[OwnerInfoWord.device_array]; }
 
-  /** The root node. */
+  /** The rows this handle covers (a copy); null for the whole array. */
+  get window(): Window | null {
+    return this.#window ? { ...this.#window } : null;
+  }
+
+  /** The node this handle covers: the root, or the child / slice it was
+   * taken as (whose offset, length and null count are the window's). */
   get root(): RawArray {
-    return this.node(0);
+    if (!this.#window) return this.node(0);
+    this.#live();
+    return new RawArray(this, this.#window.node, this.#window);
+  }
+
+  /**
+   * Child column `index` as a handle of its own over the same owner: of a
+   * struct (record batch), its rows under this handle's rows (Arrow C++'s
+   * `field(i)`: offset applied, the struct's own validity not merged); of
+   * other types (list values, union or run-end children), the whole child.
+   * It holds its own references: it lives on after this handle is
+   * disposed. Throws OutOfRangeError for a bad index.
+   */
+  child(index: number): ImportedArray {
+    return this.#derive({ child: index }, "ImportedArray.child");
+  }
+
+  /** Rows `offset .. offset + length` of this handle, as a handle of its own
+   * over the same owner (no copy). Throws OutOfRangeError when the range is
+   * not within this handle's rows. */
+  slice(offset: number, length: number): ImportedArray {
+    const range: SliceRange = { offset, length };
+    return this.#derive({ slice: range }, "ImportedArray.slice");
+  }
+
+  /** The dictionary of this (dictionary-encoded) array, as a handle of its
+   * own. Throws InvalidArgumentError when there is none. */
+  dictionaryArray(): ImportedArray {
+    return this.#derive({ dictionary: true }, "ImportedArray.dictionary");
+  }
+
+  #derive(selection: { child?: number; slice?: SliceRange; dictionary?: boolean }, kind: string): ImportedArray {
+    this.#live(); // our table views hold references: the owner is alive
+    const window = selectWindow(this.#owner, this.#window, selection);
+    return new ImportedArray(this.#owner, window, kind, false);
+  }
+
+  /**
+   * Hands this array (or a child, dictionary or slice of it) to a C
+   * consumer as new `ArrowSchema` + `ArrowDeviceArray` (or `ArrowArray`)
+   * structs over the same buffers, without converting or reading them. Any
+   * number of re-exports may be alive at once; each holds the producer's
+   * data until its consumer releases it (any thread, any order), whether or
+   * not this handle is disposed first. See lifetime/reexport.ts.
+   */
+  reexport(options: ReexportOptions = {}): ExportedArray {
+    return reexport(this, options);
   }
 
   node(index: number): RawArray {
@@ -219,6 +287,7 @@ export class ImportedArray implements Disposable {
     if (this.#disposed) return;
     this.#disposed = true;
     untrack(this.#token);
+    unwatch(this);
     const created = this.#created;
     this.#created = [];
     this.#views.clear();
@@ -238,7 +307,9 @@ export class ImportedArray implements Disposable {
  * not disposed (accessors throw ReleasedError after).
  */
 export class RawArray {
-  constructor(readonly imported: ImportedArray, readonly index: number) {}
+  /** `window`, when given, overrides the node's offset, length and null
+   * count (the root of a child or slice handle). */
+  constructor(readonly imported: ImportedArray, readonly index: number, readonly window: Window | null = null) {}
 
   #word(word: number): number {
     return this.imported.nodeWord(this.index, word);
@@ -255,9 +326,10 @@ export class RawArray {
   get metadata(): Map<string, string> { return new Map(readMetadata(schemaFields.metadataAddress(this.schemaAddress))); }
   /** Metadata as every key/value pair, repeats kept. */
   get metadataPairs(): [string, string][] { return readMetadata(schemaFields.metadataAddress(this.schemaAddress)); }
-  get length(): number { return this.#word(NodeWord.length); }
-  get nullCount(): number { return this.#word(NodeWord.null_count); }
-  get offset(): number { return this.#word(NodeWord.offset); }
+  get length(): number { return this.window ? this.window.length : this.#word(NodeWord.length); }
+  /** -1 when unknown (a slice of device memory). */
+  get nullCount(): number { return this.window ? this.window.nullCount : this.#word(NodeWord.null_count); }
+  get offset(): number { return this.window ? this.window.offset : this.#word(NodeWord.offset); }
   get nBuffers(): number { return this.#word(NodeWord.n_buffers); }
   get nChildren(): number { return this.#word(NodeWord.n_children); }
   get deviceType(): number { return this.imported.deviceType; }

@@ -1,0 +1,50 @@
+/**
+ * Run by test/debug_mode.test.ts in a subprocess with ARROW_DEVICE_DEBUG=1:
+ * creates one handle of every kind and leaves them alive ("leak"),
+ * releases them all ("clean"), or lets an ImportedArray be collected
+ * without dispose ("collected").
+ */
+import { makeVector } from "apache-arrow";
+import { ImportedArray, exportArray, relay, liveHandles } from "../../ts/index.ts";
+import { ProducerSlot, owners } from "./owners.ts";
+
+function importBatch(): ImportedArray {
+  using slot = new ProducerSlot();
+  owners.owners_make_batch(4, slot.schema, slot.array);
+  return ImportedArray.fromDeviceArray(slot.schema, slot.array);
+}
+
+function relayList() {
+  using slot = new ProducerSlot();
+  owners.owners_make_list_view(slot.schema, slot.array);
+  return relay(slot.schema, slot.array);
+}
+
+function forget(): WeakRef<ImportedArray> {
+  return new WeakRef(importBatch());
+}
+
+const mode = process.argv[2];
+if (mode === "collected") {
+  const weak = forget();
+  for (let i = 0; i < 50 && weak.deref(); i++) {
+    Bun.gc(true);
+    await Bun.sleep(1);
+  }
+  await Bun.sleep(5); // let the finalizer run
+} else {
+  const disposed = importBatch();
+  disposed.dispose(); // never reported
+  const imported = importBatch();
+  const child = imported.child(0);
+  const slice = imported.slice(1, 2);
+  const reexported = imported.reexport({ child: 2 });
+  const relayed = relayList();
+  const exported = exportArray(makeVector(Int32Array.from([1, 2, 3])));
+  console.log(`live handles: ${liveHandles().length}`);
+  if (mode === "clean") {
+    for (const handle of [child, slice, imported]) handle.dispose();
+    for (const handle of [reexported, relayed, exported]) handle.release();
+    console.log(`live handles: ${liveHandles().length}`);
+  }
+}

@@ -1,0 +1,95 @@
+/**
+ * Re-export and relays: imported data handed on to C consumers as new
+ * ArrowSchema + ArrowDeviceArray (or ArrowArray) structs, without apache-arrow
+ * and without copying or reading the data (zig/reexport.zig).
+ *
+ * Ownership. Each re-export is an `ExportedArray` handle whose array tree
+ * holds one reference to the native owner; the schema tree is a copy. A
+ * consumer moves the structs out and releases them whenever it likes, from
+ * any thread, in any order with other re-exports, handles and views; the
+ * producer's release runs once, after the last of them. Disposing the
+ * ImportedArray the re-export came from does not end the re-export.
+ */
+import { type Pointer } from "bun:ffi";
+import { ValidationLevel, type ValidationLevelName } from "../abi/layout.ts";
+import { InvalidArgumentError, Status } from "../errors.ts";
+import { check, native } from "../ffi/library.ts";
+import { ExportedArray } from "./exported.ts";
+import { encodeRequest, type Selection, type Window } from "./selection.ts";
+
+export type ReexportOptions = Selection & {
+  /** "device_array" (default): an ArrowDeviceArray keeping the producer's
+   * device_type, device_id and sync_event. "array": a plain ArrowArray,
+   * only for memory the host can read. */
+  as?: "device_array" | "array";
+};
+
+/** What a re-export needs from its source (an ImportedArray). */
+export type ReexportSource = { readonly ownerAddress: number; readonly window: Window | null };
+
+/** Re-exports `options`' selection of `source`. Throws the library's typed
+ * errors (OutOfRangeError for a child or slice out of range, ...); nothing
+ * is retained then. */
+export function reexport(source: ReexportSource, options: ReexportOptions = {}): ExportedArray {
+  const owner = source.ownerAddress; // throws ReleasedError once disposed
+  const as = options.as ?? "device_array";
+  if (as !== "device_array" && as !== "array") throw new InvalidArgumentError(Status.invalid_argument, `re-export as "${as}": expected "device_array" or "array"`);
+  const request = encodeRequest(source.window, options);
+  const exported = new ExportedArray(as, `re-exported ${as === "array" ? "ArrowArray" : "ArrowDeviceArray"}`);
+  const write = as === "array" ? native.abd_owner_reexport_array : native.abd_owner_reexport;
+  const status = write(owner as Pointer, request, request.length, exported.schema, exported.array);
+  if (status !== 0) {
+    exported.release(); // an empty slot: nothing to release but the slot
+    check(status);
+  }
+  return exported;
+}
+
+export type RelayOptions = {
+  /** Validation of the producer's structs (default "default"); device memory
+   * is never read whatever the level. */
+  validation?: ValidationLevelName;
+};
+
+function levelOf(options: RelayOptions): number {
+  const level = ValidationLevel[options.validation ?? "default"];
+  if (level === undefined) throw new InvalidArgumentError(Status.invalid_argument, `unknown validation level "${options.validation}"`);
+  return level;
+}
+
+/**
+ * Moves a producer's `ArrowSchema*` + `ArrowDeviceArray*` through this
+ * library to a consumer, unconverted: the returned handle's `schema` and
+ * `array` are new structs over the same buffers (any type, any device; the
+ * data is never read). Releasing them runs the producer's release. The
+ * inputs are moved (left released) even when this throws.
+ */
+export function relay(schema: Pointer | number | null, deviceArray: Pointer | number | null, options: RelayOptions = {}): ExportedArray {
+  return relayInto("device_array", schema, deviceArray, options);
+}
+
+/** Like `relay` for a plain `ArrowArray*` (CPU memory), out as one too. */
+export function relayArray(schema: Pointer | number | null, array: Pointer | number | null, options: RelayOptions = {}): ExportedArray {
+  return relayInto("array", schema, array, options);
+}
+
+function relayInto(kind: "device_array" | "array", schema: Pointer | number | null, array: Pointer | number | null, options: RelayOptions): ExportedArray {
+  let level: number;
+  try {
+    level = levelOf(options);
+  } catch (error) {
+    // The inputs are moved whatever happens: release them here.
+    native.abd_schema_release(schema as Pointer);
+    if (kind === "device_array") native.abd_device_array_release(array as Pointer);
+    else native.abd_array_release(array as Pointer);
+    throw error;
+  }
+  const exported = new ExportedArray(kind, `relayed ${kind === "array" ? "ArrowArray" : "ArrowDeviceArray"}`);
+  const move = kind === "array" ? native.abd_relay_array : native.abd_relay_device_array;
+  const status = move(schema as Pointer, array as Pointer, level, exported.schema, exported.array);
+  if (status !== 0) {
+    exported.release();
+    check(status);
+  }
+  return exported;
+}
