@@ -16,6 +16,7 @@ const retained = new Map<number, unknown>();
 let nextId = 1;
 
 const drainScratch = new Float64Array(512);
+void drainScratch.buffer; // an out-of-line backing store: ptr() stays valid (notes/bun-ffi.md)
 const drainScratchAddress = ptr(drainScratch);
 
 /** Registers `objects` to be kept strongly reachable; returns the id to
