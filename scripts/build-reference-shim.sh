@@ -19,6 +19,7 @@ cd "$(dirname "$0")/.."
 # shellcheck source=scripts/env.sh
 source scripts/env.sh
 
+self=scripts/build-reference-shim.sh
 source_file=test/reference/arrow_shim.cc
 header_file=test/reference/arrow_shim.h
 output=build/fixtures/libarrow_shim.so
@@ -27,6 +28,8 @@ config_header="$wheel_dir/include/arrow/util/config.h"
 
 die() { echo "build-reference-shim: $*" >&2; exit 1; }
 
+[ "$(uname -s)" = Linux ] ||
+  die "the reference shim is built on Linux only (this is $(uname -s)); the pyarrow wheel layout and linker flags here are Linux's"
 [ -f "$config_header" ] ||
   die "pyarrow $PYARROW_VERSION is not installed in $PYARROW_DIR (run: bash scripts/setup.sh --test)"
 so_version=$(sed -n 's/^#define ARROW_SO_VERSION "\([0-9]*\)"$/\1/p' "$config_header")
@@ -37,7 +40,7 @@ libarrow="$wheel_dir/libarrow.so.$so_version"
 up_to_date() {
   [ -f "$output" ] || return 1
   local input
-  for input in "$source_file" "$header_file" "$0" "$libarrow"; do
+  for input in "$source_file" "$header_file" "$self" "$libarrow"; do
     [ "$output" -nt "$input" ] || return 1
   done
 }
