@@ -126,24 +126,43 @@ function writeSchemaNode(plan: PlanBytes, node: SchemaNode) {
 
 export type SchemaSource = DataType | Field | Schema;
 
-function schemaNodeOf(source: SchemaSource): SchemaNode {
-  if (source instanceof Schema) {
-    return {
-      format: "+s",
-      name: "",
-      metadata: source.metadata?.size ? source.metadata : null,
-      flags: 0,
-      children: source.fields.map((f) => nodeForField(f, 1)),
-      dictionary: null,
-    };
+/** The root of a record batch schema: a non-nullable struct named "",
+ * whose column i is `fields[i]` with type `types[i]`. */
+function batchSchemaNode(fields: Field[], types: DataType[], metadata: Map<string, string> | null | undefined): SchemaNode {
+  return {
+    format: "+s",
+    name: "",
+    metadata: metadata?.size ? metadata : null,
+    flags: 0,
+    children: fields.map((f, i) => nodeForType(types[i], f.name, f.nullable, f.metadata?.size ? f.metadata : null, 1)),
+    dictionary: null,
+  };
+}
+
+/**
+ * A RecordBatch's schema describes its data: column types are those of the
+ * column Data themselves, names and flags those of the struct type of
+ * `batch.data`, metadata that of `batch.schema`. apache-arrow rebuilds
+ * `RecordBatch.schema` with `Schema.assign`, which merges fields by name:
+ * with duplicate field names it describes other columns than the buffers
+ * hold (gold files duplicate_fieldnames and union), and `batch.slice()`
+ * then builds its struct type from that merged schema. The column Data
+ * keep their true types through all of it.
+ */
+function schemaNodeOf(source: SchemaSource | RecordBatch): SchemaNode {
+  if (source instanceof RecordBatch) {
+    const fields = childFields(source.data.type);
+    const columns = source.data.children;
+    return batchSchemaNode(fields, fields.map((f, i) => columns[i]?.type ?? f.type), source.schema.metadata);
   }
+  if (source instanceof Schema) return batchSchemaNode(source.fields, source.fields.map((f) => f.type), source.metadata);
   if (source instanceof Field) return nodeForField(source, 0);
   if (source instanceof DataType) return nodeForType(source, "", true, null, 0);
   throw new InvalidArgumentError(Status.invalid_argument, `cannot export ${String(source)} as an ArrowSchema: expected an apache-arrow DataType, Field or Schema`);
 }
 
 /** Builds the native ArrowSchema for `source` at `out`. */
-function buildSchema(source: SchemaSource, out: number): void {
+function buildSchema(source: SchemaSource | RecordBatch, out: number): void {
   const plan = new PlanBytes();
   writeSchemaNode(plan, schemaNodeOf(source));
   check(native.abd_schema_build(plan.bytes, plan.length, out));
@@ -181,6 +200,14 @@ function slotBytes(data: Data): number {
   return data.stride * values.BYTES_PER_ELEMENT;
 }
 
+/** One zero offset: 8 zero bytes, read as one int32 or one int64 offset.
+ * The format gives every variable-size or list array `length + 1` offsets,
+ * so a zero-length array still needs one (Arrow C++ rejects a NULL offsets
+ * buffer there); apache-arrow leaves the offsets of empty arrays it builds
+ * (e.g. the placeholder batch of a stream without batches) empty. Never
+ * written; module-lifetime, so it outlives every export. */
+const zeroOffset = new BigInt64Array(1);
+
 /** Copies bits [from, from + count) of `bits` to a new bitmap starting at
  * bit `to`. */
 function shiftBits(bits: Uint8Array, from: number, count: number, to: number): Uint8Array {
@@ -209,6 +236,12 @@ class ArrayPlanner {
     return addressOf(view) - backBytes;
   }
 
+  /** The offsets buffer of a variable-size or list node (see zeroOffset). */
+  private offsets(offsets: Int32Array | BigInt64Array | undefined, lead: number, length: number): number | null {
+    if (length === 0 && (!offsets || offsets.length === 0)) return this.keep(zeroOffset);
+    return this.backed(offsets, lead * (offsets?.BYTES_PER_ELEMENT ?? 0));
+  }
+
   private keep(view: ArrayBufferView | undefined | null): number {
     if (!view || view.byteLength === 0) return 0;
     this.retained.push(view);
@@ -217,18 +250,24 @@ class ArrayPlanner {
 
   /** Plans `data` as a child whose parent adds `shift` to its index.
    * Returns false (having pushed nothing) if it cannot be exported under
-   * that shift; then the parent re-bases itself so the shift is 0. */
+   * that shift; then the parent re-bases itself so the shift is 0.
+   * Under a shift the child is exported with `shift` leading slots (C
+   * offset `data.offset - shift`, C length `data.length + shift`): the
+   * parent reads child slots [shift, shift + length), and a C consumer
+   * checks that the child covers them (Arrow C++: "Struct child array #0
+   * has length smaller than expected"). The leading slots are the memory
+   * before the JS slice, in bounds, never read through the parent. */
   node(data: Data, shift: number): boolean {
     if (++this.depth > maxNestingDepth) throw new TooDeepError(Status.too_deep, `array nests deeper than ${maxNestingDepth} levels`);
     try {
       const mark = planLength;
       const retainedMark = this.retained.length;
       // An empty array is always exported at offset 0: nothing to point at.
-      if (data.length > 0 && this.tryNode(data, data.offset - shift, false)) return true;
+      if (data.length > 0 && this.tryNode(data, data.offset - shift, false, shift)) return true;
       planLength = mark;
       this.retained.length = retainedMark;
       if (shift !== 0) return false;
-      const rebased = this.tryNode(data, 0, true);
+      const rebased = this.tryNode(data, 0, true, 0);
       if (!rebased) throw new UnsupportedError(Status.internal, `could not export ${String(data.type)} at offset ${data.offset}`);
       return true;
     } finally {
@@ -236,9 +275,10 @@ class ArrayPlanner {
     }
   }
 
-  /** Plans one node with C offset `offset`. `rebase`: the node's JS
-   * buffers start at C slot 0 (offset 0) instead of at `data.offset`. */
-  private tryNode(data: Data, offset: number, rebase: boolean): boolean {
+  /** Plans one node with C offset `offset` and `extra` leading slots
+   * (see `node`). `rebase`: the node's JS buffers start at C slot 0
+   * (offset 0) instead of at `data.offset`. */
+  private tryNode(data: Data, offset: number, rebase: boolean, extra: number): boolean {
     if (offset < 0) return false;
     const type = data.type;
     const typeId = data.typeId;
@@ -246,8 +286,11 @@ class ArrayPlanner {
     // C offset vs. the JS start of value buffers: `lead` slots before it.
     const lead = rebase ? 0 : data.offset;
     const header = planLength;
-    push(data.length);
-    push(isUnion || typeId === Type.Null ? 0 : nullCountOf(data));
+    push(data.length + extra);
+    // JS counts the nulls of the window only: with leading slots, a known
+    // non-zero count becomes unknown (no bitmap is exported for 0).
+    const nulls = isUnion || typeId === Type.Null ? 0 : nullCountOf(data);
+    push(extra > 0 && nulls > 0 ? -1 : nulls);
     push(offset);
     push(0); // n_buffers, patched below
     push(0); // n_children, patched below
@@ -293,8 +336,7 @@ class ArrayPlanner {
       }
       case Type.Binary: case Type.Utf8: case Type.LargeBinary: case Type.LargeUtf8: {
         if (!validity()) return false;
-        const offsets = data.valueOffsets as Int32Array | BigInt64Array;
-        if (!buffer(this.backed(offsets, lead * offsets.BYTES_PER_ELEMENT))) return false;
+        if (!buffer(this.offsets(data.valueOffsets as Int32Array | BigInt64Array, lead, data.length))) return false;
         if (!buffer(this.keep(data.values as Uint8Array))) return false;
         break;
       }
@@ -310,20 +352,19 @@ class ArrayPlanner {
       }
       case Type.List: case Type.LargeList: case Type.Map: {
         if (!validity()) return false;
-        const offsets = data.valueOffsets as Int32Array | BigInt64Array;
-        if (!buffer(this.backed(offsets, lead * offsets.BYTES_PER_ELEMENT))) return false;
+        if (!buffer(this.offsets(data.valueOffsets as Int32Array | BigInt64Array, lead, data.length))) return false;
         children = data.children;
         break;
       }
       case Type.FixedSizeList:
         if (!validity()) return false;
         children = data.children;
-        childShift = offset * (type as FixedSizeList).listSize;
+        childShift = (offset + extra) * (type as FixedSizeList).listSize;
         break;
       case Type.Struct:
         if (!validity()) return false;
         children = data.children;
-        childShift = offset;
+        childShift = offset + extra;
         break;
       case Type.Union: {
         const union = type as Union;
@@ -331,7 +372,7 @@ class ArrayPlanner {
         if (union.mode === UnionMode.Dense) {
           if (!buffer(this.backed(data.valueOffsets as Int32Array, lead * 4))) return false;
         } else {
-          childShift = offset;
+          childShift = offset + extra;
         }
         children = data.children;
         break;
@@ -382,9 +423,9 @@ export type ExportOptions = {
 };
 
 /** The single Data (plus its field) that `source` exports as. */
-function dataOf(source: ArraySource): { data: Data; schema: SchemaSource } {
+function dataOf(source: ArraySource): { data: Data; schema: SchemaSource | RecordBatch } {
   if (source instanceof RecordBatch) {
-    return { data: source.data, schema: source.schema };
+    return { data: source.data, schema: source };
   }
   if (source instanceof Vector) {
     if (source.data.length !== 1) {
