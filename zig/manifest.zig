@@ -15,6 +15,7 @@ const Status = @import("status.zig").Status;
 const counters = @import("counters.zig");
 const validate = @import("validate.zig");
 const format = @import("format.zig");
+const device_runtime = @import("device/runtime.zig");
 
 /// Bumped when the library's own C API changes incompatibly.
 pub const api_version = 1;
@@ -47,6 +48,9 @@ pub const json: [:0]const u8 = build: {
     out = out ++ enumObject("type_ids", format.TypeId);
     out = out ++ enumObject("validation_levels", validate.Level);
     out = out ++ std.fmt.comptimePrint(",\"max_nesting_depth\":{d}", .{validate.max_nesting_depth});
+    out = out ++ enumObject("memory_kinds", device_runtime.MemoryKind);
+    out = out ++ enumObject("copy_directions", device_runtime.Direction);
+    out = out ++ enumObject("pointer_kinds", device_runtime.PointerKind);
     out = out ++ "}";
     const terminated = (out ++ "\x00").*;
     break :build terminated[0..out.len :0];

@@ -1,6 +1,7 @@
 //! Root of libarrow_device: pulls in the exported C API and every module's
 //! tests. Layers point one way:
 //!   abi <- format <- validate <- owner/export_* <- consumer <- c_api
+//!   device/{dynlib, cuda, hip} <- device/runtime <- device/transfer <- c_api
 
 const std = @import("std");
 
@@ -23,5 +24,11 @@ test {
     _ = @import("owner.zig");
     _ = @import("device_sync.zig");
     _ = @import("consumer.zig");
+    _ = @import("schema_copy.zig");
+    _ = @import("device/dynlib.zig");
+    _ = @import("device/runtime.zig");
+    _ = @import("device/cuda.zig");
+    _ = @import("device/hip.zig");
+    _ = @import("device/transfer.zig");
     _ = @import("c_api.zig");
 }

@@ -142,6 +142,18 @@ export const ownerInfoWords = 11;
 
 export const maxNestingDepth = 64;
 
+/** Kinds of device-runtime memory (zig/device/runtime.zig MemoryKind). */
+export const MemoryKind = { device: 0, pinned: 1, managed: 2 } as const;
+export type MemoryKindName = keyof typeof MemoryKind;
+
+/** Directions of `abd_device_copy` (zig/device/runtime.zig Direction). */
+export const CopyDirection = { host_to_device: 0, device_to_host: 1, device_to_device: 2 } as const;
+export type CopyDirectionName = keyof typeof CopyDirection;
+
+/** What a pointer query finds (zig/device/runtime.zig PointerKind). */
+export const PointerKind = { host: 0, device: 1, pinned: 2, managed: 3 } as const;
+export type PointerKindName = keyof typeof PointerKind;
+
 type Manifest = {
   abi: number;
   pointer_size: number;
@@ -158,6 +170,9 @@ type Manifest = {
   type_ids: Record<string, number>;
   validation_levels: Record<string, number>;
   max_nesting_depth: number;
+  memory_kinds: Record<string, number>;
+  copy_directions: Record<string, number>;
+  pointer_kinds: Record<string, number>;
 };
 
 export type LayoutTables = {
@@ -174,6 +189,9 @@ export type LayoutTables = {
   typeIds: Record<string, number>;
   validationLevels: Record<string, number>;
   maxNestingDepth: number;
+  memoryKinds: Record<string, number>;
+  copyDirections: Record<string, number>;
+  pointerKinds: Record<string, number>;
 };
 
 /** The tables this module declares, as compared against the manifest. */
@@ -191,6 +209,9 @@ export const tsLayout: LayoutTables = {
   typeIds: TypeId,
   validationLevels: ValidationLevel,
   maxNestingDepth,
+  memoryKinds: MemoryKind,
+  copyDirections: CopyDirection,
+  pointerKinds: PointerKind,
 };
 
 function compareRecord(what: string, ours: Record<string, number>, theirs: Record<string, number> | undefined, problems: string[]) {
@@ -233,6 +254,9 @@ export function layoutProblems(manifestJson: string, ours: LayoutTables = tsLayo
   compareRecord("buffer_kinds", ours.bufferKinds, manifest.buffer_kinds, problems);
   compareRecord("type_ids", ours.typeIds, manifest.type_ids, problems);
   compareRecord("validation_levels", ours.validationLevels, manifest.validation_levels, problems);
+  compareRecord("memory_kinds", ours.memoryKinds, manifest.memory_kinds, problems);
+  compareRecord("copy_directions", ours.copyDirections, manifest.copy_directions, problems);
+  compareRecord("pointer_kinds", ours.pointerKinds, manifest.pointer_kinds, problems);
   if (manifest.node_stride !== ours.nodeStride) problems.push(`node_stride: TS has ${ours.nodeStride}, the library has ${manifest.node_stride}`);
   if (manifest.buffer_stride !== ours.bufferStride) problems.push(`buffer_stride: TS has ${ours.bufferStride}, the library has ${manifest.buffer_stride}`);
   if (manifest.max_nesting_depth !== ours.maxNestingDepth) problems.push(`max_nesting_depth: TS has ${ours.maxNestingDepth}, the library has ${manifest.max_nesting_depth}`);

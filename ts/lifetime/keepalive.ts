@@ -9,26 +9,53 @@
  * threadsafe callback, and only then drops the references. So no JS memory
  * reachable by C is ever collected or moved before C released it.
  */
-import { JSCallback, ptr } from "bun:ffi";
+import { JSCallback } from "bun:ffi";
 import { native } from "../ffi/library.ts";
 
 const retained = new Map<number, unknown>();
+/** Callbacks to run, on the JS thread, once an id was released natively. */
+const onRelease = new Map<number, () => void>();
 let nextId = 1;
 
+// Passed to native code as the typed array itself on every call: a cached
+// ptr() of it went stale (its storage moved), so the library wrote ids into
+// the old place — corrupting the JS heap — while JS read zeros here.
 const drainScratch = new Float64Array(512);
-const drainScratchAddress = ptr(drainScratch);
 
 /** Registers `objects` to be kept strongly reachable; returns the id to
- * hand to the native builder. */
-export function retainForNative(objects: unknown): number {
+ * hand to the native builder. `released`, if given, runs on the JS thread
+ * when the id is drained (after the native release ran, on any thread). */
+export function retainForNative(objects: unknown, released?: () => void): number {
   const id = nextId++;
   retained.set(id, objects);
+  if (released) onRelease.set(id, released);
   return id;
+}
+
+/** Runs `released` on the JS thread once `id` is drained (replacing any
+ * callback given before). */
+export function whenReleased(id: number, released: () => void): void {
+  if (retained.has(id)) onRelease.set(id, released);
 }
 
 /** Forgets an id whose native tree was never built (the build failed). */
 export function forgetUnused(id: number): void {
   retained.delete(id);
+  onRelease.delete(id);
+}
+
+function runReleased(id: number): void {
+  const callback = onRelease.get(id);
+  if (!callback) return;
+  onRelease.delete(id);
+  try {
+    callback();
+  } catch (error) {
+    // Reported like any uncaught error, without stopping the drain.
+    queueMicrotask(() => {
+      throw error;
+    });
+  }
 }
 
 /** Drops the references of every export whose native release has run.
@@ -36,9 +63,10 @@ export function forgetUnused(id: number): void {
 export function drainReleased(): number {
   let dropped = 0;
   for (;;) {
-    const n = native.abd_take_released(drainScratchAddress, drainScratch.length);
+    const n = native.abd_take_released(drainScratch, drainScratch.length);
     for (let i = 0; i < n; i++) {
       if (retained.delete(drainScratch[i])) dropped++;
+      runReleased(drainScratch[i]);
     }
     if (n < drainScratch.length) return dropped;
   }
