@@ -174,6 +174,7 @@ for (const kind of kinds) {
       const imported = ImportedArray.fromDeviceArray(produced.schema, produced.array);
       produced.free();
       expect(imported.deviceId).toBe(1);
+      fake(kind).drain(); // the producer's own copies, out of the count
       const copies = fake(kind).copies();
       const host = imported.toHost();
       // One batch of probes (the last offset), then one copy per buffer.
@@ -232,7 +233,23 @@ for (const kind of kinds) {
       handle.release();
     });
 
-    test("a table's batches land on the requested device, each with its own event", () => {
+    test("a producer's pinned array copied to the device: its release (which calls the driver) runs off the driver's callback thread", async () => {
+      const produced = produce(kind, { memory: 1, length: 64 });
+      const handle = copyArrayToDevice(produced.schema, produced.array, { device: kind, id: 1 });
+      produced.free();
+      // The producer's release frees pinned memory through the driver: run
+      // from the stream callback itself it would deadlock the fake engine.
+      expect(await collectUntil(() => fake(kind).producedLive() === 0)).toBe(true);
+      const imported = ImportedArray.fromDeviceArray(handle.schema, handle.array);
+      handle.release();
+      const host = imported.toHost();
+      expect(readInts(host)).toEqual(expectedInts(64));
+      expect(readNames(host)).toEqual(expectedNames(64));
+      host.dispose();
+      imported.dispose();
+    });
+
+    test("a vector lands on the requested device and comes back from it", () => {
       const vector = makeVector(Int32Array.from({ length: 10 }, (_, i) => i));
       const handles = toDevice(vector, { device: kind, id: 1 }) as ExportedArray;
       expect(fake(kind).liveAllocationsOn(1)).toBe(1);

@@ -29,6 +29,7 @@ test {
     _ = @import("device/runtime.zig");
     _ = @import("device/cuda.zig");
     _ = @import("device/hip.zig");
+    _ = @import("device/releaser.zig");
     _ = @import("device/transfer.zig");
     _ = @import("c_api.zig");
 }

@@ -27,6 +27,7 @@ const owner_mod = @import("../owner.zig");
 const export_array = @import("../export_array.zig");
 const schema_copy = @import("../schema_copy.zig");
 const runtime = @import("runtime.zig");
+const releaser = @import("releaser.zig");
 const Status = status.Status;
 const fail = status.fail;
 const Owner = owner_mod.Owner;
@@ -143,9 +144,6 @@ const DeviceExport = struct {
     memory: runtime.MemoryKind,
     base: usize,
     event: *runtime.EventBox,
-    /// The host source, when it could not be released by the stream (its
-    /// producer may call the driver, which a stream callback must not).
-    source: ?*Owner,
 };
 
 fn finishDeviceExport(context: ?*anyopaque) callconv(.c) void {
@@ -154,14 +152,18 @@ fn finishDeviceExport(context: ?*anyopaque) callconv(.c) void {
     _ = state.rt.eventSynchronize(state.device_id, state.event.handle);
     _ = state.rt.free(state.device_id, state.memory, state.base);
     _ = state.event.destroy();
-    if (state.source) |source| source.release();
     std.heap.c_allocator.destroy(state);
 }
 
 /// Runs on the driver's callback thread once the copies out of the host
-/// source are done: drops the source (a CPU array; its release makes no
-/// driver call).
+/// source are done. The source's release is the producer's code and may
+/// call the driver, which a stream callback must not: the releaser thread
+/// runs it.
 fn releaseSourceAfterCopies(context: ?*anyopaque) callconv(.c) void {
+    releaser.post(releaseSource, context);
+}
+
+fn releaseSource(context: ?*anyopaque) callconv(.c) void {
     const source: *Owner = @ptrCast(@alignCast(context.?));
     source.release();
 }
@@ -181,9 +183,9 @@ pub const ToDeviceOptions = struct {
 /// the copy into `out_schema` + `out_array` (the caller's structs), with
 /// `sync_event` pointing to an event recorded after the copies.
 ///
-/// The source must be host-readable. A CPU source is released as soon as
-/// the copies are done (from the driver's callback thread); any other source
-/// when the export is released. The export's release (any thread) waits
+/// The source must be host-readable. It is released as soon as the copies
+/// out of it are done, on this library's releaser thread (releaser.zig),
+/// while the device copy lives on. The export's release (any thread) waits
 /// for its event, frees the device memory and destroys the event.
 pub fn toDevice(schema: ?*abi.ArrowSchema, array: ?*abi.ArrowDeviceArray, options: ToDeviceOptions, out_schema: *abi.ArrowSchema, out_array: *abi.ArrowDeviceArray) Status {
     var imported: ?*Owner = null;
@@ -245,13 +247,11 @@ pub fn toDevice(schema: ?*abi.ArrowSchema, array: ?*abi.ArrowDeviceArray, option
     // caller, and the source keeps only its array.
     out_schema.* = source.schema;
     source.schema.release = null;
-    if (source.array.device_type == abi.device_cpu) {
-        if (rt.launchHostFn(device, stream, releaseSourceAfterCopies, source) != .ok) {
-            _ = rt.streamSynchronize(device, stream);
-            source.release();
-        }
-        status.clear();
+    if (rt.launchHostFn(device, stream, releaseSourceAfterCopies, source) != .ok) {
+        _ = rt.streamSynchronize(device, stream);
+        source.release();
     }
+    status.clear();
     return .ok;
 }
 
@@ -281,7 +281,6 @@ fn copyAndExport(rt: *Runtime, device: i64, memory: runtime.MemoryKind, stream: 
         .memory = memory,
         .base = base,
         .event = box,
-        .source = if (source.array.device_type == abi.device_cpu) null else source,
     };
     const built = buildFromTable(table, addresses, .{ .on_free = finishDeviceExport, .on_free_context = state }, .{
         .device_type = device_type,
