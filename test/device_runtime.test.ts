@@ -12,7 +12,7 @@ import { deviceKinds, fake, fakeLeaks, isFake } from "./helpers/device.ts";
 import { collectUntil } from "./helpers/gc.ts";
 import {
   DeviceType, ImportedArray, InvalidArgumentError, counters, deviceAvailability, deviceRuntime,
-  nonZeroCounters, toDevice, toHost, type DeviceKind,
+  exportArray, nonZeroCounters, toDevice, toHost, type DeviceKind,
 } from "../ts/index.ts";
 
 afterEach(async () => {
@@ -97,8 +97,11 @@ for (const kind of deviceKinds) {
       using device = rt().allocate(256);
       rt().copy("host_to_device", device, pattern(256, 3));
       rt().copy("device_to_host", pinned, device);
-      expect(pinned.hostView()).toEqual(pattern(256, 3));
+      const view = pinned.hostView();
+      expect(view).toEqual(pattern(256, 3));
       expect(rt().pointerInfo(pinned.address)).toEqual({ memory: "pinned", deviceType: types.pinned, deviceId: 0 });
+      pinned.free();
+      expect(view.byteLength).toBe(0); // detached by free(), never a dangling view
       expect(rt().pointerInfo(device.address)).toEqual({ memory: "device", deviceType: types.device, deviceId: 0 });
       const host = new Uint8Array(64);
       void host.buffer;
@@ -228,6 +231,21 @@ for (const kind of deviceKinds) {
 }
 
 describe("device runtimes in general", () => {
+  test("toHost of a CPU import is a zero-copy view that keeps the original alive", () => {
+    const values = Int32Array.from({ length: 50 }, (_, i) => i - 25);
+    const exported = exportArray(makeVector(values));
+    const imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
+    exported.release();
+    const view = imported.toHost();
+    expect(view.deviceType).toBe(DeviceType.CPU);
+    expect(view.root.bufferAddress(1)).toBe(imported.root.bufferAddress(1));
+    expect(counters().live_reexports).toBe(1);
+    imported.dispose();
+    expect(view.root.buffer(1)).toEqual(values);
+    view.dispose();
+    expect(counters().live_reexports).toBe(0);
+  });
+
   test("an unknown runtime name is an error, not a crash", () => {
     expect(() => deviceRuntime("metal" as DeviceKind)).toThrow('unknown device runtime "metal"');
   });

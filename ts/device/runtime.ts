@@ -21,7 +21,7 @@
  */
 import { ptr, toArrayBuffer } from "bun:ffi";
 import {
-  CopyDirection, DeviceType, MemoryKind, PointerKind, deviceTypeName,
+  CopyDirection, DeviceType, MemoryKind, PointerKind,
   type CopyDirectionName, type MemoryKindName, type PointerKindName,
 } from "../abi/layout.ts";
 import { asPointer } from "../abi/structs.ts";
@@ -380,9 +380,4 @@ export class DeviceEvent implements Disposable {
   [Symbol.dispose](): void {
     this.destroy();
   }
-}
-
-/** "CUDA device 1", "ROCM_HOST device 0"... for messages. */
-export function describeDevice(deviceType: number, deviceId: number): string {
-  return `${deviceTypeName(deviceType)} device ${deviceId}`;
 }
