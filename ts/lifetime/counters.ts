@@ -3,7 +3,6 @@
  * count, for tests and for users chasing leaks. Every test ends with all of
  * them at zero.
  */
-import { ptr } from "bun:ffi";
 import { counterNames, type CounterName } from "../abi/layout.ts";
 import { native } from "../ffi/library.ts";
 import { drainReleased, retainedCount } from "./keepalive.ts";
@@ -18,7 +17,9 @@ const scratch = new Float64Array(counterNames.length);
 /** Drains finished releases, then reads every counter. */
 export function counters(): Counters {
   drainReleased();
-  const n = native.abd_counters_read(ptr(scratch), scratch.length);
+  // The typed array itself, not ptr(scratch): a small typed array's bytes
+  // may move (see keepalive.ts), and a stale address reads as zeros.
+  const n = native.abd_counters_read(scratch, scratch.length);
   const out = { js_retained_exports: retainedCount() } as Counters;
   for (let i = 0; i < n; i++) out[counterNames[i]] = scratch[i];
   return out;
