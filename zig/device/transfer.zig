@@ -220,7 +220,14 @@ pub fn toDevice(schema: ?*abi.ArrowSchema, array: ?*abi.ArrowDeviceArray, option
         return fail(.out_of_memory, "out of memory planning a copy of {d} buffers", .{n});
     };
     defer std.heap.c_allocator.free(sizes);
-    for (sizes, 0..) |*size, i| size.* = table.bufferSize(i);
+    for (sizes, 0..) |*size, i| {
+        size.* = table.bufferSize(i);
+        // A host-readable tree validated at the default level has every size.
+        if (size.* < 0) {
+            source.release();
+            return fail(.internal, "buffer {d} of a host array has no known size", .{i});
+        }
+    }
     var placement = Placement.init(sizes) orelse {
         source.release();
         return fail(.out_of_memory, "out of memory planning a copy of {d} buffers", .{n});
