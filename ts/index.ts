@@ -22,3 +22,16 @@ export { formatOf } from "./convert/formats.ts";
 export { consumeNatively, fnv1a32, type NativeBufferReport } from "./native_consumer.ts";
 export { reexport, relay, relayArray, type ReexportOptions, type RelayOptions } from "./lifetime/reexport.ts";
 export { type Window, type Selection, type SliceRange } from "./lifetime/selection.ts";
+export {
+  MemoryKind, CopyDirection, PointerKind, type MemoryKindName, type CopyDirectionName, type PointerKindName,
+} from "./abi/layout.ts";
+export { schemaPlan, type SchemaPlanNode } from "./abi/schema_plan.ts";
+export { deviceLibraryEnvVars } from "./ffi/device_loader.ts";
+export {
+  deviceAvailability, deviceRuntime, kindOfDeviceType, runtimeDeviceType, libraryEnvVars,
+  DeviceRuntime, DeviceMemory, DeviceStream, DeviceEvent,
+  type DeviceKind, type DeviceAvailability, type DeviceInfo, type PointerInfo, type CopyOperand, type CopyOptions,
+} from "./device/runtime.ts";
+export { copyArrayToDevice, targetDeviceType, type DeviceTarget } from "./device/transfer.ts";
+export { exportRawArray, wrapDeviceMemory, type RawArrayNode, type RawBuffer, type RawExportOptions, type WrapOptions } from "./device/wrap.ts";
+export { toDevice, toHost, type ToDeviceOptions } from "./convert/device.ts";

@@ -16,6 +16,7 @@ const counters = @import("counters.zig");
 const validate = @import("validate.zig");
 const format = @import("format.zig");
 const reexport = @import("reexport.zig");
+const device_runtime = @import("device/runtime.zig");
 
 /// Bumped when the library's own C API changes incompatibly.
 pub const api_version = 1;
@@ -52,6 +53,9 @@ pub const json: [:0]const u8 = build: {
     out = out ++ enumObject("reexport_flags", reexport.RequestFlag);
     out = out ++ enumObject("reexport_shapes", reexport.Shape);
     out = out ++ enumObject("window_words", reexport.WindowWord);
+    out = out ++ enumObject("memory_kinds", device_runtime.MemoryKind);
+    out = out ++ enumObject("copy_directions", device_runtime.Direction);
+    out = out ++ enumObject("pointer_kinds", device_runtime.PointerKind);
     out = out ++ "}";
     const terminated = (out ++ "\x00").*;
     break :build terminated[0..out.len :0];

@@ -1,6 +1,8 @@
 //! Root of libarrow_device: pulls in the exported C API and every module's
 //! tests. Layers point one way:
 //!   abi <- format <- validate <- owner/export_* <- consumer/reexport <- c_api
+//!   abi <- format <- validate <- owner/export_* <- consumer <- c_api
+//!   device/{dynlib, cuda, hip} <- device/runtime <- device/transfer <- c_api
 
 const std = @import("std");
 
@@ -24,5 +26,12 @@ test {
     _ = @import("device_sync.zig");
     _ = @import("consumer.zig");
     _ = @import("reexport.zig");
+    _ = @import("schema_copy.zig");
+    _ = @import("device/dynlib.zig");
+    _ = @import("device/runtime.zig");
+    _ = @import("device/cuda.zig");
+    _ = @import("device/hip.zig");
+    _ = @import("device/releaser.zig");
+    _ = @import("device/transfer.zig");
     _ = @import("c_api.zig");
 }

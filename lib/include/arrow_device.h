@@ -299,6 +299,75 @@ abd_status abd_relay_device_array(struct ArrowSchema* schema, struct ArrowDevice
                                   struct ArrowDeviceArray* array_out);
 abd_status abd_relay_array(struct ArrowSchema* schema, struct ArrowArray* array, int level,
                            struct ArrowSchema* schema_out, struct ArrowArray* array_out);
+/* ----------------------------------------------------------------------- */
+/* Device runtimes: CUDA (libcuda.so.1) and ROCm (libamdhip64.so), loaded   */
+/* at run time (zig/device/). A runtime is named by an Arrow device type:    */
+/* CUDA, CUDA_HOST, CUDA_MANAGED mean CUDA; ROCM, ROCM_HOST mean ROCm.       */
+/* "Not available" is ABD_DEVICE_UNAVAILABLE with abd_last_error() saying    */
+/* why and what was tried. Streams are raw CUstream / hipStream_t handles    */
+/* (NULL: the default stream); events are passed as CUevent* / hipEvent_t*, */
+/* exactly what sync_event holds. Every call may come from any thread.       */
+/* ----------------------------------------------------------------------- */
+
+/* Memory kinds, copy directions, pointer kinds (zig/device/runtime.zig). */
+#define ABD_MEMORY_DEVICE 0
+#define ABD_MEMORY_PINNED 1
+#define ABD_MEMORY_MANAGED 2
+#define ABD_COPY_HOST_TO_DEVICE 0
+#define ABD_COPY_DEVICE_TO_HOST 1
+#define ABD_COPY_DEVICE_TO_DEVICE 2
+#define ABD_POINTER_HOST 0
+#define ABD_POINTER_DEVICE 1
+#define ABD_POINTER_PINNED 2
+#define ABD_POINTER_MANAGED 3
+
+/* Loads the runtime from `library_path` (NULL or "": $ARROW_DEVICE_CUDA_LIBRARY
+ * / $ARROW_DEVICE_HIP_LIBRARY, else the vendors' sonames). A failed load is
+ * retried by the next call; a successful one lasts for the process. */
+abd_status abd_device_runtime_load(int32_t device_type, const char* library_path);
+/* out: device count, driver/runtime version. path_out (may be NULL): the
+ * library loaded. */
+abd_status abd_device_runtime_info(int32_t device_type, double* out, char* path_out, uint32_t path_capacity);
+/* name_out: the device's name; out[0]: total memory in bytes. */
+abd_status abd_device_get_info(int32_t device_type, int32_t ordinal, char* name_out, uint32_t name_capacity, double* out);
+/* out[0]: the address of `size` new bytes of `memory`; free with
+ * abd_device_free and the same kind. */
+abd_status abd_device_alloc(int32_t device_type, int32_t device_id, int memory, size_t size, double* out);
+abd_status abd_device_free(int32_t device_type, int32_t device_id, int memory, void* address);
+/* is_async != 0: enqueued on `stream`; both sides must stay valid and
+ * unchanged until the stream (or an event recorded after) completes. */
+abd_status abd_device_copy(int32_t device_type, int32_t device_id, int direction, void* dst, const void* src,
+                           size_t size, void* stream, int is_async);
+abd_status abd_device_stream_create(int32_t device_type, int32_t device_id, double* out);
+abd_status abd_device_stream_destroy(int32_t device_type, int32_t device_id, void* stream);
+abd_status abd_device_stream_synchronize(int32_t device_type, int32_t device_id, void* stream);
+abd_status abd_device_stream_wait_event(int32_t device_type, int32_t device_id, void* stream, void* event);
+/* out[0]: a box whose address is a CUevent* / hipEvent_t* (fit for
+ * sync_event); the caller owns it: abd_device_event_destroy. */
+abd_status abd_device_event_create(int32_t device_type, int32_t device_id, double* out);
+abd_status abd_device_event_destroy(void* event_box);
+abd_status abd_device_event_record(int32_t device_type, int32_t device_id, void* event, void* stream);
+abd_status abd_device_event_synchronize(int32_t device_type, int32_t device_id, void* event);
+/* out[0]: 1 if the event fired, else 0. */
+abd_status abd_device_event_query(int32_t device_type, int32_t device_id, void* event, double* out);
+/* out: pointer kind, Arrow device type of such memory, device ordinal. */
+abd_status abd_device_pointer_query(int32_t device_type, const void* address, double* out);
+
+/* Moves the host array in (left released, success or not), copies every
+ * buffer to `device_type` memory of `device_id` on `stream`, and exports
+ * the copy into the caller's out structs; its sync_event is recorded after
+ * the copies; its release frees the device memory and the event. The
+ * source is released once the copies out of it are done. */
+abd_status abd_device_array_to_device(struct ArrowSchema* schema, struct ArrowDeviceArray* array,
+                                      int32_t device_type, int32_t device_id, void* stream,
+                                      struct ArrowSchema* out_schema, struct ArrowDeviceArray* out_array);
+/* The owner's data as a CPU array in the caller's out structs: device
+ * memory copied (waiting on sync_event, sizes read back in one batch),
+ * host-visible memory viewed in place. Blocks until done. */
+abd_status abd_owner_to_host(abd_owner* owner, void* stream, struct ArrowSchema* out_schema,
+                             struct ArrowDeviceArray* out_array);
+/* Minimal validation that reads no buffer (for wrapped device memory). */
+abd_status abd_device_array_check(struct ArrowSchema* schema, struct ArrowDeviceArray* array);
 
 #ifdef __cplusplus
 }

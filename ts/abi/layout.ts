@@ -154,6 +154,17 @@ export const ReexportShape = { as_is: 0, column: 1, table: 2 } as const;
 /** Words `abd_owner_select` writes. */
 export const WindowWord = { node: 0, offset: 1, length: 2, null_count: 3 } as const;
 export const windowWords = 4;
+/** Kinds of device-runtime memory (zig/device/runtime.zig MemoryKind). */
+export const MemoryKind = { device: 0, pinned: 1, managed: 2 } as const;
+export type MemoryKindName = keyof typeof MemoryKind;
+
+/** Directions of `abd_device_copy` (zig/device/runtime.zig Direction). */
+export const CopyDirection = { host_to_device: 0, device_to_host: 1, device_to_device: 2 } as const;
+export type CopyDirectionName = keyof typeof CopyDirection;
+
+/** What a pointer query finds (zig/device/runtime.zig PointerKind). */
+export const PointerKind = { host: 0, device: 1, pinned: 2, managed: 3 } as const;
+export type PointerKindName = keyof typeof PointerKind;
 
 type Manifest = {
   abi: number;
@@ -175,6 +186,9 @@ type Manifest = {
   reexport_flags: Record<string, number>;
   reexport_shapes: Record<string, number>;
   window_words: Record<string, number>;
+  memory_kinds: Record<string, number>;
+  copy_directions: Record<string, number>;
+  pointer_kinds: Record<string, number>;
 };
 
 export type LayoutTables = {
@@ -195,6 +209,9 @@ export type LayoutTables = {
   reexportFlags: Record<string, number>;
   reexportShapes: Record<string, number>;
   windowWords: Record<string, number>;
+  memoryKinds: Record<string, number>;
+  copyDirections: Record<string, number>;
+  pointerKinds: Record<string, number>;
 };
 
 /** The tables this module declares, as compared against the manifest. */
@@ -216,6 +233,9 @@ export const tsLayout: LayoutTables = {
   reexportFlags: ReexportFlag,
   reexportShapes: ReexportShape,
   windowWords: WindowWord,
+  memoryKinds: MemoryKind,
+  copyDirections: CopyDirection,
+  pointerKinds: PointerKind,
 };
 
 function compareRecord(what: string, ours: Record<string, number>, theirs: Record<string, number> | undefined, problems: string[]) {
@@ -262,6 +282,9 @@ export function layoutProblems(manifestJson: string, ours: LayoutTables = tsLayo
   compareRecord("reexport_flags", ours.reexportFlags, manifest.reexport_flags, problems);
   compareRecord("reexport_shapes", ours.reexportShapes, manifest.reexport_shapes, problems);
   compareRecord("window_words", ours.windowWords, manifest.window_words, problems);
+  compareRecord("memory_kinds", ours.memoryKinds, manifest.memory_kinds, problems);
+  compareRecord("copy_directions", ours.copyDirections, manifest.copy_directions, problems);
+  compareRecord("pointer_kinds", ours.pointerKinds, manifest.pointer_kinds, problems);
   if (manifest.node_stride !== ours.nodeStride) problems.push(`node_stride: TS has ${ours.nodeStride}, the library has ${manifest.node_stride}`);
   if (manifest.buffer_stride !== ours.bufferStride) problems.push(`buffer_stride: TS has ${ours.bufferStride}, the library has ${manifest.buffer_stride}`);
   if (manifest.max_nesting_depth !== ours.maxNestingDepth) problems.push(`max_nesting_depth: TS has ${ours.maxNestingDepth}, the library has ${manifest.max_nesting_depth}`);

@@ -14,11 +14,13 @@ import { join, resolve } from "node:path";
 import { LibraryLoadError, errorFor } from "../errors.ts";
 import { coreSymbols } from "./symbols_core.ts";
 import { ownerSymbols } from "./symbols_owners.ts";
+import { deviceSymbols } from "./symbols_device.ts";
 
 /** Every symbol area, merged. Add new areas here. */
 const symbols = {
   ...coreSymbols,
   ...ownerSymbols,
+  ...deviceSymbols,
 };
 
 export const libraryEnvVar = "ARROW_DEVICE_LIBRARY";

@@ -21,16 +21,17 @@
  */
 import { type Pointer } from "bun:ffi";
 import {
-  BufferKind, BufferWord, NodeWord, OwnerInfoWord, TypeId, ValidationLevel, bufferStride, deviceTypeName,
+  ArrowDeviceArrayLayout, ArrowSchemaLayout, BufferKind, BufferWord, NodeWord, OwnerInfoWord, TypeId, ValidationLevel, bufferStride, deviceTypeName,
   nodeStride, ownerInfoWords, type TypeIdName, type ValidationLevelName,
 } from "../abi/layout.ts";
 import { arrayFields, asPointer, deviceArrayFields, readMetadata, schemaFields, wrapNative } from "../abi/structs.ts";
-import { ReleasedError, Status, UnsupportedError, InvalidArgumentError, OutOfRangeError } from "../errors.ts";
+import { ReleasedError, Status, UnsupportedError, InvalidArgumentError, OutOfMemoryError, OutOfRangeError } from "../errors.ts";
 import { check, native } from "../ffi/library.ts";
 import { track, untrack, unwatch, watch } from "./debug.ts";
 import { reexport, type ReexportOptions } from "./reexport.ts";
 import { selectWindow, type SliceRange, type Window } from "./selection.ts";
 import { type ExportedArray } from "./exported.ts";
+import { loadDeviceRuntime } from "../ffi/device_loader.ts";
 
 const deallocator = native.abd_view_deallocator();
 const typeIdNames = Object.fromEntries(Object.entries(TypeId).map(([k, v]) => [v, k])) as Record<number, TypeIdName>;
@@ -278,6 +279,36 @@ export class ImportedArray implements Disposable {
     native.abd_owner_retain_views(asPointer(this.#owner), wanted.length);
     for (const i of wanted) {
       this.#views.set(i, this.#wrap(this.bufferWord(i, BufferWord.address), this.bufferWord(i, BufferWord.size_bytes)));
+    }
+  }
+
+  /**
+   * This array's data as an ordinary CPU import (a new ImportedArray, to
+   * dispose separately; this one is unchanged).
+   *
+   * - Device memory (CUDA, ROCM): waits on the producer's `sync_event` (on
+   *   `stream`, default the default stream), learns the sizes only the
+   *   device knows (last offsets, variadic buffer sizes) with one batch of
+   *   copies and one synchronization, copies every buffer to host memory
+   *   the result owns, and returns when the copies are done.
+   * - Host-visible memory (CPU, and CUDA_HOST, ROCM_HOST, CUDA_MANAGED after
+   *   their event): a zero-copy view that keeps this import's data alive
+   *   until the result is disposed.
+   * Never dereferences device memory. Blocks the calling thread.
+   */
+  toHost(options: { stream?: number | { handle: number } } = {}): ImportedArray {
+    this.#live();
+    if (!this.hostReadable) check(loadDeviceRuntime(this.deviceType));
+    const stream = typeof options.stream === "number" ? options.stream : options.stream?.handle ?? 0;
+    // Schema then device array, in one native slot, moved into the result.
+    const slot = native.abd_alloc_zeroed(ArrowSchemaLayout.size + ArrowDeviceArrayLayout.size);
+    if (!slot) throw new OutOfMemoryError(Status.out_of_memory, "out of memory allocating a host copy slot");
+    const arrayAt = slot + ArrowSchemaLayout.size;
+    try {
+      check(native.abd_owner_to_host(asPointer(this.#owner), asPointer(stream), asPointer(slot), asPointer(arrayAt)));
+      return ImportedArray.fromDeviceArray(slot, arrayAt);
+    } finally {
+      native.abd_free(asPointer(slot));
     }
   }
 

@@ -13,25 +13,49 @@ import { JSCallback } from "bun:ffi";
 import { native } from "../ffi/library.ts";
 
 const retained = new Map<number, unknown>();
+/** Callbacks to run, on the JS thread, once an id was released natively. */
+const onRelease = new Map<number, () => void>();
 let nextId = 1;
 
-// Passed to the library as the typed array itself, never as a cached
-// `ptr()`: a cached address of a typed array can go stale when the engine
-// moves its storage (../shared/notes/bun-ffi.md), and then the ids taken
-// would land in memory JS no longer reads, keeping exports alive forever.
+// Passed to native code as the typed array itself on every call: a cached
+// ptr() of it went stale (its storage moved), so the library wrote ids into
+// the old place — corrupting the JS heap — while JS read zeros here.
 const drainScratch = new Float64Array(512);
 
 /** Registers `objects` to be kept strongly reachable; returns the id to
- * hand to the native builder. */
-export function retainForNative(objects: unknown): number {
+ * hand to the native builder. `released`, if given, runs on the JS thread
+ * when the id is drained (after the native release ran, on any thread). */
+export function retainForNative(objects: unknown, released?: () => void): number {
   const id = nextId++;
   retained.set(id, objects);
+  if (released) onRelease.set(id, released);
   return id;
+}
+
+/** Runs `released` on the JS thread once `id` is drained (replacing any
+ * callback given before). */
+export function whenReleased(id: number, released: () => void): void {
+  if (retained.has(id)) onRelease.set(id, released);
 }
 
 /** Forgets an id whose native tree was never built (the build failed). */
 export function forgetUnused(id: number): void {
   retained.delete(id);
+  onRelease.delete(id);
+}
+
+function runReleased(id: number): void {
+  const callback = onRelease.get(id);
+  if (!callback) return;
+  onRelease.delete(id);
+  try {
+    callback();
+  } catch (error) {
+    // Reported like any uncaught error, without stopping the drain.
+    queueMicrotask(() => {
+      throw error;
+    });
+  }
 }
 
 /** Drops the references of every export whose native release has run.
@@ -42,6 +66,7 @@ export function drainReleased(): number {
     const n = native.abd_take_released(drainScratch, drainScratch.length);
     for (let i = 0; i < n; i++) {
       if (retained.delete(drainScratch[i])) dropped++;
+      runReleased(drainScratch[i]);
     }
     if (n < drainScratch.length) return dropped;
   }

@@ -1,0 +1,150 @@
+/**
+ * Runs one device scenario in a fresh process (runtimes load once per
+ * process, so states before the first successful load need their own) and
+ * prints its findings as one JSON line. Used by
+ * test/device_unavailable.test.ts:
+ *   bun test/helpers/device_probe.ts <scenario>
+ */
+import { dlopen, FFIType, ptr as addressOf, read } from "bun:ffi";
+import { makeVector } from "apache-arrow";
+import { fixturePath } from "./fixtures.ts";
+
+const scenario = process.argv[2];
+const cudaFake = fixturePath("fake_cuda");
+const hipFake = fixturePath("fake_hip");
+const { i32, cstring, void: none, ptr, i64 } = FFIType;
+
+const lib = await import("../../ts/index.ts");
+const { deviceAvailability, deviceRuntime, toDevice, nonZeroCounters, drainReleased, ImportedArray } = lib;
+
+function reason(kind: "cuda" | "rocm"): string {
+  const a = deviceAvailability(kind);
+  return a.available ? `available: ${a.library}` : a.reason;
+}
+
+function errorOf(run: () => unknown): { name: string; message: string } | null {
+  try {
+    run();
+    return null;
+  } catch (error) {
+    return { name: (error as Error).name, message: (error as Error).message };
+  }
+}
+
+const out: Record<string, unknown> = {};
+
+switch (scenario) {
+  case "cuda-states": {
+    const f = dlopen(cudaFake, {
+      fake_cuda_inject: { args: [cstring, i32, i32], returns: none },
+      fake_cuda_inject_clear: { args: [], returns: none },
+      fake_cuda_set_device_count: { args: [i32], returns: none },
+      fake_cuda_set_driver_version: { args: [i32], returns: none },
+    }).symbols;
+    process.env.ARROW_DEVICE_CUDA_LIBRARY = "/nonexistent/libcuda.so.1";
+    out.missing = reason("cuda");
+    out.missingThrows = errorOf(() => deviceRuntime("cuda"));
+    out.toDeviceThrows = errorOf(() => toDevice(makeVector(Int32Array.of(1, 2, 3)), { device: "cuda" }));
+    drainReleased();
+    out.countersAfterFailure = nonZeroCounters();
+    process.env.ARROW_DEVICE_CUDA_LIBRARY = fixturePath("fake_cuda_incomplete");
+    out.missingSymbol = reason("cuda");
+    process.env.ARROW_DEVICE_CUDA_LIBRARY = cudaFake;
+    f.fake_cuda_inject(Buffer.from("cuInit\0"), 34, 0);
+    out.stub = reason("cuda");
+    f.fake_cuda_inject(Buffer.from("cuInit\0"), 35, 0);
+    out.insufficient = reason("cuda");
+    f.fake_cuda_set_device_count(0);
+    out.noDevice = reason("cuda");
+    f.fake_cuda_set_device_count(2);
+    f.fake_cuda_set_driver_version(9020);
+    out.oldDriver = reason("cuda");
+    f.fake_cuda_set_driver_version(12040);
+    out.recovered = reason("cuda");
+    break;
+  }
+  case "rocm-states": {
+    const f = dlopen(hipFake, {
+      fake_hip_inject: { args: [cstring, i32, i32], returns: none },
+      fake_hip_set_device_count: { args: [i32], returns: none },
+    }).symbols;
+    process.env.ARROW_DEVICE_HIP_LIBRARY = "/nonexistent/libamdhip64.so";
+    out.missing = reason("rocm");
+    out.missingThrows = errorOf(() => deviceRuntime("rocm"));
+    process.env.ARROW_DEVICE_HIP_LIBRARY = cudaFake; // a library, but not HIP
+    out.missingSymbol = reason("rocm");
+    process.env.ARROW_DEVICE_HIP_LIBRARY = hipFake;
+    f.fake_hip_inject(Buffer.from("hipInit\0"), 35, 0);
+    out.insufficient = reason("rocm");
+    f.fake_hip_set_device_count(0);
+    out.noDevice = reason("rocm");
+    f.fake_hip_set_device_count(2);
+    out.recovered = reason("rocm");
+    break;
+  }
+  case "defaults": {
+    delete process.env.ARROW_DEVICE_CUDA_LIBRARY;
+    delete process.env.ARROW_DEVICE_HIP_LIBRARY;
+    out.cuda = reason("cuda");
+    out.rocm = reason("rocm");
+    break;
+  }
+  case "rocm5-pointers": {
+    const f = dlopen(hipFake, { fake_hip_set_runtime_version: { args: [i32], returns: none } }).symbols;
+    f.fake_hip_set_runtime_version(50700000);
+    process.env.ARROW_DEVICE_HIP_LIBRARY = hipFake;
+    const rt = deviceRuntime("rocm");
+    out.version = rt.version;
+    const device = rt.allocate(64, { id: 1 });
+    const pinned = rt.allocate(64, { memory: "pinned" });
+    const host = new Uint8Array(64);
+    void host.buffer;
+    out.device = rt.pointerInfo(device.address);
+    out.pinned = rt.pointerInfo(pinned.address);
+    out.host = rt.pointerInfo(addressOf(host));
+    device.free();
+    pinned.free();
+    break;
+  }
+  case "late-waiter": {
+    // A CUDA_HOST array imported before any runtime was loaded here: the
+    // import cannot wait, so it is not host-readable; toHost loads the
+    // runtime, waits on the event, and views the memory in place.
+    const f = dlopen(cudaFake, {
+      cuInit: { args: [i32], returns: i32 },
+      fake_cuda_produce: { args: [i32, i32, i64, i32, ptr, ptr], returns: i32 },
+      fake_cuda_produced_live: { args: [], returns: i64 },
+    }).symbols;
+    process.env.ARROW_DEVICE_CUDA_LIBRARY = cudaFake;
+    f.cuInit(0);
+    const native = (await import("../../ts/ffi/library.ts")).native;
+    const slot = native.abd_alloc_zeroed(200)!;
+    out.produced = f.fake_cuda_produce(0, 1, 20, 1, slot, slot + 72);
+    const imported = ImportedArray.fromDeviceArray(slot, slot + 72);
+    native.abd_free(slot);
+    out.readableAtImport = imported.hostReadable;
+    const view = imported.toHost();
+    out.viewDevice = view.deviceTypeName;
+    out.sameMemory = view.root.child(0).bufferAddress(1) === imported.root.child(0).bufferAddress(1);
+    out.ints = Array.from(view.root.child(0).buffer(1) as Int32Array).slice(0, 5);
+    view.dispose();
+    imported.dispose();
+    drainReleased();
+    out.producedLive = Number(f.fake_cuda_produced_live());
+    out.counters = nonZeroCounters();
+    break;
+  }
+  case "host-read-of-device-memory": {
+    // What the fake drivers promise: device memory cannot be read by the
+    // host. This process must die of SIGSEGV on the read below.
+    process.env.ARROW_DEVICE_CUDA_LIBRARY = cudaFake;
+    const memory = deviceRuntime("cuda").allocate(4096);
+    console.log(JSON.stringify({ before: true }));
+    out.value = read.u8(memory.address as never, 0);
+    break;
+  }
+  default:
+    throw new Error(`unknown scenario ${scenario}`);
+}
+
+console.log(JSON.stringify(out));

@@ -1,0 +1,60 @@
+/**
+ * The byte plan zig/export_schema.zig builds ArrowSchema trees from, written
+ * from plain nodes (format strings, not apache-arrow types), for producers
+ * of types apache-arrow cannot express and for raw exports. One node in
+ * preorder (children, then dictionary), little-endian:
+ *   u32 format length, format; i32 name length (-1: NULL), name;
+ *   i32 metadata length (-1: NULL), metadata (spec encoding);
+ *   i64 flags; u32 n_children; u8 has_dictionary.
+ */
+import { encodeMetadata } from "./metadata.ts";
+
+export type SchemaPlanNode = {
+  format: string;
+  name?: string | null;
+  metadata?: Iterable<[string, string]> | null;
+  flags?: number;
+  children?: SchemaPlanNode[];
+  dictionary?: SchemaPlanNode | null;
+};
+
+const encoder = new TextEncoder();
+
+export function schemaPlan(root: SchemaPlanNode): Uint8Array {
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  const push = (bytes: Uint8Array) => {
+    chunks.push(bytes);
+    total += bytes.length;
+  };
+  const int = (bytes: number, write: (view: DataView) => void) => {
+    const b = new Uint8Array(bytes);
+    write(new DataView(b.buffer));
+    push(b);
+  };
+  const optional = (bytes: Uint8Array | null) => {
+    int(4, (v) => v.setInt32(0, bytes === null ? -1 : bytes.length, true));
+    if (bytes) push(bytes);
+  };
+  const walk = (node: SchemaPlanNode) => {
+    const format = encoder.encode(node.format);
+    int(4, (v) => v.setUint32(0, format.length, true));
+    push(format);
+    optional(node.name === undefined || node.name === null ? null : encoder.encode(node.name));
+    optional(encodeMetadata(node.metadata ?? null));
+    int(8, (v) => v.setBigInt64(0, BigInt(node.flags ?? 0), true));
+    const children = node.children ?? [];
+    int(4, (v) => v.setUint32(0, children.length, true));
+    int(1, (v) => v.setUint8(0, node.dictionary ? 1 : 0));
+    for (const child of children) walk(child);
+    if (node.dictionary) walk(node.dictionary);
+  };
+  walk(root);
+  const out = new Uint8Array(Math.max(total, 1));
+  let at = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, at);
+    at += chunk.length;
+  }
+  return out.subarray(0, total);
+}

@@ -1,0 +1,58 @@
+/**
+ * apache-arrow data to GPU memory and back.
+ *
+ * `toDevice` exports the data zero-copy to the C Data Interface
+ * (convert/export.ts), then libarrow_device copies every buffer to device
+ * memory (zig/device/transfer.zig) and returns an owned ArrowDeviceArray
+ * (`device_type` CUDA / ROCM, or their host and managed kinds, `device_id`
+ * the ordinal) whose `sync_event` is recorded after the copies. The JS
+ * buffers are let go as soon as the copies are done. All driver logic is
+ * in Zig; this module only decides what to export.
+ *
+ * The way back is `ImportedArray.toHost()` (lifetime/imported.ts), which
+ * returns an ordinary CPU import; `toHost` here is the same, as a function.
+ */
+import { Data, RecordBatch, Table, Vector } from "apache-arrow";
+import { ExportedArray } from "../lifetime/exported.ts";
+import { ImportedArray } from "../lifetime/imported.ts";
+import { copyArrayToDevice, type DeviceTarget } from "../device/transfer.ts";
+import { exportArray } from "./export.ts";
+
+export type ToDeviceOptions = DeviceTarget;
+
+/**
+ * Copies `source` to device memory. A Table gives one device array per
+ * batch, each with its own event; anything else gives one.
+ *
+ * The returned handle owns the device copy: hand `handle.schema` /
+ * `handle.array` to a C consumer (which may move them), or `release()` it.
+ * Its release (any thread) waits for the copies, frees the device memory
+ * and destroys the event. Throws DeviceUnavailableError when the runtime is
+ * not available.
+ */
+export function toDevice(source: Table, options: ToDeviceOptions): ExportedArray[];
+export function toDevice(source: Data | Vector | RecordBatch, options: ToDeviceOptions): ExportedArray;
+export function toDevice(source: Data | Vector | RecordBatch | Table, options: ToDeviceOptions): ExportedArray | ExportedArray[] {
+  if (source instanceof Table) {
+    const out: ExportedArray[] = [];
+    try {
+      for (const batch of source.batches) out.push(toDevice(batch, options));
+      return out;
+    } catch (error) {
+      for (const handle of out) handle.release();
+      throw error;
+    }
+  }
+  const host = exportArray(source);
+  try {
+    return copyArrayToDevice(host.schema, host.array, options);
+  } finally {
+    host.release(); // frees the slot: its structs were moved into the copy
+  }
+}
+
+/** `imported.toHost(options)`: device data copied to the host, or
+ * host-visible data viewed in place, as a CPU import. */
+export function toHost(imported: ImportedArray, options: { stream?: number | { handle: number } } = {}): ImportedArray {
+  return imported.toHost(options);
+}

@@ -1,0 +1,383 @@
+/**
+ * GPU runtimes from TypeScript: CUDA (libcuda.so.1, the driver API) and
+ * ROCm (libamdhip64.so), loaded at run time by libarrow_device
+ * (zig/device/). No apache-arrow here.
+ *
+ * "Not available" is an ordinary state: `deviceAvailability(kind)` says
+ * why (library missing, stub driver, driver too old, no device, missing
+ * symbol) and what was tried; `deviceRuntime(kind)` throws a
+ * `DeviceUnavailableError` with that message.
+ *
+ * Ownership. `DeviceMemory`, `DeviceStream` and `DeviceEvent` own what they
+ * wrap until `free()`/`destroy()` (or `using`); a FinalizationRegistry
+ * frees forgotten ones as a safety net (reported in debug mode). Raw
+ * addresses and handles (`address`, `handle`) are valid until then.
+ *
+ * Threads. Everything here runs on the calling (JS) thread and blocks only
+ * in the synchronous calls (`synchronize()`, copies without a stream).
+ * Asynchronous copies read or write JS memory later, on the driver's
+ * thread: the stream keeps that memory reachable until `synchronize()`,
+ * and the caller must not change or read it before then.
+ */
+import { ptr, toArrayBuffer } from "bun:ffi";
+import {
+  CopyDirection, DeviceType, MemoryKind, PointerKind,
+  type CopyDirectionName, type MemoryKindName, type PointerKindName,
+} from "../abi/layout.ts";
+import { asPointer } from "../abi/structs.ts";
+import { DeviceUnavailableError, InvalidArgumentError, ReleasedError, Status, UnknownDeviceError } from "../errors.ts";
+import { deviceLibraryEnvVars, loadDeviceRuntime } from "../ffi/device_loader.ts";
+import { check, lastError, native } from "../ffi/library.ts";
+import { reportLeak, track, untrack } from "../lifetime/debug.ts";
+
+export type DeviceKind = "cuda" | "rocm";
+
+/** The Arrow device type that names each runtime (its device memory). */
+export const runtimeDeviceType: Record<DeviceKind, number> = { cuda: DeviceType.CUDA, rocm: DeviceType.ROCM };
+
+/** Environment variables that name each runtime's library path. */
+export const libraryEnvVars: Record<DeviceKind, string> = deviceLibraryEnvVars;
+
+/** The runtime serving arrays of an Arrow device type, or null. */
+export function kindOfDeviceType(deviceType: number): DeviceKind | null {
+  switch (deviceType) {
+    case DeviceType.CUDA: case DeviceType.CUDA_HOST: case DeviceType.CUDA_MANAGED: return "cuda";
+    case DeviceType.ROCM: case DeviceType.ROCM_HOST: return "rocm";
+    default: return null;
+  }
+}
+
+function checkKind(kind: DeviceKind): number {
+  const deviceType = runtimeDeviceType[kind];
+  if (deviceType === undefined) throw new UnknownDeviceError(Status.unknown_device, `unknown device runtime "${String(kind)}": expected "cuda" or "rocm"`);
+  return deviceType;
+}
+
+function readCString(bytes: Uint8Array): string {
+  const end = bytes.indexOf(0);
+  return new TextDecoder().decode(bytes.subarray(0, end < 0 ? bytes.length : end));
+}
+
+/** The address of a JS buffer's first byte, with a stable backing store
+ * (small typed arrays may live inline in the GC heap and move). */
+export function hostAddress(view: ArrayBufferView): number {
+  void view.buffer;
+  return view.byteLength === 0 ? 0 : ptr(view);
+}
+
+const words = new Float64Array(4);
+
+function loadRuntime(kind: DeviceKind): number {
+  return loadDeviceRuntime(checkKind(kind));
+}
+
+export type DeviceAvailability =
+  | { kind: DeviceKind; available: true; library: string; version: number; deviceCount: number }
+  | { kind: DeviceKind; available: false; reason: string };
+
+/** Whether `kind` can be used here, loading it if needed. Never throws for
+ * an unavailable runtime: the reason says which state it is and what was
+ * tried. A runtime that failed to load is tried again on the next call. */
+export function deviceAvailability(kind: DeviceKind): DeviceAvailability {
+  const loaded = loadRuntime(kind);
+  if (loaded !== 0) return { kind, available: false, reason: lastError() };
+  const path = new Uint8Array(512);
+  check(native.abd_device_runtime_info(runtimeDeviceType[kind], words, path, path.length));
+  return { kind, available: true, library: readCString(path), version: words[1], deviceCount: words[0] };
+}
+
+const runtimes = new Map<DeviceKind, DeviceRuntime>();
+
+/** The loaded runtime of `kind`; throws `DeviceUnavailableError` (with the
+ * reason) when it is not available. */
+export function deviceRuntime(kind: DeviceKind): DeviceRuntime {
+  const existing = runtimes.get(kind);
+  if (existing) return existing;
+  const availability = deviceAvailability(kind);
+  if (!availability.available) throw new DeviceUnavailableError(Status.device_unavailable, availability.reason);
+  const runtime = new DeviceRuntime(kind, availability.library, availability.version, availability.deviceCount);
+  runtimes.set(kind, runtime);
+  return runtime;
+}
+
+export type DeviceInfo = {
+  kind: DeviceKind;
+  /** Device ordinal: the `device_id` of its arrays. */
+  id: number;
+  name: string;
+  totalMemoryBytes: number;
+};
+
+export type PointerInfo = {
+  memory: PointerKindName;
+  /** Arrow device type of such memory (CPU for plain host memory). */
+  deviceType: number;
+  /** -1 for plain host memory. */
+  deviceId: number;
+};
+
+/** A host buffer, device memory, or a raw address. */
+export type CopyOperand = ArrayBufferView | DeviceMemory | number;
+
+export type CopyOptions = {
+  /** Asynchronous on this stream; synchronous when absent. */
+  stream?: DeviceStream;
+  /** Device whose context runs the copy (default: the device memory's, else 0). */
+  id?: number;
+};
+
+function operandAddress(operand: CopyOperand): number {
+  if (operand instanceof DeviceMemory) return operand.address;
+  if (typeof operand === "number") return operand;
+  return hostAddress(operand);
+}
+
+function operandBytes(operand: CopyOperand): number | null {
+  if (operand instanceof DeviceMemory) return operand.byteLength;
+  if (typeof operand === "number") return null;
+  return operand.byteLength;
+}
+
+/** One loaded runtime. Get it with `deviceRuntime(kind)`. */
+export class DeviceRuntime {
+  readonly deviceType: number;
+
+  constructor(
+    readonly kind: DeviceKind,
+    /** The library that was loaded. */
+    readonly library: string,
+    /** CUDA driver version (e.g. 12040) or HIP runtime version. */
+    readonly version: number,
+    readonly deviceCount: number,
+  ) {
+    this.deviceType = runtimeDeviceType[kind];
+  }
+
+  device(id: number): DeviceInfo {
+    const name = new Uint8Array(256);
+    check(native.abd_device_get_info(this.deviceType, id, name, name.length, words));
+    return { kind: this.kind, id, name: readCString(name), totalMemoryBytes: words[0] };
+  }
+
+  devices(): DeviceInfo[] {
+    return Array.from({ length: this.deviceCount }, (_, id) => this.device(id));
+  }
+
+  /** `byteLength` bytes of `memory` for device `id`. */
+  allocate(byteLength: number, options: { id?: number; memory?: MemoryKindName } = {}): DeviceMemory {
+    const memory = options.memory ?? "device";
+    const id = options.id ?? 0;
+    if (MemoryKind[memory] === undefined) throw new InvalidArgumentError(Status.invalid_argument, `unknown memory kind "${memory}": expected "device", "pinned" or "managed"`);
+    check(native.abd_device_alloc(this.deviceType, id, MemoryKind[memory], byteLength, words));
+    return new DeviceMemory(this, id, memory, words[0], byteLength);
+  }
+
+  createStream(id = 0): DeviceStream {
+    check(native.abd_device_stream_create(this.deviceType, id, words));
+    return new DeviceStream(this, id, words[0]);
+  }
+
+  createEvent(id = 0): DeviceEvent {
+    check(native.abd_device_event_create(this.deviceType, id, words));
+    return new DeviceEvent(this, id, words[0]);
+  }
+
+  /** Blocks until the event at `eventAddress` (a `CUevent*` /
+   * `hipEvent_t*`, e.g. an array's `sync_event`) fired. */
+  synchronizeEvent(eventAddress: number, id = 0): void {
+    check(native.abd_device_event_synchronize(this.deviceType, id, asPointer(eventAddress)));
+  }
+
+  /** What `address` is to this runtime. */
+  pointerInfo(address: number): PointerInfo {
+    check(native.abd_device_pointer_query(this.deviceType, asPointer(address), words));
+    const memory = (Object.keys(PointerKind) as PointerKindName[]).find((k) => PointerKind[k] === words[0]) ?? "host";
+    return { memory, deviceType: words[1], deviceId: words[2] };
+  }
+
+  /** Copies `byteLength` bytes (default: the smaller operand) from `src`
+   * to `dst`. Synchronous unless `options.stream` is given; then the JS
+   * memory involved is kept reachable until `stream.synchronize()`. */
+  copy(direction: CopyDirectionName, dst: CopyOperand, src: CopyOperand, byteLength?: number, options: CopyOptions = {}): void {
+    if (CopyDirection[direction] === undefined) throw new InvalidArgumentError(Status.invalid_argument, `unknown copy direction "${direction}"`);
+    const sizes = [operandBytes(dst), operandBytes(src)].filter((n): n is number => n !== null);
+    const bytes = byteLength ?? (sizes.length ? Math.min(...sizes) : 0);
+    for (const size of sizes) {
+      if (bytes > size) throw new InvalidArgumentError(Status.invalid_argument, `copy of ${bytes} bytes overruns an operand of ${size} bytes`);
+    }
+    const id = options.id ?? (dst instanceof DeviceMemory ? dst.deviceId : src instanceof DeviceMemory ? src.deviceId : 0);
+    const stream = options.stream;
+    if (stream) {
+      if (stream.runtime !== this) throw new InvalidArgumentError(Status.invalid_argument, `stream belongs to ${stream.runtime.kind}, not ${this.kind}`);
+      stream.keepUntilSynchronized(dst, src);
+    }
+    check(native.abd_device_copy(this.deviceType, id, CopyDirection[direction], asPointer(operandAddress(dst)), asPointer(operandAddress(src)), bytes,
+      stream ? asPointer(stream.handle) : null, stream ? 1 : 0));
+  }
+}
+
+type Freeable = { free: () => void; token: number; label: string };
+const safetyNet = new FinalizationRegistry<Freeable>((held) => {
+  reportLeak(held.token, held.label);
+  try {
+    held.free();
+  } catch {
+    // A runtime that failed at GC time cannot be reported to anyone.
+  }
+});
+
+/** Memory allocated through a runtime: device, pinned host or managed. */
+export class DeviceMemory implements Disposable {
+  #freed = false;
+  #views: ArrayBuffer[] = [];
+  #token: number;
+  /** Arrow device type of this memory (CUDA, CUDA_HOST, CUDA_MANAGED,
+   * ROCM, ROCM_HOST). */
+  readonly deviceType: number;
+
+  constructor(readonly runtime: DeviceRuntime, readonly deviceId: number, readonly memory: MemoryKindName, readonly address: number, readonly byteLength: number) {
+    this.deviceType = memory === "device" ? runtime.deviceType
+      : memory === "pinned" ? (runtime.kind === "cuda" ? DeviceType.CUDA_HOST : DeviceType.ROCM_HOST)
+      : DeviceType.CUDA_MANAGED;
+    const label = `${runtime.kind} ${memory} memory (${byteLength} bytes)`;
+    this.#token = track(label);
+    const deviceType = runtime.deviceType;
+    const kind = MemoryKind[memory];
+    safetyNet.register(this, { free: () => check(native.abd_device_free(deviceType, deviceId, kind, asPointer(address))), token: this.#token, label }, this);
+  }
+
+  get freed(): boolean {
+    return this.#freed;
+  }
+
+  /** A zero-copy view for the host: pinned and managed memory only (after
+   * the work writing it has been synchronized). Detached by `free()`. */
+  hostView(): Uint8Array {
+    if (this.#freed) throw new ReleasedError(Status.released, "this device memory was freed");
+    if (this.memory === "device") {
+      throw new InvalidArgumentError(Status.invalid_argument, `${this.runtime.kind} device memory cannot be read by the host; copy it with copy("device_to_host", ...)`);
+    }
+    const buffer = toArrayBuffer(asPointer(this.address), 0, this.byteLength);
+    this.#views.push(buffer);
+    return new Uint8Array(buffer);
+  }
+
+  /** Frees the memory (waiting for work using it, as the drivers do).
+   * Idempotent. */
+  free(): void {
+    if (this.#freed) return;
+    this.#freed = true;
+    safetyNet.unregister(this);
+    untrack(this.#token);
+    for (const view of this.#views) if (!view.detached) view.transfer(0);
+    this.#views = [];
+    check(native.abd_device_free(this.runtime.deviceType, this.deviceId, MemoryKind[this.memory], asPointer(this.address)));
+  }
+
+  [Symbol.dispose](): void {
+    this.free();
+  }
+}
+
+/** A non-blocking stream of one device. */
+export class DeviceStream implements Disposable {
+  #destroyed = false;
+  #pending: unknown[] = [];
+  #token: number;
+
+  constructor(readonly runtime: DeviceRuntime, readonly deviceId: number, /** CUstream / hipStream_t */ readonly handle: number) {
+    const label = `${runtime.kind} stream`;
+    this.#token = track(label);
+    const deviceType = runtime.deviceType;
+    safetyNet.register(this, { free: () => check(native.abd_device_stream_destroy(deviceType, deviceId, asPointer(handle))), token: this.#token, label }, this);
+  }
+
+  #live(): void {
+    if (this.#destroyed) throw new ReleasedError(Status.released, "this stream was destroyed");
+  }
+
+  /** @internal keeps JS memory of an asynchronous copy reachable. */
+  keepUntilSynchronized(...objects: unknown[]): void {
+    this.#live();
+    this.#pending.push(...objects);
+  }
+
+  /** Blocks until everything enqueued on the stream is done. */
+  synchronize(): void {
+    this.#live();
+    check(native.abd_device_stream_synchronize(this.runtime.deviceType, this.deviceId, asPointer(this.handle)));
+    this.#pending = [];
+  }
+
+  /** Makes the stream wait (on the device) for `event` (a DeviceEvent or a
+   * `CUevent*` / `hipEvent_t*` address such as an array's sync_event). */
+  waitEvent(event: DeviceEvent | number): void {
+    this.#live();
+    const address = typeof event === "number" ? event : event.address;
+    check(native.abd_device_stream_wait_event(this.runtime.deviceType, this.deviceId, asPointer(this.handle), asPointer(address)));
+  }
+
+  /** Synchronizes, then destroys the stream. Idempotent. */
+  destroy(): void {
+    if (this.#destroyed) return;
+    this.synchronize();
+    this.#destroyed = true;
+    safetyNet.unregister(this);
+    untrack(this.#token);
+    check(native.abd_device_stream_destroy(this.runtime.deviceType, this.deviceId, asPointer(this.handle)));
+  }
+
+  [Symbol.dispose](): void {
+    this.destroy();
+  }
+}
+
+/** An event (timing disabled). `address` is a `CUevent*` / `hipEvent_t*`:
+ * what an ArrowDeviceArray's `sync_event` holds. */
+export class DeviceEvent implements Disposable {
+  #destroyed = false;
+  #token: number;
+
+  constructor(readonly runtime: DeviceRuntime, readonly deviceId: number, readonly address: number) {
+    const label = `${runtime.kind} event`;
+    this.#token = track(label);
+    safetyNet.register(this, { free: () => check(native.abd_device_event_destroy(asPointer(address))), token: this.#token, label }, this);
+  }
+
+  #live(): void {
+    if (this.#destroyed) throw new ReleasedError(Status.released, "this event was destroyed");
+  }
+
+  /** Records the event on `stream` (default: the device's default stream). */
+  record(stream?: DeviceStream): void {
+    this.#live();
+    check(native.abd_device_event_record(this.runtime.deviceType, this.deviceId, asPointer(this.address), stream ? asPointer(stream.handle) : null));
+  }
+
+  /** Blocks until the event fired. */
+  synchronize(): void {
+    this.#live();
+    check(native.abd_device_event_synchronize(this.runtime.deviceType, this.deviceId, asPointer(this.address)));
+  }
+
+  /** True once the event fired (never blocks). */
+  query(): boolean {
+    this.#live();
+    check(native.abd_device_event_query(this.runtime.deviceType, this.deviceId, asPointer(this.address), words));
+    return words[0] === 1;
+  }
+
+  /** Destroys the event. Idempotent. Not while an exported array still
+   * names it as its sync_event. */
+  destroy(): void {
+    if (this.#destroyed) return;
+    this.#destroyed = true;
+    safetyNet.unregister(this);
+    untrack(this.#token);
+    check(native.abd_device_event_destroy(asPointer(this.address)));
+  }
+
+  [Symbol.dispose](): void {
+    this.destroy();
+  }
+}

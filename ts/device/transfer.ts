@@ -1,0 +1,87 @@
+/**
+ * Arrow arrays between host and device, at the C-struct level (no
+ * apache-arrow here; convert/device.ts adds it):
+ *
+ * - `copyArrayToDevice(schema, array, target)` moves in any host
+ *   ArrowSchema + ArrowDeviceArray (CPU, or host-visible device memory)
+ *   and returns an owned device array: every buffer copied into one
+ *   allocation, `sync_event` pointing to an event recorded after the
+ *   copies. Its release frees the device memory and destroys the event.
+ * - `ImportedArray.toHost()` (lifetime/imported.ts) goes the other way.
+ *
+ * Lifetimes: the returned `ExportedArray` owns the device copy until a
+ * consumer moves it out or `release()` runs; the release may run on any
+ * thread and waits for the copies first. The host source is released once
+ * the copies are done (CPU sources) or with the device array (others).
+ */
+import { type Pointer } from "bun:ffi";
+import { DeviceType, type MemoryKindName } from "../abi/layout.ts";
+import { asPointer } from "../abi/structs.ts";
+import { InvalidArgumentError, Status, errorFor } from "../errors.ts";
+import { lastError, native } from "../ffi/library.ts";
+import { ExportedArray } from "../lifetime/exported.ts";
+import { drainReleased } from "../lifetime/keepalive.ts";
+import { DeviceStream, deviceRuntime, type DeviceKind } from "./runtime.ts";
+
+export type DeviceTarget = {
+  /** Which runtime. */
+  device: DeviceKind;
+  /** Device ordinal (default 0): the array's `device_id`. */
+  id?: number;
+  /** Device memory (default: ARROW_DEVICE_CUDA / ROCM), pinned host memory
+   * (CUDA_HOST / ROCM_HOST) or managed memory (CUDA_MANAGED). */
+  memory?: MemoryKindName;
+  /** Stream the copies and the event go on (a DeviceStream, or a raw
+   * CUstream / hipStream_t handle); default: the default stream. */
+  stream?: DeviceStream | number;
+};
+
+/** The Arrow device type of `memory` on `device`. */
+export function targetDeviceType(device: DeviceKind, memory: MemoryKindName = "device"): number {
+  if (device === "cuda") {
+    if (memory === "device") return DeviceType.CUDA;
+    if (memory === "pinned") return DeviceType.CUDA_HOST;
+    if (memory === "managed") return DeviceType.CUDA_MANAGED;
+  } else if (device === "rocm") {
+    if (memory === "device") return DeviceType.ROCM;
+    if (memory === "pinned") return DeviceType.ROCM_HOST;
+    if (memory === "managed") throw new InvalidArgumentError(Status.invalid_argument, "ROCm managed memory has no Arrow device type; use \"device\" or \"pinned\"");
+  }
+  throw new InvalidArgumentError(Status.invalid_argument, `unknown device "${String(device)}" or memory "${String(memory)}": expected device "cuda" | "rocm" and memory "device" | "pinned" | "managed"`);
+}
+
+export function streamHandle(device: DeviceKind, stream: DeviceStream | number | undefined): number {
+  if (stream === undefined) return 0;
+  if (typeof stream === "number") return stream;
+  if (!(stream instanceof DeviceStream)) throw new InvalidArgumentError(Status.invalid_argument, "stream must be a DeviceStream or a raw stream handle");
+  if (stream.runtime.kind !== device) throw new InvalidArgumentError(Status.invalid_argument, `stream belongs to ${stream.runtime.kind}, not ${device}`);
+  return stream.handle;
+}
+
+/**
+ * Moves the host array `schema` + `array` (C `ArrowSchema*`,
+ * `ArrowDeviceArray*`; left released, success or not) to `target` and
+ * returns the owned device copy. Loads the runtime if needed (throws
+ * DeviceUnavailableError when it is not available).
+ */
+export function copyArrayToDevice(schema: Pointer | number, array: Pointer | number, target: DeviceTarget): ExportedArray {
+  const deviceType = targetDeviceType(target.device, target.memory);
+  const stream = streamHandle(target.device, target.stream);
+  try {
+    deviceRuntime(target.device); // loads it with the path from the environment
+  } catch (error) {
+    // The input is still consumed, as promised.
+    native.abd_device_array_release(asPointer(array as number));
+    native.abd_schema_release(asPointer(schema as number));
+    throw error;
+  }
+  const out = new ExportedArray("device_array", `${target.device} ArrowDeviceArray`);
+  const status = native.abd_device_array_to_device(asPointer(schema as number), asPointer(array as number), deviceType, target.id ?? 0, asPointer(stream), out.schema, out.array);
+  if (status !== 0) {
+    const error = errorFor(status, lastError());
+    out.release();
+    throw error;
+  }
+  drainReleased();
+  return out;
+}

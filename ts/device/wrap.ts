@@ -1,0 +1,157 @@
+/**
+ * Exporting memory you already have, described node by node with format
+ * strings: device pointers from another library (wrapped as an
+ * ArrowDeviceArray with your event and your release), or JS buffers of a
+ * type apache-arrow cannot express. No apache-arrow here.
+ *
+ * Ownership. The returned `ExportedArray` owns the two base structs. The
+ * memory itself stays yours: it must stay valid and unchanged until the
+ * consumer releases the tree. When that happens (on any thread), the JS
+ * buffers and objects named here are let go and `onRelease` runs, later,
+ * on the JS thread: that is when you may free device memory or destroy the
+ * event. Nothing here reads any buffer.
+ */
+import { DeviceType, Flags } from "../abi/layout.ts";
+import { asPointer } from "../abi/structs.ts";
+import { schemaPlan } from "../abi/schema_plan.ts";
+import { InvalidArgumentError, Status, errorFor } from "../errors.ts";
+import { lastError, native } from "../ffi/library.ts";
+import { ExportedArray } from "../lifetime/exported.ts";
+import { drainReleased, forgetUnused, retainForNative, whenReleased } from "../lifetime/keepalive.ts";
+import { DeviceEvent, DeviceMemory, hostAddress, type DeviceKind } from "./runtime.ts";
+import { targetDeviceType } from "./transfer.ts";
+
+/** A buffer: a raw address, device memory, a JS buffer, or none (NULL). */
+export type RawBuffer = number | bigint | ArrayBufferView | DeviceMemory | null;
+
+export type RawArrayNode = {
+  /** C Data Interface format string, e.g. "i", "+vl", "+r". */
+  format: string;
+  name?: string | null;
+  metadata?: Iterable<[string, string]> | null;
+  /** ArrowSchema flags (default: NULLABLE). */
+  flags?: number;
+  length: number;
+  /** Default: 0 without a validity buffer, -1 (unknown) with one. */
+  nullCount?: number;
+  offset?: number;
+  buffers: RawBuffer[];
+  children?: RawArrayNode[];
+  dictionary?: RawArrayNode | null;
+};
+
+export type RawExportOptions = {
+  /** Arrow device type of every buffer (default CPU). */
+  deviceType?: number;
+  /** Default: -1 for CPU, else 0. */
+  deviceId?: number;
+  /** Event the consumer must wait on (a DeviceEvent or a `CUevent*` /
+   * `hipEvent_t*` address); kept alive with the export. */
+  syncEvent?: DeviceEvent | number | null;
+  /** Runs on the JS thread after the consumer released the tree. */
+  onRelease?: () => void;
+  /** Anything else to keep reachable until then. */
+  keepAlive?: unknown;
+};
+
+function bufferAddress(buffer: RawBuffer, retained: unknown[]): number {
+  if (buffer === null || buffer === undefined) return 0;
+  if (typeof buffer === "number") return buffer;
+  if (typeof buffer === "bigint") return Number(buffer);
+  if (buffer instanceof DeviceMemory) {
+    retained.push(buffer);
+    return buffer.address;
+  }
+  if (ArrayBuffer.isView(buffer)) {
+    retained.push(buffer);
+    return hostAddress(buffer);
+  }
+  throw new InvalidArgumentError(Status.invalid_argument, `a buffer must be an address, a DeviceMemory, a typed array or null, not ${String(buffer)}`);
+}
+
+function planOf(root: RawArrayNode, retained: unknown[]): Float64Array {
+  const words: number[] = [];
+  const walk = (node: RawArrayNode) => {
+    const children = node.children ?? [];
+    const hasValidity = node.buffers.length > 0 && node.buffers[0] !== null;
+    words.push(node.length, node.nullCount ?? (hasValidity ? -1 : 0), node.offset ?? 0, node.buffers.length, children.length, node.dictionary ? 1 : 0);
+    for (const buffer of node.buffers) words.push(bufferAddress(buffer, retained));
+    for (const child of children) walk(child);
+    if (node.dictionary) walk(node.dictionary);
+  };
+  walk(root);
+  return Float64Array.from(words);
+}
+
+function withDefaultFlags(node: RawArrayNode): RawArrayNode {
+  return {
+    ...node,
+    flags: node.flags ?? Flags.NULLABLE,
+    children: node.children?.map(withDefaultFlags),
+    dictionary: node.dictionary ? withDefaultFlags(node.dictionary) : null,
+  };
+}
+
+/** Exports `root` (and its children) over the given buffers, without
+ * copying or reading them. The structure is checked (buffer and child
+ * counts per format, lengths); the data is not. */
+export function exportRawArray(root: RawArrayNode, options: RawExportOptions = {}): ExportedArray {
+  drainReleased();
+  const deviceType = options.deviceType ?? DeviceType.CPU;
+  const deviceId = options.deviceId ?? (deviceType === DeviceType.CPU ? -1 : 0);
+  const retained: unknown[] = [];
+  const plan = planOf(root, retained);
+  let syncEvent = 0;
+  if (options.syncEvent instanceof DeviceEvent) {
+    retained.push(options.syncEvent);
+    syncEvent = options.syncEvent.address;
+  } else if (typeof options.syncEvent === "number") {
+    syncEvent = options.syncEvent;
+  }
+  if (options.keepAlive !== undefined) retained.push(options.keepAlive);
+  const handle = new ExportedArray("device_array", "raw ArrowDeviceArray");
+  try {
+    const schemaBytes = schemaPlan(withDefaultFlags(root));
+    let status = native.abd_schema_build(schemaBytes, schemaBytes.length, handle.schema);
+    if (status !== 0) throw errorFor(status, lastError());
+    const keepaliveId = retainForNative(retained);
+    status = native.abd_device_array_build(plan, plan.length, keepaliveId, deviceType, deviceId, syncEvent ? asPointer(syncEvent) : null, handle.array);
+    if (status !== 0) {
+      const error = errorFor(status, lastError());
+      forgetUnused(keepaliveId);
+      throw error;
+    }
+    status = native.abd_device_array_check(handle.schema, handle.array);
+    if (status !== 0) throw errorFor(status, lastError());
+    // Only a successful export tells the caller when it is released.
+    if (options.onRelease) whenReleased(keepaliveId, options.onRelease);
+    return handle;
+  } catch (error) {
+    handle.release();
+    throw error;
+  }
+}
+
+export type WrapOptions = {
+  device: DeviceKind;
+  /** Device ordinal: the array's device_id. */
+  id: number;
+  /** Where the buffers live (default "device"). */
+  memory?: "device" | "pinned" | "managed";
+  syncEvent?: DeviceEvent | number | null;
+  onRelease?: () => void;
+  keepAlive?: unknown;
+};
+
+/** Exports device memory you own as an ArrowDeviceArray of `options.device`
+ * (CUDA / CUDA_HOST / CUDA_MANAGED, ROCM / ROCM_HOST), with your event as
+ * `sync_event` and `onRelease` telling you when the consumer is done. */
+export function wrapDeviceMemory(root: RawArrayNode, options: WrapOptions): ExportedArray {
+  return exportRawArray(root, {
+    deviceType: targetDeviceType(options.device, options.memory ?? "device"),
+    deviceId: options.id,
+    syncEvent: options.syncEvent,
+    onRelease: options.onRelease,
+    keepAlive: options.keepAlive,
+  });
+}

@@ -1,0 +1,393 @@
+//! Device runtimes (CUDA, ROCm) behind one table of operations, as
+//! nanoarrow's `ArrowDevice`: callers name a device type and an ordinal and
+//! never branch on the vendor.
+//!
+//! Loading. Each runtime is opened with dlopen on first use (cuda.zig,
+//! hip.zig); nothing is linked at build time. A runtime that cannot load is
+//! "not available": an ordinary state with a message that says why and what
+//! was tried. A failed load is retried on the next use (the library may have
+//! been installed or the environment variable set meanwhile); a successful
+//! one is kept for the life of the process, like libarrow_device itself,
+//! because releases of device arrays may run until the process exits.
+//!
+//! Threads. Every operation may be called from any thread, including
+//! release callbacks on threads this library does not own. Backends make
+//! their device current around each driver call (a pushed CUDA primary
+//! context, a saved and restored HIP device) and leave the thread as they
+//! found it.
+//!
+//! Ownership. The runtime owns nothing the caller allocated; every
+//! allocation, stream and event it creates belongs to the caller, who frees
+//! it with the matching call. The counters `live_device_allocations` and
+//! `live_device_events` track what this library created and has not freed.
+
+const std = @import("std");
+const abi = @import("../abi.zig");
+const status = @import("../status.zig");
+const counters = @import("../counters.zig");
+const device_sync = @import("../device_sync.zig");
+const sync = @import("../sync.zig");
+const Status = status.Status;
+const fail = status.fail;
+
+/// What kind of memory an allocation is. Numbers are part of the C API.
+pub const MemoryKind = enum(c_int) {
+    /// Device memory: never readable by the host (CUDA, ROCM).
+    device = 0,
+    /// Page-locked host memory (CUDA_HOST, ROCM_HOST).
+    pinned = 1,
+    /// Managed (unified) memory (CUDA_MANAGED).
+    managed = 2,
+};
+
+pub const Direction = enum(c_int) {
+    host_to_device = 0,
+    device_to_host = 1,
+    device_to_device = 2,
+};
+
+/// What a pointer query found. Numbers are part of the C API.
+pub const PointerKind = enum(c_int) {
+    /// Not known to the runtime: ordinary host memory.
+    host = 0,
+    device = 1,
+    pinned = 2,
+    managed = 3,
+};
+
+/// Most device ordinals a runtime serves.
+pub const max_devices = 64;
+
+/// CUstream / hipStream_t. Null is the default stream.
+pub const Stream = ?*anyopaque;
+/// CUevent / hipEvent_t (the handle; `sync_event` points to one).
+pub const Event = ?*anyopaque;
+/// Runs on a driver thread once the stream reaches it. It must not call
+/// the driver.
+pub const HostFn = *const fn (context: ?*anyopaque) callconv(.c) void;
+
+pub const DeviceInfo = struct {
+    name: [256]u8 = @splat(0),
+    total_memory_bytes: u64 = 0,
+
+    pub fn nameSlice(self: *const DeviceInfo) []const u8 {
+        return std.mem.sliceTo(&self.name, 0);
+    }
+};
+
+pub const PointerInfo = struct {
+    kind: PointerKind = .host,
+    /// -1 when the pointer belongs to no device.
+    device_id: i32 = -1,
+};
+
+/// What a successful load found.
+pub const LoadInfo = struct {
+    device_count: i32 = 0,
+    /// The driver's (CUDA) or runtime's (HIP) version number.
+    version: i32 = 0,
+    library_path: [512]u8 = @splat(0),
+};
+
+/// One vendor's implementation. Every operation takes a valid, loaded
+/// device ordinal (checked by `Runtime` before dispatch).
+pub const Ops = struct {
+    /// Opens the library at `path` (or the default sonames), resolves every
+    /// symbol, initializes the driver. Called with the runtime's lock held.
+    load: *const fn (path: ?[]const u8, out: *LoadInfo) Status,
+    deviceInfo: *const fn (device: i32, out: *DeviceInfo) Status,
+    alloc: *const fn (device: i32, kind: MemoryKind, size: usize, out: *usize) Status,
+    free: *const fn (device: i32, kind: MemoryKind, address: usize) Status,
+    copy: *const fn (device: i32, direction: Direction, dst: usize, src: usize, size: usize, stream: Stream, is_async: bool) Status,
+    streamCreate: *const fn (device: i32, out: *Stream) Status,
+    streamDestroy: *const fn (device: i32, stream: Stream) Status,
+    streamSynchronize: *const fn (device: i32, stream: Stream) Status,
+    streamWaitEvent: *const fn (device: i32, stream: Stream, event: Event) Status,
+    launchHostFn: *const fn (device: i32, stream: Stream, function: HostFn, context: ?*anyopaque) Status,
+    eventCreate: *const fn (device: i32, out: *Event) Status,
+    eventRecord: *const fn (device: i32, event: Event, stream: Stream) Status,
+    eventSynchronize: *const fn (device: i32, event: Event) Status,
+    eventQuery: *const fn (device: i32, event: Event, ready: *bool) Status,
+    eventDestroy: *const fn (device: i32, event: Event) Status,
+    pointerQuery: *const fn (address: usize, out: *PointerInfo) Status,
+};
+
+pub const Runtime = struct {
+    /// "CUDA" or "ROCm", for messages.
+    name: []const u8,
+    /// The environment variable that names the library path.
+    env_var: [:0]const u8,
+    device_type: abi.DeviceType,
+    pinned_device_type: abi.DeviceType,
+    /// Null when the vendor has no device type for managed memory.
+    managed_device_type: ?abi.DeviceType,
+    ops: Ops,
+    mutex: sync.Mutex = .{},
+    loaded: std.atomic.Value(bool) = .init(false),
+    info: LoadInfo = .{},
+
+    /// Loads the runtime if it is not loaded yet. `path` overrides the
+    /// environment variable; null or empty means "the variable, else the
+    /// default sonames".
+    pub fn load(self: *Runtime, path: ?[]const u8) Status {
+        if (self.loaded.load(.acquire)) return .ok;
+        self.mutex.lock();
+        defer self.mutex.unlock();
+        if (self.loaded.load(.acquire)) return .ok;
+        var chosen: ?[]const u8 = if (path) |p| (if (p.len > 0) p else null) else null;
+        if (chosen == null) {
+            if (std.c.getenv(self.env_var)) |value| {
+                const text = std.mem.span(value);
+                if (text.len > 0) chosen = text;
+            }
+        }
+        var info: LoadInfo = .{};
+        const loaded = self.ops.load(chosen, &info);
+        if (loaded != .ok) return loaded;
+        self.info = info;
+        self.loaded.store(true, .release);
+        device_sync.setWaiter(waitForHost);
+        return .ok;
+    }
+
+    pub fn isLoaded(self: *const Runtime) bool {
+        return self.loaded.load(.acquire);
+    }
+
+    /// Checks that `device` is an ordinal of this (loaded) runtime.
+    pub fn checkDevice(self: *Runtime, device: i64) Status {
+        const loaded = self.load(null);
+        if (loaded != .ok) return loaded;
+        if (device < 0 or device >= self.info.device_count)
+            return fail(.invalid_argument, "{s} device {d} does not exist: there {s} {d} {s} device{s} (ordinals 0..{d})", .{
+                self.name,                                            device,
+                if (self.info.device_count == 1) "is" else "are",     self.info.device_count,
+                self.name,                                            if (self.info.device_count == 1) "" else "s",
+                self.info.device_count - 1,
+            });
+        return .ok;
+    }
+
+    pub fn deviceInfo(self: *Runtime, device: i64, out: *DeviceInfo) Status {
+        const checked = self.checkDevice(device);
+        if (checked != .ok) return checked;
+        return self.ops.deviceInfo(@intCast(device), out);
+    }
+
+    pub fn alloc(self: *Runtime, device: i64, kind: MemoryKind, size: usize, out: *usize) Status {
+        const checked = self.checkDevice(device);
+        if (checked != .ok) return checked;
+        if (size == 0) return fail(.invalid_argument, "cannot allocate 0 bytes of {s} {s} memory", .{ self.name, @tagName(kind) });
+        if (kind == .managed and self.managed_device_type == null)
+            return fail(.unsupported, "{s} managed memory has no Arrow device type; allocate device or pinned memory", .{self.name});
+        const allocated = self.ops.alloc(@intCast(device), kind, size, out);
+        if (allocated == .ok) counters.add(.live_device_allocations, 1);
+        return allocated;
+    }
+
+    pub fn free(self: *Runtime, device: i64, kind: MemoryKind, address: usize) Status {
+        const checked = self.checkDevice(device);
+        if (checked != .ok) return checked;
+        if (address == 0) return .ok;
+        const freed = self.ops.free(@intCast(device), kind, address);
+        if (freed == .ok) counters.add(.live_device_allocations, -1);
+        return freed;
+    }
+
+    pub fn copy(self: *Runtime, device: i64, direction: Direction, dst: usize, src: usize, size: usize, stream: Stream, is_async: bool) Status {
+        const checked = self.checkDevice(device);
+        if (checked != .ok) return checked;
+        if (size == 0) return .ok;
+        if (dst == 0 or src == 0) return fail(.invalid_argument, "{s} copy of {d} bytes from 0x{x} to 0x{x}: NULL address", .{ self.name, size, src, dst });
+        return self.ops.copy(@intCast(device), direction, dst, src, size, stream, is_async);
+    }
+
+    pub fn streamCreate(self: *Runtime, device: i64, out: *Stream) Status {
+        const checked = self.checkDevice(device);
+        if (checked != .ok) return checked;
+        return self.ops.streamCreate(@intCast(device), out);
+    }
+
+    pub fn streamDestroy(self: *Runtime, device: i64, stream: Stream) Status {
+        const checked = self.checkDevice(device);
+        if (checked != .ok) return checked;
+        if (stream == null) return fail(.invalid_argument, "the default {s} stream cannot be destroyed", .{self.name});
+        return self.ops.streamDestroy(@intCast(device), stream);
+    }
+
+    pub fn streamSynchronize(self: *Runtime, device: i64, stream: Stream) Status {
+        const checked = self.checkDevice(device);
+        if (checked != .ok) return checked;
+        return self.ops.streamSynchronize(@intCast(device), stream);
+    }
+
+    pub fn streamWaitEvent(self: *Runtime, device: i64, stream: Stream, event: Event) Status {
+        const checked = self.checkDevice(device);
+        if (checked != .ok) return checked;
+        if (event == null) return fail(.invalid_argument, "{s} event handle is NULL", .{self.name});
+        return self.ops.streamWaitEvent(@intCast(device), stream, event);
+    }
+
+    pub fn launchHostFn(self: *Runtime, device: i64, stream: Stream, function: HostFn, context: ?*anyopaque) Status {
+        const checked = self.checkDevice(device);
+        if (checked != .ok) return checked;
+        return self.ops.launchHostFn(@intCast(device), stream, function, context);
+    }
+
+    pub fn eventCreate(self: *Runtime, device: i64, out: *Event) Status {
+        const checked = self.checkDevice(device);
+        if (checked != .ok) return checked;
+        const created = self.ops.eventCreate(@intCast(device), out);
+        if (created == .ok) counters.add(.live_device_events, 1);
+        return created;
+    }
+
+    pub fn eventRecord(self: *Runtime, device: i64, event: Event, stream: Stream) Status {
+        const checked = self.checkDevice(device);
+        if (checked != .ok) return checked;
+        if (event == null) return fail(.invalid_argument, "{s} event handle is NULL", .{self.name});
+        return self.ops.eventRecord(@intCast(device), event, stream);
+    }
+
+    pub fn eventSynchronize(self: *Runtime, device: i64, event: Event) Status {
+        const checked = self.checkDevice(device);
+        if (checked != .ok) return checked;
+        if (event == null) return fail(.invalid_argument, "{s} event handle is NULL", .{self.name});
+        return self.ops.eventSynchronize(@intCast(device), event);
+    }
+
+    pub fn eventQuery(self: *Runtime, device: i64, event: Event, ready: *bool) Status {
+        const checked = self.checkDevice(device);
+        if (checked != .ok) return checked;
+        if (event == null) return fail(.invalid_argument, "{s} event handle is NULL", .{self.name});
+        return self.ops.eventQuery(@intCast(device), event, ready);
+    }
+
+    /// Destroys an event this library created (counted).
+    pub fn eventDestroy(self: *Runtime, device: i64, event: Event) Status {
+        const checked = self.checkDevice(device);
+        if (checked != .ok) return checked;
+        if (event == null) return fail(.invalid_argument, "{s} event handle is NULL", .{self.name});
+        const destroyed = self.ops.eventDestroy(@intCast(device), event);
+        if (destroyed == .ok) counters.add(.live_device_events, -1);
+        return destroyed;
+    }
+
+    pub fn pointerQuery(self: *Runtime, address: usize, out: *PointerInfo) Status {
+        const loaded = self.load(null);
+        if (loaded != .ok) return loaded;
+        return self.ops.pointerQuery(address, out);
+    }
+
+    /// The Arrow device type of memory of `kind` on this runtime.
+    pub fn deviceTypeOf(self: *const Runtime, kind: MemoryKind) abi.DeviceType {
+        return switch (kind) {
+            .device => self.device_type,
+            .pinned => self.pinned_device_type,
+            .managed => self.managed_device_type orelse self.device_type,
+        };
+    }
+
+    /// The memory kind that an array of `device_type` lives in.
+    pub fn memoryKindOf(self: *const Runtime, device_type: abi.DeviceType) MemoryKind {
+        if (device_type == self.pinned_device_type) return .pinned;
+        if (self.managed_device_type) |managed| {
+            if (device_type == managed) return .managed;
+        }
+        return .device;
+    }
+};
+
+const cuda = @import("cuda.zig");
+const hip = @import("hip.zig");
+
+pub var cuda_runtime: Runtime = .{
+    .name = "CUDA",
+    .env_var = "ARROW_DEVICE_CUDA_LIBRARY",
+    .device_type = abi.device_cuda,
+    .pinned_device_type = abi.device_cuda_host,
+    .managed_device_type = abi.device_cuda_managed,
+    .ops = cuda.ops,
+};
+
+pub var rocm_runtime: Runtime = .{
+    .name = "ROCm",
+    .env_var = "ARROW_DEVICE_HIP_LIBRARY",
+    .device_type = abi.device_rocm,
+    .pinned_device_type = abi.device_rocm_host,
+    .managed_device_type = null,
+    .ops = hip.ops,
+};
+
+/// The runtime that serves arrays of `device_type` (CUDA, CUDA_HOST and
+/// CUDA_MANAGED: CUDA; ROCM and ROCM_HOST: ROCm), or null.
+pub fn forDeviceType(device_type: abi.DeviceType) ?*Runtime {
+    return switch (device_type) {
+        abi.device_cuda, abi.device_cuda_host, abi.device_cuda_managed => &cuda_runtime,
+        abi.device_rocm, abi.device_rocm_host => &rocm_runtime,
+        else => null,
+    };
+}
+
+/// Like `forDeviceType`, failing with a message for other device types.
+pub fn require(device_type: abi.DeviceType) struct { Status, ?*Runtime } {
+    if (forDeviceType(device_type)) |rt| return .{ .ok, rt };
+    return .{ fail(.unknown_device, "device type {d} ({s}) has no runtime here: only CUDA (2, 3, 13) and ROCm (10, 11) do", .{ device_type, abi.deviceTypeName(device_type) orelse "unknown" }), null };
+}
+
+/// `device_sync`'s waiter: blocks until the event behind `sync_event` (a
+/// `CUevent*` / `hipEvent_t*`) fired, loading the runtime if needed.
+fn waitForHost(device_type: abi.DeviceType, device_id: i64, sync_event: *anyopaque) Status {
+    const found = require(device_type);
+    if (found[0] != .ok) return found[0];
+    const handle: *const Event = @ptrCast(@alignCast(sync_event));
+    return found[1].?.eventSynchronize(device_id, handle.*);
+}
+
+/// An event this library created, boxed so that the box's address is the
+/// `CUevent*` / `hipEvent_t*` that `sync_event` holds.
+pub const EventBox = extern struct {
+    /// First field: `&box.handle == &box` is the sync_event pointer.
+    handle: Event,
+    device_type: abi.DeviceType,
+    device_id: i32,
+
+    pub fn create(rt: *Runtime, device: i64, out: **EventBox) Status {
+        const box = std.heap.c_allocator.create(EventBox) catch return fail(.out_of_memory, "out of memory allocating an event", .{});
+        box.* = .{ .handle = null, .device_type = rt.device_type, .device_id = @intCast(device) };
+        const created = rt.eventCreate(device, &box.handle);
+        if (created != .ok) {
+            std.heap.c_allocator.destroy(box);
+            return created;
+        }
+        out.* = box;
+        return .ok;
+    }
+
+    /// Destroys the event and frees the box.
+    pub fn destroy(self: *EventBox) Status {
+        const rt = forDeviceType(self.device_type).?;
+        const destroyed = rt.eventDestroy(self.device_id, self.handle);
+        std.heap.c_allocator.destroy(self);
+        return destroyed;
+    }
+
+    pub fn syncEvent(self: *EventBox) *anyopaque {
+        return @ptrCast(&self.handle);
+    }
+};
+
+comptime {
+    std.debug.assert(@offsetOf(EventBox, "handle") == 0);
+}
+
+test "device types map to their runtime" {
+    try std.testing.expect(forDeviceType(abi.device_cuda_managed) == &cuda_runtime);
+    try std.testing.expect(forDeviceType(abi.device_rocm_host) == &rocm_runtime);
+    try std.testing.expect(forDeviceType(abi.device_cpu) == null);
+    try std.testing.expect(forDeviceType(abi.device_metal) == null);
+    try std.testing.expectEqual(MemoryKind.pinned, cuda_runtime.memoryKindOf(abi.device_cuda_host));
+    try std.testing.expectEqual(abi.device_rocm_host, rocm_runtime.deviceTypeOf(.pinned));
+    const found = require(abi.device_opencl);
+    try std.testing.expectEqual(Status.unknown_device, found[0]);
+}
