@@ -16,6 +16,7 @@ test {
     _ = @import("manifest.zig");
     _ = @import("format.zig");
     _ = @import("validate.zig");
+    _ = @import("validate_test.zig");
     _ = @import("tree_block.zig");
     _ = @import("keepalive.zig");
     _ = @import("export_array.zig");
