@@ -20,3 +20,10 @@ export { liveHandles, debugEnabled } from "./lifetime/debug.ts";
 export { exportArray, exportDeviceArray, exportSchema, exportBatches, type ArraySource, type SchemaSource, type ExportOptions } from "./convert/export.ts";
 export { formatOf } from "./convert/formats.ts";
 export { consumeNatively, fnv1a32, type NativeBufferReport } from "./native_consumer.ts";
+export { CSchema, CArray, CDeviceArray, addressOf, type StructRef } from "./lifetime/c_structs.ts";
+export { hostAccessError } from "./lifetime/imported.ts";
+export {
+  toDataType, toField, toSchema, toData, toVector, toRecordBatch, toTable, importVector, importRecordBatch,
+  type ImportConvertOptions,
+} from "./convert/import.ts";
+export { typeSignature, type ConvertOptions } from "./convert/types.ts";

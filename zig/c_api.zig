@@ -19,6 +19,7 @@ const export_schema = @import("export_schema.zig");
 const owner_mod = @import("owner.zig");
 const validate = @import("validate.zig");
 const consumer = @import("consumer.zig");
+const move = @import("move.zig");
 
 const Status = status.Status;
 const Owner = owner_mod.Owner;
@@ -208,4 +209,32 @@ export fn abd_owner_retain_views(owner: *Owner, n: u32) void {
 export fn abd_consume_device_array(schema: ?*abi.ArrowSchema, array: ?*abi.ArrowDeviceArray, level: c_int, report: [*]f64, capacity: u32) c_int {
     const lvl = levelFrom(level) orelse return code(status.fail(.invalid_argument, "validation level {d} is not 0..3", .{level}));
     return code(consumer.consume(schema, array, lvl, report[0..capacity]));
+}
+
+// ---------------------------------------------------------------------------
+// Moving structs the caller holds (move.zig)
+// ---------------------------------------------------------------------------
+
+/// Moves `src` to `dst` (bitwise copy, then `src->release = NULL`). `dst`
+/// must be released or zeroed. On failure nothing changes. Any thread.
+export fn abd_schema_move(src: ?*abi.ArrowSchema, dst: ?*abi.ArrowSchema) c_int {
+    return code(move.moveSchema(src, dst));
+}
+
+export fn abd_array_move(src: ?*abi.ArrowArray, dst: ?*abi.ArrowArray) c_int {
+    return code(move.moveArray(src, dst));
+}
+
+export fn abd_device_array_move(src: ?*abi.ArrowDeviceArray, dst: ?*abi.ArrowDeviceArray) c_int {
+    return code(move.moveDeviceArray(src, dst));
+}
+
+/// Moves child `index` of `parent` to `dst`. The caller must release the
+/// parent next; its release skips the moved child.
+export fn abd_schema_move_child(parent: ?*abi.ArrowSchema, index: i64, dst: ?*abi.ArrowSchema) c_int {
+    return code(move.moveSchemaChild(parent, index, dst));
+}
+
+export fn abd_array_move_child(parent: ?*abi.ArrowArray, index: i64, dst: ?*abi.ArrowArray) c_int {
+    return code(move.moveArrayChild(parent, index, dst));
 }

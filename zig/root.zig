@@ -1,6 +1,7 @@
 //! Root of libarrow_device: pulls in the exported C API and every module's
 //! tests. Layers point one way:
 //!   abi <- format <- validate <- owner/export_* <- consumer <- c_api
+//!   abi <- move <- c_api
 
 const std = @import("std");
 
@@ -24,5 +25,6 @@ test {
     _ = @import("owner.zig");
     _ = @import("device_sync.zig");
     _ = @import("consumer.zig");
+    _ = @import("move.zig");
     _ = @import("c_api.zig");
 }

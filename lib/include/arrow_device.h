@@ -256,6 +256,17 @@ const void* abd_view_deallocator(void);
 abd_status abd_consume_device_array(struct ArrowSchema* schema, struct ArrowDeviceArray* array,
                                     int level, double* report, uint32_t capacity);
 
+/* Moving structs the caller holds: bitwise copy to `dst`, then
+ * `src->release = NULL`. `dst` must be released (or zeroed); on failure
+ * nothing changes. The *_move_child forms move child `index` out of a live
+ * parent, which the caller must then release (its release skips the moved
+ * child). Any thread. */
+abd_status abd_schema_move(struct ArrowSchema* src, struct ArrowSchema* dst);
+abd_status abd_array_move(struct ArrowArray* src, struct ArrowArray* dst);
+abd_status abd_device_array_move(struct ArrowDeviceArray* src, struct ArrowDeviceArray* dst);
+abd_status abd_schema_move_child(struct ArrowSchema* parent, int64_t index, struct ArrowSchema* dst);
+abd_status abd_array_move_child(struct ArrowArray* parent, int64_t index, struct ArrowArray* dst);
+
 #ifdef __cplusplus
 }
 #endif

@@ -384,7 +384,12 @@ export type ExportOptions = {
 /** The single Data (plus its field) that `source` exports as. */
 function dataOf(source: ArraySource): { data: Data; schema: SchemaSource } {
   if (source instanceof RecordBatch) {
-    return { data: source.data, schema: source.schema };
+    // The fields come from the data's struct type: apache-arrow's
+    // RecordBatch.schema merges repeated field names (Schema.assign), so
+    // for them it no longer describes the columns; the struct type does.
+    const fields = source.data.type.children;
+    const schema = fields.every((f, i) => f === source.schema.fields[i]) ? source.schema : new Schema(fields, source.schema.metadata);
+    return { data: source.data, schema };
   }
   if (source instanceof Vector) {
     if (source.data.length !== 1) {

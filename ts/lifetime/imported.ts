@@ -19,9 +19,13 @@ import {
   nodeStride, ownerInfoWords, type TypeIdName, type ValidationLevelName,
 } from "../abi/layout.ts";
 import { arrayFields, asPointer, deviceArrayFields, readMetadata, schemaFields, wrapNative } from "../abi/structs.ts";
-import { ReleasedError, Status, UnsupportedError, InvalidArgumentError, OutOfRangeError } from "../errors.ts";
+import {
+  InvalidArgumentError, InvalidLayoutError, OutOfRangeError, ReleasedError, Status, UnknownDeviceError, UnsupportedError,
+  type ArrowDeviceError,
+} from "../errors.ts";
 import { check, native } from "../ffi/library.ts";
-import { track, untrack } from "./debug.ts";
+import { addressOf, type StructRef } from "./c_structs.ts";
+import { debugEnabled, reportLeak, track, untrack } from "./debug.ts";
 
 const deallocator = native.abd_view_deallocator();
 const typeIdNames = Object.fromEntries(Object.entries(TypeId).map(([k, v]) => [v, k])) as Record<number, TypeIdName>;
@@ -66,6 +70,21 @@ const kindElement: Record<number, TypedArrayConstructor> = {
 /** Info words copied out of the owner (they never change). */
 type OwnerInfo = Float64Array;
 
+/** Debug mode only: warns about handles collected without dispose() (their
+ * memory is released by the view deallocators either way). */
+const leakWarnings = debugEnabled ? new FinalizationRegistry<number>((token) => reportLeak(token, "ImportedArray")) : null;
+
+/** The typed error for reading memory the host cannot read: unknown device
+ * types get UnknownDeviceError, known devices UnsupportedError. Both name
+ * the device. */
+export function hostAccessError(deviceType: number, deviceId: number, what: string): ArrowDeviceError {
+  const name = deviceTypeName(deviceType);
+  if (name.startsWith("unknown")) {
+    return new UnknownDeviceError(Status.unknown_device, `${what}: the data is on device type ${deviceType}, which this library does not know; it can only be read as opaque raw views (addresses, lengths), not converted to host objects`);
+  }
+  return new UnsupportedError(Status.unsupported, `${what}: the data is in ${name} memory (device ${deviceId}), which the host cannot read; copy it to the host first`);
+}
+
 /**
  * An imported array (or record batch: a struct array) held by a native
  * owner. Read it through `root` (typed raw views, every Arrow type) or
@@ -86,6 +105,7 @@ export class ImportedArray implements Disposable {
   private constructor(owner: number) {
     this.#owner = owner;
     this.#token = track("ImportedArray");
+    leakWarnings?.register(this, this.#token, this);
     const info = new Float64Array(ownerInfoWords);
     native.abd_owner_info(asPointer(owner), info);
     this.#info = info;
@@ -106,20 +126,20 @@ export class ImportedArray implements Disposable {
   /** Moves `schema` + `deviceArray` (C `ArrowSchema*`, `ArrowDeviceArray*`)
    * in and validates them. The caller's structs are left released, whether
    * or not this succeeds. */
-  static fromDeviceArray(schema: Pointer | number | null, deviceArray: Pointer | number | null, options: ImportOptions = {}): ImportedArray {
+  static fromDeviceArray(schema: StructRef | null, deviceArray: StructRef | null, options: ImportOptions = {}): ImportedArray {
     const out = new BigUint64Array(1);
     const level = ValidationLevel[options.validation ?? "default"];
     if (level === undefined) throw new InvalidArgumentError(Status.invalid_argument, `unknown validation level "${options.validation}"`);
-    check(native.abd_import_device_array(schema as Pointer, deviceArray as Pointer, level, out));
+    check(native.abd_import_device_array(addressOf(schema) as Pointer, addressOf(deviceArray) as Pointer, level, out));
     return new ImportedArray(Number(out[0]));
   }
 
   /** Like `fromDeviceArray` for a plain `ArrowArray*` (a CPU array). */
-  static fromArray(schema: Pointer | number | null, array: Pointer | number | null, options: ImportOptions = {}): ImportedArray {
+  static fromArray(schema: StructRef | null, array: StructRef | null, options: ImportOptions = {}): ImportedArray {
     const out = new BigUint64Array(1);
     const level = ValidationLevel[options.validation ?? "default"];
     if (level === undefined) throw new InvalidArgumentError(Status.invalid_argument, `unknown validation level "${options.validation}"`);
-    check(native.abd_import_array(schema as Pointer, array as Pointer, level, out));
+    check(native.abd_import_array(addressOf(schema) as Pointer, addressOf(array) as Pointer, level, out));
     return new ImportedArray(Number(out[0]));
   }
 
@@ -180,14 +200,20 @@ export class ImportedArray implements Disposable {
    * is collected or the handle is disposed. Empty buffers get a fresh empty
    * ArrayBuffer.
    */
-  bufferMemory(index: number): ArrayBuffer {
+  bufferMemory(index: number, byteLength?: number): ArrayBuffer {
     this.#live();
     const made = this.#views.get(index);
     if (made) return made;
+    if (!this.hostReadable) throw hostAccessError(this.deviceType, this.deviceId, `buffer ${index}`);
     const address = this.bufferWord(index, BufferWord.address);
-    const size = this.bufferWord(index, BufferWord.size_bytes);
-    if (size < 0 || !this.hostReadable) {
-      throw new UnsupportedError(Status.unsupported, `buffer ${index} is on device ${this.deviceTypeName} and cannot be read by the host; copy it to the host first`);
+    let size = this.bufferWord(index, BufferWord.size_bytes);
+    if (size < 0) {
+      // Validated at "minimal": value sizes were not read. The caller read
+      // them (RawArray.buffer, convert/import.ts) and passes them in.
+      if (byteLength === undefined || !(byteLength >= 0)) {
+        throw new InvalidLayoutError(Status.invalid_layout, `buffer ${index} has a size that validation did not compute; read it through RawArray.buffer()`);
+      }
+      size = byteLength;
     }
     let memory: ArrayBuffer;
     if (size === 0 || address === 0) {
@@ -202,15 +228,52 @@ export class ImportedArray implements Disposable {
 
   /** Makes views of many buffers with one native call for the references
    * (the import hot path). */
-  prefetchBuffers(indices: number[]): void {
+  prefetchBuffers(indices: Iterable<number>): void {
     this.#live();
     if (!this.hostReadable) return;
-    const wanted = indices.filter((i) => !this.#views.has(i) && this.bufferWord(i, BufferWord.size_bytes) > 0 && this.bufferWord(i, BufferWord.address) !== 0);
+    const buffers = this.#buffers;
+    const wanted: number[] = [];
+    for (const i of indices) {
+      const base = i * bufferStride;
+      if (buffers[base + BufferWord.size_bytes] > 0 && buffers[base + BufferWord.address] !== 0 && !this.#views.has(i)) wanted.push(i);
+    }
     if (wanted.length === 0) return;
     native.abd_owner_retain_views(asPointer(this.#owner), wanted.length);
     for (const i of wanted) {
-      this.#views.set(i, this.#wrap(this.bufferWord(i, BufferWord.address), this.bufferWord(i, BufferWord.size_bytes)));
+      const base = i * bufferStride;
+      this.#views.set(i, this.#wrap(buffers[base + BufferWord.address], buffers[base + BufferWord.size_bytes]));
     }
+  }
+
+  /** Number of buffers in the owner's table (every node's, preorder). */
+  get bufferCount(): number {
+    return this.#info[OwnerInfoWord.buffer_count];
+  }
+
+  /** Makes views of every buffer whose size validation computed, with one
+   * native call for all their references (what conversion does first). */
+  prefetchAll(): void {
+    const count = this.bufferCount;
+    const all = new Array<number>(count);
+    for (let i = 0; i < count; i++) all[i] = i;
+    this.prefetchBuffers(all);
+  }
+
+  /**
+   * Hands the lifetime over to the garbage collector: the handle stops
+   * tracking what it made, so each buffer view lives as long as JS uses it
+   * and the producer's release runs once the last one is collected. After
+   * this, `dispose()` no longer detaches anything (the handle is as if
+   * disposed). Used by `importVector` / `importRecordBatch`, whose results
+   * outlive their handle.
+   */
+  releaseToGC(): void {
+    if (this.#disposed) return;
+    this.#disposed = true;
+    untrack(this.#token);
+    leakWarnings?.unregister(this);
+    this.#created = [];
+    this.#views.clear();
   }
 
   /** Detaches every ArrayBuffer made over owner memory, which releases the
@@ -219,6 +282,7 @@ export class ImportedArray implements Disposable {
     if (this.#disposed) return;
     this.#disposed = true;
     untrack(this.#token);
+    leakWarnings?.unregister(this);
     const created = this.#created;
     this.#created = [];
     this.#views.clear();
@@ -298,8 +362,45 @@ export class RawArray {
 
   /** Buffer `i` as a typed array of its element type, over the producer's
    * memory (no copy), covering offset + length slots. */
+  /**
+   * Size of buffer `i` in bytes. Sizes that validation left unknown (level
+   * "minimal" reads no buffer) are read now: the last offset for value
+   * bytes, the sizes buffer for variadic buffers. Throws for memory the
+   * host cannot read, naming the device.
+   */
+  byteLength(i: number): number {
+    const known = this.bufferSize(i);
+    if (known >= 0) return known;
+    if (!this.imported.hostReadable) throw hostAccessError(this.deviceType, this.deviceId, `buffer ${i} of ${this.#where()}`);
+    const kind = this.bufferKind(i);
+    if (kind === BufferKind.bytes) {
+      const offsets = this.buffer(1) as Int32Array | BigInt64Array;
+      const last = Number(offsets[this.offset + this.length] ?? 0);
+      if (last < 0) throw new InvalidLayoutError(Status.invalid_layout, `${this.#where()}: last offset ${last} is negative`);
+      return last;
+    }
+    if (kind === BufferKind.variadic_bytes) {
+      const sizes = this.buffer(this.nBuffers - 1) as BigInt64Array;
+      const size = Number(sizes[i - 2] ?? 0n);
+      if (size < 0) throw new InvalidLayoutError(Status.invalid_layout, `${this.#where()}: variadic buffer ${i - 2} has negative size ${size}`);
+      return size;
+    }
+    throw new InvalidLayoutError(Status.invalid_layout, `${this.#where()}: buffer ${i} has no known size`);
+  }
+
+  #where(): string {
+    return `"${this.name ?? ""}" (${this.format})`;
+  }
+
+  /** The ArrayBuffer over buffer `i` (shared by every view of it). */
+  memory(i: number): ArrayBuffer {
+    const index = this.bufferIndex(i);
+    const known = this.imported.bufferWord(index, BufferWord.size_bytes);
+    return this.imported.bufferMemory(index, known >= 0 ? undefined : this.byteLength(i));
+  }
+
   buffer(i: number): TypedBuffer {
-    const memory = this.imported.bufferMemory(this.bufferIndex(i));
+    const memory = this.memory(i);
     const kind = this.bufferKind(i);
     const element = kind === BufferKind.fixed ? fixedElement[this.#word(NodeWord.type_id)] ?? Uint8Array : kindElement[kind];
     const bytesPer = (element as unknown as { BYTES_PER_ELEMENT: number }).BYTES_PER_ELEMENT;

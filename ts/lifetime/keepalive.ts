@@ -9,14 +9,17 @@
  * threadsafe callback, and only then drops the references. So no JS memory
  * reachable by C is ever collected or moved before C released it.
  */
-import { JSCallback, ptr } from "bun:ffi";
+import { JSCallback } from "bun:ffi";
 import { native } from "../ffi/library.ts";
 
 const retained = new Map<number, unknown>();
 let nextId = 1;
 
+// Passed to C as the typed array itself, converted at each call: an address
+// taken once with ptr() can go stale when the GC moves a typed array's
+// storage (seen: ids written to the old place, never read, so exports were
+// retained forever).
 const drainScratch = new Float64Array(512);
-const drainScratchAddress = ptr(drainScratch);
 
 /** Registers `objects` to be kept strongly reachable; returns the id to
  * hand to the native builder. */
@@ -36,7 +39,7 @@ export function forgetUnused(id: number): void {
 export function drainReleased(): number {
   let dropped = 0;
   for (;;) {
-    const n = native.abd_take_released(drainScratchAddress, drainScratch.length);
+    const n = native.abd_take_released(drainScratch, drainScratch.length);
     for (let i = 0; i < n; i++) {
       if (retained.delete(drainScratch[i])) dropped++;
     }
