@@ -73,7 +73,8 @@ export function compareBatches(actual: RecordBatch, expected: RecordBatch, where
 export function compareVectors(actual: Vector, expected: Vector, where = ""): Mismatch {
   const problems: string[] = [];
   if (actual.length !== expected.length) return [`${where}: length ${actual.length}, expected ${expected.length}`];
-  if (actual.nullCount !== expected.nullCount) problems.push(`${where}: nullCount ${actual.nullCount}, expected ${expected.nullCount}`);
+  // apache-arrow reports -1 for some slices it cannot count (a sliced Null).
+  if (expected.nullCount >= 0 && actual.nullCount !== expected.nullCount) problems.push(`${where}: nullCount ${actual.nullCount}, expected ${expected.nullCount}`);
   const got = slots(actual);
   const want = slots(expected);
   for (let i = 0; i < want.length; i++) {

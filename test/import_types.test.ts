@@ -1,0 +1,550 @@
+/**
+ * C -> apache-arrow, every type of the C Data Interface's format table:
+ * arrays produced by a C producer (test/fixtures/c_producer.c, buffers in
+ * malloc'd memory) are imported and converted, compared slot by slot with
+ * apache-arrow's own vector of the same values, and their buffers must be
+ * the producer's memory itself. Each type also goes through a C offset
+ * (null_count -1), and nested types through offsets at every level.
+ */
+import { afterEach, describe, expect, test } from "bun:test";
+import { ptr } from "bun:ffi";
+import {
+  Binary, BinaryView, Bool, Data, DataType, DateDay, DateMillisecond, Decimal, Dictionary, DurationMicrosecond,
+  DurationMillisecond, DurationNanosecond, DurationSecond, Field, FixedSizeBinary, FixedSizeList, Float16, Float32,
+  Float64, Int16, Int32, Int64, Int8, IntervalDayTime, IntervalMonthDayNano, IntervalYearMonth, LargeBinary, LargeList,
+  LargeUtf8, List, Map_, Null, Struct, TimeMicrosecond, TimeMillisecond, TimeNanosecond, TimeSecond, Timestamp, TimeUnit,
+  Uint16, Uint32, Uint64, Uint8, Union, UnionMode, Utf8, Utf8View, Vector, makeData, vectorFromArray,
+} from "apache-arrow";
+import {
+  ImportedArray, InvalidArgumentError, UnknownDeviceError, UnsupportedError, nonZeroCounters, toData, toDataType,
+  toRecordBatch, toSchema, toTable, toVector, typeSignature,
+} from "../ts/index.ts";
+import { compareVectors } from "./helpers/arrow_compare.ts";
+import { collectUntil } from "./helpers/gc.ts";
+import {
+  bits, disposeProduced, produceArray, produceDevice, producerBuffer, producerClean, specFromData, type NodeSpec,
+} from "./helpers/producer.ts";
+
+afterEach(async () => {
+  expect(await collectUntil(() => Object.keys(nonZeroCounters()).length === 0)).toBe(true);
+  expect(producerClean()).toEqual({ live: 0, doubles: 0 });
+});
+
+const encoder = new TextEncoder();
+
+/** 16-byte views over `strings` (inline up to 12 bytes, else in one
+ * variadic buffer). */
+function viewData(type: BinaryView | Utf8View, strings: (string | null)[]): Data {
+  const views = new Uint8Array(strings.length * 16);
+  const dv = new DataView(views.buffer);
+  const chunks: Uint8Array[] = [];
+  let dataLength = 0;
+  strings.forEach((s, i) => {
+    if (s === null) return;
+    const bytes = encoder.encode(s);
+    dv.setInt32(i * 16, bytes.length, true);
+    if (bytes.length <= 12) {
+      views.set(bytes, i * 16 + 4);
+    } else {
+      views.set(bytes.subarray(0, 4), i * 16 + 4);
+      dv.setInt32(i * 16 + 8, 0, true);
+      dv.setInt32(i * 16 + 12, dataLength, true);
+      chunks.push(bytes);
+      dataLength += bytes.length;
+    }
+  });
+  const variadic = new Uint8Array(dataLength);
+  let at = 0;
+  for (const c of chunks) { variadic.set(c, at); at += c.length; }
+  return makeData({ type, length: strings.length, nullBitmap: bits(strings.map((s) => s !== null)), views, variadicBuffers: [variadic] } as never);
+}
+
+type Case = { format: string; make: () => Vector };
+
+const strings = ["alpha", null, "", "a string longer than twelve bytes", "ß∂ƒ", "tail value number six", null, "x"];
+const entries = new Field("entries", new Struct([new Field("key", new Utf8(), false), new Field("value", new Int32(), true)]), false);
+
+/** Every type of the format table apache-arrow can represent. */
+const cases: Record<string, Case> = {
+  null: { format: "n", make: () => vectorFromArray([null, null, null, null, null, null], new Null()) },
+  boolean: { format: "b", make: () => vectorFromArray([true, false, null, true, true, false, null, true, false, true], new Bool()) },
+  int8: { format: "c", make: () => vectorFromArray([1, -2, null, 127, -128, 5, 6], new Int8()) },
+  uint8: { format: "C", make: () => vectorFromArray([1, 2, null, 255, 0, 5, 6], new Uint8()) },
+  int16: { format: "s", make: () => vectorFromArray([1, -2, null, 32767, -32768, 5, 6], new Int16()) },
+  uint16: { format: "S", make: () => vectorFromArray([1, 2, null, 65535, 0, 5, 6], new Uint16()) },
+  int32: { format: "i", make: () => vectorFromArray([1, -2, null, 2147483647, -2147483648, 5, 6], new Int32()) },
+  uint32: { format: "I", make: () => vectorFromArray([1, 2, null, 4294967295, 0, 5, 6], new Uint32()) },
+  int64: { format: "l", make: () => vectorFromArray([1n, -2n, null, 9223372036854775807n, -9223372036854775808n, 5n, 6n], new Int64()) },
+  uint64: { format: "L", make: () => vectorFromArray([1n, 2n, null, 18446744073709551615n, 0n, 5n, 6n], new Uint64()) },
+  float16: { format: "e", make: () => vectorFromArray([1.5, -2, null, 65504, 0.099975586, 5, 6], new Float16()) },
+  float32: { format: "f", make: () => vectorFromArray([1.5, -2, null, 3.4e38, Number.NaN, 5, 6], new Float32()) },
+  float64: { format: "g", make: () => vectorFromArray([1.5, -2, null, 1.7e308, -0, Number.NaN, 6], new Float64()) },
+  binary: { format: "z", make: () => vectorFromArray(strings.map((s) => (s === null ? null : encoder.encode(s))), new Binary()) },
+  large_binary: { format: "Z", make: () => vectorFromArray(strings.map((s) => (s === null ? null : encoder.encode(s))), new LargeBinary()) },
+  binary_view: { format: "vz", make: () => new Vector([viewData(new BinaryView(), strings)]) },
+  utf8: { format: "u", make: () => vectorFromArray(strings, new Utf8()) },
+  large_utf8: { format: "U", make: () => vectorFromArray(strings, new LargeUtf8()) },
+  utf8_view: { format: "vu", make: () => new Vector([viewData(new Utf8View(), strings)]) },
+  decimal32: {
+    format: "d:9,2,32",
+    make: () => new Vector([makeData({ type: new Decimal(2, 9, 32), length: 6, nullBitmap: bits([true, true, false, true, true, true]), data: new Uint32Array([1, 999999999, 0, 3, 0xffffffff, 7]) })]),
+  },
+  decimal64: {
+    format: "d:18,3,64",
+    make: () => new Vector([makeData({ type: new Decimal(3, 18, 64), length: 5, nullBitmap: bits([true, false, true, true, true]), data: new Uint32Array([1, 0, 2, 0, 0xffffffff, 0xffffffff, 4, 1, 5, 0]) })]),
+  },
+  decimal128: {
+    format: "d:38,10",
+    make: () => new Vector([makeData({ type: new Decimal(10, 38, 128), length: 5, nullBitmap: bits([true, true, true, false, true]), data: Uint32Array.from({ length: 20 }, (_, i) => i * 7919) })]),
+  },
+  decimal256: {
+    format: "d:76,-3,256",
+    make: () => new Vector([makeData({ type: new Decimal(-3, 76, 256), length: 5, nullBitmap: bits([true, true, false, true, true]), data: Uint32Array.from({ length: 40 }, (_, i) => i * 104729) })]),
+  },
+  fixed_size_binary: {
+    format: "w:3",
+    make: () => vectorFromArray([new Uint8Array([1, 2, 3]), null, new Uint8Array([4, 5, 6]), new Uint8Array([7, 8, 9]), new Uint8Array([0, 0, 1]), null], new FixedSizeBinary(3)),
+  },
+  date32: { format: "tdD", make: () => new Vector([makeData({ type: new DateDay(), length: 6, nullBitmap: bits([true, false, true, true, true, true]), data: new Int32Array([0, 1, -1, 19000, 365, 7]) })]) },
+  date64: { format: "tdm", make: () => new Vector([makeData({ type: new DateMillisecond(), length: 5, nullBitmap: bits([true, true, false, true, true]), data: new BigInt64Array([0n, 86400000n, 3n, -86400000n, 1700000000000n]) })]) },
+  time32s: { format: "tts", make: () => new Vector([makeData({ type: new TimeSecond(), length: 5, nullBitmap: bits([true, true, false, true, true]), data: new Int32Array([0, 1, 2, 86399, 5]) })]) },
+  time32ms: { format: "ttm", make: () => new Vector([makeData({ type: new TimeMillisecond(), length: 5, nullBitmap: bits([true, true, true, false, true]), data: new Int32Array([0, 1, 2, 86399999, 5]) })]) },
+  time64us: { format: "ttu", make: () => new Vector([makeData({ type: new TimeMicrosecond(), length: 5, nullBitmap: bits([false, true, true, true, true]), data: new BigInt64Array([0n, 1n, 2n, 86399999999n, 5n]) })]) },
+  time64ns: { format: "ttn", make: () => new Vector([makeData({ type: new TimeNanosecond(), length: 5, nullBitmap: bits([true, true, true, true, false]), data: new BigInt64Array([0n, 1n, 2n, 86399999999999n, 5n]) })]) },
+  timestamp_s: { format: "tss:", make: () => new Vector([makeData({ type: new Timestamp(TimeUnit.SECOND), length: 5, nullBitmap: bits([true, true, false, true, true]), data: new BigInt64Array([0n, 1n, 2n, -3n, 1700000000n]) })]) },
+  timestamp_ms_utc: { format: "tsm:UTC", make: () => new Vector([makeData({ type: new Timestamp(TimeUnit.MILLISECOND, "UTC"), length: 5, nullBitmap: bits([true, false, true, true, true]), data: new BigInt64Array([0n, 1n, 2n, -3n, 1700000000000n]) })]) },
+  timestamp_us_paris: { format: "tsu:Europe/Paris", make: () => new Vector([makeData({ type: new Timestamp(TimeUnit.MICROSECOND, "Europe/Paris"), length: 5, nullBitmap: bits([true, true, true, true, false]), data: new BigInt64Array([0n, 1n, 2n, -3n, 4n]) })]) },
+  timestamp_ns_offset: { format: "tsn:+07:30", make: () => new Vector([makeData({ type: new Timestamp(TimeUnit.NANOSECOND, "+07:30"), length: 5, nullBitmap: bits([true, true, true, true, true]), data: new BigInt64Array([0n, 1n, 2n, -3n, 4n]) })]) },
+  duration_s: { format: "tDs", make: () => vectorFromArray([1n, 2n, null, -4n, 5n], new DurationSecond()) },
+  duration_ms: { format: "tDm", make: () => vectorFromArray([1n, null, 3n, -4n, 5n], new DurationMillisecond()) },
+  duration_us: { format: "tDu", make: () => vectorFromArray([null, 2n, 3n, -4n, 5n], new DurationMicrosecond()) },
+  duration_ns: { format: "tDn", make: () => vectorFromArray([1n, 2n, 3n, -4n, null], new DurationNanosecond()) },
+  interval_months: { format: "tiM", make: () => new Vector([makeData({ type: new IntervalYearMonth(), length: 5, nullBitmap: bits([true, false, true, true, true]), data: new Int32Array([1, 2, -3, 12, 0]) })]) },
+  interval_day_time: { format: "tiD", make: () => new Vector([makeData({ type: new IntervalDayTime(), length: 4, nullBitmap: bits([true, true, false, true]), data: new Int32Array([1, 1000, 2, -5, 0, 0, 7, 86399999]) })]) },
+  interval_month_day_nano: {
+    format: "tin",
+    make: () => new Vector([makeData({ type: new IntervalMonthDayNano(), length: 4, nullBitmap: bits([true, true, true, false]), data: new Int32Array([1, 2, 3, 0, -1, -2, -3, -1, 12, 31, 100, 0, 0, 0, 0, 0]) })]),
+  },
+  list: { format: "+l", make: () => vectorFromArray([[1, 2], null, [], [3], [4, 5, 6], [7]], new List(new Field("item", new Int32(), true))) },
+  large_list: { format: "+L", make: () => vectorFromArray([["a"], null, [], ["b", null], ["c"], ["d", "e"]], new LargeList(new Field("item", new Utf8(), true))) },
+  fixed_size_list: { format: "+w:2", make: () => vectorFromArray([[1, 2], null, [3, null], [5, 6], [7, 8], [9, 10]], new FixedSizeList(2, new Field("item", new Int16(), true))) },
+  struct: {
+    format: "+s",
+    make: () => vectorFromArray(
+      [{ a: 1, b: "x" }, null, { a: null, b: "y" }, { a: 4, b: null }, { a: 5, b: "z" }, { a: 6, b: "w" }],
+      new Struct([new Field("a", new Int32(), true), new Field("b", new Utf8(), true)]),
+    ),
+  },
+  map: {
+    format: "+m",
+    make: () => vectorFromArray([new Map([["a", 1], ["b", 2]]), null, new Map(), new Map([["c", null]]), new Map([["d", 4]]), new Map([["e", 5]])], new Map_(entries, false)),
+  },
+  map_keys_sorted: {
+    format: "+m",
+    make: () => vectorFromArray([new Map([["a", 1], ["b", 2]]), new Map([["c", 3]]), new Map(), new Map([["d", 4]]), new Map([["e", 5]])], new Map_(entries.clone(), true)),
+  },
+  dense_union: {
+    format: "+ud:4,9",
+    make: () => {
+      const type = new Union(UnionMode.Dense, [4, 9], [new Field("i", new Int32(), true), new Field("s", new Utf8(), true)]);
+      const ints = vectorFromArray([10, null, 30], new Int32()).data[0];
+      const strs = vectorFromArray(["p", "q", null, "r"], new Utf8()).data[0];
+      return new Vector([makeData({ type, length: 7, typeIds: new Int8Array([4, 9, 9, 4, 9, 4, 9]), valueOffsets: new Int32Array([0, 0, 1, 1, 2, 2, 3]), children: [ints, strs] })]);
+    },
+  },
+  sparse_union: {
+    format: "+us:1,5",
+    make: () => {
+      const type = new Union(UnionMode.Sparse, [1, 5], [new Field("f", new Float64(), true), new Field("b", new Bool(), true)]);
+      const floats = vectorFromArray([1.5, 0, null, 4.5, 0, 6.5], new Float64()).data[0];
+      const bools = vectorFromArray([false, true, false, false, null, false], new Bool()).data[0];
+      return new Vector([makeData({ type, length: 6, typeIds: new Int8Array([1, 5, 1, 1, 5, 1]), children: [floats, bools] })]);
+    },
+  },
+  dictionary: {
+    format: "c",
+    make: () => vectorFromArray(["b", "a", null, "b", "c", "a", "c"], new Dictionary(new Utf8(), new Int8(), null, false)),
+  },
+  dictionary_ordered_uint32: {
+    format: "I",
+    make: () => vectorFromArray(["lo", "hi", "hi", null, "lo", "mid"], new Dictionary(new Utf8(), new Uint32(), null, true)),
+  },
+  nested_dictionary: {
+    format: "s",
+    make: () => {
+      const inner = new Dictionary(new Utf8(), new Int8(), null, false);
+      const innerValues = vectorFromArray(["x", "y", "x", null, "z"], inner).data[0];
+      const lists = makeData({ type: new List(new Field("item", inner, true)), length: 3, valueOffsets: new Int32Array([0, 2, 2, 5]), child: innerValues });
+      const outer = new Dictionary(lists.type, new Int16(), null, false);
+      return new Vector([makeData({ type: outer, length: 5, data: new Int16Array([2, 0, 1, 0, 2]), nullBitmap: bits([true, true, true, false, true]), dictionary: new Vector([lists]) })]);
+    },
+  },
+};
+
+/** Imports `spec` (C producer memory) and converts it; runs `check`
+ * while the import is alive, then disposes everything. */
+function withImported<T>(spec: NodeSpec, check: (imported: ImportedArray) => T, options = {}): T {
+  const produced = produceArray(spec);
+  try {
+    using imported = ImportedArray.fromArray(produced.schema, produced.array, options);
+    expect(produced.schema.released && produced.array.released).toBe(true);
+    return check(imported);
+  } finally {
+    disposeProduced(produced);
+  }
+}
+
+/** apache-arrow's non-empty buffers of a root at offset 0, each with the
+ * index of the C buffer it must be a view of. */
+function sharedBuffers(data: Data): [ArrayBufferView, number][] {
+  const out: [ArrayBufferView, number][] = [];
+  const add = (view: ArrayBufferView | undefined, index: number) => { if (view && view.byteLength > 0) out.push([view, index]); };
+  if (DataType.isUnion(data.type)) {
+    add(data.typeIds, 0);
+    add(data.valueOffsets, 1);
+    return out;
+  }
+  add(data.nullBitmap, 0);
+  add(data.valueOffsets, 1);
+  add(data.values, data.valueOffsets ? 2 : 1);
+  data.variadicBuffers.forEach((v, i) => add(v, 2 + i));
+  return out;
+}
+
+describe("import: every type of the format table, from C memory", () => {
+  for (const [name, { format, make }] of Object.entries(cases)) {
+    test(`${name} (${format})`, () => {
+      const vector = make();
+      expect(vector.data).toHaveLength(1);
+      const data = vector.data[0];
+      const spec = specFromData(data, name, true);
+      const produced = produceArray(spec);
+      const rootNode = produced.nodes[0];
+      try {
+        using imported = ImportedArray.fromArray(produced.schema, produced.array, { validation: "full" });
+        expect(imported.root.format).toBe(format);
+        const back = toVector(imported);
+        expect(typeSignature(back.type)).toBe(typeSignature(vector.type));
+        expect(compareVectors(back, vector, name)).toEqual([]);
+        // Zero-copy: every apache-arrow buffer is the producer's memory.
+        const shared = sharedBuffers(back.data[0]);
+        expect(shared.length).toBeGreaterThan(name === "null" ? -1 : 0);
+        for (const [view, cIndex] of shared) expect(ptr(view)).toBe(producerBuffer(rootNode, cIndex));
+      } finally {
+        disposeProduced(produced);
+      }
+    });
+
+    test(`${name} (${format}) at C offset 2, null_count unknown`, () => {
+      const vector = make();
+      const data = vector.data[0];
+      const length = data.length - 3;
+      const spec = specFromData(data, name, true, { offset: 2, length });
+      withImported(spec, (imported) => {
+        expect(imported.root.nullCount).toBe(data.nullCount > 0 && !DataType.isUnion(vector.type) && data.typeId !== 1 ? -1 : imported.root.nullCount);
+        const back = toVector(imported);
+        expect(compareVectors(back, vector.slice(2, 2 + length), `${name} sliced`)).toEqual([]);
+      });
+    });
+  }
+});
+
+describe("import: fields, schemas, metadata", () => {
+  test("names (empty, repeated, NULL), nullability, field and schema metadata, extension keys", () => {
+    const int = (name: string | null, flags: number, metadata?: [string, string][]): NodeSpec => ({
+      format: "i", name, flags, length: 2, buffers: [null, new Int32Array([1, 2])], metadata,
+    });
+    const spec: NodeSpec = {
+      format: "+s", name: "", length: 2, buffers: [null],
+      metadata: [["schema key", "schema value"], ["empty", ""]],
+      children: [
+        int("dup", 2, [["k", "v"], ["k2", ""]]),
+        int("dup", 0),
+        int("", 2),
+        int(null, 0),
+        int("uuid", 2, [["ARROW:extension:name", "arrow.uuid"], ["ARROW:extension:metadata", "{}"]]),
+      ],
+    };
+    withImported(spec, (imported) => {
+      const batch = toRecordBatch(imported);
+      expect(batch.schema.fields.map((f) => f.name)).toEqual(["dup", "dup", "", "", "uuid"]);
+      expect(batch.schema.fields.map((f) => f.nullable)).toEqual([true, false, true, false, true]);
+      expect([...batch.schema.metadata]).toEqual([["schema key", "schema value"], ["empty", ""]]);
+      expect([...batch.schema.fields[0].metadata]).toEqual([["k", "v"], ["k2", ""]]);
+      expect(batch.schema.fields[1].metadata.size).toBe(0);
+      expect(batch.schema.fields[4].metadata.get("ARROW:extension:name")).toBe("arrow.uuid");
+      expect(batch.schema.fields[4].metadata.get("ARROW:extension:metadata")).toBe("{}");
+      expect(batch.numCols).toBe(5);
+      expect([...batch.getChildAt(1)!]).toEqual([1, 2]);
+      expect(toSchema(imported.root).fields).toHaveLength(5);
+    });
+  });
+
+  test("toRecordBatch needs a struct root; toDataType and toData work on any node", () => {
+    withImported({ format: "+l", name: "l", length: 1, buffers: [null, new Int32Array([0, 2])], children: [{ format: "i", name: "item", length: 2, buffers: [null, new Int32Array([7, 8])] }] }, (imported) => {
+      expect(() => toRecordBatch(imported)).toThrow(InvalidArgumentError);
+      expect(() => toRecordBatch(imported)).toThrow('needs a struct root, but the root is "l" (+l)');
+      expect(String(toDataType(imported.root))).toBe("List<Int32>");
+      const child = toData(imported.root.child(0));
+      expect([...new Vector([child])]).toEqual([7, 8]);
+    });
+  });
+
+  test("toTable joins batches; dictionary types are shared; mismatched schemas are refused", () => {
+    const batchSpec = (values: string[], format = "c"): NodeSpec => ({
+      format: "+s", length: values.length, buffers: [null],
+      children: [{
+        format, name: "d", length: values.length, buffers: [null, new Int8Array(values.map((_, i) => i))],
+        dictionary: specFromData(vectorFromArray(values, new Utf8()).data[0], null),
+      }],
+    });
+    const a = produceArray(batchSpec(["x", "y"]));
+    const b = produceArray(batchSpec(["p", "q", "r"]));
+    const c = produceArray(batchSpec(["m"], "s"));
+    try {
+      using ia = ImportedArray.fromArray(a.schema, a.array);
+      using ib = ImportedArray.fromArray(b.schema, b.array);
+      using ic = ImportedArray.fromArray(c.schema, c.array);
+      const table = toTable([ia, ib]);
+      expect(table.numRows).toBe(5);
+      expect([...table.getChild("d")!]).toEqual(["x", "y", "p", "q", "r"]);
+      // One dictionary type for the whole column (apache-arrow compares ids).
+      expect(table.batches[1].schema.fields[0].type).toBe(table.schema.fields[0].type);
+      expect(() => toTable([ia, ic])).toThrow("batch 1 has schema");
+      expect(toTable([]).numRows).toBe(0);
+    } finally {
+      for (const p of [a, b, c]) disposeProduced(p);
+    }
+  });
+});
+
+describe("import: offsets at every nesting level", () => {
+  // Data the C producer holds with offsets on parents and children alike;
+  // the expected values are apache-arrow's own slices of the same data.
+  test("struct (offset 2) of int32 (offset 3), utf8 (offset 1), struct (offset 1) of bool (offset 5)", () => {
+    const n = 4;
+    const k = 2;
+    const ints = vectorFromArray(Array.from({ length: 3 + k + n }, (_, i) => (i % 3 === 0 ? null : i * 11)), new Int32());
+    const strs = vectorFromArray(Array.from({ length: 1 + k + n }, (_, i) => (i === 4 ? null : `s${i}`)), new Utf8());
+    const flags = vectorFromArray(Array.from({ length: 5 + 1 + k + n }, (_, i) => (i === 7 ? null : i % 2 === 0)), new Bool());
+    const innerBits = bits([true, false, true, true, true, false, true, true]);
+    const outerBits = bits([true, true, true, false, true, true]);
+    const innerType = new Struct([new Field("flag", new Bool(), true)]);
+    const outerType = new Struct([new Field("i", new Int32(), true), new Field("s", new Utf8(), true), new Field("inner", innerType, true)]);
+    // Expected: each child sliced by its own C offset, then the whole struct by k.
+    const inner = makeData({ type: innerType, length: 1 + k + n, nullBitmap: innerBits, children: [flags.slice(5, 5 + 1 + k + n).data[0]] });
+    const outer = makeData({ type: outerType, length: k + n, nullBitmap: outerBits, children: [ints.slice(3, 3 + k + n).data[0], strs.slice(1, 1 + k + n).data[0], inner.slice(1, k + n)] });
+    const expected = new Vector([outer]).slice(k, k + n);
+    const spec: NodeSpec = {
+      format: "+s", name: "outer", length: n, offset: k, nullCount: -1, buffers: [outerBits],
+      children: [
+        specFromData(ints.data[0], "i", true, { offset: 3, length: k + n }),
+        specFromData(strs.data[0], "s", true, { offset: 1, length: k + n }),
+        {
+          format: "+s", name: "inner", length: k + n, offset: 1, nullCount: -1, buffers: [innerBits],
+          children: [specFromData(flags.data[0], "flag", true, { offset: 5, length: 1 + k + n })],
+        },
+      ],
+    };
+    const produced = produceArray(spec);
+    try {
+      using imported = ImportedArray.fromArray(produced.schema, produced.array, { validation: "full" });
+      const back = toVector(imported);
+      expect(compareVectors(back, expected, "nested struct")).toEqual([]);
+      // Zero-copy with the offsets applied apache-arrow's way.
+      const i = back.data[0].children[0];
+      expect(ptr(i.values)).toBe(producerBuffer(produced.nodes[1], 1) + (3 + k) * 4);
+      expect(i.offset).toBe(3 + k);
+      expect(ptr(i.nullBitmap!)).toBe(producerBuffer(produced.nodes[1], 0));
+      const s = back.data[0].children[1];
+      expect(ptr(s.valueOffsets)).toBe(producerBuffer(produced.nodes[2], 1) + (1 + k) * 4);
+      expect(ptr(s.values)).toBe(producerBuffer(produced.nodes[2], 2));
+      const flag = back.data[0].children[2].children[0];
+      expect(flag.offset).toBe(5 + 1 + k);
+      expect(ptr(flag.values)).toBe(producerBuffer(produced.nodes[4], 1));
+    } finally {
+      disposeProduced(produced);
+    }
+  });
+
+  test("list (offset 1) of struct (offset 2) of int64 (offset 1); fixed-size list (offset 1) of int16 (offset 3)", () => {
+    const values = vectorFromArray([0n, 1n, 2n, 3n, null, 5n, 6n, 7n, 8n], new Int64());
+    const structType = new Struct([new Field("x", new Int64(), true)]);
+    const rows = makeData({ type: structType, length: 8, children: [values.slice(1, 9).data[0]] });
+    const listType = new List(new Field("item", structType, true));
+    const offsets = new Int32Array([0, 1, 3, 3, 6]);
+    const lists = makeData({ type: listType, length: 4, valueOffsets: offsets, nullBitmap: bits([true, true, false, true]), child: rows.slice(2, 6) });
+    const expectedList = new Vector([lists]).slice(1, 4);
+    const listSpec: NodeSpec = {
+      format: "+l", name: "l", length: 3, offset: 1, buffers: [bits([true, true, false, true]), offsets], nullCount: 1,
+      children: [{ format: "+s", name: "item", length: 6, offset: 2, buffers: [null], children: [specFromData(values.data[0], "x", true, { offset: 1, length: 8 })] }],
+    };
+    withImported(listSpec, (imported) => {
+      expect(compareVectors(toVector(imported), expectedList, "list of struct")).toEqual([]);
+    }, { validation: "full" });
+
+    const shorts = vectorFromArray(Array.from({ length: 3 + 2 * 4 }, (_, i) => (i === 6 ? null : i)), new Int16());
+    const fslType = new FixedSizeList(2, new Field("item", new Int16(), true));
+    const fsl = makeData({ type: fslType, length: 4, nullBitmap: bits([true, false, true, true]), child: shorts.slice(3, 11).data[0] });
+    const fslSpec: NodeSpec = {
+      format: "+w:2", name: "f", length: 3, offset: 1, nullCount: -1, buffers: [bits([true, false, true, true])],
+      children: [specFromData(shorts.data[0], "item", true, { offset: 3, length: 8 })],
+    };
+    withImported(fslSpec, (imported) => {
+      const back = toVector(imported);
+      expect(compareVectors(back, new Vector([fsl]).slice(1, 4), "fixed-size list")).toEqual([]);
+      expect(back.data[0].children[0].length).toBe(6);
+    }, { validation: "full" });
+  });
+
+  test("unions with offsets on the union and its children; dictionary indices and dictionary both offset", () => {
+    const type = new Union(UnionMode.Sparse, [3, 8], [new Field("a", new Int32(), true), new Field("b", new Utf8(), true)]);
+    const as = vectorFromArray([9, 9, 1, 2, 3, 4, 5, 6], new Int32());
+    const bs = vectorFromArray(["z", "p", "q", "r", "s", "t", "u"], new Utf8());
+    const ids = new Int8Array([3, 8, 3, 8, 8, 3]);
+    const sparse = makeData({ type, length: 6, typeIds: ids, children: [as.slice(2, 8).data[0], bs.slice(1, 7).data[0]] });
+    const sparseSpec: NodeSpec = {
+      format: "+us:3,8", length: 4, offset: 2, buffers: [ids],
+      children: [specFromData(as.data[0], "a", true, { offset: 2, length: 6 }), specFromData(bs.data[0], "b", true, { offset: 1, length: 6 })],
+    };
+    withImported(sparseSpec, (imported) => {
+      expect(compareVectors(toVector(imported), new Vector([sparse]).slice(2, 6), "sparse union")).toEqual([]);
+    }, { validation: "full" });
+
+    const denseType = new Union(UnionMode.Dense, [3, 8], [new Field("a", new Int32(), true), new Field("b", new Utf8(), true)]);
+    const denseIds = new Int8Array([8, 3, 8, 3, 3]);
+    const denseOffsets = new Int32Array([0, 0, 1, 1, 2]);
+    const dense = makeData({ type: denseType, length: 5, typeIds: denseIds, valueOffsets: denseOffsets, children: [as.slice(1, 8).data[0], bs.slice(2, 7).data[0]] });
+    const denseSpec: NodeSpec = {
+      format: "+ud:3,8", length: 4, offset: 1, buffers: [denseIds, denseOffsets],
+      children: [specFromData(as.data[0], "a", true, { offset: 1, length: 7 }), specFromData(bs.data[0], "b", true, { offset: 2, length: 5 })],
+    };
+    withImported(denseSpec, (imported) => {
+      expect(compareVectors(toVector(imported), new Vector([dense]).slice(1, 5), "dense union")).toEqual([]);
+    }, { validation: "full" });
+
+    const words = vectorFromArray(["unused", "zero", "one", "two"], new Utf8());
+    const dictType = new Dictionary(new Utf8(), new Int32(), null, false);
+    const indices = new Int32Array([2, 0, 1, 2, 0, 1]);
+    const coded = makeData({ type: dictType, length: 6, data: indices, nullBitmap: bits([true, true, false, true, true, true]), dictionary: words.slice(1, 4) });
+    const dictSpec: NodeSpec = {
+      format: "i", name: "d", length: 3, offset: 3, nullCount: -1, buffers: [bits([true, true, false, true, true, true]), indices],
+      dictionary: specFromData(words.data[0], null, true, { offset: 1, length: 3 }),
+    };
+    withImported(dictSpec, (imported) => {
+      expect(compareVectors(toVector(imported), new Vector([coded]).slice(3, 6), "dictionary")).toEqual([]);
+    }, { validation: "full" });
+  });
+});
+
+describe("import: list-view and run-end encoded (no apache-arrow type)", () => {
+  // list-view<int32>: views out of order, overlapping, with a null slot and
+  // a parent offset; the child has its own offset.
+  const listViewSpec = (format: "+vl" | "+vL"): NodeSpec => {
+    const cast = (values: number[]) => (format === "+vl" ? Int32Array.from(values) : BigInt64Array.from(values, BigInt)) as ArrayBufferView;
+    return {
+      format, name: "lv", length: 4, offset: 1, nullCount: 1,
+      // Null slots still keep offset + size within the child (Columnar.rst).
+      buffers: [bits([true, true, false, true, true]), cast([0, 3, 2, 0, 1]), cast([0, 2, 1, 3, 0])],
+      children: [specFromData(vectorFromArray([-1, 10, 20, 30, null, 50], new Int32()).data[0], "item", true, { offset: 1, length: 5 })],
+    };
+  };
+
+  for (const format of ["+vl", "+vL"] as const) {
+    test(`${format}: raw views read in place; conversion refuses by default, materializes on request`, () => {
+      withImported(listViewSpec(format), (imported) => {
+        const root = imported.root;
+        expect(root.typeId).toBe(format === "+vl" ? "list_view" : "large_list_view");
+        expect(root.offset).toBe(1);
+        const offsets = Array.from(root.buffer(1) as ArrayLike<number | bigint>, Number);
+        const sizes = Array.from(root.buffer(2) as ArrayLike<number | bigint>, Number);
+        expect(offsets).toEqual([0, 3, 2, 0, 1]);
+        expect(sizes).toEqual([0, 2, 1, 3, 0]);
+        expect(Array.from(root.child(0).buffer(1) as Int32Array)).toEqual([-1, 10, 20, 30, 0, 50]);
+        const what = format === "+vl" ? "a list-view" : "a large list-view";
+        expect(() => toVector(imported)).toThrow(UnsupportedError);
+        expect(() => toVector(imported)).toThrow(`"lv" (${format}) is ${what}, which apache-arrow 21 cannot represent`);
+        const back = toVector(imported, { materialize: true });
+        expect(String(back.type)).toBe(format === "+vl" ? "List<Int32>" : "LargeList<Int32>");
+        // The child's logical values are [10, 20, 30, null, 50]; slots 1..4
+        // view [3, 5), null, [0, 3) and nothing.
+        expect([...back].map((v) => (v === null ? null : [...v]))).toEqual([[null, 50], null, [10, 20, 30], []]);
+      }, { validation: "full" });
+    });
+  }
+
+  test("a list-view whose ranges are back to back shares its child (no copy)", () => {
+    const spec: NodeSpec = {
+      format: "+vl", name: "lv", length: 3, buffers: [null, new Int32Array([1, 3, 3]), new Int32Array([2, 0, 2])],
+      children: [specFromData(vectorFromArray([0, 1, 2, 3, 4], new Int32()).data[0], "item")],
+    };
+    const produced = produceArray(spec);
+    try {
+      using imported = ImportedArray.fromArray(produced.schema, produced.array);
+      const back = toVector(imported, { materialize: true });
+      expect([...back].map((v) => [...v!])).toEqual([[1, 2], [], [3, 4]]);
+      expect(ptr(back.data[0].children[0].values)).toBe(producerBuffer(produced.nodes[1], 1) + 4);
+    } finally {
+      disposeProduced(produced);
+    }
+  });
+
+  test("run-end encoded: raw views, default refusal, materialized values (with offsets, in a struct)", () => {
+    const ree = (offset: number, length: number): NodeSpec => ({
+      format: "+r", name: "runs", length, offset, buffers: [],
+      children: [
+        { format: "i", name: "run_ends", flags: 0, length: 4, buffers: [null, new Int32Array([2, 3, 7, 9])] },
+        specFromData(vectorFromArray(["a", null, "c", "d"], new Utf8()).data[0], "values"),
+      ],
+    });
+    withImported(ree(1, 7), (imported) => {
+      const root = imported.root;
+      expect(root.typeId).toBe("run_end_encoded");
+      expect(root.nBuffers).toBe(0);
+      expect(Array.from(root.child(0).buffer(1) as Int32Array)).toEqual([2, 3, 7, 9]);
+      expect(() => toVector(imported)).toThrow('"runs" (+r) is run-end encoded, which apache-arrow 21 cannot represent');
+      const back = toVector(imported, { materialize: true });
+      expect(String(back.type)).toBe("Utf8");
+      expect([...back]).toEqual(["a", null, "c", "c", "c", "c", "d"]);
+    }, { validation: "full" });
+    // In a struct with an offset: the parent's offset reaches the runs.
+    const struct: NodeSpec = { format: "+s", length: 3, offset: 2, buffers: [null], children: [ree(1, 8)] };
+    withImported(struct, (imported) => {
+      const batch = toRecordBatch(imported, { materialize: true });
+      expect([...batch.getChildAt(0)!]).toEqual(["c", "c", "c"]);
+      expect(() => toRecordBatch(imported)).toThrow(UnsupportedError);
+    }, { validation: "full" });
+  });
+});
+
+describe("import: device memory the host cannot read", () => {
+  const spec = (): NodeSpec => ({ format: "+s", length: 3, buffers: [null], children: [{ format: "i", name: "x", length: 3, buffers: [null, 0x1000] }] });
+
+  test("CUDA memory: raw views describe it, conversion names the device", () => {
+    const produced = produceDevice(spec(), 2, 1);
+    try {
+      using imported = ImportedArray.fromDeviceArray(produced.schema, produced.array, { validation: "full" });
+      expect(imported.deviceTypeName).toBe("CUDA");
+      expect(imported.root.child(0).bufferAddress(1)).toBe(0x1000);
+      expect(imported.root.child(0).bufferSize(1)).toBe(12);
+      expect(() => toRecordBatch(imported)).toThrow(UnsupportedError);
+      expect(() => toRecordBatch(imported)).toThrow("CUDA memory (device 1), which the host cannot read");
+      expect(() => imported.root.child(0).buffer(1)).toThrow("CUDA");
+    } finally {
+      disposeProduced(produced);
+    }
+  });
+
+  test("an unknown device type imports as opaque raw data; conversion is UnknownDeviceError", () => {
+    const produced = produceDevice(spec(), 99, 0);
+    try {
+      using imported = ImportedArray.fromDeviceArray(produced.schema, produced.array, { validation: "full" });
+      expect(imported.deviceTypeName).toBe("unknown(99)");
+      expect(imported.root.child(0).describe()).toMatchObject({ format: "i", length: 3 });
+      expect(() => toRecordBatch(imported)).toThrow(UnknownDeviceError);
+      expect(() => toVector(imported)).toThrow("device type 99, which this library does not know");
+    } finally {
+      disposeProduced(produced);
+    }
+  });
+});
