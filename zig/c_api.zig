@@ -141,17 +141,27 @@ export fn abd_take_released(out: [*]f64, capacity: u32) u32 {
 
 /// Moves `schema` and `array` into a new owner (one reference, the
 /// caller's) after validating at `level` (0 none .. 3 full).
+/// Even a malformed call (bad level, NULL `out`) moves the structs in and
+/// releases them.
 export fn abd_import_device_array(schema: ?*abi.ArrowSchema, array: ?*abi.ArrowDeviceArray, level: c_int, out: ?*?*Owner) c_int {
-    const target = out orelse return code(status.fail(.invalid_argument, "out owner pointer is NULL", .{}));
-    const lvl = levelFrom(level) orelse return code(status.fail(.invalid_argument, "validation level {d} is not 0..3", .{level}));
-    return code(owner_mod.import(schema, array, lvl, target));
+    const lvl = levelFrom(level);
+    if (out == null or lvl == null) {
+        owner_mod.discard(schema, if (array) |a| &a.array else null);
+        if (out == null) return code(status.fail(.invalid_argument, "out owner pointer is NULL", .{}));
+        return code(status.fail(.invalid_argument, "validation level {d} is not 0..3", .{level}));
+    }
+    return code(owner_mod.import(schema, array, lvl.?, out.?));
 }
 
 /// Like `abd_import_device_array` for a plain ArrowArray (a CPU array).
 export fn abd_import_array(schema: ?*abi.ArrowSchema, array: ?*abi.ArrowArray, level: c_int, out: ?*?*Owner) c_int {
-    const target = out orelse return code(status.fail(.invalid_argument, "out owner pointer is NULL", .{}));
-    const lvl = levelFrom(level) orelse return code(status.fail(.invalid_argument, "validation level {d} is not 0..3", .{level}));
-    return code(owner_mod.importArray(schema, array, lvl, target));
+    const lvl = levelFrom(level);
+    if (out == null or lvl == null) {
+        owner_mod.discard(schema, array);
+        if (out == null) return code(status.fail(.invalid_argument, "out owner pointer is NULL", .{}));
+        return code(status.fail(.invalid_argument, "validation level {d} is not 0..3", .{level}));
+    }
+    return code(owner_mod.importArray(schema, array, lvl.?, out.?));
 }
 
 export fn abd_owner_retain(owner: *Owner, n: u32) void {

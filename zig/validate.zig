@@ -127,7 +127,19 @@ const Walker = struct {
         if (self.depth > 0) {
             var prefix: [512]u8 = undefined;
             var len: usize = 0;
-            for (self.path[1 .. self.depth + 1], 0..) |segment, i| {
+            const segments = self.path[1 .. self.depth + 1];
+            // Deep paths keep their first and last levels: the rest is noise.
+            const head = 3;
+            const tail = 4;
+            const elide = segments.len > head + tail + 1;
+            for (segments, 0..) |segment, i| {
+                if (elide and i >= head and i < segments.len - tail) {
+                    if (i == head) {
+                        const gap = std.fmt.bufPrint(prefix[len..], " > ... {d} levels ...", .{segments.len - head - tail}) catch break;
+                        len += gap.len;
+                    }
+                    continue;
+                }
                 const sep = if (i == 0) "" else " > ";
                 const piece = switch (segment.kind) {
                     .field => std.fmt.bufPrint(prefix[len..], "{s}field \"{s}\"", .{ sep, segment.name }),

@@ -516,6 +516,8 @@ test "nesting is limited to max_nesting_depth levels below the root" {
     defer b.deinit();
     try testing.expectEqual(Status.ok, check(nestedLists(&b, validate.max_nesting_depth), .full));
     try expectFailure(nestedLists(&b, validate.max_nesting_depth + 1), .none, .too_deep, "nesting is deeper than 64 levels");
+    // The path keeps its first three and last four levels.
+    try testing.expect(std.mem.startsWith(u8, message(), "child 0 \"item\" > child 0 \"item\" > child 0 \"item\" > ... 57 levels ... > child 0 \"item\""));
 }
 
 test "memory the host cannot read is never dereferenced, at any level" {

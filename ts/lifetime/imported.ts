@@ -129,7 +129,11 @@ export class ImportedArray implements Disposable {
   static fromDeviceArray(schema: StructRef | null, deviceArray: StructRef | null, options: ImportOptions = {}): ImportedArray {
     const out = new BigUint64Array(1);
     const level = ValidationLevel[options.validation ?? "default"];
-    if (level === undefined) throw new InvalidArgumentError(Status.invalid_argument, `unknown validation level "${options.validation}"`);
+    if (level === undefined) {
+      // Still moved in (and released): the contract holds for every error.
+      native.abd_import_device_array(addressOf(schema) as Pointer, addressOf(deviceArray) as Pointer, -1, out);
+      throw new InvalidArgumentError(Status.invalid_argument, `unknown validation level "${options.validation}" (none, minimal, default, full); the structs were released`);
+    }
     check(native.abd_import_device_array(addressOf(schema) as Pointer, addressOf(deviceArray) as Pointer, level, out));
     return new ImportedArray(Number(out[0]));
   }
@@ -138,7 +142,11 @@ export class ImportedArray implements Disposable {
   static fromArray(schema: StructRef | null, array: StructRef | null, options: ImportOptions = {}): ImportedArray {
     const out = new BigUint64Array(1);
     const level = ValidationLevel[options.validation ?? "default"];
-    if (level === undefined) throw new InvalidArgumentError(Status.invalid_argument, `unknown validation level "${options.validation}"`);
+    if (level === undefined) {
+      // Still moved in (and released): the contract holds for every error.
+      native.abd_import_array(addressOf(schema) as Pointer, addressOf(array) as Pointer, -1, out);
+      throw new InvalidArgumentError(Status.invalid_argument, `unknown validation level "${options.validation}" (none, minimal, default, full); the structs were released`);
+    }
     check(native.abd_import_array(addressOf(schema) as Pointer, addressOf(array) as Pointer, level, out));
     return new ImportedArray(Number(out[0]));
   }
