@@ -40,10 +40,12 @@ export function fieldSignature(field: Field): string {
   return JSON.stringify([field.name, field.nullable, [...field.metadata], typeSignature(field.type), nested(field.type)]);
 }
 
-/** The fields apache-arrow's own data carries (its RecordBatch.schema is
- * wrong for repeated field names: Schema.assign merges them by name). */
+/** The fields of the columns as apache-arrow's child Data hold them: for
+ * repeated field names its RecordBatch.schema is wrong (Schema.assign
+ * merges them by name), and after a slice its struct type is too. */
 export function trueFields(batch: RecordBatch): Field[] {
-  return batch.data.type.children;
+  const children = batch.data.children;
+  return batch.data.type.children.map((f, i) => (f.type === children[i].type ? f : new Field(f.name, children[i].type, f.nullable, f.metadata)));
 }
 
 export type Mismatch = string[];
