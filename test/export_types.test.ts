@@ -192,3 +192,22 @@ describe("export: record batches, schemas, errors", () => {
     expect(() => exportArray({} as Data)).toThrow(InvalidArgumentError);
   });
 });
+
+describe("import of shared buffers", () => {
+  test("buffers at the same address share one ArrayBuffer and one owner reference", () => {
+    const column = vectorFromArray([1, null, 3, 4], new Int32()).data[0];
+    const fields = [new Field("a", new Int32(), true), new Field("b", new Int32(), true), new Field("c", new Int32(), true)];
+    const batch = new RecordBatch(new Schema(fields), makeData({ type: new Struct(fields), length: 4, children: [column, column, column] }));
+    using exported = exportArray(batch);
+    using imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
+    const back = toRecordBatch(imported);
+    // Node and buffer tables, plus one view for the shared validity and
+    // one for the shared values: 4, not 2 + 6.
+    expect(nonZeroCounters().live_imported_views).toBe(4);
+    const [a, b, c] = back.data.children;
+    expect(a.values.buffer).toBe(b.values.buffer);
+    expect(b.nullBitmap!.buffer).toBe(c.nullBitmap!.buffer);
+    expect(ptr(c.values)).toBe(ptr(column.values));
+    expect([...back.getChildAt(2)!]).toEqual([1, null, 3, 4]);
+  });
+});

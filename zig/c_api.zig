@@ -20,6 +20,7 @@ const owner_mod = @import("owner.zig");
 const validate = @import("validate.zig");
 const consumer = @import("consumer.zig");
 const move = @import("move.zig");
+const schema_info = @import("schema_info.zig");
 
 const Status = status.Status;
 const Owner = owner_mod.Owner;
@@ -247,4 +248,16 @@ export fn abd_schema_move_child(parent: ?*abi.ArrowSchema, index: i64, dst: ?*ab
 
 export fn abd_array_move_child(parent: ?*abi.ArrowArray, index: i64, dst: ?*abi.ArrowArray) c_int {
     return code(move.moveArrayChild(parent, index, dst));
+}
+
+// ---------------------------------------------------------------------------
+// Schema strings of an import, in one call (schema_info.zig)
+// ---------------------------------------------------------------------------
+
+/// Copies the flags, format, name and metadata of every node of `owner`
+/// into `out` (layout in schema_info.zig) when `capacity` suffices; returns
+/// the bytes needed either way. The caller holds a reference to `owner`.
+export fn abd_owner_schema_info(owner: *Owner, out: ?[*]u8, capacity: usize) usize {
+    const bytes: []u8 = if (out) |o| o[0..capacity] else &.{};
+    return schema_info.fill(&owner.table, bytes);
 }

@@ -2,6 +2,7 @@
 //! tests. Layers point one way:
 //!   abi <- format <- validate <- owner/export_* <- consumer <- c_api
 //!   abi <- move <- c_api
+//!   metadata <- validate; validate <- schema_info <- c_api
 
 const std = @import("std");
 
@@ -26,5 +27,7 @@ test {
     _ = @import("device_sync.zig");
     _ = @import("consumer.zig");
     _ = @import("move.zig");
+    _ = @import("metadata.zig");
+    _ = @import("schema_info.zig");
     _ = @import("c_api.zig");
 }

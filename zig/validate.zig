@@ -17,6 +17,7 @@
 const std = @import("std");
 const abi = @import("abi.zig");
 const format = @import("format.zig");
+const metadata = @import("metadata.zig");
 const status = @import("status.zig");
 const Status = status.Status;
 const fail = status.fail;
@@ -163,6 +164,12 @@ const Walker = struct {
         var why: []const u8 = "";
         const ty = format.parse(format_text, &why) catch
             return self.failAt(.invalid_format, "format \"{s}\" {s}", .{ format_text[0..@min(format_text.len, 64)], why });
+
+        // Metadata has no size of its own: its length fields must be sane
+        // before anyone reads it (at every level; schemas are host memory).
+        if (schema.metadata) |blob| {
+            _ = metadata.encodedLength(blob) catch |e| return self.failAt(.invalid_layout, "metadata {s}", .{metadata.describe(e)});
+        }
 
         if (array.length < 0) return self.failAt(.invalid_layout, "length is negative ({d})", .{array.length});
         if (array.offset < 0) return self.failAt(.invalid_layout, "offset is negative ({d})", .{array.offset});

@@ -539,3 +539,15 @@ test "memory the host cannot read is never dereferenced, at any level" {
         try testing.expectEqual(@as(i64, -1), table.bufferSize(6)); // variadic bytes
     }
 }
+
+test "malformed metadata is refused with the path, at every level" {
+    var b = Builder.init();
+    defer b.deinit();
+    const bad = [_]u8{ 1, 0, 0, 0, 0xfe, 0xff, 0xff, 0xff };
+    const child = b.node(.{ .format = "i", .name = "m", .length = 1, .buffers = &.{ null, ptr(&int32_values) } });
+    child.schema.metadata = &bad;
+    for (all_levels) |level| try expectFailure(b.batch(1, &.{child}), level, .invalid_layout, "field \"m\": metadata has a key or value with a negative length");
+    const good = [_]u8{ 1, 0, 0, 0, 1, 0, 0, 0, 'k', 0, 0, 0, 0 };
+    child.schema.metadata = &good;
+    try testing.expectEqual(Status.ok, check(b.batch(1, &.{child}), .full));
+}

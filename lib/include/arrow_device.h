@@ -267,6 +267,11 @@ abd_status abd_device_array_move(struct ArrowDeviceArray* src, struct ArrowDevic
 abd_status abd_schema_move_child(struct ArrowSchema* parent, int64_t index, struct ArrowSchema* dst);
 abd_status abd_array_move_child(struct ArrowArray* parent, int64_t index, struct ArrowArray* dst);
 
+/* Copies flags, format, name and metadata of every node of `owner` into
+ * `out` (layout: zig/schema_info.zig) if `capacity` suffices; returns the
+ * bytes needed either way. */
+size_t abd_owner_schema_info(abd_owner* owner, uint8_t* out, size_t capacity);
+
 #ifdef __cplusplus
 }
 #endif

@@ -144,9 +144,23 @@ function schemaNodeOf(source: SchemaSource): SchemaNode {
 
 /** Builds the native ArrowSchema for `source` at `out`. */
 function buildSchema(source: SchemaSource, out: number): void {
+  const plan = schemaPlanOf(source);
+  check(native.abd_schema_build(plan, plan.length, out));
+}
+
+/** Encoded schema plans by source object. apache-arrow types, fields and
+ * schemas are not changed after construction, so a batch stream (every
+ * batch shares one Schema) encodes its schema once. */
+const schemaPlans = new WeakMap<object, Uint8Array>();
+
+function schemaPlanOf(source: SchemaSource): Uint8Array {
+  const cached = schemaPlans.get(source);
+  if (cached) return cached;
   const plan = new PlanBytes();
   writeSchemaNode(plan, schemaNodeOf(source));
-  check(native.abd_schema_build(plan.bytes, plan.length, out));
+  const bytes = plan.bytes.slice(0, plan.length);
+  schemaPlans.set(source, bytes);
+  return bytes;
 }
 
 // ---------------------------------------------------------------------------
@@ -393,6 +407,18 @@ export type ExportOptions = {
   as?: Exclude<ExportedKind, "schema">;
 };
 
+const repeatedNames = new WeakMap<Schema, boolean>();
+
+/** Whether two fields of `schema` share a name (cached per schema). */
+function repeatsNames(schema: Schema): boolean {
+  let repeats = repeatedNames.get(schema);
+  if (repeats === undefined) {
+    repeats = new Set(schema.fields.map((f) => f.name)).size !== schema.fields.length;
+    repeatedNames.set(schema, repeats);
+  }
+  return repeats;
+}
+
 /** The single Data (plus its field) that `source` exports as. */
 function dataOf(source: ArraySource): { data: Data; schema: SchemaSource } {
   if (source instanceof RecordBatch) {
@@ -401,9 +427,13 @@ function dataOf(source: ArraySource): { data: Data; schema: SchemaSource } {
     // neither RecordBatch.schema nor (after a slice) the struct type
     // describes the columns any more; the child Data always does.
     const children = source.data.children;
+    const declared = source.schema.fields;
+    // With distinct names the schema is right (and its encoded plan cached).
+    if (!repeatsNames(source.schema) && declared.length === children.length) {
+      return { data: source.data, schema: source.schema };
+    }
     const fields = source.data.type.children.map((f, i) => (f.type === children[i]?.type ? f : new Field(f.name, children[i].type, f.nullable, f.metadata)));
-    const same = fields.length === source.schema.fields.length && fields.every((f, i) => f === source.schema.fields[i]);
-    return { data: source.data, schema: same ? source.schema : new Schema(fields, source.schema.metadata) };
+    return { data: source.data, schema: new Schema(fields, source.schema.metadata) };
   }
   if (source instanceof Vector) {
     if (source.data.length !== 1) {

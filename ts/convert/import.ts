@@ -68,15 +68,18 @@ class DataBuilder {
     if (count === 0) return new Ctor(memory, 0, 0) as unknown as T;
     const byteOffset = first * Ctor.BYTES_PER_ELEMENT;
     const byteLength = count * Ctor.BYTES_PER_ELEMENT;
-    if (byteOffset + byteLength > memory.byteLength) {
-      throw new InvalidLayoutError(Status.invalid_layout, `${describeNode(raw)}: buffer ${i} holds ${memory.byteLength} bytes, but slots need bytes [${byteOffset}, ${byteOffset + byteLength})`);
+    const size = memory.byteLength === 0 ? 0 : raw.byteLength(i);
+    if (byteOffset + byteLength > size) {
+      throw new InvalidLayoutError(Status.invalid_layout, `${describeNode(raw)}: buffer ${i} holds ${size} bytes, but slots need bytes [${byteOffset}, ${byteOffset + byteLength})`);
     }
     return new Ctor(memory, byteOffset, count) as unknown as T;
   }
 
   /** The whole buffer `i` as bytes (bitmaps, value bytes, variadic data). */
   bytes(raw: RawArray, i: number): Uint8Array {
-    return new Uint8Array(i < raw.nBuffers ? raw.memory(i) : empty);
+    if (i >= raw.nBuffers) return new Uint8Array(empty);
+    const memory = raw.memory(i);
+    return memory.byteLength === 0 ? new Uint8Array(memory) : new Uint8Array(memory, 0, raw.byteLength(i));
   }
 
   /** length + 1 offsets from slot `first`; a zero-length array may have
@@ -206,20 +209,35 @@ export function toVector(imported: ImportedArray, options: ConvertOptions = {}):
   return new Vector([toData(imported.root, options)]);
 }
 
+/**
+ * apache-arrow's RecordBatch constructor re-derives the schema through
+ * Schema.assign: O(fields^2), and it merges repeated field names into one
+ * (a corrupt schema). A batch whose columns all have its length needs none
+ * of that: it is exactly these own fields. Checked once against the
+ * constructor's result, so a different apache-arrow falls back to it.
+ */
+const batchFields = (() => {
+  const probe = new RecordBatch(new Schema([]), new Data(new Struct([]), 0, 0, 0, undefined, []) as Data<Struct>);
+  const keys = Object.keys(probe).sort().join(",");
+  return keys === "_metadata,data,schema" ? keys : null;
+})();
+
+function makeBatch(schema: Schema, data: Data<Struct>): RecordBatch {
+  if (batchFields === null) return new RecordBatch(schema, data);
+  const batch = Object.create(RecordBatch.prototype) as RecordBatch;
+  return Object.assign(batch, { schema, data, _metadata: new Map<string, string>() });
+}
+
 /** Builds the batch with the types of `schema` (already checked to match
  * the root's structure). */
 function batchWith(imported: ImportedArray, schema: Schema, options: ConvertOptions): RecordBatch {
   const root = imported.root;
   const type = new Struct(schema.fields);
-  const data = new DataBuilder(imported, options).node(root, type, 0, root.length);
-  const batch = new RecordBatch(schema, data as Data<Struct>);
-  // apache-arrow's RecordBatch constructor merges fields by name
-  // (Schema.assign), which corrupts schemas with repeated names; its data
-  // type keeps them right. Restore the schema as imported.
-  if (new Set(schema.names).size !== schema.fields.length) {
-    (batch as unknown as { schema: Schema }).schema = new Schema(schema.fields, schema.metadata, null, schema.metadataVersion);
-  }
-  return batch;
+  const built = new DataBuilder(imported, options).node(root, type, 0, root.length);
+  // A batch has no row-level validity (apache-arrow's own batches have
+  // none); the columns keep theirs.
+  const data = new Data(type, 0, root.length, 0, undefined, built.children) as Data<Struct>;
+  return makeBatch(schema, data);
 }
 
 /**

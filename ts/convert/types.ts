@@ -152,8 +152,9 @@ export function toDataType(raw: RawArray, options: ConvertOptions = {}): DataTyp
 /** The apache-arrow field of `raw`: name ("" for NULL), type, nullability
  * (ARROW_FLAG_NULLABLE) and metadata (extension keys included). */
 export function toField(raw: RawArray, options: ConvertOptions = {}): Field {
-  const metadata = raw.metadata;
-  return new Field(raw.name ?? "", toDataType(raw, options), (raw.flags & Flags.NULLABLE) !== 0, metadata.size ? metadata : null);
+  const { name, flags, metadataPairs } = raw.imported.nodeSchema(raw.index);
+  const metadata = metadataPairs?.length ? new Map(metadataPairs) : null;
+  return new Field(name ?? "", toDataType(raw, options), (flags & Flags.NULLABLE) !== 0, metadata);
 }
 
 /** The apache-arrow schema of a struct node (a record batch's root): its

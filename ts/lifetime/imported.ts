@@ -18,7 +18,8 @@ import {
   BufferKind, BufferWord, NodeWord, OwnerInfoWord, TypeId, ValidationLevel, bufferStride, deviceTypeName,
   nodeStride, ownerInfoWords, type TypeIdName, type ValidationLevelName,
 } from "../abi/layout.ts";
-import { arrayFields, asPointer, deviceArrayFields, readMetadata, schemaFields, wrapNative } from "../abi/structs.ts";
+import { decodeMetadataBytes } from "../abi/metadata.ts";
+import { arrayFields, asPointer, deviceArrayFields, wrapNative } from "../abi/structs.ts";
 import {
   InvalidArgumentError, InvalidLayoutError, OutOfRangeError, ReleasedError, Status, UnknownDeviceError, UnsupportedError,
   type ArrowDeviceError,
@@ -70,6 +71,53 @@ const kindElement: Record<number, TypedArrayConstructor> = {
 /** Info words copied out of the owner (they never change). */
 type OwnerInfo = Float64Array;
 
+/** A node's schema fields, decoded once per import (zig/schema_info.zig). */
+export type NodeSchema = {
+  flags: number;
+  format: string;
+  name: string | null;
+  /** Key/value pairs in order, repeats kept; null when metadata is NULL. */
+  metadataPairs: [string, string][] | null;
+};
+
+const utf8 = new TextDecoder("utf-8", { fatal: false });
+/** Reused output of abd_owner_schema_info (decoded before the next call). */
+let schemaScratch = new Uint8Array(64 * 1024);
+
+function decodeText(bytes: Uint8Array, at: number, length: number): string {
+  // Names and formats are mostly short ASCII: skip TextDecoder for them.
+  if (length <= 64) {
+    let ascii = true;
+    for (let i = at; i < at + length; i++) if (bytes[i] >= 0x80) { ascii = false; break; }
+    if (ascii) return String.fromCharCode.apply(null, bytes.subarray(at, at + length) as unknown as number[]);
+  }
+  return utf8.decode(bytes.subarray(at, at + length));
+}
+
+/** Every node's flags, format, name and metadata, with one native call. */
+function readSchemas(owner: number): NodeSchema[] {
+  let needed = Number(native.abd_owner_schema_info(asPointer(owner), schemaScratch, schemaScratch.length));
+  if (needed > schemaScratch.length) {
+    schemaScratch = new Uint8Array(needed);
+    needed = Number(native.abd_owner_schema_info(asPointer(owner), schemaScratch, schemaScratch.length));
+  }
+  const bytes = schemaScratch;
+  const words = new Int32Array(bytes.buffer, 0, Math.min(needed, bytes.length) >> 2);
+  const n = words[0];
+  const out = new Array<NodeSchema>(n);
+  for (let node = 0; node < n; node++) {
+    const w = 1 + node * 8;
+    const metadataAt = words[w + 6];
+    out[node] = {
+      flags: (words[w] >>> 0) + words[w + 1] * 2 ** 32,
+      format: decodeText(bytes, words[w + 2], words[w + 3]),
+      name: words[w + 4] < 0 ? null : decodeText(bytes, words[w + 4], words[w + 5]),
+      metadataPairs: metadataAt < 0 ? null : decodeMetadataBytes(bytes.subarray(metadataAt, metadataAt + words[w + 7])),
+    };
+  }
+  return out;
+}
+
 /** Debug mode only: warns about handles collected without dispose() (their
  * memory is released by the view deallocators either way). */
 const leakWarnings = debugEnabled ? new FinalizationRegistry<number>((token) => reportLeak(token, "ImportedArray")) : null;
@@ -99,6 +147,10 @@ export class ImportedArray implements Disposable {
   #created: ArrayBuffer[] = [];
   /** Views already made, by buffer index (so each is made once). */
   #views = new Map<number, ArrayBuffer>();
+  /** The same memory, by start address: buffers that start at the same
+   * address share one ArrayBuffer (the largest of them), so repeated or
+   * shared buffers pay for one wrap and one owner reference. */
+  #byAddress = new Map<number, ArrayBuffer>();
   #disposed = false;
   #token: number;
 
@@ -190,6 +242,15 @@ export class ImportedArray implements Disposable {
     return new RawArray(this, index);
   }
 
+  #schemas: NodeSchema[] | null = null;
+
+  /** @internal a node's schema fields (decoded for all nodes on first use). */
+  nodeSchema(node: number): NodeSchema {
+    this.#live();
+    this.#schemas ??= readSchemas(this.#owner);
+    return this.#schemas[node];
+  }
+
   /** @internal node-table word. */
   nodeWord(node: number, word: number): number {
     this.#live();
@@ -203,10 +264,11 @@ export class ImportedArray implements Disposable {
   }
 
   /**
-   * A zero-copy ArrayBuffer over buffer `index` (of the owner's buffer
-   * table), made once and then shared. Holds an owner reference until it
-   * is collected or the handle is disposed. Empty buffers get a fresh empty
-   * ArrayBuffer.
+   * A zero-copy ArrayBuffer whose first bytes are buffer `index` (of the
+   * owner's buffer table), made once and then shared; it may be longer when
+   * a larger buffer starts at the same address (see RawArray.byteLength for
+   * the buffer's own size). Holds an owner reference until it is collected
+   * or the handle is disposed. Empty buffers get an empty ArrayBuffer.
    */
   bufferMemory(index: number, byteLength?: number): ArrayBuffer {
     this.#live();
@@ -224,11 +286,15 @@ export class ImportedArray implements Disposable {
       size = byteLength;
     }
     let memory: ArrayBuffer;
+    const shared = this.#byAddress.get(address);
     if (size === 0 || address === 0) {
       memory = new ArrayBuffer(0);
+    } else if (shared && shared.byteLength >= size) {
+      memory = shared;
     } else {
       native.abd_owner_retain_views(asPointer(this.#owner), 1);
       memory = this.#wrap(address, size);
+      this.#byAddress.set(address, memory);
     }
     this.#views.set(index, memory);
     return memory;
@@ -240,17 +306,23 @@ export class ImportedArray implements Disposable {
     this.#live();
     if (!this.hostReadable) return;
     const buffers = this.#buffers;
+    // Pass 1: the largest size wanted at each new start address.
+    const regions = new Map<number, number>();
     const wanted: number[] = [];
     for (const i of indices) {
       const base = i * bufferStride;
-      if (buffers[base + BufferWord.size_bytes] > 0 && buffers[base + BufferWord.address] !== 0 && !this.#views.has(i)) wanted.push(i);
+      const size = buffers[base + BufferWord.size_bytes];
+      const address = buffers[base + BufferWord.address];
+      if (!(size > 0) || address === 0 || this.#views.has(i)) continue;
+      wanted.push(i);
+      const shared = this.#byAddress.get(address);
+      if (shared && shared.byteLength >= size) continue;
+      if (!(regions.get(address)! >= size)) regions.set(address, size);
     }
-    if (wanted.length === 0) return;
-    native.abd_owner_retain_views(asPointer(this.#owner), wanted.length);
-    for (const i of wanted) {
-      const base = i * bufferStride;
-      this.#views.set(i, this.#wrap(buffers[base + BufferWord.address], buffers[base + BufferWord.size_bytes]));
-    }
+    // Pass 2: one native call pays every new region's reference.
+    if (regions.size > 0) native.abd_owner_retain_views(asPointer(this.#owner), regions.size);
+    for (const [address, size] of regions) this.#byAddress.set(address, this.#wrap(address, size));
+    for (const i of wanted) this.#views.set(i, this.#byAddress.get(buffers[i * bufferStride + BufferWord.address])!);
   }
 
   /** Number of buffers in the owner's table (every node's, preorder). */
@@ -282,6 +354,7 @@ export class ImportedArray implements Disposable {
     leakWarnings?.unregister(this);
     this.#created = [];
     this.#views.clear();
+    this.#byAddress.clear();
   }
 
   /** Detaches every ArrayBuffer made over owner memory, which releases the
@@ -294,6 +367,7 @@ export class ImportedArray implements Disposable {
     const created = this.#created;
     this.#created = [];
     this.#views.clear();
+    this.#byAddress.clear();
     for (const buffer of created) {
       if (!buffer.detached) buffer.transfer(0);
     }
@@ -319,14 +393,14 @@ export class RawArray {
   get schemaAddress(): number { return this.#word(NodeWord.schema); }
   get arrayAddress(): number { return this.#word(NodeWord.array); }
   get typeId(): TypeIdName { return typeIdNames[this.#word(NodeWord.type_id)]; }
-  get format(): string { return schemaFields.format(this.schemaAddress) ?? ""; }
-  get name(): string | null { return schemaFields.name(this.schemaAddress); }
-  get flags(): number { return schemaFields.flags(this.schemaAddress); }
+  get format(): string { return this.imported.nodeSchema(this.index).format; }
+  get name(): string | null { return this.imported.nodeSchema(this.index).name; }
+  get flags(): number { return this.imported.nodeSchema(this.index).flags; }
   get nullable(): boolean { return (this.flags & 2) !== 0; }
   /** Metadata as a Map (the last value wins for repeated keys). */
-  get metadata(): Map<string, string> { return new Map(readMetadata(schemaFields.metadataAddress(this.schemaAddress))); }
+  get metadata(): Map<string, string> { return new Map(this.imported.nodeSchema(this.index).metadataPairs ?? []); }
   /** Metadata as every key/value pair, repeats kept. */
-  get metadataPairs(): [string, string][] { return readMetadata(schemaFields.metadataAddress(this.schemaAddress)); }
+  get metadataPairs(): [string, string][] { return [...(this.imported.nodeSchema(this.index).metadataPairs ?? [])]; }
   get length(): number { return this.#word(NodeWord.length); }
   get nullCount(): number { return this.#word(NodeWord.null_count); }
   get offset(): number { return this.#word(NodeWord.offset); }
@@ -400,7 +474,9 @@ export class RawArray {
     return `"${this.name ?? ""}" (${this.format})`;
   }
 
-  /** The ArrayBuffer over buffer `i` (shared by every view of it). */
+  /** The ArrayBuffer whose first `byteLength(i)` bytes are buffer `i`
+   * (shared by every view of it; longer when a larger buffer starts at the
+   * same address). */
   memory(i: number): ArrayBuffer {
     const index = this.bufferIndex(i);
     const known = this.imported.bufferWord(index, BufferWord.size_bytes);
@@ -412,7 +488,8 @@ export class RawArray {
     const kind = this.bufferKind(i);
     const element = kind === BufferKind.fixed ? fixedElement[this.#word(NodeWord.type_id)] ?? Uint8Array : kindElement[kind];
     const bytesPer = (element as unknown as { BYTES_PER_ELEMENT: number }).BYTES_PER_ELEMENT;
-    return new element(memory, 0, Math.floor(memory.byteLength / bytesPer));
+    const bytes = memory.byteLength === 0 ? 0 : this.byteLength(i);
+    return new element(memory, 0, Math.floor(bytes / bytesPer));
   }
 
   get buffers(): TypedBuffer[] {
