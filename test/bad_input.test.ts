@@ -153,6 +153,18 @@ describe("bad input: structure", () => {
     expectRejected({ format: "+us:1", length: 2, buffers: [new Int8Array([1, 3])], children: [int32("a", 2)] }, InvalidLayoutError, "slot 1 has type id 3, which the format does not declare", "full");
   });
 
+  test("malformed metadata: refused by import with its path, and by the raw struct view", () => {
+    const broken = new Uint8Array([1, 0, 0, 0, 0xfe, 0xff, 0xff, 0xff]);
+    expectRejected(batch([int32("a"), int32("m", 3, { rawMetadata: broken })]), InvalidLayoutError, 'field "m": metadata has a key or value with a negative length', "none");
+    const p = produceArray(int32("m", 3, { rawMetadata: new Uint8Array([0x10, 0, 0, 0x7f]) }));
+    try {
+      expect(() => p.schema.metadata).toThrow(new InvalidLayoutError(4, "metadata has more than 1048576 pairs"));
+      expect(p.schema.format).toBe("i");
+    } finally {
+      disposeProduced(p);
+    }
+  });
+
   test("the path names every level: field, then child index and name", () => {
     const inner: NodeSpec = {
       format: "+s", name: "a", length: 3, buffers: [null],

@@ -13,8 +13,8 @@ import {
   UnionMode, Utf8, Vector, makeData, vectorFromArray,
 } from "apache-arrow";
 import {
-  ImportedArray, InvalidArgumentError, UnknownDeviceError, UnsupportedError, nonZeroCounters, toData, toDataType,
-  toRecordBatch, toSchema, toTable, toVector, typeSignature,
+  ImportedArray, InvalidArgumentError, UnknownDeviceError, UnsupportedError, importRecordBatch, importVector,
+  nonZeroCounters, toData, toDataType, toRecordBatch, toSchema, toTable, toVector, typeSignature,
 } from "../ts/index.ts";
 import { compareVectors } from "./helpers/arrow_compare.ts";
 import { typeCases as cases } from "./helpers/type_cases.ts";
@@ -162,6 +162,36 @@ describe("import: fields, schemas, metadata", () => {
     } finally {
       for (const p of [a, b, c]) disposeProduced(p);
     }
+  });
+});
+
+describe("import: conveniences with a GC-driven lifetime", () => {
+  function importAndRead(): { values: unknown[]; address: number; producerAddress: number } {
+    const p = produceArray({ format: "i", name: "v", length: 3, buffers: [null, new Int32Array([7, 8, 9])] });
+    const vector = importVector(p.schema, p.array, { validation: "full" });
+    const out = { values: [...vector], address: ptr(vector.data[0].values), producerAddress: producerBuffer(p.nodes[0], 1) };
+    disposeProduced(p); // only the landing structs: the vector owns the data now
+    return out;
+  }
+
+  test("importVector: moved in, zero-copy, released once the vector is collected", async () => {
+    const { values, address, producerAddress } = importAndRead();
+    expect(values).toEqual([7, 8, 9]);
+    expect(address).toBe(producerAddress);
+    expect(await collectUntil(() => producerClean().live === 0, 300)).toBe(true);
+  });
+
+  test("importVector of a bad tree still releases it; conversion errors dispose at once", () => {
+    const bad = produceArray({ format: "+r", name: "r", length: 1, buffers: [], children: [
+      { format: "i", name: "run_ends", flags: 0, length: 1, buffers: [null, new Int32Array([1])] },
+      { format: "i", name: "values", length: 1, buffers: [null, new Int32Array([5])] },
+    ] });
+    expect(() => importVector(bad.schema, bad.array)).toThrow(UnsupportedError);
+    expect(producerClean().live).toBe(0); // released at once, not at GC time
+    disposeProduced(bad);
+    const device = produceDevice({ format: "+s", length: 0, buffers: [null] });
+    expect(importRecordBatch(device.schema, device.array).numRows).toBe(0);
+    disposeProduced(device);
   });
 });
 

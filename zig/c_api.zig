@@ -21,6 +21,7 @@ const validate = @import("validate.zig");
 const consumer = @import("consumer.zig");
 const move = @import("move.zig");
 const schema_info = @import("schema_info.zig");
+const metadata = @import("metadata.zig");
 
 const Status = status.Status;
 const Owner = owner_mod.Owner;
@@ -260,4 +261,17 @@ export fn abd_array_move_child(parent: ?*abi.ArrowArray, index: i64, dst: ?*abi.
 export fn abd_owner_schema_info(owner: *Owner, out: ?[*]u8, capacity: usize) usize {
     const bytes: []u8 = if (out) |o| o[0..capacity] else &.{};
     return schema_info.fill(&owner.table, bytes);
+}
+
+/// Size in bytes of an ArrowSchema.metadata blob, reading only its length
+/// fields within metadata.zig's limits; -1 (with the reason as last error)
+/// when they are out of bounds. NULL has size 0. A double (an exact
+/// integer): the cheapest return type for bun:ffi.
+export fn abd_metadata_length(blob: ?[*]const u8) f64 {
+    const bytes = blob orelse return 0;
+    const len = metadata.encodedLength(bytes) catch |e| {
+        _ = status.fail(.invalid_layout, "metadata {s}", .{metadata.describe(e)});
+        return -1;
+    };
+    return @floatFromInt(len);
 }

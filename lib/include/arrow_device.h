@@ -272,6 +272,10 @@ abd_status abd_array_move_child(struct ArrowArray* parent, int64_t index, struct
  * bytes needed either way. */
 size_t abd_owner_schema_info(abd_owner* owner, uint8_t* out, size_t capacity);
 
+/* Size of an ArrowSchema.metadata blob within sane limits (0 for NULL), or
+ * -1 when its length fields are out of bounds (see abd_last_error). */
+double abd_metadata_length(const char* metadata);
+
 #ifdef __cplusplus
 }
 #endif

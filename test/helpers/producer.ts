@@ -23,6 +23,8 @@ export type NodeSpec = {
   children?: NodeSpec[];
   dictionary?: NodeSpec;
   metadata?: [string, string][];
+  /** Raw metadata bytes (possibly malformed), instead of `metadata`. */
+  rawMetadata?: Uint8Array;
   /** fx_patch calls applied after the node is built. */
   patches?: [number, number][];
 };
@@ -45,6 +47,7 @@ export function buildNode(spec: NodeSpec, nodes: Pointer[] = []): Pointer {
     else if (b.byteLength === 0) fx.fx_set_buffer(node, i, null, 0);
     else fx.fx_set_buffer(node, i, new Uint8Array(b.buffer, b.byteOffset, b.byteLength), b.byteLength);
   });
+  if (spec.rawMetadata) fx.fx_set_metadata(node, spec.rawMetadata, spec.rawMetadata.length);
   if (spec.metadata) {
     const bytes = encodeMetadata(spec.metadata)!;
     fx.fx_set_metadata(node, bytes, bytes.length);

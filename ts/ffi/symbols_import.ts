@@ -5,7 +5,7 @@
  */
 import { FFIType } from "bun:ffi";
 
-const { ptr, i32, i64, usize } = FFIType;
+const { ptr, i32, i64, f64, usize } = FFIType;
 
 export const importSymbols = {
   abd_schema_move: { args: [ptr, ptr], returns: i32 },
@@ -15,4 +15,5 @@ export const importSymbols = {
   abd_array_move_child: { args: [ptr, i64, ptr], returns: i32 },
 
   abd_owner_schema_info: { args: [ptr, ptr, usize], returns: usize },
+  abd_metadata_length: { args: [ptr], returns: f64 },
 } as const;
