@@ -165,6 +165,21 @@ describe("import: fields, schemas, metadata", () => {
   });
 });
 
+describe("import: validation levels", () => {
+  for (const name of ["utf8", "large_binary", "utf8_view", "binary_view", "dictionary", "list"]) {
+    test(`${name} validated at "minimal" (value sizes unknown natively) converts the same`, () => {
+      const vector = cases[name].make();
+      withImported(specFromData(vector.data[0], name), (imported) => {
+        // The value bytes (of the root, or of the dictionary / list child).
+        const strings = name === "dictionary" ? imported.root.dictionary! : name === "list" ? imported.root.child(0) : imported.root;
+        if (name !== "list") expect(strings.bufferSize(2)).toBe(-1);
+        expect(compareVectors(toVector(imported), vector, name)).toEqual([]);
+        if (name !== "list") expect(strings.byteLength(2)).toBeGreaterThan(0);
+      }, { validation: "minimal" });
+    });
+  }
+});
+
 describe("import: conveniences with a GC-driven lifetime", () => {
   function importAndRead(): { values: unknown[]; address: number; producerAddress: number } {
     const p = produceArray({ format: "i", name: "v", length: 3, buffers: [null, new Int32Array([7, 8, 9])] });
