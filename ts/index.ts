@@ -35,3 +35,10 @@ export {
 export { copyArrayToDevice, targetDeviceType, type DeviceTarget } from "./device/transfer.ts";
 export { exportRawArray, wrapDeviceMemory, type RawArrayNode, type RawBuffer, type RawExportOptions, type WrapOptions } from "./device/wrap.ts";
 export { toDevice, toHost, type ToDeviceOptions } from "./convert/device.ts";
+export { CSchema, CArray, CDeviceArray, addressOf, type StructRef } from "./lifetime/c_structs.ts";
+export { hostAccessError } from "./lifetime/imported.ts";
+export {
+  toDataType, toField, toSchema, toData, toVector, toRecordBatch, toTable, importVector, importRecordBatch,
+  type ImportConvertOptions,
+} from "./convert/import.ts";
+export { typeSignature, type ConvertOptions } from "./convert/types.ts";

@@ -3,6 +3,8 @@
 //!   abi <- format <- validate <- owner/export_* <- consumer/reexport <- c_api
 //!   abi <- format <- validate <- owner/export_* <- consumer <- c_api
 //!   device/{dynlib, cuda, hip} <- device/runtime <- device/transfer <- c_api
+//!   abi <- move <- c_api
+//!   metadata <- validate; validate <- schema_info <- c_api
 
 const std = @import("std");
 
@@ -18,6 +20,7 @@ test {
     _ = @import("manifest.zig");
     _ = @import("format.zig");
     _ = @import("validate.zig");
+    _ = @import("validate_test.zig");
     _ = @import("tree_block.zig");
     _ = @import("keepalive.zig");
     _ = @import("export_array.zig");
@@ -33,5 +36,8 @@ test {
     _ = @import("device/hip.zig");
     _ = @import("device/releaser.zig");
     _ = @import("device/transfer.zig");
+    _ = @import("move.zig");
+    _ = @import("metadata.zig");
+    _ = @import("schema_info.zig");
     _ = @import("c_api.zig");
 }

@@ -126,46 +126,41 @@ function writeSchemaNode(plan: PlanBytes, node: SchemaNode) {
 
 export type SchemaSource = DataType | Field | Schema;
 
-/** The root of a record batch schema: a non-nullable struct named "",
- * whose column i is `fields[i]` with type `types[i]`. */
-function batchSchemaNode(fields: Field[], types: DataType[], metadata: Map<string, string> | null | undefined): SchemaNode {
-  return {
-    format: "+s",
-    name: "",
-    metadata: metadata?.size ? metadata : null,
-    flags: 0,
-    children: fields.map((f, i) => nodeForType(types[i], f.name, f.nullable, f.metadata?.size ? f.metadata : null, 1)),
-    dictionary: null,
-  };
-}
-
-/**
- * A RecordBatch's schema describes its data: column types are those of the
- * column Data themselves, names and flags those of the struct type of
- * `batch.data`, metadata that of `batch.schema`. apache-arrow rebuilds
- * `RecordBatch.schema` with `Schema.assign`, which merges fields by name:
- * with duplicate field names it describes other columns than the buffers
- * hold (gold files duplicate_fieldnames and union), and `batch.slice()`
- * then builds its struct type from that merged schema. The column Data
- * keep their true types through all of it.
- */
-function schemaNodeOf(source: SchemaSource | RecordBatch): SchemaNode {
-  if (source instanceof RecordBatch) {
-    const fields = childFields(source.data.type);
-    const columns = source.data.children;
-    return batchSchemaNode(fields, fields.map((f, i) => columns[i]?.type ?? f.type), source.schema.metadata);
+function schemaNodeOf(source: SchemaSource): SchemaNode {
+  if (source instanceof Schema) {
+    return {
+      format: "+s",
+      name: "",
+      metadata: source.metadata?.size ? source.metadata : null,
+      flags: 0,
+      children: source.fields.map((f) => nodeForField(f, 1)),
+      dictionary: null,
+    };
   }
-  if (source instanceof Schema) return batchSchemaNode(source.fields, source.fields.map((f) => f.type), source.metadata);
   if (source instanceof Field) return nodeForField(source, 0);
   if (source instanceof DataType) return nodeForType(source, "", true, null, 0);
   throw new InvalidArgumentError(Status.invalid_argument, `cannot export ${String(source)} as an ArrowSchema: expected an apache-arrow DataType, Field or Schema`);
 }
 
 /** Builds the native ArrowSchema for `source` at `out`. */
-function buildSchema(source: SchemaSource | RecordBatch, out: number): void {
+function buildSchema(source: SchemaSource, out: number): void {
+  const plan = schemaPlanOf(source);
+  check(native.abd_schema_build(plan, plan.length, out));
+}
+
+/** Encoded schema plans by source object. apache-arrow types, fields and
+ * schemas are not changed after construction, so a batch stream (every
+ * batch shares one Schema) encodes its schema once. */
+const schemaPlans = new WeakMap<object, Uint8Array>();
+
+function schemaPlanOf(source: SchemaSource): Uint8Array {
+  const cached = schemaPlans.get(source);
+  if (cached) return cached;
   const plan = new PlanBytes();
   writeSchemaNode(plan, schemaNodeOf(source));
-  check(native.abd_schema_build(plan.bytes, plan.length, out));
+  const bytes = plan.bytes.slice(0, plan.length);
+  schemaPlans.set(source, bytes);
+  return bytes;
 }
 
 // ---------------------------------------------------------------------------
@@ -200,14 +195,6 @@ function slotBytes(data: Data): number {
   return data.stride * values.BYTES_PER_ELEMENT;
 }
 
-/** One zero offset: 8 zero bytes, read as one int32 or one int64 offset.
- * The format gives every variable-size or list array `length + 1` offsets,
- * so a zero-length array still needs one (Arrow C++ rejects a NULL offsets
- * buffer there); apache-arrow leaves the offsets of empty arrays it builds
- * (e.g. the placeholder batch of a stream without batches) empty. Never
- * written; module-lifetime, so it outlives every export. */
-const zeroOffset = new BigInt64Array(1);
-
 /** Copies bits [from, from + count) of `bits` to a new bitmap starting at
  * bit `to`. */
 function shiftBits(bits: Uint8Array, from: number, count: number, to: number): Uint8Array {
@@ -222,6 +209,14 @@ function shiftBits(bits: Uint8Array, from: number, count: number, to: number): U
   return out;
 }
 
+/** One zero offset: 8 zero bytes, read as one int32 or one int64 offset.
+ * The format gives every variable-size or list array `length + 1` offsets,
+ * so a zero-length array still needs one (Arrow C++ rejects a NULL offsets
+ * buffer there); apache-arrow leaves the offsets of empty arrays it builds
+ * (e.g. the placeholder batch of a stream without batches) empty. Never
+ * written; module-lifetime, so it outlives every export. */
+const zeroOffset = new BigInt64Array(1);
+
 class ArrayPlanner {
   /** Everything C will point at, for the keepalive registry. */
   retained: unknown[] = [];
@@ -229,17 +224,17 @@ class ArrayPlanner {
 
   /** Address of a buffer exported `backSlots` slots before its JS start;
    * null when that memory is not in the same ArrayBuffer. */
+  /** The offsets buffer of a variable-size or list node (see zeroOffset). */
+  private offsets(offsets: Int32Array | BigInt64Array | undefined, lead: number, length: number): number | null {
+    if (length === 0 && (!offsets || offsets.length === 0)) return this.keep(zeroOffset);
+    return this.backed(offsets, lead * (offsets?.BYTES_PER_ELEMENT ?? 0));
+  }
+
   private backed(view: ArrayBufferView | undefined, backBytes: number): number | null {
     if (!view || view.byteLength === 0) return 0;
     if (view.byteOffset < backBytes) return null;
     this.retained.push(view);
     return addressOf(view) - backBytes;
-  }
-
-  /** The offsets buffer of a variable-size or list node (see zeroOffset). */
-  private offsets(offsets: Int32Array | BigInt64Array | undefined, lead: number, length: number): number | null {
-    if (length === 0 && (!offsets || offsets.length === 0)) return this.keep(zeroOffset);
-    return this.backed(offsets, lead * (offsets?.BYTES_PER_ELEMENT ?? 0));
   }
 
   private keep(view: ArrayBufferView | undefined | null): number {
@@ -250,24 +245,18 @@ class ArrayPlanner {
 
   /** Plans `data` as a child whose parent adds `shift` to its index.
    * Returns false (having pushed nothing) if it cannot be exported under
-   * that shift; then the parent re-bases itself so the shift is 0.
-   * Under a shift the child is exported with `shift` leading slots (C
-   * offset `data.offset - shift`, C length `data.length + shift`): the
-   * parent reads child slots [shift, shift + length), and a C consumer
-   * checks that the child covers them (Arrow C++: "Struct child array #0
-   * has length smaller than expected"). The leading slots are the memory
-   * before the JS slice, in bounds, never read through the parent. */
+   * that shift; then the parent re-bases itself so the shift is 0. */
   node(data: Data, shift: number): boolean {
     if (++this.depth > maxNestingDepth) throw new TooDeepError(Status.too_deep, `array nests deeper than ${maxNestingDepth} levels`);
     try {
       const mark = planLength;
       const retainedMark = this.retained.length;
       // An empty array is always exported at offset 0: nothing to point at.
-      if (data.length > 0 && this.tryNode(data, data.offset - shift, false, shift)) return true;
+      if (data.length > 0 && this.tryNode(data, data.offset - shift, false)) return true;
       planLength = mark;
       this.retained.length = retainedMark;
       if (shift !== 0) return false;
-      const rebased = this.tryNode(data, 0, true, 0);
+      const rebased = this.tryNode(data, 0, true);
       if (!rebased) throw new UnsupportedError(Status.internal, `could not export ${String(data.type)} at offset ${data.offset}`);
       return true;
     } finally {
@@ -275,22 +264,30 @@ class ArrayPlanner {
     }
   }
 
-  /** Plans one node with C offset `offset` and `extra` leading slots
-   * (see `node`). `rebase`: the node's JS buffers start at C slot 0
-   * (offset 0) instead of at `data.offset`. */
-  private tryNode(data: Data, offset: number, rebase: boolean, extra: number): boolean {
+  /** Plans one node with C offset `offset`. `rebase`: the node's JS
+   * buffers start at C slot 0 (offset 0) instead of at `data.offset`. */
+  private tryNode(data: Data, offset: number, rebase: boolean): boolean {
     if (offset < 0) return false;
+    // Where C starts reading this node's slots: its own offset plus what its
+    // parent adds (`data.offset`, or 0 when re-based). Children of structs,
+    // sparse unions and fixed-size lists are shifted by that, not by the
+    // node's own C offset alone.
+    const start = rebase ? 0 : data.offset;
     const type = data.type;
     const typeId = data.typeId;
     const isUnion = typeId === Type.Union;
     // C offset vs. the JS start of value buffers: `lead` slots before it.
     const lead = rebase ? 0 : data.offset;
     const header = planLength;
-    push(data.length + extra);
-    // JS counts the nulls of the window only: with leading slots, a known
-    // non-zero count becomes unknown (no bitmap is exported for 0).
-    const nulls = isUnion || typeId === Type.Null ? 0 : nullCountOf(data);
-    push(extra > 0 && nulls > 0 ? -1 : nulls);
+    // A child C reads from the parent's start on: it must span the slots
+    // before this node's apache-arrow start too (`start - offset` of them;
+    // they are in memory, apache-arrow sliced them away), and its null
+    // count covers that longer range, so it is unknown then.
+    const lead0 = start - offset;
+    // Unions have no validity; a null array's slots are all null.
+    const knownNulls = isUnion ? 0 : typeId === Type.Null ? data.length + start - offset : nullCountOf(data);
+    push(data.length + lead0);
+    push(lead0 > 0 && knownNulls !== 0 && typeId !== Type.Null ? -1 : knownNulls);
     push(offset);
     push(0); // n_buffers, patched below
     push(0); // n_children, patched below
@@ -336,7 +333,7 @@ class ArrayPlanner {
       }
       case Type.Binary: case Type.Utf8: case Type.LargeBinary: case Type.LargeUtf8: {
         if (!validity()) return false;
-        if (!buffer(this.offsets(data.valueOffsets as Int32Array | BigInt64Array, lead, data.length))) return false;
+        if (!buffer(this.offsets(data.valueOffsets as Int32Array | BigInt64Array | undefined, lead, data.length))) return false;
         if (!buffer(this.keep(data.values as Uint8Array))) return false;
         break;
       }
@@ -352,19 +349,19 @@ class ArrayPlanner {
       }
       case Type.List: case Type.LargeList: case Type.Map: {
         if (!validity()) return false;
-        if (!buffer(this.offsets(data.valueOffsets as Int32Array | BigInt64Array, lead, data.length))) return false;
+        if (!buffer(this.offsets(data.valueOffsets as Int32Array | BigInt64Array | undefined, lead, data.length))) return false;
         children = data.children;
         break;
       }
       case Type.FixedSizeList:
         if (!validity()) return false;
         children = data.children;
-        childShift = (offset + extra) * (type as FixedSizeList).listSize;
+        childShift = start * (type as FixedSizeList).listSize;
         break;
       case Type.Struct:
         if (!validity()) return false;
         children = data.children;
-        childShift = offset + extra;
+        childShift = start;
         break;
       case Type.Union: {
         const union = type as Union;
@@ -372,7 +369,7 @@ class ArrayPlanner {
         if (union.mode === UnionMode.Dense) {
           if (!buffer(this.backed(data.valueOffsets as Int32Array, lead * 4))) return false;
         } else {
-          childShift = offset + extra;
+          childShift = start;
         }
         children = data.children;
         break;
@@ -422,10 +419,33 @@ export type ExportOptions = {
   as?: Exclude<ExportedKind, "schema">;
 };
 
+const repeatedNames = new WeakMap<Schema, boolean>();
+
+/** Whether two fields of `schema` share a name (cached per schema). */
+function repeatsNames(schema: Schema): boolean {
+  let repeats = repeatedNames.get(schema);
+  if (repeats === undefined) {
+    repeats = new Set(schema.fields.map((f) => f.name)).size !== schema.fields.length;
+    repeatedNames.set(schema, repeats);
+  }
+  return repeats;
+}
+
 /** The single Data (plus its field) that `source` exports as. */
-function dataOf(source: ArraySource): { data: Data; schema: SchemaSource | RecordBatch } {
+function dataOf(source: ArraySource): { data: Data; schema: SchemaSource } {
   if (source instanceof RecordBatch) {
-    return { data: source.data, schema: source };
+    // Each column's type comes from its own Data: apache-arrow's RecordBatch
+    // constructor merges repeated field names (Schema.assign), so for them
+    // neither RecordBatch.schema nor (after a slice) the struct type
+    // describes the columns any more; the child Data always does.
+    const children = source.data.children;
+    const declared = source.schema.fields;
+    // With distinct names the schema is right (and its encoded plan cached).
+    if (!repeatsNames(source.schema) && declared.length === children.length) {
+      return { data: source.data, schema: source.schema };
+    }
+    const fields = source.data.type.children.map((f, i) => (f.type === children[i]?.type ? f : new Field(f.name, children[i].type, f.nullable, f.metadata)));
+    return { data: source.data, schema: new Schema(fields, source.schema.metadata) };
   }
   if (source instanceof Vector) {
     if (source.data.length !== 1) {

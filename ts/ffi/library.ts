@@ -15,12 +15,14 @@ import { LibraryLoadError, errorFor } from "../errors.ts";
 import { coreSymbols } from "./symbols_core.ts";
 import { ownerSymbols } from "./symbols_owners.ts";
 import { deviceSymbols } from "./symbols_device.ts";
+import { importSymbols } from "./symbols_import.ts";
 
 /** Every symbol area, merged. Add new areas here. */
 const symbols = {
   ...coreSymbols,
   ...ownerSymbols,
   ...deviceSymbols,
+  ...importSymbols,
 };
 
 export const libraryEnvVar = "ARROW_DEVICE_LIBRARY";
