@@ -3,7 +3,8 @@
  * back byte for byte: every batch is copied to device memory (toDevice),
  * imported as an opaque device array (nothing on the device is read by the
  * host: the fake drivers map it PROT_NONE), copied back (toHost), and the
- * host copy's every node and buffer is compared with the original.
+ * host copy's every node and buffer is compared with the original, and,
+ * converted with toRecordBatch, equals apache-arrow's own read.
  *
  * apache-arrow reads the `.stream`; the two files it cannot read (list
  * views, run-end encoded) are built from their integration JSON instead,
@@ -17,10 +18,11 @@ import { read } from "bun:ffi";
 import { ArrowDeviceArrayLayout } from "../ts/abi/layout.ts";
 import { RecordBatch, Table, tableFromIPC } from "apache-arrow";
 import { deviceKinds, fakeLeaks } from "./helpers/device.ts";
-import { goldFiles, rawBatchesFromJson, treeDifferences, exportSourceOf, type GoldFile } from "./helpers/device_gold.ts";
+import { goldFiles, rawBatchesFromJson, treeDifferences, type GoldFile } from "./helpers/device_gold.ts";
+import { compareBatches } from "./helpers/arrow_compare.ts";
 import { collectUntil } from "./helpers/gc.ts";
 import {
-  DeviceType, ImportedArray, copyArrayToDevice, deviceRuntime, exportArray, exportRawArray, nonZeroCounters, toDevice,
+  DeviceType, ImportedArray, copyArrayToDevice, deviceRuntime, exportArray, exportRawArray, nonZeroCounters, toDevice, toRecordBatch,
   type DeviceKind, type ExportedArray, type RawArrayNode,
 } from "../ts/index.ts";
 
@@ -41,7 +43,7 @@ const deviceTypes: Record<DeviceKind, number> = { cuda: DeviceType.CUDA, rocm: D
 
 /** One batch through the device: `cpu()` makes a fresh CPU export of it
  * (called twice: the original to compare with, and the one to copy). */
-function roundTrip(kind: DeviceKind, id: number, cpu: () => ExportedArray, label: string) {
+function roundTrip(kind: DeviceKind, id: number, cpu: () => ExportedArray, label: string, expected: RecordBatch | null = null) {
   const reference = cpu();
   const original = ImportedArray.fromDeviceArray(reference.schema, reference.array);
   reference.release();
@@ -61,6 +63,7 @@ function roundTrip(kind: DeviceKind, id: number, cpu: () => ExportedArray, label
       const problems = treeDifferences(original, back);
       if (problems.length) throw new Error(`${label}: ${problems.slice(0, 5).join("; ")}`);
       expect(problems).toEqual([]);
+      if (expected) expect(compareBatches(toRecordBatch(back), expected, label)).toEqual([]);
     } finally {
       back.dispose();
     }
@@ -98,15 +101,11 @@ for (const kind of deviceKinds) {
         } else {
           const all = batchesOf(file);
           all.forEach((batch, i) => {
-            const source = exportSourceOf(batch);
-            roundTrip(kind, i % devices, () => exportArray(source), `${file.name} batch ${i}`);
+            roundTrip(kind, i % devices, () => exportArray(batch), `${file.name} batch ${i}`, batch);
             batches++;
           });
           // A table goes as one device array per batch, each with its event.
-          const sources = all.map(exportSourceOf);
-          const handles = sources.every((s) => s instanceof RecordBatch)
-            ? toDevice(new Table(sources as RecordBatch[]), { device: kind })
-            : sources.map((s) => toDevice(s, { device: kind }));
+          const handles = toDevice(new Table(all), { device: kind });
           expect(handles).toHaveLength(all.length);
           expect(new Set(handles.map((h) => read.ptr(h.array, ArrowDeviceArrayLayout.fields.sync_event))).size).toBe(all.length);
           for (const handle of handles) handle.release();

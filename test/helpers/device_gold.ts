@@ -14,7 +14,7 @@ import { read, toArrayBuffer } from "bun:ffi";
 import { gunzipSync } from "node:zlib";
 import { readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { Field, Struct, makeData, type Data, type RecordBatch } from "apache-arrow";
+
 import { Flags, type ImportedArray, type RawArray, type RawArrayNode } from "../../ts/index.ts";
 
 export const sharedDir = process.env.ARROW_SHARED_DIR ?? resolve(import.meta.dir, "..", "..", "..", "shared");
@@ -31,26 +31,6 @@ export function goldFiles(): GoldFile[] {
     }
   }
   return out;
-}
-
-/**
- * What to export for a batch: the batch itself, or, where its schema and
- * its data disagree, its struct Data under a type rebuilt from the data.
- * apache-arrow's schema is wrong for generated_union: it merges the two
- * fields named "sparse" and the two named "dense", so fields 0-1 carry the
- * types of fields 2-3, while each batch's data has the right types (and
- * RecordBatch's constructor re-derives the wrong schema, so only the Data
- * can carry the right one).
- */
-export function exportSourceOf(batch: RecordBatch): RecordBatch | Data {
-  const children = batch.data.children;
-  const agrees = batch.schema.fields.every((field, i) => String(field.type) === String(children[i].type));
-  if (agrees) return batch;
-  const fields = children.map((child, i) => {
-    const field = batch.schema.fields[i];
-    return new Field(field.name, child.type, field.nullable, field.metadata);
-  });
-  return makeData({ type: new Struct(fields), length: batch.numRows, nullCount: 0, children });
 }
 
 // ---------------------------------------------------------------------------
