@@ -20,3 +20,10 @@ export { liveHandles, debugEnabled } from "./lifetime/debug.ts";
 export { exportArray, exportDeviceArray, exportSchema, exportBatches, type ArraySource, type SchemaSource, type ExportOptions } from "./convert/export.ts";
 export { formatOf } from "./convert/formats.ts";
 export { consumeNatively, fnv1a32, type NativeBufferReport } from "./native_consumer.ts";
+export { ExportedStream, type StreamKind } from "./lifetime/exported_stream.ts";
+export { ImportedStream } from "./lifetime/imported_stream.ts";
+export { arrayStreamAsDeviceStream, deviceStreamAsArrayStream } from "./lifetime/stream_adapters.ts";
+export {
+  exportStream, exportStreamAsync, exportArrayStream, exportDeviceArrayStream,
+  type StreamSource, type StreamExportOptions,
+} from "./convert/stream_export.ts";

@@ -1,6 +1,6 @@
 //! Root of libarrow_device: pulls in the exported C API and every module's
 //! tests. Layers point one way:
-//!   abi <- format <- validate <- owner/export_* <- consumer <- c_api
+//!   abi <- format <- validate <- owner/export_* <- consumer/streams <- c_api
 
 const std = @import("std");
 
@@ -23,5 +23,9 @@ test {
     _ = @import("owner.zig");
     _ = @import("device_sync.zig");
     _ = @import("consumer.zig");
+    _ = @import("js_queue.zig");
+    _ = @import("stream_export.zig");
+    _ = @import("stream_import.zig");
+    _ = @import("stream_convert.zig");
     _ = @import("c_api.zig");
 }

@@ -114,6 +114,12 @@ export class ImportedArray implements Disposable {
     return new ImportedArray(Number(out[0]));
   }
 
+  /** @internal Adopts one reference to a native owner (a batch pulled
+   * from an imported stream); the handle then holds the owner. */
+  static adoptOwner(owner: number): ImportedArray {
+    return new ImportedArray(owner);
+  }
+
   /** Like `fromDeviceArray` for a plain `ArrowArray*` (a CPU array). */
   static fromArray(schema: Pointer | number | null, array: Pointer | number | null, options: ImportOptions = {}): ImportedArray {
     const out = new BigUint64Array(1);

@@ -9,14 +9,15 @@
  * threadsafe callback, and only then drops the references. So no JS memory
  * reachable by C is ever collected or moved before C released it.
  */
-import { JSCallback, ptr } from "bun:ffi";
+import { JSCallback } from "bun:ffi";
 import { native } from "../ffi/library.ts";
 
 const retained = new Map<number, unknown>();
 let nextId = 1;
 
+// Passed to native code as the typed array itself (never as a cached
+// ptr(): a typed array's bytes may move until its buffer is materialized).
 const drainScratch = new Float64Array(512);
-const drainScratchAddress = ptr(drainScratch);
 
 /** Registers `objects` to be kept strongly reachable; returns the id to
  * hand to the native builder. */
@@ -31,14 +32,32 @@ export function forgetUnused(id: number): void {
   retained.delete(id);
 }
 
+/** A retained object may have a method under this key: it is called once,
+ * on the JS thread, when its native release has run (a JS-produced stream
+ * closes its source's iterator this way). */
+export const onNativeRelease = Symbol("onNativeRelease");
+
+type ReleaseAware = { [onNativeRelease]?: () => void };
+
 /** Drops the references of every export whose native release has run.
  * Returns how many were dropped. Cheap when nothing is queued. */
 export function drainReleased(): number {
   let dropped = 0;
   for (;;) {
-    const n = native.abd_take_released(drainScratchAddress, drainScratch.length);
+    const n = native.abd_take_released(drainScratch, drainScratch.length);
+    const ids = n > 0 ? drainScratch.slice(0, n) : drainScratch.subarray(0, 0);
     for (let i = 0; i < n; i++) {
-      if (retained.delete(drainScratch[i])) dropped++;
+      const held = retained.get(ids[i]) as ReleaseAware | undefined;
+      if (!retained.delete(ids[i])) continue;
+      dropped++;
+      const hook = held?.[onNativeRelease];
+      if (hook) {
+        try {
+          hook.call(held);
+        } catch (error) {
+          console.error("[bun-arrow-device] a release hook threw:", error);
+        }
+      }
     }
     if (n < drainScratch.length) return dropped;
   }
