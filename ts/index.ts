@@ -20,6 +20,13 @@ export { liveHandles, debugEnabled } from "./lifetime/debug.ts";
 export { exportArray, exportDeviceArray, exportSchema, exportBatches, type ArraySource, type SchemaSource, type ExportOptions } from "./convert/export.ts";
 export { formatOf } from "./convert/formats.ts";
 export { consumeNatively, fnv1a32, type NativeBufferReport } from "./native_consumer.ts";
+export { CSchema, CArray, CDeviceArray, addressOf, type StructRef } from "./lifetime/c_structs.ts";
+export { hostAccessError } from "./lifetime/imported.ts";
+export {
+  toDataType, toField, toSchema, toData, toVector, toRecordBatch, toTable, importVector, importRecordBatch,
+  type ImportConvertOptions,
+} from "./convert/import.ts";
+export { typeSignature, type ConvertOptions } from "./convert/types.ts";
 export { ExportedStream, type StreamKind } from "./lifetime/exported_stream.ts";
 export { ImportedStream } from "./lifetime/imported_stream.ts";
 export { arrayStreamAsDeviceStream, deviceStreamAsArrayStream } from "./lifetime/stream_adapters.ts";

@@ -19,6 +19,9 @@ const export_schema = @import("export_schema.zig");
 const owner_mod = @import("owner.zig");
 const validate = @import("validate.zig");
 const consumer = @import("consumer.zig");
+const move = @import("move.zig");
+const schema_info = @import("schema_info.zig");
+const metadata = @import("metadata.zig");
 
 const Status = status.Status;
 const Owner = owner_mod.Owner;
@@ -140,17 +143,27 @@ export fn abd_take_released(out: [*]f64, capacity: u32) u32 {
 
 /// Moves `schema` and `array` into a new owner (one reference, the
 /// caller's) after validating at `level` (0 none .. 3 full).
+/// Even a malformed call (bad level, NULL `out`) moves the structs in and
+/// releases them.
 export fn abd_import_device_array(schema: ?*abi.ArrowSchema, array: ?*abi.ArrowDeviceArray, level: c_int, out: ?*?*Owner) c_int {
-    const target = out orelse return code(status.fail(.invalid_argument, "out owner pointer is NULL", .{}));
-    const lvl = levelFrom(level) orelse return code(status.fail(.invalid_argument, "validation level {d} is not 0..3", .{level}));
-    return code(owner_mod.import(schema, array, lvl, target));
+    const lvl = levelFrom(level);
+    if (out == null or lvl == null) {
+        owner_mod.discard(schema, if (array) |a| &a.array else null);
+        if (out == null) return code(status.fail(.invalid_argument, "out owner pointer is NULL", .{}));
+        return code(status.fail(.invalid_argument, "validation level {d} is not 0..3", .{level}));
+    }
+    return code(owner_mod.import(schema, array, lvl.?, out.?));
 }
 
 /// Like `abd_import_device_array` for a plain ArrowArray (a CPU array).
 export fn abd_import_array(schema: ?*abi.ArrowSchema, array: ?*abi.ArrowArray, level: c_int, out: ?*?*Owner) c_int {
-    const target = out orelse return code(status.fail(.invalid_argument, "out owner pointer is NULL", .{}));
-    const lvl = levelFrom(level) orelse return code(status.fail(.invalid_argument, "validation level {d} is not 0..3", .{level}));
-    return code(owner_mod.importArray(schema, array, lvl, target));
+    const lvl = levelFrom(level);
+    if (out == null or lvl == null) {
+        owner_mod.discard(schema, array);
+        if (out == null) return code(status.fail(.invalid_argument, "out owner pointer is NULL", .{}));
+        return code(status.fail(.invalid_argument, "validation level {d} is not 0..3", .{level}));
+    }
+    return code(owner_mod.importArray(schema, array, lvl.?, out.?));
 }
 
 export fn abd_owner_retain(owner: *Owner, n: u32) void {
@@ -208,6 +221,59 @@ export fn abd_owner_retain_views(owner: *Owner, n: u32) void {
 export fn abd_consume_device_array(schema: ?*abi.ArrowSchema, array: ?*abi.ArrowDeviceArray, level: c_int, report: [*]f64, capacity: u32) c_int {
     const lvl = levelFrom(level) orelse return code(status.fail(.invalid_argument, "validation level {d} is not 0..3", .{level}));
     return code(consumer.consume(schema, array, lvl, report[0..capacity]));
+}
+
+// ---------------------------------------------------------------------------
+// Moving structs the caller holds (move.zig)
+// ---------------------------------------------------------------------------
+
+/// Moves `src` to `dst` (bitwise copy, then `src->release = NULL`). `dst`
+/// must be released or zeroed. On failure nothing changes. Any thread.
+export fn abd_schema_move(src: ?*abi.ArrowSchema, dst: ?*abi.ArrowSchema) c_int {
+    return code(move.moveSchema(src, dst));
+}
+
+export fn abd_array_move(src: ?*abi.ArrowArray, dst: ?*abi.ArrowArray) c_int {
+    return code(move.moveArray(src, dst));
+}
+
+export fn abd_device_array_move(src: ?*abi.ArrowDeviceArray, dst: ?*abi.ArrowDeviceArray) c_int {
+    return code(move.moveDeviceArray(src, dst));
+}
+
+/// Moves child `index` of `parent` to `dst`. The caller must release the
+/// parent next; its release skips the moved child.
+export fn abd_schema_move_child(parent: ?*abi.ArrowSchema, index: i64, dst: ?*abi.ArrowSchema) c_int {
+    return code(move.moveSchemaChild(parent, index, dst));
+}
+
+export fn abd_array_move_child(parent: ?*abi.ArrowArray, index: i64, dst: ?*abi.ArrowArray) c_int {
+    return code(move.moveArrayChild(parent, index, dst));
+}
+
+// ---------------------------------------------------------------------------
+// Schema strings of an import, in one call (schema_info.zig)
+// ---------------------------------------------------------------------------
+
+/// Copies the flags, format, name and metadata of every node of `owner`
+/// into `out` (layout in schema_info.zig) when `capacity` suffices; returns
+/// the bytes needed either way. The caller holds a reference to `owner`.
+export fn abd_owner_schema_info(owner: *Owner, out: ?[*]u8, capacity: usize) usize {
+    const bytes: []u8 = if (out) |o| o[0..capacity] else &.{};
+    return schema_info.fill(&owner.table, bytes);
+}
+
+/// Size in bytes of an ArrowSchema.metadata blob, reading only its length
+/// fields within metadata.zig's limits; -1 (with the reason as last error)
+/// when they are out of bounds. NULL has size 0. A double (an exact
+/// integer): the cheapest return type for bun:ffi.
+export fn abd_metadata_length(blob: ?[*]const u8) f64 {
+    const bytes = blob orelse return 0;
+    const len = metadata.encodedLength(bytes) catch |e| {
+        _ = status.fail(.invalid_layout, "metadata {s}", .{metadata.describe(e)});
+        return -1;
+    };
+    return @floatFromInt(len);
 }
 
 // ---------------------------------------------------------------------------

@@ -1,6 +1,8 @@
 //! Root of libarrow_device: pulls in the exported C API and every module's
 //! tests. Layers point one way:
 //!   abi <- format <- validate <- owner/export_* <- consumer/streams <- c_api
+//!   abi <- move <- c_api
+//!   metadata <- validate; validate <- schema_info <- c_api
 
 const std = @import("std");
 
@@ -16,6 +18,7 @@ test {
     _ = @import("manifest.zig");
     _ = @import("format.zig");
     _ = @import("validate.zig");
+    _ = @import("validate_test.zig");
     _ = @import("tree_block.zig");
     _ = @import("keepalive.zig");
     _ = @import("export_array.zig");
@@ -23,6 +26,9 @@ test {
     _ = @import("owner.zig");
     _ = @import("device_sync.zig");
     _ = @import("consumer.zig");
+    _ = @import("move.zig");
+    _ = @import("metadata.zig");
+    _ = @import("schema_info.zig");
     _ = @import("js_queue.zig");
     _ = @import("stream_export.zig");
     _ = @import("stream_import.zig");
