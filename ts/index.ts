@@ -34,3 +34,4 @@ export {
   exportStream, exportStreamAsync, exportArrayStream, exportDeviceArrayStream,
   type StreamSource, type StreamExportOptions,
 } from "./convert/stream_export.ts";
+export { recordBatches, recordBatchesAsync, readTable, readTableAsync, streamSchema } from "./convert/stream_import.ts";

@@ -387,6 +387,16 @@ export fn abd_stream_import_next(imported: *stream_import.Imported, level: c_int
     return code(s);
 }
 
+/// A zero-length batch shaped like the stream's schema, in a new owner
+/// (`out[0]`), validated at `level`; the stream's position is unchanged.
+export fn abd_stream_import_empty_batch(imported: *stream_import.Imported, level: c_int, out: [*]f64) c_int {
+    const lvl = levelFrom(level) orelse return code(status.fail(.invalid_argument, "validation level {d} is not 0..3", .{level}));
+    var owner: ?*Owner = null;
+    const s = stream_import.emptyBatch(imported, lvl, &owner);
+    out[0] = @floatFromInt(@intFromPtr(owner));
+    return code(s);
+}
+
 /// Starts pulling the next batch on the stream's worker thread; the JS
 /// queue reports it done (tag 2), then `abd_stream_import_take_pull`.
 export fn abd_stream_import_pull(imported: *stream_import.Imported, level: c_int) c_int {

@@ -33,5 +33,6 @@ test {
     _ = @import("stream_export.zig");
     _ = @import("stream_import.zig");
     _ = @import("stream_convert.zig");
+    _ = @import("empty_batch.zig");
     _ = @import("c_api.zig");
 }

@@ -27,6 +27,7 @@ const counters = @import("counters.zig");
 const owner_mod = @import("owner.zig");
 const validate = @import("validate.zig");
 const js_queue = @import("js_queue.zig");
+const empty_batch = @import("empty_batch.zig");
 const sync = @import("sync.zig");
 const Status = status.Status;
 const Owner = owner_mod.Owner;
@@ -293,6 +294,25 @@ pub fn schemaOf(self: *Imported, out: **abi.ArrowSchema) Status {
     if (fetched != .ok) return fetched;
     out.* = &self.schema.?.schema;
     return .ok;
+}
+
+/// A zero-length batch shaped like the stream's schema, in a new owner (one
+/// reference, the caller's): what converters read the schema from when the
+/// stream has no batch. Does not touch the stream's position.
+pub fn emptyBatch(self: *Imported, level: validate.Level, out: *?*Owner) Status {
+    out.* = null;
+    self.mutex.lock();
+    const state = self.pull_state;
+    self.mutex.unlock();
+    if (state != .idle) return busy();
+    self.clearProducerError();
+    const fetched = self.sharedSchema();
+    if (fetched != .ok) return fetched;
+    var array: abi.ArrowDeviceArray = .empty;
+    const built = empty_batch.build(&self.schema.?.schema, &array);
+    if (built != .ok) return built;
+    var schema = self.schema.?.share();
+    return owner_mod.import(&schema, &array, level, out);
 }
 
 /// Pulls the next batch on the calling thread.

@@ -318,6 +318,8 @@ abd_status abd_stream_import(int kind, void* stream, abd_imported_stream** out);
 void abd_stream_import_info(abd_imported_stream* stream, double* out /* serial, kind, device_type */);
 abd_status abd_stream_import_schema(abd_imported_stream* stream, double* out_schema_address);
 abd_status abd_stream_import_next(abd_imported_stream* stream, int level, double* out_owner);
+/* A zero-length batch shaped like the stream's schema (position unchanged). */
+abd_status abd_stream_import_empty_batch(abd_imported_stream* stream, int level, double* out_owner);
 abd_status abd_stream_import_pull(abd_imported_stream* stream, int level);
 abd_status abd_stream_import_take_pull(abd_imported_stream* stream, double* out_owner);
 const char* abd_stream_import_producer_error(abd_imported_stream* stream, int* out_errno);

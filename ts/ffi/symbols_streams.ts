@@ -24,6 +24,7 @@ export const streamSymbols = {
   abd_stream_import_info: { args: [ptr, ptr], returns: none },
   abd_stream_import_schema: { args: [ptr, ptr], returns: i32 },
   abd_stream_import_next: { args: [ptr, i32, ptr], returns: i32 },
+  abd_stream_import_empty_batch: { args: [ptr, i32, ptr], returns: i32 },
   abd_stream_import_pull: { args: [ptr, i32], returns: i32 },
   abd_stream_import_take_pull: { args: [ptr, ptr], returns: i32 },
   abd_stream_import_producer_error: { args: [ptr, ptr], returns: ptr },

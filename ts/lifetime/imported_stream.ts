@@ -154,6 +154,16 @@ export class ImportedStream implements Disposable, Iterable<ImportedArray>, Asyn
     return schemaFields.format(this.schemaAddress) ?? "";
   }
 
+  /** A zero-length batch shaped like the stream's schema (every node of
+   * length 0, no data): how converters learn the schema of a stream that
+   * has no batch. The stream's position is unchanged. */
+  emptyBatch(): ImportedArray {
+    const handle = this.#idle();
+    const status = native.abd_stream_import_empty_batch(handle as Pointer, this.#level, words);
+    if (status !== 0) throw this.#error(status);
+    return ImportedArray.adoptOwner(words[0]);
+  }
+
   /** Pulls the next batch on this (the JS) thread; null at the end, and on
    * every call after. Throws StreamError when get_next fails. */
   next(): ImportedArray | null {
