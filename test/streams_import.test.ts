@@ -215,13 +215,35 @@ describe("background pulls (async iterator)", () => {
   test("one call at a time; a release during a pull rejects it and still releases once", async () => {
     using slot = cStream(1, 5, 2);
     const stream = ImportedStream.fromDeviceArrayStream(slot.stream);
-    const pending = stream.nextAsync();
-    expect(() => stream.next()).toThrow("in flight");
-    expect(() => stream.nextAsync()).toThrow("in flight");
+    streamPeer.sp_set_delay_us(30_000); // a slow producer: the pull is surely in flight
+    try {
+      const pending = stream.nextAsync();
+      expect(() => stream.next()).toThrow("in flight");
+      expect(() => stream.nextAsync()).toThrow("in flight");
+      expect(() => stream.emptyBatch()).toThrow("in flight");
+      stream.release();
+      expect(await pending.catch((e: unknown) => e)).toBeInstanceOf(ReleasedError);
+      expect(streamPeer.sp_stream_releases()).toBe(0n); // the worker is still inside get_next
+      expect(await collectUntil(() => streamPeer.sp_stream_releases() === 1n)).toBe(true);
+      expect(() => stream.next()).toThrow(ReleasedError);
+    } finally {
+      streamPeer.sp_set_delay_us(0);
+    }
+  });
+
+  test("after a batch, the next one is read ahead; next() takes it or refuses while in flight", async () => {
+    using slot = cStream(1, 3, 2);
+    const stream = ImportedStream.fromDeviceArrayStream(slot.stream);
+    (await stream.nextAsync())!.dispose();
+    // The worker pulls batch 1 ahead: once it is there, next() takes it.
+    expect(await collectUntil(() => streamPeer.sp_produced_live() === 1n)).toBe(true);
+    const ahead = stream.next()!;
+    expect(ahead.root.child(0).buffer(1)[0]).toBe(1000);
+    ahead.dispose();
+    using last = stream.next()!;
+    expect(last.root.child(0).buffer(1)[0]).toBe(2000);
     stream.release();
-    expect(await pending.catch((e: unknown) => e)).toBeInstanceOf(ReleasedError);
-    expect(await collectUntil(() => streamPeer.sp_stream_releases() === 1n)).toBe(true);
-    expect(() => stream.next()).toThrow(ReleasedError);
+    expect(streamPeer.sp_stream_releases()).toBe(1n);
   });
 });
 

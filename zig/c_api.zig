@@ -306,6 +306,25 @@ export fn abd_js_queue_take(out: [*]f64, capacity: u32) u32 {
     return @intCast(js_queue.global.take(out[0 .. @as(usize, capacity) * js_queue.entry_words]));
 }
 
+/// Entries waiting in the JS work queue plus released exports waiting in
+/// the keepalive queue, read without locks (for JS's polling loop).
+export fn abd_js_work_pending() u32 {
+    const released: u32 = @intCast(@max(0, counters.get(.keepalive_pending)));
+    return js_queue.global.queuedNow() + released;
+}
+
+/// JS says it is polling the work and keepalive queues (no wake-ups
+/// needed), or that it stopped (it then takes from both once more).
+export fn abd_js_queue_polling(on: bool) void {
+    js_queue.global.setPolling(on);
+}
+
+/// How long threads waiting across the JS hand-off spin before sleeping
+/// (js_queue.zig `spin_ns`); 0 disables spinning.
+export fn abd_set_spin_ns(nanoseconds: f64) void {
+    js_queue.spin_ns.store(@intFromFloat(@max(0, nanoseconds)), .monotonic);
+}
+
 /// Registers the non-threadsafe JS callback that answers get_next calls
 /// made on the JS thread.
 export fn abd_stream_export_set_producer(callback: ?stream_export.SyncProducer) void {
@@ -411,6 +430,18 @@ export fn abd_stream_import_take_pull(imported: *stream_import.Imported, out: [*
     const s = stream_import.takePull(imported, &owner);
     out[0] = @floatFromInt(@intFromPtr(owner));
     return code(s);
+}
+
+/// Where the background pull is: 0 idle, 1 queued, 2 running, 3 ready (to
+/// take with `abd_stream_import_take_pull`).
+export fn abd_stream_import_pull_state(imported: *stream_import.Imported) c_int {
+    return @intFromEnum(stream_import.pullState(imported));
+}
+
+/// JS will wait for the current background pull: its end is posted to the
+/// JS work queue from now on. Returns the pull state (3: ready now).
+export fn abd_stream_import_wait(imported: *stream_import.Imported) c_int {
+    return @intFromEnum(stream_import.wait(imported));
 }
 
 /// After a callback_error: the producer's errno in `out_errno` and its

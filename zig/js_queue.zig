@@ -8,10 +8,11 @@
 //! takes every entry (`take`), dispatches each by `tag`, and answers through
 //! ordinary FFI calls, which signal whoever waits.
 //!
-//! The wake-up is sent on the empty-to-non-empty transition only: JS always
-//! takes until the queue is empty, so an entry posted after that finds the
-//! queue empty and wakes it again. Nothing is ever lost; at worst JS wakes
-//! once and finds nothing left (another drain took it first).
+//! The wake-up is sent on the empty-to-non-empty transition only, and not
+//! while JS says it is polling: JS always takes until the queue is empty,
+//! so an entry posted after that finds the queue empty and wakes it again,
+//! and JS takes once more after it stops polling. Nothing is ever lost; at
+//! worst JS wakes once and finds nothing left (a poll took it first).
 //!
 //! Tags are part of the C API between the library and its TS layer
 //! (ts/lifetime/js_queue.ts): new users append a tag.
@@ -44,6 +45,12 @@ pub const Queue = struct {
     mutex: sync.Mutex = .{},
     entries: std.ArrayList(Entry) = .empty,
     notifier: std.atomic.Value(?Notifier) = .init(null),
+    /// True while JS polls this queue (and the keepalive queue) in a loop:
+    /// then nobody needs to wake it. JS clears it and takes once more before
+    /// it stops polling, so an entry posted meanwhile is never missed.
+    polling: std.atomic.Value(bool) = .init(false),
+    /// Entries queued, readable without the mutex (for pollers).
+    queued: std.atomic.Value(u32) = .init(0),
 
     pub fn setNotifier(self: *Queue, callback: ?Notifier) void {
         self.notifier.store(callback, .release);
@@ -58,11 +65,21 @@ pub const Queue = struct {
             self.mutex.unlock();
             return false;
         };
+        self.queued.store(@intCast(self.entries.items.len), .release);
         self.mutex.unlock();
-        if (was_empty) {
+        if (was_empty and !self.polling.load(.seq_cst)) {
             if (self.notifier.load(.acquire)) |wake| wake();
         }
         return true;
+    }
+
+    pub fn setPolling(self: *Queue, on: bool) void {
+        self.polling.store(on, .seq_cst);
+    }
+
+    /// Whether JS is polling right now (so a wake-up can be skipped).
+    pub fn isPolling(self: *Queue) bool {
+        return self.polling.load(.seq_cst);
     }
 
     /// Moves up to `out.len / entry_words` entries into `out`, oldest
@@ -79,7 +96,14 @@ pub const Queue = struct {
         const rest = self.entries.items.len - n;
         std.mem.copyForwards(Entry, self.entries.items[0..rest], self.entries.items[n..]);
         self.entries.shrinkRetainingCapacity(rest);
+        self.queued.store(@intCast(rest), .release);
         return n;
+    }
+
+    /// Entries queued now, without taking the mutex (a poller's check: a
+    /// poller that took it would slow down the threads posting).
+    pub fn queuedNow(self: *Queue) u32 {
+        return self.queued.load(.acquire);
     }
 
     pub fn pending(self: *Queue) usize {
@@ -91,6 +115,34 @@ pub const Queue = struct {
 
 /// The one queue the TS layer drains.
 pub var global: Queue = .{};
+
+/// How long a thread waiting on the other side of this hand-off spins
+/// before it sleeps (nanoseconds). On the VMs this library is tested on, a
+/// sleeping thread (condition variable, or JS idle in its event loop) takes
+/// 20-60 us to run again once woken, while an answer from a busy peer comes
+/// within 1-3 us: a short spin turns a stream of batches into a pipeline
+/// instead of a wake-up per batch. Bounded, so a slow peer costs at most
+/// this much CPU per wait. The TS layer sets it (`setJsWorkSpin`).
+pub var spin_ns: std.atomic.Value(u64) = .init(20_000);
+
+pub fn monotonicNs() u64 {
+    var now: std.c.timespec = undefined;
+    _ = std.c.clock_gettime(std.c.CLOCK.MONOTONIC, &now);
+    return @as(u64, @intCast(now.sec)) * std.time.ns_per_s + @as(u64, @intCast(now.nsec));
+}
+
+/// Spins until `done(context)` or the spin window passes; returns
+/// `done(context)`. Call it without holding a lock the peer needs.
+pub fn spinUntil(context: anytype, comptime done: fn (@TypeOf(context)) bool) bool {
+    const window = spin_ns.load(.monotonic);
+    if (window == 0) return done(context);
+    const deadline = monotonicNs() + window;
+    while (!done(context)) {
+        if (monotonicNs() >= deadline) return false;
+        std.atomic.spinLoopHint();
+    }
+    return true;
+}
 
 test "entries posted from several threads are taken once, in order per thread" {
     var queue: Queue = .{};

@@ -20,7 +20,8 @@
 //! - get_next on any other thread: the request is posted to the JS work
 //!   queue (js_queue.zig), which wakes JS through a threadsafe callback;
 //!   the calling thread blocks on a condition until JS answers
-//!   (`deliver` / `end` / `fail`). This needs the JS event loop to run: a
+//!   (`deliver` / `end` / `fail`), spinning briefly first (js_queue.zig
+//!   `spin_ns`). This needs the JS event loop to run: a
 //!   JS thread blocked in a native call that waits for this consumer
 //!   deadlocks, as would any such wait.
 //! - deliver, end, fail (the answers): the JS thread only.
@@ -72,8 +73,14 @@ const Phase = enum { streaming, ended, failed };
 const Request = struct {
     /// The consumer's `*ArrowArray` (kind array) or `*ArrowDeviceArray`.
     out: *anyopaque,
-    answered: bool = false,
+    /// Set (with `errno`) under the producer's mutex; also read without it
+    /// while the consumer spins.
+    answered: std.atomic.Value(bool) = .init(false),
     errno: c_int = 0,
+
+    fn isAnswered(self: *const Request) bool {
+        return self.answered.load(.acquire);
+    }
 };
 
 pub const Producer = struct {
@@ -196,7 +203,7 @@ pub const Producer = struct {
             self.mutex.unlock();
             produce(@floatFromInt(self.js_key), self);
             self.mutex.lock();
-            if (!request.answered) {
+            if (!request.isAnswered()) {
                 self.request = null;
                 self.mutex.unlock();
                 self.writeEnd(out);
@@ -212,7 +219,12 @@ pub const Producer = struct {
                 self.writeEnd(out);
                 return self.callFailed(fail(.out_of_memory, "out of memory queueing get_next for the JS thread", .{}));
             }
-            while (!request.answered) self.answered.wait(&self.mutex);
+            // JS polls for work for a while after answering, so the next
+            // answer often comes within microseconds: spin before sleeping.
+            self.mutex.unlock();
+            _ = js_queue.spinUntil(@as(*const Request, &request), Request.isAnswered);
+            self.mutex.lock();
+            while (!request.isAnswered()) self.answered.wait(&self.mutex);
         }
         self.request = null;
         const errno = request.errno;
@@ -223,13 +235,13 @@ pub const Producer = struct {
     /// The pending request, for an answer from JS (mutex held).
     fn pendingRequest(self: *Producer) ?*Request {
         const request = self.request orelse return null;
-        if (request.answered) return null;
+        if (request.isAnswered()) return null;
         return request;
     }
 
     fn answer(self: *Producer, request: *Request, errno: c_int) void {
         request.errno = errno;
-        request.answered = true;
+        request.answered.store(true, .release);
         self.answered.signal();
     }
 };

@@ -77,7 +77,8 @@ const SharedSchema = struct {
     }
 };
 
-const PullState = enum { idle, queued, running, ready };
+/// Where a background pull is. Values are part of the C API.
+pub const PullState = enum(c_int) { idle = 0, queued = 1, running = 2, ready = 3 };
 
 var next_serial: std.atomic.Value(u64) = .init(1);
 
@@ -100,11 +101,14 @@ pub const Imported = struct {
     mutex: sync.Mutex = .{},
     wake: sync.Condition = .{},
     worker: ?std.Thread = null,
-    pull_state: PullState = .idle,
+    /// Written under `mutex`; read without it by spinning waiters.
+    pull_state: std.atomic.Value(PullState) = .init(.idle),
     pull_level: validate.Level = .default,
-    quit: bool = false,
+    quit: std.atomic.Value(bool) = .init(false),
     /// `release` ran while the worker was inside get_next.
     release_requested: bool = false,
+    /// JS waits for the current pull through the work queue (`wait`).
+    js_waiting: std.atomic.Value(bool) = .init(false),
     pulled_status: Status = .ok,
     pulled_owner: ?*Owner = null,
     pulled_message: ?[:0]u8 = null,
@@ -196,12 +200,25 @@ pub const Imported = struct {
         counters.add(.live_stream_imports, -1);
     }
 
+    /// Lock-free, for spinning: a spinner that took the mutex would slow
+    /// down the very thread it waits for.
+    fn jobWaiting(self: *Imported) bool {
+        return self.pull_state.load(.acquire) == .queued or self.quit.load(.acquire);
+    }
+
     fn workerMain(self: *Imported) void {
         self.mutex.lock();
         while (true) {
-            while (self.pull_state != .queued and !self.quit) self.wake.wait(&self.mutex);
-            if (self.quit) break;
-            self.pull_state = .running;
+            if (self.pull_state.load(.acquire) != .queued and !self.quit.load(.acquire)) {
+                // A consumer reading ahead asks again within microseconds
+                // of taking a batch: spin before sleeping (js_queue.zig).
+                self.mutex.unlock();
+                _ = js_queue.spinUntil(self, jobWaiting);
+                self.mutex.lock();
+            }
+            while (self.pull_state.load(.acquire) != .queued and !self.quit.load(.acquire)) self.wake.wait(&self.mutex);
+            if (self.quit.load(.acquire)) break;
+            self.pull_state.store(.running, .release);
             const level = self.pull_level;
             self.mutex.unlock();
 
@@ -222,10 +239,21 @@ pub const Imported = struct {
             self.pulled_status = pulled;
             self.pulled_owner = owner;
             self.pulled_message = message;
-            self.pull_state = .ready;
-            // If even this cannot be queued, JS never hears back: that pull
-            // hangs, but nothing is freed early or released twice.
-            _ = js_queue.global.post(.{ .tag = .stream_import_pulled, .key = self.serial, .address = @intFromPtr(self) });
+            // Tell JS only if it waits (see `wait`): a consumer reading
+            // ahead usually finds the result ready by itself. seq_cst pairs
+            // with `wait`: JS sees `ready`, or this sees `js_waiting`.
+            self.pull_state.store(.ready, .seq_cst);
+            if (self.js_waiting.load(.seq_cst)) {
+                const entry: js_queue.Entry = .{ .tag = .stream_import_pulled, .key = self.serial, .address = @intFromPtr(self) };
+                // Posted without the lock: waking JS can take a while, and
+                // JS needs the lock to take the result. `release` joins this
+                // thread before freeing, so `self` stays valid.
+                self.mutex.unlock();
+                // If even this cannot be queued, JS never hears back: that
+                // pull hangs, but nothing is freed early or released twice.
+                _ = js_queue.global.post(entry);
+                self.mutex.lock();
+            }
         }
         self.mutex.unlock();
     }
@@ -288,7 +316,7 @@ fn busy() Status {
 pub fn schemaOf(self: *Imported, out: **abi.ArrowSchema) Status {
     self.mutex.lock();
     defer self.mutex.unlock();
-    if (self.pull_state != .idle) return busy();
+    if (self.pull_state.load(.acquire) != .idle) return busy();
     self.clearProducerError();
     const fetched = self.sharedSchema();
     if (fetched != .ok) return fetched;
@@ -302,7 +330,7 @@ pub fn schemaOf(self: *Imported, out: **abi.ArrowSchema) Status {
 pub fn emptyBatch(self: *Imported, level: validate.Level, out: *?*Owner) Status {
     out.* = null;
     self.mutex.lock();
-    const state = self.pull_state;
+    const state = self.pull_state.load(.acquire);
     self.mutex.unlock();
     if (state != .idle) return busy();
     self.clearProducerError();
@@ -318,7 +346,7 @@ pub fn emptyBatch(self: *Imported, level: validate.Level, out: *?*Owner) Status 
 /// Pulls the next batch on the calling thread.
 pub fn next(self: *Imported, level: validate.Level, out: *?*Owner) Status {
     self.mutex.lock();
-    const state = self.pull_state;
+    const state = self.pull_state.load(.acquire);
     self.mutex.unlock();
     if (state != .idle) {
         out.* = null;
@@ -332,15 +360,28 @@ pub fn next(self: *Imported, level: validate.Level, out: *?*Owner) Status {
 pub fn pull(self: *Imported, level: validate.Level) Status {
     self.mutex.lock();
     defer self.mutex.unlock();
-    if (self.pull_state != .idle) return busy();
+    if (self.pull_state.load(.acquire) != .idle) return busy();
     if (self.worker == null) {
         self.worker = std.Thread.spawn(.{}, Imported.workerMain, .{self}) catch |err|
             return fail(.out_of_memory, "could not start a thread to pull the stream: {s}", .{@errorName(err)});
     }
     self.pull_level = level;
-    self.pull_state = .queued;
+    self.pull_state.store(.queued, .release);
     self.wake.signal();
     return .ok;
+}
+
+/// JS is about to wait for the current pull: from now on, its end is posted
+/// to the JS work queue. Returns the state after that (if `ready`, the
+/// result may be taken at once; a post may still come, and is stale then).
+pub fn wait(self: *Imported) PullState {
+    self.js_waiting.store(true, .seq_cst);
+    return self.pull_state.load(.seq_cst);
+}
+
+/// Where the background pull is (any thread; a lock-free snapshot).
+pub fn pullState(self: *Imported) PullState {
+    return self.pull_state.load(.acquire);
 }
 
 /// Takes a finished background pull: its status (its message becomes this
@@ -349,8 +390,9 @@ pub fn takePull(self: *Imported, out: *?*Owner) Status {
     self.mutex.lock();
     defer self.mutex.unlock();
     out.* = null;
-    if (self.pull_state != .ready) return fail(.invalid_argument, "no finished pull to take on this stream", .{});
-    self.pull_state = .idle;
+    if (self.pull_state.load(.acquire) != .ready) return fail(.invalid_argument, "no finished pull to take on this stream", .{});
+    self.pull_state.store(.idle, .release);
+    self.js_waiting.store(false, .release);
     out.* = self.pulled_owner;
     self.pulled_owner = null;
     const pulled = self.pulled_status;
@@ -367,7 +409,7 @@ pub fn takePull(self: *Imported, out: *?*Owner) Status {
 /// get_next is running on the worker (then it keeps the stream).
 fn stopWorker(self: *Imported, release_if_running: bool) bool {
     self.mutex.lock();
-    switch (self.pull_state) {
+    switch (self.pull_state.load(.acquire)) {
         .running => {
             if (release_if_running) {
                 self.release_requested = true;
@@ -386,8 +428,8 @@ fn stopWorker(self: *Imported, release_if_running: bool) bool {
         },
         .queued, .idle => {},
     }
-    self.pull_state = .idle;
-    self.quit = true;
+    self.pull_state.store(.idle, .release);
+    self.quit.store(true, .release);
     const worker = self.worker;
     self.worker = null;
     self.wake.signal();
@@ -566,6 +608,7 @@ test "background pulls post to the JS queue and can be released mid-stream" {
     for (0..2) |_| {
         try testing.expectEqual(Status.ok, pull(imported.?, .default));
         try testing.expectEqual(Status.invalid_argument, pull(imported.?, .default)); // one at a time
+        _ = wait(imported.?); // from now on the end of the pull is posted
         var taken: usize = 0;
         while (taken == 0) {
             taken = js_queue.global.take(&out);
@@ -576,9 +619,11 @@ test "background pulls post to the JS queue and can be released mid-stream" {
         try testing.expectEqual(Status.ok, takePull(imported.?, &owner));
         owner.?.release();
     }
-    // A pull left untaken is dropped by the release.
+    // A pull left untaken is dropped by the release; one nobody waits for
+    // is not posted.
     try testing.expectEqual(Status.ok, pull(imported.?, .default));
-    while (js_queue.global.take(&out) == 0) std.Thread.yield() catch {};
+    while (pullState(imported.?) != .ready) std.Thread.yield() catch {};
+    try testing.expectEqual(@as(usize, 0), js_queue.global.take(&out));
     release(imported.?);
     try testing.expectEqual(@as(u32, 1), TestStream.stream_releases);
     try testing.expectEqual(@as(u32, 3), TestStream.array_releases);

@@ -289,6 +289,13 @@ int abd_status_errno(abd_status status);
  * background pull of an imported stream finished. JS thread only. */
 void abd_js_queue_set_notifier(void (*notifier)(void));
 uint32_t abd_js_queue_take(double* out, uint32_t capacity);
+/* Entries in the JS work queue plus released exports not yet drained
+ * (lock-free; for JS's polling loop). */
+uint32_t abd_js_work_pending(void);
+/* JS polls both queues (no wake-ups needed) / stopped polling. */
+void abd_js_queue_polling(bool on);
+/* How long threads waiting across the JS hand-off spin before sleeping. */
+void abd_set_spin_ns(double nanoseconds);
 
 /* JS-produced streams. `kind` 0: ArrowArrayStream, 1: ArrowDeviceArrayStream.
  * get_schema, get_last_error and release may be called on any thread;
@@ -322,6 +329,11 @@ abd_status abd_stream_import_next(abd_imported_stream* stream, int level, double
 abd_status abd_stream_import_empty_batch(abd_imported_stream* stream, int level, double* out_owner);
 abd_status abd_stream_import_pull(abd_imported_stream* stream, int level);
 abd_status abd_stream_import_take_pull(abd_imported_stream* stream, double* out_owner);
+/* 0 idle, 1 queued, 2 running, 3 ready (take it with abd_stream_import_take_pull). */
+int abd_stream_import_pull_state(abd_imported_stream* stream);
+/* The caller will wait: the pull's end is posted to the JS work queue from
+ * now on (tag 2). Returns the pull state. */
+int abd_stream_import_wait(abd_imported_stream* stream);
 const char* abd_stream_import_producer_error(abd_imported_stream* stream, int* out_errno);
 void abd_stream_import_release(abd_imported_stream* stream);
 abd_status abd_stream_import_move(abd_imported_stream* stream, void* out_stream);

@@ -95,6 +95,12 @@ export const streamPeer = dlopen(fixturePath("stream_peer"), {
   sp_job_take: { args: [ptr, i64, ptr, ptr], returns: i32 },
   sp_job_free: { args: [ptr], returns: none },
   sp_drain: { args: [i32, ptr], returns: i64 },
+  sp_set_delay_us: { args: [i32], returns: none },
+  sp_repeat_new: { args: [i64, i64], returns: ptr },
+  sp_repeat_fill: { args: [ptr, ptr, ptr], returns: none },
+  sp_repeat_live_batches: { args: [ptr], returns: i64 },
+  sp_repeat_free: { args: [ptr], returns: none },
+  sp_repeat_stream: { args: [ptr, ptr], returns: none },
 }).symbols;
 
 /** sp_consume flags. */

@@ -219,9 +219,16 @@ native.abd_stream_export_set_producer(syncProducer.ptr);
 // get_next on another thread, queued for the JS thread.
 onJsWork(JsWorkTag.stream_export_request, (key, producer) => {
   const record = records.get(key);
-  if (!record) return unknownStream(producer, key);
-  if (record.isAsync) void produceAsync(record, producer);
-  else produceSync(record, producer);
+  if (!record) {
+    unknownStream(producer, key);
+    return false;
+  }
+  if (record.isAsync) {
+    void produceAsync(record, producer);
+    return false; // answered later, after the await
+  }
+  produceSync(record, producer);
+  return true; // a consumer thread pulling batch after batch asks again soon
 });
 
 // ---------------------------------------------------------------------------

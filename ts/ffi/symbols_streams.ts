@@ -11,6 +11,9 @@ export const streamSymbols = {
 
   abd_js_queue_set_notifier: { args: [ptr], returns: none },
   abd_js_queue_take: { args: [ptr, u32], returns: u32 },
+  abd_js_work_pending: { args: [], returns: u32 },
+  abd_js_queue_polling: { args: [bool], returns: none },
+  abd_set_spin_ns: { args: [f64], returns: none },
 
   abd_stream_export_set_producer: { args: [ptr], returns: none },
   abd_stream_export_create: { args: [i32, i32, ptr, usize, bool, f64, ptr], returns: i32 },
@@ -27,6 +30,8 @@ export const streamSymbols = {
   abd_stream_import_empty_batch: { args: [ptr, i32, ptr], returns: i32 },
   abd_stream_import_pull: { args: [ptr, i32], returns: i32 },
   abd_stream_import_take_pull: { args: [ptr, ptr], returns: i32 },
+  abd_stream_import_pull_state: { args: [ptr], returns: i32 },
+  abd_stream_import_wait: { args: [ptr], returns: i32 },
   abd_stream_import_producer_error: { args: [ptr, ptr], returns: ptr },
   abd_stream_import_release: { args: [ptr], returns: none },
   abd_stream_import_move: { args: [ptr, ptr], returns: i32 },

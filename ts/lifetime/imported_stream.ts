@@ -17,8 +17,8 @@
  * the JS thread, blocking it for as long as the producer takes.
  * `nextAsync()` and the async iterator call it on the stream's own native
  * worker thread and resolve on the JS thread when it returns, so JS keeps
- * running meanwhile (and a JS-produced async stream can be read back). One
- * pull at a time per stream.
+ * running meanwhile (and a JS-produced async stream can be read back); they
+ * read one batch ahead. One call at a time per stream.
  */
 import { CString, type Pointer } from "bun:ffi";
 import { ValidationLevel, deviceTypeName } from "../abi/layout.ts";
@@ -30,7 +30,7 @@ import { check, lastError, native } from "../ffi/library.ts";
 import { reportLeak, track, untrack } from "./debug.ts";
 import { ExportedStream, type StreamKind } from "./exported_stream.ts";
 import { ImportedArray, type ImportOptions } from "./imported.ts";
-import { JsWorkTag, onJsWork } from "./js_queue.ts";
+import { JsWorkTag, jsWorkSpin, onJsWork } from "./js_queue.ts";
 
 type Native = { handle: number; token: number; label: string };
 
@@ -43,15 +43,21 @@ const safetyNet = new FinalizationRegistry<Native>((held) => {
 const pulling = new Map<number, ImportedStream>();
 
 onJsWork(JsWorkTag.stream_import_pulled, (serial) => {
-  const stream = pulling.get(serial);
-  // Absent: the stream was released meanwhile; nothing native to touch.
-  if (!stream) return;
-  pulling.delete(serial);
-  stream._settlePull();
+  // Absent: the stream was released, or its result was already taken
+  // (read ahead); nothing native to touch then.
+  pulling.get(serial)?._settlePull();
+  return false; // the next pull is JS's to ask for
 });
+
+/** zig/stream_import.zig PullState. */
+const PullState = { idle: 0, queued: 1, running: 2, ready: 3 } as const;
 
 const words = new Float64Array(4);
 const errnoOut = new Int32Array(1);
+
+function inFlight(): InvalidArgumentError {
+  return new InvalidArgumentError(Status.invalid_argument, "a nextAsync() pull (or its read-ahead) of this stream is still in flight; await nextAsync() instead");
+}
 
 type PendingPull = {
   resolve: (batch: ImportedArray | null) => void;
@@ -120,7 +126,7 @@ export class ImportedStream implements Disposable, Iterable<ImportedArray>, Asyn
 
   #idle(): number {
     const handle = this.#live();
-    if (this.#pending) throw new InvalidArgumentError(Status.invalid_argument, "a nextAsync() pull of this stream is still in flight; await it first");
+    if (this.#pending) throw inFlight();
     return handle;
   }
 
@@ -165,34 +171,78 @@ export class ImportedStream implements Disposable, Iterable<ImportedArray>, Asyn
   }
 
   /** Pulls the next batch on this (the JS) thread; null at the end, and on
-   * every call after. Throws StreamError when get_next fails. */
+   * every call after. Throws StreamError when get_next fails. After
+   * `nextAsync()`, a batch read ahead is taken first; a read-ahead still
+   * in flight makes this throw (await `nextAsync()` instead). */
   next(): ImportedArray | null {
     const handle = this.#idle();
+    const state = native.abd_stream_import_pull_state(handle as Pointer);
+    if (state === PullState.ready) return this.#take(handle, false);
+    if (state !== PullState.idle) throw inFlight();
     const status = native.abd_stream_import_next(handle as Pointer, this.#level, words);
     if (status !== 0) throw this.#error(status);
     return words[0] === 0 ? null : ImportedArray.adoptOwner(words[0]);
   }
 
-  /** Pulls the next batch on the stream's worker thread; resolves on the
-   * JS thread. Null at the end. One pull at a time. */
+  /** Takes the finished background pull; then, with `readAhead`, starts
+   * pulling the one after it (unless this was the end). */
+  #take(handle: number, readAhead: boolean): ImportedArray | null {
+    const status = native.abd_stream_import_take_pull(handle as Pointer, words);
+    if (status !== 0) throw this.#error(status);
+    if (words[0] === 0) return null;
+    const batch = ImportedArray.adoptOwner(words[0]);
+    // A failure to start is reported by the next nextAsync(), which retries.
+    if (readAhead) native.abd_stream_import_pull(handle as Pointer, this.#level);
+    return batch;
+  }
+
+  /** The next batch, pulled on the stream's worker thread; resolves on
+   * the JS thread (null at the end). It reads one batch ahead: when a
+   * batch is handed over, the worker already pulls the next, so a consumer
+   * slower than the producer waits for nothing. One call at a time. */
   nextAsync(): Promise<ImportedArray | null> {
     const handle = this.#idle();
-    check(native.abd_stream_import_pull(handle as Pointer, this.#level));
-    return new Promise((resolve, reject) => {
+    const state = native.abd_stream_import_pull_state(handle as Pointer);
+    if (state === PullState.ready) return this.#takeNow(handle);
+    if (state === PullState.idle) check(native.abd_stream_import_pull(handle as Pointer, this.#level));
+    // The worker is pulling: a fast producer is done within microseconds,
+    // sooner than a wake-up through the event loop would come.
+    const deadline = Bun.nanoseconds() + jsWorkSpin();
+    while (Bun.nanoseconds() < deadline) {
+      if (native.abd_stream_import_pull_state(handle as Pointer) === PullState.ready) return this.#takeNow(handle);
+    }
+    // Wait through the work queue. Telling the worker so returns the state
+    // after: the pull may have ended meanwhile, unposted.
+    if (native.abd_stream_import_wait(handle as Pointer) === PullState.ready) return this.#takeNow(handle);
+    return new Promise<ImportedArray | null>((resolve, reject) => {
       this.#pending = { resolve, reject, keepAlive: setTimeout(() => {}, 2 ** 31 - 1) };
       pulling.set(this.#serial, this);
     });
   }
 
-  /** @internal The worker finished a pull (js_queue handler). */
+  #takeNow(handle: number): Promise<ImportedArray | null> {
+    try {
+      return Promise.resolve(this.#take(handle, true));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /** @internal A background pull finished (js_queue handler). An entry for
+   * a pull already taken finds the next one still running: it waits. */
   _settlePull(): void {
     const pending = this.#pending;
     if (!pending || !this.#native) return;
+    const handle = this.#native.handle;
+    if (native.abd_stream_import_pull_state(handle as Pointer) !== PullState.ready) return;
     this.#pending = null;
+    pulling.delete(this.#serial);
     clearTimeout(pending.keepAlive);
-    const status = native.abd_stream_import_take_pull(this.#native.handle as Pointer, words);
-    if (status !== 0) pending.reject(this.#error(status));
-    else pending.resolve(words[0] === 0 ? null : ImportedArray.adoptOwner(words[0]));
+    try {
+      pending.resolve(this.#take(handle, true));
+    } catch (error) {
+      pending.reject(error as Error);
+    }
   }
 
   /** Every remaining batch, pulled on the JS thread. The stream is
