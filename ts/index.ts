@@ -35,3 +35,4 @@ export {
   type StreamSource, type StreamExportOptions,
 } from "./convert/stream_export.ts";
 export { recordBatches, recordBatchesAsync, readTable, readTableAsync, streamSchema } from "./convert/stream_import.ts";
+export { setJsWorkSpin } from "./lifetime/js_queue.ts";

@@ -190,4 +190,24 @@ test "the notifier fires on the empty-to-non-empty transition only" {
     _ = queue.post(.{ .tag = .stream_import_pulled, .key = 0, .address = 3 });
     try std.testing.expectEqual(@as(u32, 2), Counter.wakes);
     try std.testing.expectEqual(@as(usize, 1), queue.take(&out));
+    // While JS polls, nobody wakes it; the entry waits for its next take.
+    queue.setPolling(true);
+    _ = queue.post(.{ .tag = .stream_import_pulled, .key = 0, .address = 4 });
+    try std.testing.expectEqual(@as(u32, 2), Counter.wakes);
+    try std.testing.expectEqual(@as(u32, 1), queue.queuedNow());
+    queue.setPolling(false);
+    try std.testing.expectEqual(@as(usize, 1), queue.take(&out));
+    try std.testing.expectEqual(@as(u32, 0), queue.queuedNow());
+}
+
+test "spinUntil stops at the condition or at the window" {
+    const Flag = struct {
+        fn set(flag: *std.atomic.Value(bool)) bool {
+            return flag.load(.acquire);
+        }
+    };
+    var flag: std.atomic.Value(bool) = .init(true);
+    try std.testing.expect(spinUntil(&flag, Flag.set));
+    flag.store(false, .release);
+    try std.testing.expect(!spinUntil(&flag, Flag.set)); // gives up: the window is bounded
 }
