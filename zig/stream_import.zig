@@ -630,6 +630,29 @@ test "background pulls post to the JS queue and can be released mid-stream" {
     try testing.expectEqual(@as(u32, 1), TestStream.schema_releases);
 }
 
+test "a release during a running pull is finished by the worker, once" {
+    const Slow = struct {
+        var gate: std.atomic.Value(bool) = .init(false);
+        fn getNext(stream: *abi.ArrowDeviceArrayStream, out: *abi.ArrowDeviceArray) callconv(.c) c_int {
+            while (!gate.load(.acquire)) std.Thread.yield() catch {};
+            return TestStream.getNext(stream, out);
+        }
+    };
+    var state: TestStream.State = .{ .left = 3, .fail_at = null };
+    var stream = TestStream.make(&state);
+    stream.get_next = Slow.getNext;
+    var imported: ?*Imported = null;
+    try testing.expectEqual(Status.ok, import(.device, &stream, &imported));
+    try testing.expectEqual(Status.ok, pull(imported.?, .default));
+    while (pullState(imported.?) != .running) std.Thread.yield() catch {};
+    release(imported.?); // returns at once: the worker is inside get_next
+    try testing.expectEqual(@as(u32, 0), TestStream.stream_releases);
+    Slow.gate.store(true, .release);
+    while (@atomicLoad(u32, &TestStream.stream_releases, .acquire) == 0) std.Thread.yield() catch {};
+    try testing.expectEqual(@as(u32, 1), TestStream.stream_releases);
+    try testing.expectEqual(@as(u32, 1), TestStream.array_releases); // the batch it pulled
+}
+
 test "errno names" {
     try testing.expectEqualStrings("EIO", errnoName(5));
     try testing.expectEqualStrings("EDEADLK", errnoName(35));
