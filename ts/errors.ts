@@ -117,3 +117,14 @@ export class LayoutMismatchError extends Error {
     super(`libarrow_device and the TypeScript layer disagree on the ABI layout:\n  ${problems.join("\n  ")}`);
   }
 }
+
+/** A stream producer's callback (get_schema, get_next) returned non-zero.
+ * `errno` is its code; `producerMessage` its get_last_error text, intact
+ * (null when it gave none). */
+export class StreamError extends CallbackError {
+  override name = "StreamError";
+  constructor(status: number, message: string, errno: number, readonly producerMessage: string | null) {
+    super(status, message);
+    this.errno = errno;
+  }
+}

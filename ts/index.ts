@@ -42,3 +42,12 @@ export {
   type ImportConvertOptions,
 } from "./convert/import.ts";
 export { typeSignature, type ConvertOptions } from "./convert/types.ts";
+export { ExportedStream, type StreamKind } from "./lifetime/exported_stream.ts";
+export { ImportedStream } from "./lifetime/imported_stream.ts";
+export { arrayStreamAsDeviceStream, deviceStreamAsArrayStream } from "./lifetime/stream_adapters.ts";
+export {
+  exportStream, exportStreamAsync, exportArrayStream, exportDeviceArrayStream,
+  type StreamSource, type StreamExportOptions,
+} from "./convert/stream_export.ts";
+export { recordBatches, recordBatchesAsync, readTable, readTableAsync, streamSchema } from "./convert/stream_import.ts";
+export { setJsWorkSpin } from "./lifetime/js_queue.ts";

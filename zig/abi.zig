@@ -168,6 +168,15 @@ pub const ArrowDeviceArray = extern struct {
 // C Stream Interface and Device Stream Interface
 // ---------------------------------------------------------------------------
 
+/// Which of the two stream structs a library call takes or fills. The
+/// values are part of the library's C API (and of the layout manifest).
+pub const StreamKind = enum(c_int) {
+    /// struct ArrowArrayStream
+    array = 0,
+    /// struct ArrowDeviceArrayStream
+    device = 1,
+};
+
 /// C: struct ArrowArrayStream
 pub const ArrowArrayStream = extern struct {
     get_schema: ?*const fn (stream: *ArrowArrayStream, out: *ArrowSchema) callconv(.c) c_int,

@@ -11,6 +11,7 @@
 const std = @import("std");
 const counters = @import("counters.zig");
 const Mutex = @import("sync.zig").Mutex;
+const js_queue = @import("js_queue.zig");
 
 /// A void callback (a Bun threadsafe JSCallback) that wakes the JS thread.
 /// It is called at most once per empty-to-non-empty transition of the queue,
@@ -38,7 +39,9 @@ pub fn finish(id: u64) void {
     };
     counters.add(.keepalive_pending, 1);
     mutex.unlock();
-    if (was_empty) {
+    // JS drains this queue too while it polls the JS work queue (and once
+    // more after): no wake-up needed then.
+    if (was_empty and !js_queue.global.isPolling()) {
         if (notifier.load(.acquire)) |wake| wake();
     }
 }

@@ -7,7 +7,9 @@
 //!  "structs":{"ArrowSchema":{"size":72,"fields":{"format":0,...}},...},
 //!  "device_types":{"CPU":1,...},
 //!  "flags":{"DICTIONARY_ORDERED":1,"NULLABLE":2,"MAP_KEYS_SORTED":4},
-//!  "status":{"ok":0,...}}
+//!  "status":{"ok":0,...},
+//!  ...enum tables: counters, node/buffer words, buffer kinds, type ids,
+//!  validation levels, stream kinds, JS work-queue tags}
 
 const std = @import("std");
 const abi = @import("abi.zig");
@@ -17,6 +19,7 @@ const validate = @import("validate.zig");
 const format = @import("format.zig");
 const reexport = @import("reexport.zig");
 const device_runtime = @import("device/runtime.zig");
+const js_queue = @import("js_queue.zig");
 
 /// Bumped when the library's own C API changes incompatibly.
 pub const api_version = 1;
@@ -48,6 +51,8 @@ pub const json: [:0]const u8 = build: {
     out = out ++ enumObject("buffer_kinds", format.BufferKind);
     out = out ++ enumObject("type_ids", format.TypeId);
     out = out ++ enumObject("validation_levels", validate.Level);
+    out = out ++ enumObject("stream_kinds", abi.StreamKind);
+    out = out ++ enumObject("js_work_tags", js_queue.Tag);
     out = out ++ std.fmt.comptimePrint(",\"max_nesting_depth\":{d}", .{validate.max_nesting_depth});
     out = out ++ enumObject("reexport_request_words", reexport.RequestWord);
     out = out ++ enumObject("reexport_flags", reexport.RequestFlag);

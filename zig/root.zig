@@ -1,7 +1,6 @@
 //! Root of libarrow_device: pulls in the exported C API and every module's
 //! tests. Layers point one way:
-//!   abi <- format <- validate <- owner/export_* <- consumer/reexport <- c_api
-//!   abi <- format <- validate <- owner/export_* <- consumer <- c_api
+//!   abi <- format <- validate <- owner/export_* <- consumer/reexport/streams <- c_api
 //!   device/{dynlib, cuda, hip} <- device/runtime <- device/transfer <- c_api
 //!   abi <- move <- c_api
 //!   metadata <- validate; validate <- schema_info <- c_api
@@ -39,5 +38,10 @@ test {
     _ = @import("move.zig");
     _ = @import("metadata.zig");
     _ = @import("schema_info.zig");
+    _ = @import("js_queue.zig");
+    _ = @import("stream_export.zig");
+    _ = @import("stream_import.zig");
+    _ = @import("stream_convert.zig");
+    _ = @import("empty_batch.zig");
     _ = @import("c_api.zig");
 }

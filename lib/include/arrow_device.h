@@ -18,6 +18,7 @@
 
 #include <stdint.h>
 #include <stddef.h>
+#include <stdbool.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -387,6 +388,71 @@ size_t abd_owner_schema_info(abd_owner* owner, uint8_t* out, size_t capacity);
 /* Size of an ArrowSchema.metadata blob within sane limits (0 for NULL), or
  * -1 when its length fields are out of bounds (see abd_last_error). */
 double abd_metadata_length(const char* metadata);
+
+/* ----------------------------------------------------------------------- */
+/* Streams (zig/stream_export.zig, stream_import.zig, stream_convert.zig)   */
+/* ----------------------------------------------------------------------- */
+
+/* The errno a stream callback returns for an abd_status. */
+int abd_status_errno(abd_status status);
+
+/* Work queued for the JS thread (js_queue.zig): entries of 3 doubles (tag,
+ * key, address). Tags: 1 get_next waiting on a JS-produced stream, 2 a
+ * background pull of an imported stream finished. JS thread only. */
+void abd_js_queue_set_notifier(void (*notifier)(void));
+uint32_t abd_js_queue_take(double* out, uint32_t capacity);
+/* Entries in the JS work queue plus released exports not yet drained
+ * (lock-free; for JS's polling loop). */
+uint32_t abd_js_work_pending(void);
+/* JS polls both queues (no wake-ups needed) / stopped polling. */
+void abd_js_queue_polling(bool on);
+/* How long threads waiting across the JS hand-off spin before sleeping. */
+void abd_set_spin_ns(double nanoseconds);
+
+/* JS-produced streams. `kind` 0: ArrowArrayStream, 1: ArrowDeviceArrayStream.
+ * get_schema, get_last_error and release may be called on any thread;
+ * get_next too: on the JS thread it is answered synchronously (sync sources;
+ * EDEADLK for async ones), on another thread it blocks until JS answers.
+ * Everything below is called by the TS layer, on the JS thread. */
+typedef struct abd_stream_producer abd_stream_producer;
+void abd_stream_export_set_producer(void (*produce)(double js_key, abd_stream_producer* producer));
+abd_status abd_stream_export_create(int kind, int32_t device_type, const uint8_t* schema_plan,
+                                    size_t plan_bytes, bool source_is_async, double js_key,
+                                    void* out_stream);
+abd_status abd_stream_export_deliver(abd_stream_producer* producer, const double* plan,
+                                     size_t plan_words, double keepalive_id, int32_t device_id);
+abd_status abd_stream_export_end(abd_stream_producer* producer);
+abd_status abd_stream_export_fail(abd_stream_producer* producer, int errno_code,
+                                  const char* message, size_t message_bytes);
+
+/* Call the stream's release if it is not released; NULL is a no-op. */
+void abd_array_stream_release(struct ArrowArrayStream* stream);
+void abd_device_array_stream_release(struct ArrowDeviceArrayStream* stream);
+
+/* Imported streams: the producer's stream is moved in (left released,
+ * success or not). Batches become owners (one reference, the caller's);
+ * owner 0 means the end. Outputs are doubles (addresses fit in 53 bits). */
+typedef struct abd_imported_stream abd_imported_stream;
+abd_status abd_stream_import(int kind, void* stream, abd_imported_stream** out);
+void abd_stream_import_info(abd_imported_stream* stream, double* out /* serial, kind, device_type */);
+abd_status abd_stream_import_schema(abd_imported_stream* stream, double* out_schema_address);
+abd_status abd_stream_import_next(abd_imported_stream* stream, int level, double* out_owner);
+/* A zero-length batch shaped like the stream's schema (position unchanged). */
+abd_status abd_stream_import_empty_batch(abd_imported_stream* stream, int level, double* out_owner);
+abd_status abd_stream_import_pull(abd_imported_stream* stream, int level);
+abd_status abd_stream_import_take_pull(abd_imported_stream* stream, double* out_owner);
+/* 0 idle, 1 queued, 2 running, 3 ready (take it with abd_stream_import_take_pull). */
+int abd_stream_import_pull_state(abd_imported_stream* stream);
+/* The caller will wait: the pull's end is posted to the JS work queue from
+ * now on (tag 2). Returns the pull state. */
+int abd_stream_import_wait(abd_imported_stream* stream);
+const char* abd_stream_import_producer_error(abd_imported_stream* stream, int* out_errno);
+void abd_stream_import_release(abd_imported_stream* stream);
+abd_status abd_stream_import_move(abd_imported_stream* stream, void* out_stream);
+
+/* Adapters: move `source` in, fill `out`. */
+abd_status abd_stream_to_device(struct ArrowArrayStream* source, struct ArrowDeviceArrayStream* out);
+abd_status abd_stream_from_device(struct ArrowDeviceArrayStream* source, struct ArrowArrayStream* out);
 
 #ifdef __cplusplus
 }

@@ -63,3 +63,46 @@ export const FxPatch = {
   ARRAY_N_CHILDREN: 1, ARRAY_CHILDREN_NULL: 2, SCHEMA_FORMAT_NULL: 3, ARRAY_BUFFERS_NULL: 4,
   ARRAY_RELEASED: 5, SCHEMA_RELEASED: 6, ARRAY_DICTIONARY_NULL: 7,
 } as const;
+
+/** test/fixtures/stream_peer.c: C stream producers and a threaded consumer. */
+export const streamPeer = dlopen(fixturePath("stream_peer"), {
+  sp_stream_releases: { args: [], returns: i64 },
+  sp_array_releases: { args: [], returns: i64 },
+  sp_produced_live: { args: [], returns: i64 },
+  sp_producer_streams_live: { args: [], returns: i64 },
+  sp_reset_counts: { args: [], returns: none },
+  sp_intercept_stream: { args: [i32, ptr], returns: none },
+  sp_int_stream: { args: [i32, i64, i64, i64, cstring, i32, i32, ptr], returns: none },
+  sp_ree_stream: { args: [i64, ptr], returns: none },
+  sp_list_new: { args: [ptr], returns: ptr },
+  sp_list_push: { args: [ptr, ptr], returns: none },
+  sp_list_finish: { args: [ptr, i32, ptr], returns: none },
+  sp_consume: { args: [i32, ptr, i32, i32, i64], returns: ptr },
+  sp_job_done: { args: [ptr], returns: i32 },
+  sp_job_schema_rc: { args: [ptr], returns: i32 },
+  sp_job_schema_format: { args: [ptr], returns: cstring },
+  sp_job_schema_children: { args: [ptr], returns: i64 },
+  sp_job_batches: { args: [ptr], returns: i64 },
+  sp_job_rows: { args: [ptr], returns: i64 },
+  sp_job_error: { args: [ptr], returns: i32 },
+  sp_job_repeat_error: { args: [ptr], returns: i32 },
+  sp_job_repeat_same_message: { args: [ptr], returns: i32 },
+  sp_job_ended_twice: { args: [ptr], returns: i32 },
+  sp_job_message: { args: [ptr], returns: cstring },
+  sp_job_last_value: { args: [ptr], returns: i64 },
+  sp_job_device_ids_seen: { args: [ptr], returns: i64 },
+  sp_job_device_type_mismatches: { args: [ptr], returns: i32 },
+  sp_job_take: { args: [ptr, i64, ptr, ptr], returns: i32 },
+  sp_job_free: { args: [ptr], returns: none },
+  sp_drain: { args: [i32, ptr], returns: i64 },
+  sp_set_delay_us: { args: [i32], returns: none },
+  sp_repeat_new: { args: [i64, i64], returns: ptr },
+  sp_repeat_fill: { args: [ptr, ptr, ptr], returns: none },
+  sp_repeat_live_batches: { args: [ptr], returns: i64 },
+  sp_repeat_free: { args: [ptr], returns: none },
+  sp_repeat_stream: { args: [ptr, ptr], returns: none },
+}).symbols;
+
+/** sp_consume flags. */
+export const SP_HOLD = 1;
+export const SP_CHECK_ERROR_TWICE = 2;

@@ -125,6 +125,12 @@ export const TypeId = {
 } as const;
 export type TypeIdName = keyof typeof TypeId;
 
+/** Which stream struct a call takes or fills (zig/abi.zig StreamKind). */
+export const StreamKind = { array: 0, device: 1 } as const;
+
+/** Tags of the library's JS work queue (zig/js_queue.zig). */
+export const JsWorkTag = { stream_export_request: 1, stream_import_pulled: 2 } as const;
+
 /** Counters, in the library's order (zig/counters.zig). */
 export const counterNames = [
   "live_array_exports", "live_schema_exports", "keepalive_pending", "live_owners",
@@ -181,6 +187,8 @@ type Manifest = {
   buffer_kinds: Record<string, number>;
   type_ids: Record<string, number>;
   validation_levels: Record<string, number>;
+  stream_kinds: Record<string, number>;
+  js_work_tags: Record<string, number>;
   max_nesting_depth: number;
   reexport_request_words: Record<string, number>;
   reexport_flags: Record<string, number>;
@@ -204,6 +212,8 @@ export type LayoutTables = {
   bufferKinds: Record<string, number>;
   typeIds: Record<string, number>;
   validationLevels: Record<string, number>;
+  streamKinds: Record<string, number>;
+  jsWorkTags: Record<string, number>;
   maxNestingDepth: number;
   reexportRequestWords: Record<string, number>;
   reexportFlags: Record<string, number>;
@@ -228,6 +238,8 @@ export const tsLayout: LayoutTables = {
   bufferKinds: BufferKind,
   typeIds: TypeId,
   validationLevels: ValidationLevel,
+  streamKinds: StreamKind,
+  jsWorkTags: JsWorkTag,
   maxNestingDepth,
   reexportRequestWords: ReexportRequestWord,
   reexportFlags: ReexportFlag,
@@ -285,6 +297,8 @@ export function layoutProblems(manifestJson: string, ours: LayoutTables = tsLayo
   compareRecord("memory_kinds", ours.memoryKinds, manifest.memory_kinds, problems);
   compareRecord("copy_directions", ours.copyDirections, manifest.copy_directions, problems);
   compareRecord("pointer_kinds", ours.pointerKinds, manifest.pointer_kinds, problems);
+  compareRecord("stream_kinds", ours.streamKinds, manifest.stream_kinds, problems);
+  compareRecord("js_work_tags", ours.jsWorkTags, manifest.js_work_tags, problems);
   if (manifest.node_stride !== ours.nodeStride) problems.push(`node_stride: TS has ${ours.nodeStride}, the library has ${manifest.node_stride}`);
   if (manifest.buffer_stride !== ours.bufferStride) problems.push(`buffer_stride: TS has ${ours.bufferStride}, the library has ${manifest.buffer_stride}`);
   if (manifest.max_nesting_depth !== ours.maxNestingDepth) problems.push(`max_nesting_depth: TS has ${ours.maxNestingDepth}, the library has ${manifest.max_nesting_depth}`);

@@ -142,6 +142,14 @@ function schemaNodeOf(source: SchemaSource): SchemaNode {
   throw new InvalidArgumentError(Status.invalid_argument, `cannot export ${String(source)} as an ArrowSchema: expected an apache-arrow DataType, Field or Schema`);
 }
 
+/** The schema plan of `source` (zig/export_schema.zig), for native code
+ * that builds the schema again later (a stream's get_schema). */
+function schemaPlan(source: SchemaSource): Uint8Array {
+  const plan = new PlanBytes();
+  writeSchemaNode(plan, schemaNodeOf(source));
+  return plan.bytes.slice(0, plan.length);
+}
+
 /** Builds the native ArrowSchema for `source` at `out`. */
 function buildSchema(source: SchemaSource, out: number): void {
   const plan = schemaPlanOf(source);
@@ -531,6 +539,7 @@ export function exportBatches(batches: Iterable<RecordBatch>, options: ExportOpt
  * existing native ArrowDeviceArray / ArrowSchema address. */
 export const internal = {
   buildSchema,
+  schemaPlan,
   planArray,
   planWords: () => planWords,
   dataOf,

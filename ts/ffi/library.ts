@@ -15,6 +15,7 @@ import { LibraryLoadError, errorFor } from "../errors.ts";
 import { coreSymbols } from "./symbols_core.ts";
 import { ownerSymbols } from "./symbols_owners.ts";
 import { deviceSymbols } from "./symbols_device.ts";
+import { streamSymbols } from "./symbols_streams.ts";
 import { importSymbols } from "./symbols_import.ts";
 
 /** Every symbol area, merged. Add new areas here. */
@@ -22,6 +23,7 @@ const symbols = {
   ...coreSymbols,
   ...ownerSymbols,
   ...deviceSymbols,
+  ...streamSymbols,
   ...importSymbols,
 };
 

@@ -202,6 +202,12 @@ export class ImportedArray implements Disposable {
     return new ImportedArray(Number(out[0]), null, "ImportedArray", true);
   }
 
+  /** @internal Adopts one reference to a native owner (a batch pulled
+   * from an imported stream); the handle then holds the owner. */
+  static adoptOwner(owner: number): ImportedArray {
+    return new ImportedArray(owner, null, "ImportedArray", true);
+  }
+
   /** Like `fromDeviceArray` for a plain `ArrowArray*` (a CPU array). */
   static fromArray(schema: StructRef | null, array: StructRef | null, options: ImportOptions = {}): ImportedArray {
     const out = new BigUint64Array(1);

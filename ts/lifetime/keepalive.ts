@@ -64,9 +64,11 @@ export function drainReleased(): number {
   let dropped = 0;
   for (;;) {
     const n = native.abd_take_released(drainScratch, drainScratch.length);
+    // Copied first: a release callback may drain again (re-entering here).
+    const ids = n > 0 ? drainScratch.slice(0, n) : drainScratch.subarray(0, 0);
     for (let i = 0; i < n; i++) {
-      if (retained.delete(drainScratch[i])) dropped++;
-      runReleased(drainScratch[i]);
+      if (retained.delete(ids[i])) dropped++;
+      runReleased(ids[i]);
     }
     if (n < drainScratch.length) return dropped;
   }

@@ -1,0 +1,332 @@
+/**
+ * Imported streams: an ArrowArrayStream or ArrowDeviceArrayStream moved in
+ * from a C producer (zig/stream_import.zig), read batch by batch as
+ * ImportedArray raw views (every Arrow type, every device). The apache-arrow
+ * iterators are in convert/stream_import.ts.
+ *
+ * Ownership. Importing moves the producer's stream struct into native
+ * memory (the caller's struct is left released). Each batch becomes its
+ * own ImportedArray (a native owner): it outlives the stream and is
+ * released as any import is (dispose(), or when its views are collected).
+ * The stream's release runs exactly once: on `release()` (or `using`),
+ * when a `for ... of` / `for await` loop over it ends, breaks or throws,
+ * or from a FinalizationRegistry safety net. `relay()` / `moveTo()` hand
+ * the stream on to a C consumer, unconverted, instead.
+ *
+ * Threads. `next()` and the sync iterator call the producer's get_next on
+ * the JS thread, blocking it for as long as the producer takes.
+ * `nextAsync()` and the async iterator call it on the stream's own native
+ * worker thread and resolve on the JS thread when it returns, so JS keeps
+ * running meanwhile (and a JS-produced async stream can be read back); they
+ * read one batch ahead. One call at a time per stream.
+ */
+import { CString, type Pointer } from "bun:ffi";
+import { ValidationLevel, deviceTypeName } from "../abi/layout.ts";
+import { schemaFields } from "../abi/structs.ts";
+import {
+  InvalidArgumentError, ReleasedError, Status, StreamError, errorFor, type ArrowDeviceError,
+} from "../errors.ts";
+import { check, lastError, native } from "../ffi/library.ts";
+import { reportLeak, track, untrack } from "./debug.ts";
+import { ExportedStream, type StreamKind } from "./exported_stream.ts";
+import { ImportedArray, type ImportOptions } from "./imported.ts";
+import { JsWorkTag, jsWorkSpin, onJsWork } from "./js_queue.ts";
+
+type Native = { handle: number; token: number; label: string };
+
+const safetyNet = new FinalizationRegistry<Native>((held) => {
+  reportLeak(held.token, held.label);
+  native.abd_stream_import_release(held.handle as Pointer);
+});
+
+/** Streams with a background pull in flight, by serial. */
+const pulling = new Map<number, ImportedStream>();
+
+onJsWork(JsWorkTag.stream_import_pulled, (serial) => {
+  // Absent: the stream was released, or its result was already taken
+  // (read ahead); nothing native to touch then.
+  pulling.get(serial)?._settlePull();
+  return false; // the next pull is JS's to ask for
+});
+
+/** zig/stream_import.zig PullState. */
+const PullState = { idle: 0, queued: 1, running: 2, ready: 3 } as const;
+
+const words = new Float64Array(4);
+const errnoOut = new Int32Array(1);
+
+function inFlight(): InvalidArgumentError {
+  return new InvalidArgumentError(Status.invalid_argument, "a nextAsync() pull (or its read-ahead) of this stream is still in flight; await nextAsync() instead");
+}
+
+type PendingPull = {
+  resolve: (batch: ImportedArray | null) => void;
+  reject: (error: Error) => void;
+  /** Keeps the event loop alive while a native thread works for us. */
+  keepAlive: ReturnType<typeof setTimeout>;
+};
+
+export class ImportedStream implements Disposable, Iterable<ImportedArray>, AsyncIterable<ImportedArray> {
+  #native: Native | null;
+  readonly kind: StreamKind;
+  /** The stream's device_type (CPU for an ArrowArrayStream). */
+  readonly deviceType: number;
+  readonly #serial: number;
+  readonly #level: number;
+  #pending: PendingPull | null = null;
+
+  private constructor(handle: number, level: number) {
+    native.abd_stream_import_info(handle as Pointer, words);
+    this.#serial = words[0];
+    this.kind = words[1] === 1 ? "device_stream" : "stream";
+    this.deviceType = words[2];
+    this.#level = level;
+    const label = `imported ${this.kind === "stream" ? "ArrowArrayStream" : "ArrowDeviceArrayStream"}`;
+    this.#native = { handle, token: track(label), label };
+    safetyNet.register(this, this.#native, this);
+  }
+
+  static #import(kind: 0 | 1, stream: Pointer | number | null, options: ImportOptions): ImportedStream {
+    const level = ValidationLevel[options.validation ?? "default"];
+    const out = new BigUint64Array(1);
+    check(native.abd_stream_import(kind, stream as Pointer, out));
+    const handle = Number(out[0]);
+    if (level === undefined) {
+      native.abd_stream_import_release(handle as Pointer);
+      throw new InvalidArgumentError(Status.invalid_argument, `unknown validation level "${options.validation}"`);
+    }
+    return new ImportedStream(handle, level);
+  }
+
+  /** Moves the `ArrowArrayStream*` in. Its batches are CPU arrays,
+   * validated at `options.validation` ("default"). */
+  static fromArrayStream(stream: Pointer | number | null, options: ImportOptions = {}): ImportedStream {
+    return ImportedStream.#import(0, stream, options);
+  }
+
+  /** Moves the `ArrowDeviceArrayStream*` in. Each batch's device_type is
+   * checked against the stream's (device_id may vary). */
+  static fromDeviceArrayStream(stream: Pointer | number | null, options: ImportOptions = {}): ImportedStream {
+    return ImportedStream.#import(1, stream, options);
+  }
+
+  get deviceTypeName(): string {
+    return deviceTypeName(this.deviceType);
+  }
+
+  /** True once released, relayed, or fully read by a loop. */
+  get released(): boolean {
+    return this.#native === null;
+  }
+
+  #live(): number {
+    if (!this.#native) throw new ReleasedError(Status.released, "this imported stream was released (or relayed); it cannot be read any more");
+    return this.#native.handle;
+  }
+
+  #idle(): number {
+    const handle = this.#live();
+    if (this.#pending) throw inFlight();
+    return handle;
+  }
+
+  /** The error for a failed native call, with the producer's errno and
+   * message when the producer's callback failed. */
+  #error(status: number): ArrowDeviceError {
+    const message = lastError();
+    if (status !== Status.callback_error || !this.#native) return errorFor(status, message);
+    const text = native.abd_stream_import_producer_error(this.#native.handle as Pointer, errnoOut);
+    const producerMessage = text ? new CString(text).toString() : null;
+    // The native message ends with the producer's text, unless that was
+    // too long for it: then put the whole text back.
+    const head = message.indexOf("): ");
+    const shown = producerMessage !== null && head >= 0 && !message.endsWith(producerMessage)
+      ? message.slice(0, head + 3) + producerMessage
+      : message;
+    return new StreamError(status, shown, errnoOut[0], producerMessage);
+  }
+
+  /** `struct ArrowSchema*` of the stream (fetched with get_schema on first
+   * use), owned by the stream: valid until it is released. */
+  get schemaAddress(): number {
+    const handle = this.#idle();
+    const status = native.abd_stream_import_schema(handle as Pointer, words);
+    if (status !== 0) throw this.#error(status);
+    return words[0];
+  }
+
+  /** The schema's root format ("+s" for record batches). */
+  get schemaFormat(): string {
+    return schemaFields.format(this.schemaAddress) ?? "";
+  }
+
+  /** A zero-length batch shaped like the stream's schema (every node of
+   * length 0, no data): how converters learn the schema of a stream that
+   * has no batch. The stream's position is unchanged. */
+  emptyBatch(): ImportedArray {
+    const handle = this.#idle();
+    const status = native.abd_stream_import_empty_batch(handle as Pointer, this.#level, words);
+    if (status !== 0) throw this.#error(status);
+    return ImportedArray.adoptOwner(words[0]);
+  }
+
+  /** Pulls the next batch on this (the JS) thread; null at the end, and on
+   * every call after. Throws StreamError when get_next fails. After
+   * `nextAsync()`, a batch read ahead is taken first; a read-ahead still
+   * in flight makes this throw (await `nextAsync()` instead). */
+  next(): ImportedArray | null {
+    const handle = this.#idle();
+    const state = native.abd_stream_import_pull_state(handle as Pointer);
+    if (state === PullState.ready) return this.#take(handle, false);
+    if (state !== PullState.idle) throw inFlight();
+    const status = native.abd_stream_import_next(handle as Pointer, this.#level, words);
+    if (status !== 0) throw this.#error(status);
+    return words[0] === 0 ? null : ImportedArray.adoptOwner(words[0]);
+  }
+
+  /** Takes the finished background pull; then, with `readAhead`, starts
+   * pulling the one after it (unless this was the end). */
+  #take(handle: number, readAhead: boolean): ImportedArray | null {
+    const status = native.abd_stream_import_take_pull(handle as Pointer, words);
+    if (status !== 0) throw this.#error(status);
+    if (words[0] === 0) return null;
+    const batch = ImportedArray.adoptOwner(words[0]);
+    // A failure to start is reported by the next nextAsync(), which retries.
+    if (readAhead) native.abd_stream_import_pull(handle as Pointer, this.#level);
+    return batch;
+  }
+
+  /** The next batch, pulled on the stream's worker thread; resolves on
+   * the JS thread (null at the end). It reads one batch ahead: when a
+   * batch is handed over, the worker already pulls the next, so a consumer
+   * slower than the producer waits for nothing. One call at a time. */
+  nextAsync(): Promise<ImportedArray | null> {
+    const handle = this.#idle();
+    const state = native.abd_stream_import_pull_state(handle as Pointer);
+    if (state === PullState.ready) return this.#takeNow(handle);
+    if (state === PullState.idle) check(native.abd_stream_import_pull(handle as Pointer, this.#level));
+    // The worker is pulling: a fast producer is done within microseconds,
+    // sooner than a wake-up through the event loop would come.
+    const deadline = Bun.nanoseconds() + jsWorkSpin();
+    while (Bun.nanoseconds() < deadline) {
+      if (native.abd_stream_import_pull_state(handle as Pointer) === PullState.ready) return this.#takeNow(handle);
+    }
+    // Wait through the work queue. Telling the worker so returns the state
+    // after: the pull may have ended meanwhile, unposted.
+    if (native.abd_stream_import_wait(handle as Pointer) === PullState.ready) return this.#takeNow(handle);
+    return new Promise<ImportedArray | null>((resolve, reject) => {
+      this.#pending = { resolve, reject, keepAlive: setTimeout(() => {}, 2 ** 31 - 1) };
+      pulling.set(this.#serial, this);
+    });
+  }
+
+  #takeNow(handle: number): Promise<ImportedArray | null> {
+    try {
+      return Promise.resolve(this.#take(handle, true));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /** @internal A background pull finished (js_queue handler). An entry for
+   * a pull already taken finds the next one still running: it waits. */
+  _settlePull(): void {
+    const pending = this.#pending;
+    if (!pending || !this.#native) return;
+    const handle = this.#native.handle;
+    if (native.abd_stream_import_pull_state(handle as Pointer) !== PullState.ready) return;
+    this.#pending = null;
+    pulling.delete(this.#serial);
+    clearTimeout(pending.keepAlive);
+    try {
+      pending.resolve(this.#take(handle, true));
+    } catch (error) {
+      pending.reject(error as Error);
+    }
+  }
+
+  /** Every remaining batch, pulled on the JS thread. The stream is
+   * released when the loop ends, breaks or throws. */
+  *arrays(): Generator<ImportedArray, void, undefined> {
+    try {
+      for (;;) {
+        const batch = this.next();
+        if (!batch) return;
+        yield batch;
+      }
+    } finally {
+      this.release();
+    }
+  }
+
+  [Symbol.iterator](): Iterator<ImportedArray> {
+    return this.arrays();
+  }
+
+  /** Every remaining batch, pulled on the stream's worker thread. The
+   * stream is released when the loop ends, breaks or throws. */
+  async *arraysAsync(): AsyncGenerator<ImportedArray, void, undefined> {
+    try {
+      for (;;) {
+        const batch = await this.nextAsync();
+        if (!batch) return;
+        yield batch;
+      }
+    } finally {
+      this.release();
+    }
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<ImportedArray> {
+    return this.arraysAsync();
+  }
+
+  /** Hands the stream on, unconverted, to a new slot for a C consumer
+   * (batches already pulled stay valid). This handle is then released. */
+  relay(): ExportedStream {
+    const out = new ExportedStream(this.kind, `relayed ${this.kind === "stream" ? "ArrowArrayStream" : "ArrowDeviceArrayStream"}`);
+    try {
+      this.moveTo(out.stream);
+      return out;
+    } catch (error) {
+      out.release();
+      throw error;
+    }
+  }
+
+  /** Moves the producer's stream struct to `out` (a C `ArrowArrayStream*`
+   * or `ArrowDeviceArrayStream*`, as imported); the caller then owns it. */
+  moveTo(out: Pointer | number): void {
+    const held = this.#native;
+    const handle = this.#idle();
+    check(native.abd_stream_import_move(handle as Pointer, out as Pointer));
+    this.#forget(held!);
+  }
+
+  #forget(held: Native): void {
+    this.#native = null;
+    safetyNet.unregister(this);
+    untrack(held.token);
+  }
+
+  /** Releases the producer's stream, once. A pull in flight is rejected
+   * with ReleasedError; the native worker finishes the release when the
+   * producer's get_next returns. Idempotent. */
+  release(): void {
+    const held = this.#native;
+    if (!held) return;
+    this.#forget(held);
+    const pending = this.#pending;
+    if (pending) {
+      this.#pending = null;
+      pulling.delete(this.#serial);
+      clearTimeout(pending.keepAlive);
+      pending.reject(new ReleasedError(Status.released, "the imported stream was released while a pull was in flight"));
+    }
+    native.abd_stream_import_release(held.handle as Pointer);
+  }
+
+  [Symbol.dispose](): void {
+    this.release();
+  }
+}

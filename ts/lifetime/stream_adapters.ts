@@ -1,0 +1,39 @@
+/**
+ * Stream adapters, C to C (zig/stream_convert.zig): a CPU ArrowArrayStream
+ * presented as an ArrowDeviceArrayStream and back, without touching any
+ * batch. Each moves the source stream in (the caller's struct is left
+ * released, success or not) and returns a handle whose `stream` a C
+ * consumer can take; batches pass through by move and outlive both.
+ */
+import { type Pointer } from "bun:ffi";
+import { errorFor } from "../errors.ts";
+import { lastError, native } from "../ffi/library.ts";
+import { ExportedStream } from "./exported_stream.ts";
+
+/** An `ArrowArrayStream*` as a CPU `ArrowDeviceArrayStream` (device_id
+ * -1, no sync event). */
+export function arrayStreamAsDeviceStream(source: Pointer | number): ExportedStream {
+  const handle = new ExportedStream("device_stream", "ArrowDeviceArrayStream adapter");
+  const status = native.abd_stream_to_device(source as Pointer, handle.stream);
+  if (status !== 0) {
+    const error = errorFor(status, lastError());
+    handle.release();
+    throw error;
+  }
+  return handle;
+}
+
+/** An `ArrowDeviceArrayStream*` on a host-readable device (CPU,
+ * CUDA_HOST, ROCM_HOST, CUDA_MANAGED) as an `ArrowArrayStream`. Each array
+ * is checked against the stream's device_type and its sync event waited
+ * on. Other devices are refused with UnsupportedError. */
+export function deviceStreamAsArrayStream(source: Pointer | number): ExportedStream {
+  const handle = new ExportedStream("stream", "ArrowArrayStream adapter");
+  const status = native.abd_stream_from_device(source as Pointer, handle.stream);
+  if (status !== 0) {
+    const error = errorFor(status, lastError());
+    handle.release();
+    throw error;
+  }
+  return handle;
+}
