@@ -20,3 +20,11 @@ export { liveHandles, debugEnabled } from "./lifetime/debug.ts";
 export { exportArray, exportDeviceArray, exportSchema, exportBatches, type ArraySource, type SchemaSource, type ExportOptions } from "./convert/export.ts";
 export { formatOf } from "./convert/formats.ts";
 export { consumeNatively, fnv1a32, type NativeBufferReport } from "./native_consumer.ts";
+export {
+  AsyncStreamConsumer, defaultQueueDepth, maxQueueDepth,
+  type AsyncConsumerOptions, type AsyncArray, type AsyncStreamInfo, type AsyncConsumerStats,
+} from "./lifetime/async_consumer.ts";
+export {
+  exportAsyncStream, AsyncExport,
+  type AsyncExportSource, type AsyncExportItem, type AsyncExportOptions, type AsyncExportOutcome, type AsyncExportResult,
+} from "./convert/async_producer.ts";

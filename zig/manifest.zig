@@ -15,6 +15,8 @@ const Status = @import("status.zig").Status;
 const counters = @import("counters.zig");
 const validate = @import("validate.zig");
 const format = @import("format.zig");
+const async_consumer = @import("async_consumer.zig");
+const async_producer = @import("async_producer.zig");
 
 /// Bumped when the library's own C API changes incompatibly.
 pub const api_version = 1;
@@ -47,6 +49,9 @@ pub const json: [:0]const u8 = build: {
     out = out ++ enumObject("type_ids", format.TypeId);
     out = out ++ enumObject("validation_levels", validate.Level);
     out = out ++ std.fmt.comptimePrint(",\"max_nesting_depth\":{d}", .{validate.max_nesting_depth});
+    out = out ++ enumObject("async_consumer_words", async_consumer.StateWord);
+    out = out ++ enumObject("async_consumer_strings", async_consumer.StringId);
+    out = out ++ enumObject("async_producer_words", async_producer.StateWord);
     out = out ++ "}";
     const terminated = (out ++ "\x00").*;
     break :build terminated[0..out.len :0];

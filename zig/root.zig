@@ -1,6 +1,8 @@
 //! Root of libarrow_device: pulls in the exported C API and every module's
 //! tests. Layers point one way:
 //!   abi <- format <- validate <- owner/export_* <- consumer <- c_api
+//!   (async: js_wake, metadata_size, schema_copy, producer_gate <-
+//!    async_consumer, async_producer <- c_api)
 
 const std = @import("std");
 
@@ -23,5 +25,11 @@ test {
     _ = @import("owner.zig");
     _ = @import("device_sync.zig");
     _ = @import("consumer.zig");
+    _ = @import("js_wake.zig");
+    _ = @import("metadata_size.zig");
+    _ = @import("schema_copy.zig");
+    _ = @import("producer_gate.zig");
+    _ = @import("async_consumer.zig");
+    _ = @import("async_producer.zig");
     _ = @import("c_api.zig");
 }

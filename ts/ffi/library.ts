@@ -13,10 +13,12 @@ import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { LibraryLoadError, errorFor } from "../errors.ts";
 import { coreSymbols } from "./symbols_core.ts";
+import { asyncSymbols } from "./symbols_async.ts";
 
 /** Every symbol area, merged. Add new areas here. */
 const symbols = {
   ...coreSymbols,
+  ...asyncSymbols,
 };
 
 export const libraryEnvVar = "ARROW_DEVICE_LIBRARY";
