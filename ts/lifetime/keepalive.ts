@@ -9,14 +9,16 @@
  * threadsafe callback, and only then drops the references. So no JS memory
  * reachable by C is ever collected or moved before C released it.
  */
-import { JSCallback, ptr } from "bun:ffi";
+import { JSCallback } from "bun:ffi";
 import { native } from "../ffi/library.ts";
 
 const retained = new Map<number, unknown>();
 let nextId = 1;
 
+// Passed to native code as the typed array itself (not a cached ptr()):
+// a typed array's backing store can move, and a stale address made the
+// drained ids land where JS never read them.
 const drainScratch = new Float64Array(512);
-const drainScratchAddress = ptr(drainScratch);
 
 /** Registers `objects` to be kept strongly reachable; returns the id to
  * hand to the native builder. */
@@ -36,7 +38,7 @@ export function forgetUnused(id: number): void {
 export function drainReleased(): number {
   let dropped = 0;
   for (;;) {
-    const n = native.abd_take_released(drainScratchAddress, drainScratch.length);
+    const n = native.abd_take_released(drainScratch, drainScratch.length);
     for (let i = 0; i < n; i++) {
       if (retained.delete(drainScratch[i])) dropped++;
     }
