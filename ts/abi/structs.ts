@@ -57,7 +57,8 @@ export const deviceArrayFields = {
 /** Decodes the metadata at `address` (0: none) as key/value pairs. */
 export function readMetadata(address: number): [string, string][] {
   if (!address) return [];
-  return decodeMetadataPairs((offset, length) => new Uint8Array(toArrayBuffer(asPointer(address), offset, length)).slice());
+  // toArrayBuffer refuses length 0: an empty key or value reads as no bytes.
+  return decodeMetadataPairs((offset, length) => length === 0 ? new Uint8Array(0) : new Uint8Array(toArrayBuffer(asPointer(address), offset, length)).slice());
 }
 
 type ToArrayBufferWithDeallocator = (address: Pointer, byteOffset: number, byteLength: number, context: Pointer, deallocator: Pointer) => ArrayBuffer;
