@@ -79,12 +79,21 @@ function optionWords(count: number, defaults: Record<string, number>, indices: R
   return words;
 }
 
+/** Peers not freed yet: `freePeers()` frees them after a failed test. */
+const live = new Set<{ free(): void }>();
+
+/** Frees every peer a test left behind (after a failure mid-stream). */
+export function freePeers(): void {
+  for (const peer of [...live]) peer.free();
+}
+
 /** A C producer. `start(handler)` runs it on its own thread. */
 export class CSource {
   readonly address: Pointer;
   #freed = false;
   constructor(options: Partial<Record<keyof typeof SourceOption, number>> = {}) {
     this.address = asyncPeer.peer_async_source_new(optionWords(sourceOptionCount, sourceDefaults, SourceOption, options))!;
+    live.add(this);
   }
   /** Moves `schema` (the first time) and `array` into the source. */
   add(schema: Pointer | null, array: Pointer | null): void {
@@ -99,10 +108,15 @@ export class CSource {
   sentAt(i: number): bigint {
     return asyncPeer.peer_async_source_sent_at(this.address, i) as bigint;
   }
-  /** Joins the thread (only once the handler was released) and frees. */
+  /** Joins the thread (only once the handler was released). */
+  join(): void {
+    asyncPeer.peer_async_source_join(this.address);
+  }
+  /** Stops the thread (a cancel, if it still runs), joins it and frees. */
   free(): void {
     if (this.#freed) return;
     this.#freed = true;
+    live.delete(this);
     asyncPeer.peer_async_source_free(this.address);
   }
 }
@@ -113,6 +127,7 @@ export class CSink {
   #freed = false;
   constructor(options: Partial<Record<keyof typeof SinkOption, number>> = {}) {
     this.address = asyncPeer.peer_async_sink_new(optionWords(sinkOptionCount, sinkDefaults, SinkOption, options))!;
+    live.add(this);
   }
   get handler(): Pointer {
     return asyncPeer.peer_async_sink_handler(this.address)!;
@@ -152,6 +167,7 @@ export class CSink {
   free(): void {
     if (this.#freed) return;
     this.#freed = true;
+    live.delete(this);
     asyncPeer.peer_async_sink_free(this.address);
   }
 }

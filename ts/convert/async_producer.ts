@@ -130,6 +130,16 @@ function release(item: AsyncExportItem | undefined): void {
   else if (item && typeof item === "object" && "batch" in item && item.batch instanceof ExportedArray) item.batch.release();
 }
 
+/** Whether the batch's columns have the stream schema's types, by
+ * position (apache-arrow may give a batch with duplicate field names a
+ * schema that names the wrong types, while its data is right). */
+function matchesSchema(batch: RecordBatch, schema: Schema): boolean {
+  if (batch.schema === schema) return true;
+  const columns = batch.data.children;
+  if (columns.length !== schema.fields.length) return false;
+  return schema.fields.every((field, i) => util.compareTypes(field.type, columns[i].type));
+}
+
 type SourceIterator = AsyncIterator<AsyncExportItem> | Iterator<AsyncExportItem>;
 
 /** The native producer and what the JS side of one stream keeps. */
@@ -166,7 +176,7 @@ class ProducerDriver {
   send(item: AsyncExportItem, schema: Schema | null): number {
     const { batch, metadata } = unwrap(item);
     if (batch instanceof RecordBatch) {
-      if (schema && batch.schema !== schema && !util.compareSchemas(schema, batch.schema)) {
+      if (schema && !matchesSchema(batch, schema)) {
         throw new InvalidArgumentError(Status.invalid_argument, `batch ${this.sent} does not match the stream's schema`);
       }
       const { words, keepaliveId } = internal.planArray(batch.data);
