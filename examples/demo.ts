@@ -1,12 +1,13 @@
 /**
  * The demo (README command 1): an apache-arrow table goes to native code as
  * ArrowSchema + ArrowDeviceArray without a copy, native code checks it, and
- * the data comes back, zero-copy again.
+ * the data comes back as an apache-arrow Table equal to the original,
+ * zero-copy again.
  */
 import { ptr } from "bun:ffi";
 import { Float64, Int32, Table, makeVector, vectorFromArray } from "apache-arrow";
 import {
-  ImportedArray, consumeNatively, counters, deviceTypeName, exportArray, fnv1a32,
+  ImportedArray, consumeNatively, counters, deviceTypeName, exportArray, fnv1a32, toTable,
 } from "../ts/index.ts";
 
 const rows = 1_000_000;
@@ -58,21 +59,43 @@ console.log(`   zero-copy: ${allSame ? "yes, native code read the JS memory itse
 console.log(`   release callbacks run: ${releasesRun} (exactly once)\n`);
 exported.release();
 
-// 3. Data comes back: native structs imported into JS, zero-copy again.
+// 3. Data comes back: native structs imported into JS, zero-copy again,
+//    as apache-arrow objects equal to the original table.
 const again = exportArray(batch);
 t0 = now();
 using imported = ImportedArray.fromDeviceArray(again.schema, again.array);
 const importNs = now() - t0;
 again.release(); // moved by the import: nothing left to release
+t0 = now();
+const back = toTable([imported]);
+const convertNs = now() - t0;
 const price = imported.root.child(1);
-const back = price.buffer(1) as Float64Array;
-console.log("2. native -> JS, imported without a copy");
-console.log(`   import: ${fmt(importNs)}   device: ${imported.deviceTypeName}, device_id ${imported.deviceId}`);
-console.log(`   columns: ${imported.root.children.map((c) => `${c.name}: ${c.format}`).join(", ")}; ${imported.root.length.toLocaleString()} rows`);
-console.log(`   price values at ${hex(ptr(back))} (JS original ${hex(js["price values"])}), price[2] = ${back[2]}, nulls = ${price.nullCount}`);
+const backPrice = back.getChild("price")!.data[0];
+const sameValues = back.numRows === table.numRows &&
+  back.schema.fields.every((f, i) => f.name === table.schema.fields[i].name && String(f.type) === String(table.schema.fields[i].type)) &&
+  table.schema.fields.every((f) => {
+    const a = table.getChild(f.name)!;
+    const b = back.getChild(f.name)!;
+    for (let i = 0; i < a.length; i++) if (a.get(i) !== b.get(i)) return false;
+    return a.nullCount === b.nullCount;
+  });
+const backAddresses = {
+  "id values": ptr(back.getChild("id")!.data[0].values as Int32Array),
+  "price validity": ptr(backPrice.nullBitmap!),
+  "price values": ptr(backPrice.values as Float64Array),
+};
+const zeroCopyBack = Object.entries(backAddresses).every(([name, address]) => address === js[name as keyof typeof js]);
+console.log("2. native -> JS, imported without a copy, as an apache-arrow Table");
+console.log(`   import: ${fmt(importNs)}   to Table: ${fmt(convertNs)}   device: ${imported.deviceTypeName}, device_id ${imported.deviceId}`);
+console.log(`   raw view: ${imported.root.children.map((c) => `${c.name}: ${c.format}`).join(", ")}; ${imported.root.length.toLocaleString()} rows; price nulls = ${price.nullCount}`);
+console.log(`   table: ${back.schema.fields.map((f) => `${f.name}: ${f.type}`).join(", ")}; ${back.numRows.toLocaleString()} rows; price[2] = ${back.getChild("price")!.get(2)}, price[3] = ${back.getChild("price")!.get(3)}`);
+for (const [name, address] of Object.entries(backAddresses)) {
+  console.log(`   ${name.padEnd(15)} table ${hex(address)}  original ${hex(js[name as keyof typeof js])}  ${address === js[name as keyof typeof js] ? "same memory" : "COPIED"}`);
+}
+console.log(`   equal to the original table: ${sameValues ? "yes (schema, every value, null counts)" : "NO"}`);
 imported.dispose();
 
 const c = counters();
 const live = Object.entries(c).filter(([, v]) => v !== 0);
 console.log(`\n3. after release: ${live.length === 0 ? "no live exports, owners, views or retained JS buffers" : `still live: ${JSON.stringify(Object.fromEntries(live))}`}`);
-if (!allSame || live.length !== 0) process.exit(1);
+if (!allSame || !sameValues || !zeroCopyBack || live.length !== 0) process.exit(1);

@@ -17,7 +17,7 @@ import { registeredWakes } from "../ts/lifetime/js_wake.ts";
 import { asyncPeer, CancelWhere, CSink, freePeers } from "./helpers/async_peer.ts";
 import { fingerprint } from "./helpers/fingerprint.ts";
 import { collectUntil } from "./helpers/gc.ts";
-import { goldReader, readableGoldFiles } from "./helpers/gold.ts";
+import { goldReader, readableGoldFiles } from "./helpers/gold_batches.ts";
 
 const EINVAL = 22;
 const EOPNOTSUPP = 95;

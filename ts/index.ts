@@ -28,3 +28,10 @@ export {
   exportAsyncStream, AsyncExport,
   type AsyncExportSource, type AsyncExportItem, type AsyncExportOptions, type AsyncExportOutcome, type AsyncExportResult,
 } from "./convert/async_producer.ts";
+export { CSchema, CArray, CDeviceArray, addressOf, type StructRef } from "./lifetime/c_structs.ts";
+export { hostAccessError } from "./lifetime/imported.ts";
+export {
+  toDataType, toField, toSchema, toData, toVector, toRecordBatch, toTable, importVector, importRecordBatch,
+  type ImportConvertOptions,
+} from "./convert/import.ts";
+export { typeSignature, type ConvertOptions } from "./convert/types.ts";

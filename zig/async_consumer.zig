@@ -36,7 +36,7 @@ const status = @import("status.zig");
 const counters = @import("counters.zig");
 const sync = @import("sync.zig");
 const js_wake = @import("js_wake.zig");
-const metadata_size = @import("metadata_size.zig");
+const metadata_copy = @import("metadata_copy.zig");
 const schema_copy = @import("schema_copy.zig");
 const Gate = @import("producer_gate.zig").Gate;
 const Status = status.Status;
@@ -166,9 +166,9 @@ pub const Consumer = struct {
         std.debug.assert(self.queued() == 0);
         self.queue.deinit(std.heap.c_allocator);
         if (self.schema.release) |release| release(&self.schema);
-        metadata_size.free(self.producer_metadata);
-        metadata_size.free(self.error_metadata);
-        metadata_size.free(self.task_metadata);
+        metadata_copy.free(self.producer_metadata);
+        metadata_copy.free(self.error_metadata);
+        metadata_copy.free(self.task_metadata);
         if (self.error_message) |m| std.heap.c_allocator.free(m);
         counters.add(.live_async, -1);
         std.heap.c_allocator.destroy(self);
@@ -210,7 +210,7 @@ pub const Consumer = struct {
         }
         for (drained) |*item| {
             _ = item.task.extract_data.?(&item.task, null);
-            metadata_size.free(item.metadata);
+            metadata_copy.free(item.metadata);
         }
         self.mutex.lock();
         self.queue.clearRetainingCapacity();
@@ -239,7 +239,7 @@ pub const Consumer = struct {
         const device_type = self.device_type;
         self.mutex.unlock();
 
-        metadata_size.free(self.task_metadata);
+        metadata_copy.free(self.task_metadata);
         self.task_metadata = item.metadata;
         array.* = .empty;
         array.array.release = null;
@@ -357,7 +357,7 @@ fn onSchema(handler: *abi.ArrowAsyncDeviceStreamHandler, stream_schema: *abi.Arr
     } else if (moved.release == null) {
         self.failLocally(EINVAL, "on_schema received a released schema", .{});
         rc = EINVAL;
-    } else if (metadata_size.dupe(producer.?.additional_metadata)) |copy| {
+    } else if (metadata_copy.dupe(producer.?.additional_metadata)) |copy| {
         self.schema = moved;
         moved.release = null;
         self.schema_received = true;
@@ -419,13 +419,13 @@ fn onNextTask(handler: *abi.ArrowAsyncDeviceStreamHandler, task: ?*abi.ArrowAsyn
             _ = t.extract_data.?(t, null);
             return 0;
         }
-        const copy = metadata_size.dupe(@ptrCast(metadata)) catch |err| {
+        const copy = metadata_copy.dupe(@ptrCast(metadata)) catch |err| {
             self.received -= 1;
             self.failLocally(if (err == error.OutOfMemory) ENOMEM else EINVAL, "{s} of task {d}", .{ if (err == error.OutOfMemory) "out of memory copying the metadata" else "malformed metadata", self.received + 1 });
             break :accept if (err == error.OutOfMemory) ENOMEM else EINVAL;
         };
         self.queue.append(std.heap.c_allocator, .{ .task = t.*, .metadata = copy }) catch {
-            metadata_size.free(copy);
+            metadata_copy.free(copy);
             self.received -= 1;
             self.failLocally(ENOMEM, "out of memory queueing task {d}", .{self.received + 1});
             break :accept ENOMEM;
@@ -448,7 +448,7 @@ fn onError(handler: *abi.ArrowAsyncDeviceStreamHandler, code: c_int, message: ?[
             self.error_message = std.heap.c_allocator.dupeSentinel(u8, text[0..@min(text.len, max_message_bytes)], 0) catch null;
         }
         // Malformed error metadata is dropped rather than failing an error.
-        self.error_metadata = metadata_size.dupe(@ptrCast(metadata)) catch null;
+        self.error_metadata = metadata_copy.dupe(@ptrCast(metadata)) catch null;
     }
     self.mutex.unlock();
     _ = self.waker.wake();

@@ -28,7 +28,7 @@ const status = @import("status.zig");
 const counters = @import("counters.zig");
 const sync = @import("sync.zig");
 const js_wake = @import("js_wake.zig");
-const metadata_size = @import("metadata_size.zig");
+const metadata_copy = @import("metadata_copy.zig");
 const export_array = @import("export_array.zig");
 const Status = status.Status;
 const fail = status.fail;
@@ -183,7 +183,7 @@ pub const Producer = struct {
         self.finish();
         const handler = self.handler;
         if (handler.release) |release| release(handler);
-        metadata_size.free(self.metadata);
+        metadata_copy.free(self.metadata);
         counters.add(.live_async, -1);
         std.heap.c_allocator.destroy(self);
     }
@@ -281,11 +281,11 @@ fn make(h: *abi.ArrowAsyncDeviceStreamHandler, device_type: abi.DeviceType, meta
     if (device_type <= 0) return fail(.unknown_device, "device type {d} is not a device type", .{device_type});
     var copy: ?[]u8 = null;
     if (metadata) |bytes| {
-        if (bytes.len < 4 or metadata_size.byteLength(bytes.ptr) != bytes.len) return fail(.invalid_layout, "additional_metadata is not {d} bytes of well-formed metadata", .{bytes.len});
+        if (bytes.len < 4 or metadata_copy.byteLength(bytes.ptr) != bytes.len) return fail(.invalid_layout, "additional_metadata is not {d} bytes of well-formed metadata", .{bytes.len});
         copy = std.heap.c_allocator.dupe(u8, bytes) catch return fail(.out_of_memory, "out of memory copying additional_metadata", .{});
     }
     const self = std.heap.c_allocator.create(Producer) catch {
-        metadata_size.free(copy);
+        metadata_copy.free(copy);
         return fail(.out_of_memory, "out of memory allocating an async producer", .{});
     };
     self.* = .{

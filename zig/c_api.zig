@@ -19,6 +19,9 @@ const export_schema = @import("export_schema.zig");
 const owner_mod = @import("owner.zig");
 const validate = @import("validate.zig");
 const consumer = @import("consumer.zig");
+const move = @import("move.zig");
+const schema_info = @import("schema_info.zig");
+const metadata = @import("metadata.zig");
 
 const Status = status.Status;
 const Owner = owner_mod.Owner;
@@ -140,17 +143,27 @@ export fn abd_take_released(out: [*]f64, capacity: u32) u32 {
 
 /// Moves `schema` and `array` into a new owner (one reference, the
 /// caller's) after validating at `level` (0 none .. 3 full).
+/// Even a malformed call (bad level, NULL `out`) moves the structs in and
+/// releases them.
 export fn abd_import_device_array(schema: ?*abi.ArrowSchema, array: ?*abi.ArrowDeviceArray, level: c_int, out: ?*?*Owner) c_int {
-    const target = out orelse return code(status.fail(.invalid_argument, "out owner pointer is NULL", .{}));
-    const lvl = levelFrom(level) orelse return code(status.fail(.invalid_argument, "validation level {d} is not 0..3", .{level}));
-    return code(owner_mod.import(schema, array, lvl, target));
+    const lvl = levelFrom(level);
+    if (out == null or lvl == null) {
+        owner_mod.discard(schema, if (array) |a| &a.array else null);
+        if (out == null) return code(status.fail(.invalid_argument, "out owner pointer is NULL", .{}));
+        return code(status.fail(.invalid_argument, "validation level {d} is not 0..3", .{level}));
+    }
+    return code(owner_mod.import(schema, array, lvl.?, out.?));
 }
 
 /// Like `abd_import_device_array` for a plain ArrowArray (a CPU array).
 export fn abd_import_array(schema: ?*abi.ArrowSchema, array: ?*abi.ArrowArray, level: c_int, out: ?*?*Owner) c_int {
-    const target = out orelse return code(status.fail(.invalid_argument, "out owner pointer is NULL", .{}));
-    const lvl = levelFrom(level) orelse return code(status.fail(.invalid_argument, "validation level {d} is not 0..3", .{level}));
-    return code(owner_mod.importArray(schema, array, lvl, target));
+    const lvl = levelFrom(level);
+    if (out == null or lvl == null) {
+        owner_mod.discard(schema, array);
+        if (out == null) return code(status.fail(.invalid_argument, "out owner pointer is NULL", .{}));
+        return code(status.fail(.invalid_argument, "validation level {d} is not 0..3", .{level}));
+    }
+    return code(owner_mod.importArray(schema, array, lvl.?, out.?));
 }
 
 export fn abd_owner_retain(owner: *Owner, n: u32) void {
@@ -208,6 +221,59 @@ export fn abd_owner_retain_views(owner: *Owner, n: u32) void {
 export fn abd_consume_device_array(schema: ?*abi.ArrowSchema, array: ?*abi.ArrowDeviceArray, level: c_int, report: [*]f64, capacity: u32) c_int {
     const lvl = levelFrom(level) orelse return code(status.fail(.invalid_argument, "validation level {d} is not 0..3", .{level}));
     return code(consumer.consume(schema, array, lvl, report[0..capacity]));
+}
+
+// ---------------------------------------------------------------------------
+// Moving structs the caller holds (move.zig)
+// ---------------------------------------------------------------------------
+
+/// Moves `src` to `dst` (bitwise copy, then `src->release = NULL`). `dst`
+/// must be released or zeroed. On failure nothing changes. Any thread.
+export fn abd_schema_move(src: ?*abi.ArrowSchema, dst: ?*abi.ArrowSchema) c_int {
+    return code(move.moveSchema(src, dst));
+}
+
+export fn abd_array_move(src: ?*abi.ArrowArray, dst: ?*abi.ArrowArray) c_int {
+    return code(move.moveArray(src, dst));
+}
+
+export fn abd_device_array_move(src: ?*abi.ArrowDeviceArray, dst: ?*abi.ArrowDeviceArray) c_int {
+    return code(move.moveDeviceArray(src, dst));
+}
+
+/// Moves child `index` of `parent` to `dst`. The caller must release the
+/// parent next; its release skips the moved child.
+export fn abd_schema_move_child(parent: ?*abi.ArrowSchema, index: i64, dst: ?*abi.ArrowSchema) c_int {
+    return code(move.moveSchemaChild(parent, index, dst));
+}
+
+export fn abd_array_move_child(parent: ?*abi.ArrowArray, index: i64, dst: ?*abi.ArrowArray) c_int {
+    return code(move.moveArrayChild(parent, index, dst));
+}
+
+// ---------------------------------------------------------------------------
+// Schema strings of an import, in one call (schema_info.zig)
+// ---------------------------------------------------------------------------
+
+/// Copies the flags, format, name and metadata of every node of `owner`
+/// into `out` (layout in schema_info.zig) when `capacity` suffices; returns
+/// the bytes needed either way. The caller holds a reference to `owner`.
+export fn abd_owner_schema_info(owner: *Owner, out: ?[*]u8, capacity: usize) usize {
+    const bytes: []u8 = if (out) |o| o[0..capacity] else &.{};
+    return schema_info.fill(&owner.table, bytes);
+}
+
+/// Size in bytes of an ArrowSchema.metadata blob, reading only its length
+/// fields within metadata.zig's limits; -1 (with the reason as last error)
+/// when they are out of bounds. NULL has size 0. A double (an exact
+/// integer): the cheapest return type for bun:ffi.
+export fn abd_metadata_length(blob: ?[*]const u8) f64 {
+    const bytes = blob orelse return 0;
+    const len = metadata.encodedLength(bytes) catch |e| {
+        _ = status.fail(.invalid_layout, "metadata {s}", .{metadata.describe(e)});
+        return -1;
+    };
+    return @floatFromInt(len);
 }
 
 // ---------------------------------------------------------------------------
@@ -302,11 +368,11 @@ export fn abd_async_consumer_close(stream: *async_consumer.Consumer, handed_out:
 // --- This library as producer ------------------------------------------------
 
 /// A producer for `handler` (populating `handler->producer`), declaring
-/// `device_type`, with additional_metadata copied from `metadata`
+/// `device_type`, with additional_metadata copied from `blob`
 /// (`metadata_len` bytes of binary-encoded metadata; NULL for none).
-export fn abd_async_producer_create(handler: ?*abi.ArrowAsyncDeviceStreamHandler, device_type: i32, metadata: ?[*]const u8, metadata_len: usize, token: u32, out: ?*?*async_producer.Producer) c_int {
+export fn abd_async_producer_create(handler: ?*abi.ArrowAsyncDeviceStreamHandler, device_type: i32, blob: ?[*]const u8, metadata_len: usize, token: u32, out: ?*?*async_producer.Producer) c_int {
     const target = out orelse return code(status.fail(.invalid_argument, "out producer pointer is NULL", .{}));
-    const bytes: ?[]const u8 = if (metadata) |m| m[0..metadata_len] else null;
+    const bytes: ?[]const u8 = if (blob) |m| m[0..metadata_len] else null;
     return code(async_producer.create(handler, device_type, bytes, token, target));
 }
 
@@ -325,16 +391,16 @@ export fn abd_async_producer_send_schema(stream: *async_producer.Producer, schem
 /// Builds a task over JS memory (an export plan, export_array.zig) and
 /// calls on_next_task with it; `*rc` receives the consumer's code. Needs a
 /// credit (a requested, unsent task).
-export fn abd_async_producer_send_plan(stream: *async_producer.Producer, plan: ?[*]const f64, plan_words: usize, keepalive_id: f64, metadata: ?[*]const u8, rc: *c_int) c_int {
+export fn abd_async_producer_send_plan(stream: *async_producer.Producer, plan: ?[*]const f64, plan_words: usize, keepalive_id: f64, blob: ?[*]const u8, rc: *c_int) c_int {
     const words: []const f64 = if (plan) |p| p[0..plan_words] else &.{};
-    return code(stream.sendPlan(words, @intFromFloat(keepalive_id), metadata, rc));
+    return code(stream.sendPlan(words, @intFromFloat(keepalive_id), blob, rc));
 }
 
 /// Moves `array` into a task and calls on_next_task with it; `*rc` receives
 /// the consumer's code. On error `array` is left as it was.
-export fn abd_async_producer_send_array(stream: *async_producer.Producer, array: ?*abi.ArrowDeviceArray, metadata: ?[*]const u8, rc: *c_int) c_int {
+export fn abd_async_producer_send_array(stream: *async_producer.Producer, array: ?*abi.ArrowDeviceArray, blob: ?[*]const u8, rc: *c_int) c_int {
     const a = array orelse return code(status.fail(.invalid_argument, "array pointer is NULL", .{}));
-    return code(stream.sendArray(a, metadata, rc));
+    return code(stream.sendArray(a, blob, rc));
 }
 
 /// Calls on_next_task(NULL): the end of the stream. Returns the consumer's code.
@@ -343,8 +409,8 @@ export fn abd_async_producer_send_end(stream: *async_producer.Producer) c_int {
 }
 
 /// Calls on_error(code, message, metadata).
-export fn abd_async_producer_send_error(stream: *async_producer.Producer, error_code: c_int, message: ?[*:0]const u8, metadata: ?[*]const u8) void {
-    stream.sendError(error_code, message, metadata);
+export fn abd_async_producer_send_error(stream: *async_producer.Producer, error_code: c_int, message: ?[*:0]const u8, blob: ?[*]const u8) void {
+    stream.sendError(error_code, message, blob);
 }
 
 /// Calls the handler's release, then frees the producer.

@@ -119,6 +119,24 @@ pub fn importArray(schema: ?*abi.ArrowSchema, array: ?*abi.ArrowArray, level: va
     return import(schema, &wrapped, level, out);
 }
 
+/// Moves `schema` and `array` in and releases them at once: what an import
+/// does with its input when the call itself is malformed (bad level, no
+/// out pointer), so that "moved in, success or not" holds for every error.
+/// Either may be NULL or released already.
+pub fn discard(schema: ?*abi.ArrowSchema, array: ?*abi.ArrowArray) void {
+    var moved_schema: abi.ArrowSchema = .empty;
+    var moved_array: abi.ArrowArray = .empty;
+    if (schema) |s| {
+        moved_schema = s.*;
+        s.release = null;
+    }
+    if (array) |a| {
+        moved_array = a.*;
+        a.release = null;
+    }
+    releaseMovedIn(&moved_schema, &moved_array);
+}
+
 /// The native deallocator given to Bun's `toArrayBuffer` for views of
 /// imported memory: `context` is the owner. Runs on the GC thread, or on
 /// the JS thread when a view is detached; touches no JS state.
@@ -193,4 +211,20 @@ test "a failed import still releases what was moved in, once" {
     try testing.expectEqual(@as(u32, 2), TestProducer.schema_releases);
     try testing.expectEqual(@as(u32, 1), TestProducer.array_releases);
     array.array.release.?(&array.array);
+}
+
+test "discard moves in and releases once, whatever is NULL or released" {
+    TestProducer.schema_releases = 0;
+    TestProducer.array_releases = 0;
+    var schema: abi.ArrowSchema = undefined;
+    var array: abi.ArrowDeviceArray = undefined;
+    TestProducer.make("i", &schema, &array);
+    discard(&schema, &array.array);
+    try testing.expect(schema.release == null and array.array.release == null);
+    try testing.expectEqual(@as(u32, 1), TestProducer.schema_releases);
+    try testing.expectEqual(@as(u32, 1), TestProducer.array_releases);
+    discard(&schema, &array.array); // both released now: nothing to do
+    discard(null, null);
+    try testing.expectEqual(@as(u32, 1), TestProducer.schema_releases);
+    try testing.expectEqual(@as(u32, 1), TestProducer.array_releases);
 }

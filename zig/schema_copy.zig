@@ -18,7 +18,7 @@ const counters = @import("counters.zig");
 const tree_block = @import("tree_block.zig");
 const validate = @import("validate.zig");
 const export_schema = @import("export_schema.zig");
-const metadata_size = @import("metadata_size.zig");
+const metadata_copy = @import("metadata_copy.zig");
 const Status = status.Status;
 const fail = status.fail;
 
@@ -33,7 +33,7 @@ fn measure(schema: *const abi.ArrowSchema, sizer: *tree_block.Sizer, structs: *u
     sizer.add(u8, std.mem.len(format_text) + 1);
     if (schema.name) |name| sizer.add(u8, std.mem.len(name) + 1);
     if (schema.metadata) |metadata| {
-        const len = metadata_size.byteLength(metadata) orelse return fail(.invalid_layout, "metadata of schema \"{s}\" is malformed", .{format_text});
+        const len = metadata_copy.byteLength(metadata) orelse return fail(.invalid_layout, "metadata of schema \"{s}\" is malformed", .{format_text});
         sizer.add(u8, len);
     }
     structs.* += 1;
@@ -63,17 +63,17 @@ fn fill(source: *const abi.ArrowSchema, carver: *tree_block.Carver, block: *tree
     const children = carver.take(?*abi.ArrowSchema, n_children);
     const format_copy = copyZ(carver, source.format.?);
     const name_copy: ?[*:0]const u8 = if (source.name) |name| copyZ(carver, name) else null;
-    var metadata_copy: ?[*]const u8 = null;
+    var copied_metadata: ?[*]const u8 = null;
     if (source.metadata) |metadata| {
-        const len = metadata_size.byteLength(metadata).?; // measured already
+        const len = metadata_copy.byteLength(metadata).?; // measured already
         const bytes = carver.take(u8, len);
         @memcpy(bytes, metadata[0..len]);
-        metadata_copy = bytes.ptr;
+        copied_metadata = bytes.ptr;
     }
     target.* = .{
         .format = format_copy,
         .name = name_copy,
-        .metadata = metadata_copy,
+        .metadata = copied_metadata,
         .flags = source.flags,
         .n_children = source.n_children,
         .children = if (n_children == 0) null else children.ptr,

@@ -17,6 +17,7 @@
 const std = @import("std");
 const abi = @import("abi.zig");
 const format = @import("format.zig");
+const metadata = @import("metadata.zig");
 const status = @import("status.zig");
 const Status = status.Status;
 const fail = status.fail;
@@ -30,6 +31,19 @@ pub const max_nesting_depth = 64;
 pub const max_nodes = 1 << 20;
 /// Largest offset + length accepted (keeps every size computation in i64).
 pub const max_slots: i64 = 1 << 53;
+/// Most children one node may have (a struct of a million columns).
+pub const max_children: i64 = max_nodes;
+/// Longest child name quoted in an error path.
+const max_name_in_path = 256;
+
+/// The bytes of a NUL-terminated string, reading at most `limit` bytes and
+/// one at a time: a vectorized scan could read past the terminator into an
+/// unmapped page.
+fn boundedCString(text: [*:0]const u8, limit: usize) []const u8 {
+    var len: usize = 0;
+    while (len < limit and text[len] != 0) len += 1;
+    return text[0..len];
+}
 
 /// Node record, in f64 words (exact integers; pointers fit in 53 bits on
 /// every supported platform). TS reads it through one typed-array view.
@@ -114,7 +128,19 @@ const Walker = struct {
         if (self.depth > 0) {
             var prefix: [512]u8 = undefined;
             var len: usize = 0;
-            for (self.path[1 .. self.depth + 1], 0..) |segment, i| {
+            const segments = self.path[1 .. self.depth + 1];
+            // Deep paths keep their first and last levels: the rest is noise.
+            const head = 3;
+            const tail = 4;
+            const elide = segments.len > head + tail + 1;
+            for (segments, 0..) |segment, i| {
+                if (elide and i >= head and i < segments.len - tail) {
+                    if (i == head) {
+                        const gap = std.fmt.bufPrint(prefix[len..], " > ... {d} levels ...", .{segments.len - head - tail}) catch break;
+                        len += gap.len;
+                    }
+                    continue;
+                }
                 const sep = if (i == 0) "" else " > ";
                 const piece = switch (segment.kind) {
                     .field => std.fmt.bufPrint(prefix[len..], "{s}field \"{s}\"", .{ sep, segment.name }),
@@ -134,10 +160,16 @@ const Walker = struct {
         if (schema.release == null) return self.failAt(.released, "schema is released (its release callback is NULL)", .{});
         if (array.release == null) return self.failAt(.released, "array is released (its release callback is NULL)", .{});
         const format_ptr = schema.format orelse return self.failAt(.invalid_format, "schema format is NULL", .{});
-        const format_text = std.mem.sliceTo(format_ptr[0 .. format.max_format_length + 1], 0);
+        const format_text = boundedCString(format_ptr, format.max_format_length + 1);
         var why: []const u8 = "";
         const ty = format.parse(format_text, &why) catch
             return self.failAt(.invalid_format, "format \"{s}\" {s}", .{ format_text[0..@min(format_text.len, 64)], why });
+
+        // Metadata has no size of its own: its length fields must be sane
+        // before anyone reads it (at every level; schemas are host memory).
+        if (schema.metadata) |blob| {
+            _ = metadata.encodedLength(blob) catch |e| return self.failAt(.invalid_layout, "metadata {s}", .{metadata.describe(e)});
+        }
 
         if (array.length < 0) return self.failAt(.invalid_layout, "length is negative ({d})", .{array.length});
         if (array.offset < 0) return self.failAt(.invalid_layout, "offset is negative ({d})", .{array.offset});
@@ -164,6 +196,8 @@ const Walker = struct {
         // Child count.
         if (array.n_children < 0 or schema.n_children < 0)
             return self.failAt(.invalid_layout, "n_children is negative", .{});
+        if (schema.n_children > max_children)
+            return self.failAt(.invalid_layout, "n_children is {d}, more than this library accepts ({d})", .{ schema.n_children, max_children });
         if (array.n_children != schema.n_children)
             return self.failAt(.invalid_layout, "array has {d} children but schema has {d}", .{ array.n_children, schema.n_children });
         if (ty.requiredChildren()) |required| {
@@ -218,7 +252,7 @@ const Walker = struct {
         for (0..n_children) |i| {
             const child_schema = schema.children.?[i] orelse return self.failAt(.invalid_layout, "schema child {d} is NULL", .{i});
             const child_array = array.children.?[i] orelse return self.failAt(.invalid_layout, "array child {d} is NULL", .{i});
-            const name = if (child_schema.name) |n| std.mem.sliceTo(n[0..@min(256, std.mem.len(n))], 0) else "";
+            const name = if (child_schema.name) |n| boundedCString(n, max_name_in_path) else "";
             self.depth += 1;
             self.path[self.depth] = .{ .kind = if (self.depth == 1 and ty.id == .@"struct") .field else .child, .index = i, .name = name };
             const child_status = self.walk(child_schema, child_array, first_child + i, @intCast(node_index));
@@ -230,7 +264,9 @@ const Walker = struct {
         if (schema.dictionary) |dict_schema| {
             self.depth += 1;
             self.path[self.depth] = .{ .kind = .dictionary, .index = 0, .name = "" };
-            const dict_status = self.walk(dict_schema, array.dictionary.?, @intCast(dictionary_index), @intCast(node_index));
+            // Without a table there are no node indices to record (0 is unused).
+            const dict_node: usize = if (dictionary_index < 0) 0 else @intCast(dictionary_index);
+            const dict_status = self.walk(dict_schema, array.dictionary.?, dict_node, @intCast(node_index));
             if (dict_status != .ok) return dict_status;
             self.depth -= 1;
             if (self.level == .full and self.host_readable) {
@@ -263,7 +299,8 @@ const Walker = struct {
                 .bits => @divFloor(end + 7, 8),
                 .fixed => blk: {
                     element_bytes = ty.byte_width;
-                    break :blk end * ty.byte_width;
+                    break :blk std.math.mul(i64, end, ty.byte_width) catch
+                        return self.failAt(.invalid_layout, "offset + length ({d}) times the value width {d} overflows", .{ end, ty.byte_width });
                 },
                 .offsets32, .offsets64 => blk: {
                     element_bytes = if (kind == .offsets32) 4 else 8;
@@ -356,7 +393,8 @@ const Walker = struct {
                     return self.failAt(.invalid_layout, "child {d} has length {d}, less than the parent's offset + length {d}", .{ child_index, child.length, end });
             },
             .fixed_size_list => {
-                const needed = end * ty.fixed_size;
+                const needed = std.math.mul(i64, end, ty.fixed_size) catch
+                    return self.failAt(.invalid_layout, "(offset + length) * list size ({d} * {d}) overflows", .{ end, ty.fixed_size });
                 if (child.length < needed)
                     return self.failAt(.invalid_layout, "child has length {d}, less than (offset + length) * list size = {d}", .{ child.length, needed });
             },
@@ -368,9 +406,11 @@ const Walker = struct {
                 }
                 if (!self.host_readable or self.level == .minimal or array.length == 0) return .ok;
                 const offsets = buffers[1] orelse return .ok;
+                // Offsets index the child's logical slots (its own offset
+                // applies on top), so they may not pass its length.
                 const last = readOffsetRange(ty, offsets, array.offset, end) catch |e| return self.offsetError(e);
-                if (last > child.offset + child.length)
-                    return self.failAt(.invalid_layout, "last offset {d} is past the child's end {d}", .{ last, child.offset + child.length });
+                if (last > child.length)
+                    return self.failAt(.invalid_layout, "last offset {d} is past the end of the child's {d} values", .{ last, child.length });
             },
             .run_end_encoded => {
                 if (child_index == 0) {
@@ -482,7 +522,7 @@ const Walker = struct {
             .list_view, .large_list_view => {
                 const offsets = buffers[1] orelse return .ok;
                 const sizes = buffers[2] orelse return .ok;
-                const limit = child.offset + child.length;
+                const limit = child.length; // logical child slots, as for lists
                 for (start..end) |i| {
                     const o = readViewValue(ty, offsets, i);
                     const s = readViewValue(ty, sizes, i);

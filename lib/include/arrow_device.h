@@ -256,6 +256,26 @@ const void* abd_view_deallocator(void);
 abd_status abd_consume_device_array(struct ArrowSchema* schema, struct ArrowDeviceArray* array,
                                     int level, double* report, uint32_t capacity);
 
+/* Moving structs the caller holds: bitwise copy to `dst`, then
+ * `src->release = NULL`. `dst` must be released (or zeroed); on failure
+ * nothing changes. The *_move_child forms move child `index` out of a live
+ * parent, which the caller must then release (its release skips the moved
+ * child). Any thread. */
+abd_status abd_schema_move(struct ArrowSchema* src, struct ArrowSchema* dst);
+abd_status abd_array_move(struct ArrowArray* src, struct ArrowArray* dst);
+abd_status abd_device_array_move(struct ArrowDeviceArray* src, struct ArrowDeviceArray* dst);
+abd_status abd_schema_move_child(struct ArrowSchema* parent, int64_t index, struct ArrowSchema* dst);
+abd_status abd_array_move_child(struct ArrowArray* parent, int64_t index, struct ArrowArray* dst);
+
+/* Copies flags, format, name and metadata of every node of `owner` into
+ * `out` (layout: zig/schema_info.zig) if `capacity` suffices; returns the
+ * bytes needed either way. */
+size_t abd_owner_schema_info(abd_owner* owner, uint8_t* out, size_t capacity);
+
+/* Size of an ArrowSchema.metadata blob within sane limits (0 for NULL), or
+ * -1 when its length fields are out of bounds (see abd_last_error). */
+double abd_metadata_length(const char* metadata);
+
 /* ----------------------------------------------------------------------- */
 /* Async device streams (zig/async_consumer.zig, zig/async_producer.zig).   */
 /* These are the library's own entry points, called from its JS thread; a  */

@@ -4,7 +4,7 @@
 import { dlopen, FFIType, suffix } from "bun:ffi";
 import { join, resolve } from "node:path";
 
-const { ptr, i32, i64, u32, f64, void: none, cstring } = FFIType;
+const { ptr, i32, i64, u32, u64, f64, void: none, cstring } = FFIType;
 
 export const fixturesDir = resolve(import.meta.dir, "..", "..", "build", "fixtures");
 
@@ -36,3 +36,30 @@ export const probe = dlopen(fixturePath("layout_probe"), {
   probe_layout_json: { args: [], returns: cstring },
   probe_device_types_json: { args: [], returns: cstring },
 }).symbols;
+
+/** test/fixtures/c_producer.c: arbitrary (also broken) C-produced trees
+ * with counted releases. */
+export const fx = dlopen(fixturePath("c_producer"), {
+  fx_new: { args: [ptr, ptr, i64, i64, i64, i64, i64], returns: ptr },
+  fx_set_buffer: { args: [ptr, i32, ptr, i64], returns: none },
+  fx_set_buffer_address: { args: [ptr, i32, u64], returns: none },
+  fx_buffer_address: { args: [ptr, i32], returns: ptr },
+  fx_set_metadata: { args: [ptr, ptr, i64], returns: none },
+  fx_add_child: { args: [ptr, ptr], returns: none },
+  fx_set_dictionary: { args: [ptr, ptr], returns: none },
+  fx_patch: { args: [ptr, i32, i64], returns: none },
+  fx_finish: { args: [ptr, ptr, ptr], returns: none },
+  fx_finish_device: { args: [ptr, ptr, ptr, i32, i64], returns: none },
+  fx_nested_lists: { args: [i32], returns: ptr },
+  fx_live_nodes: { args: [], returns: i64 },
+  fx_schema_releases: { args: [], returns: i64 },
+  fx_array_releases: { args: [], returns: i64 },
+  fx_double_releases: { args: [], returns: i64 },
+  fx_reset_counts: { args: [], returns: none },
+}).symbols;
+
+/** fx_patch codes (c_producer.c). */
+export const FxPatch = {
+  ARRAY_N_CHILDREN: 1, ARRAY_CHILDREN_NULL: 2, SCHEMA_FORMAT_NULL: 3, ARRAY_BUFFERS_NULL: 4,
+  ARRAY_RELEASED: 5, SCHEMA_RELEASED: 6, ARRAY_DICTIONARY_NULL: 7,
+} as const;

@@ -1,46 +1,53 @@
 /**
- * The Arrow integration gold files (`<repo>/../shared/gold/<dir>/*.stream`,
- * or under $ARROW_SHARED_DIR), read in place with apache-arrow.
+ * The Arrow integration gold files (../shared/gold, see ../shared/README.md),
+ * read in place. The shared folder sits beside the checkout; set
+ * ARROW_SHARED_DIR to use another. Missing files fail the tests that need
+ * them, loudly: nothing is skipped.
  */
-import { RecordBatch, RecordBatchReader, Schema } from "apache-arrow";
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
-import { basename, join, resolve } from "node:path";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { gunzipSync } from "node:zlib";
 
-export const sharedDir = process.env.ARROW_SHARED_DIR ?? resolve(import.meta.dir, "..", "..", "..", "shared");
-export const goldDir = join(sharedDir, "gold");
+export function sharedDir(): string {
+  return process.env.ARROW_SHARED_DIR || resolve(import.meta.dir, "..", "..", "..", "shared");
+}
 
-/** Gold files apache-arrow 21.2 cannot read at all (types it lacks). */
-export const unreadableByApacheArrow = new Set(["generated_list_view.stream", "generated_run_end_encoded.stream"]);
+export const goldFolders = ["1.0.0-littleendian", "cpp-21.0.0"] as const;
 
-/** Every `.stream` gold file, as `<dir>/<file>`. */
-export function goldFiles(): string[] {
-  if (!existsSync(goldDir)) throw new Error(`gold files not found under ${goldDir} (set ARROW_SHARED_DIR)`);
-  const files: string[] = [];
-  for (const dir of readdirSync(goldDir).sort()) {
-    const path = join(goldDir, dir);
-    if (!statSync(path).isDirectory() || !readdirSync(path).some((f) => f.endsWith(".stream"))) continue;
-    for (const file of readdirSync(path).sort()) if (file.endsWith(".stream")) files.push(`${dir}/${file}`);
+export type GoldCase = { folder: string; name: string; stream: string; json: string };
+
+/** Every gold case of both folders, by name. Throws if a folder is missing. */
+export function goldCases(): GoldCase[] {
+  const cases: GoldCase[] = [];
+  for (const folder of goldFolders) {
+    const dir = join(sharedDir(), "gold", folder);
+    if (!existsSync(dir)) throw new Error(`gold files not found at ${dir}: set ARROW_SHARED_DIR to the shared/ folder`);
+    for (const file of readdirSync(dir).sort()) {
+      if (!file.endsWith(".stream")) continue;
+      const name = file.slice(0, -".stream".length);
+      cases.push({ folder, name, stream: join(dir, file), json: join(dir, `${name}.json.gz`) });
+    }
   }
-  return files;
+  return cases;
 }
 
-export function readableGoldFiles(): string[] {
-  return goldFiles().filter((f) => !unreadableByApacheArrow.has(basename(f)));
+export function readStream(gold: GoldCase): Uint8Array {
+  return new Uint8Array(readFileSync(gold.stream));
 }
 
-export function goldBytes(file: string): Uint8Array {
-  return readFileSync(join(goldDir, file));
+/** The integration JSON of a case (schema + batches of columns). */
+export function readJson(gold: GoldCase): GoldJson {
+  return JSON.parse(gunzipSync(readFileSync(gold.json)).toString("utf8")) as GoldJson;
 }
 
-/** A reader over the file's bytes (not opened). */
-export function goldReader(file: string): RecordBatchReader {
-  return RecordBatchReader.from(goldBytes(file));
-}
-
-export function readGold(file: string): { schema: Schema; batches: RecordBatch[] } {
-  const reader = goldReader(file);
-  reader.open();
-  const schema = reader.schema;
-  const batches = [...reader];
-  return { schema, batches };
-}
+export type JsonField = { name: string; type: { name: string; [key: string]: unknown }; nullable: boolean; children: JsonField[] };
+export type JsonColumn = {
+  name: string;
+  count: number;
+  VALIDITY?: number[];
+  DATA?: unknown[];
+  OFFSET?: (number | string)[];
+  SIZE?: (number | string)[];
+  children?: JsonColumn[];
+};
+export type GoldJson = { schema: { fields: JsonField[] }; batches: { count: number; columns: JsonColumn[] }[] };

@@ -4,7 +4,9 @@
  */
 import { CString, read, toArrayBuffer, type Pointer } from "bun:ffi";
 import { ArrowArrayLayout, ArrowDeviceArrayLayout, ArrowSchemaLayout } from "./layout.ts";
-import { decodeMetadataPairs } from "./metadata.ts";
+import { InvalidLayoutError, Status } from "../errors.ts";
+import { lastError, native } from "../ffi/library.ts";
+import { decodeMetadataBytes } from "./metadata.ts";
 
 const S = ArrowSchemaLayout.fields;
 const A = ArrowArrayLayout.fields;
@@ -54,11 +56,14 @@ export const deviceArrayFields = {
   ],
 };
 
-/** Decodes the metadata at `address` (0: none) as key/value pairs. */
+/** Decodes the metadata at `address` (0: none) as key/value pairs. Its
+ * length fields are bounds-checked natively first (the encoding has no
+ * size of its own), then the blob is read once. */
 export function readMetadata(address: number): [string, string][] {
   if (!address) return [];
-  // toArrayBuffer refuses length 0: an empty key or value reads as no bytes.
-  return decodeMetadataPairs((offset, length) => length === 0 ? new Uint8Array(0) : new Uint8Array(toArrayBuffer(asPointer(address), offset, length)).slice());
+  const length = native.abd_metadata_length(asPointer(address));
+  if (length < 0) throw new InvalidLayoutError(Status.invalid_layout, lastError());
+  return decodeMetadataBytes(new Uint8Array(toArrayBuffer(asPointer(address), 0, length)).slice());
 }
 
 type ToArrayBufferWithDeallocator = (address: Pointer, byteOffset: number, byteLength: number, context: Pointer, deallocator: Pointer) => ArrayBuffer;

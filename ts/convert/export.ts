@@ -144,9 +144,23 @@ function schemaNodeOf(source: SchemaSource): SchemaNode {
 
 /** Builds the native ArrowSchema for `source` at `out`. */
 function buildSchema(source: SchemaSource, out: number): void {
+  const plan = schemaPlanOf(source);
+  check(native.abd_schema_build(plan, plan.length, out));
+}
+
+/** Encoded schema plans by source object. apache-arrow types, fields and
+ * schemas are not changed after construction, so a batch stream (every
+ * batch shares one Schema) encodes its schema once. */
+const schemaPlans = new WeakMap<object, Uint8Array>();
+
+function schemaPlanOf(source: SchemaSource): Uint8Array {
+  const cached = schemaPlans.get(source);
+  if (cached) return cached;
   const plan = new PlanBytes();
   writeSchemaNode(plan, schemaNodeOf(source));
-  check(native.abd_schema_build(plan.bytes, plan.length, out));
+  const bytes = plan.bytes.slice(0, plan.length);
+  schemaPlans.set(source, bytes);
+  return bytes;
 }
 
 // ---------------------------------------------------------------------------
@@ -240,14 +254,26 @@ class ArrayPlanner {
    * buffers start at C slot 0 (offset 0) instead of at `data.offset`. */
   private tryNode(data: Data, offset: number, rebase: boolean): boolean {
     if (offset < 0) return false;
+    // Where C starts reading this node's slots: its own offset plus what its
+    // parent adds (`data.offset`, or 0 when re-based). Children of structs,
+    // sparse unions and fixed-size lists are shifted by that, not by the
+    // node's own C offset alone.
+    const start = rebase ? 0 : data.offset;
     const type = data.type;
     const typeId = data.typeId;
     const isUnion = typeId === Type.Union;
     // C offset vs. the JS start of value buffers: `lead` slots before it.
     const lead = rebase ? 0 : data.offset;
     const header = planLength;
-    push(data.length);
-    push(isUnion || typeId === Type.Null ? 0 : nullCountOf(data));
+    // A child C reads from the parent's start on: it must span the slots
+    // before this node's apache-arrow start too (`start - offset` of them;
+    // they are in memory, apache-arrow sliced them away), and its null
+    // count covers that longer range, so it is unknown then.
+    const lead0 = start - offset;
+    // Unions have no validity; a null array's slots are all null.
+    const knownNulls = isUnion ? 0 : typeId === Type.Null ? data.length + start - offset : nullCountOf(data);
+    push(data.length + lead0);
+    push(lead0 > 0 && knownNulls !== 0 && typeId !== Type.Null ? -1 : knownNulls);
     push(offset);
     push(0); // n_buffers, patched below
     push(0); // n_children, patched below
@@ -318,12 +344,12 @@ class ArrayPlanner {
       case Type.FixedSizeList:
         if (!validity()) return false;
         children = data.children;
-        childShift = offset * (type as FixedSizeList).listSize;
+        childShift = start * (type as FixedSizeList).listSize;
         break;
       case Type.Struct:
         if (!validity()) return false;
         children = data.children;
-        childShift = offset;
+        childShift = start;
         break;
       case Type.Union: {
         const union = type as Union;
@@ -331,7 +357,7 @@ class ArrayPlanner {
         if (union.mode === UnionMode.Dense) {
           if (!buffer(this.backed(data.valueOffsets as Int32Array, lead * 4))) return false;
         } else {
-          childShift = offset;
+          childShift = start;
         }
         children = data.children;
         break;
@@ -381,10 +407,33 @@ export type ExportOptions = {
   as?: Exclude<ExportedKind, "schema">;
 };
 
+const repeatedNames = new WeakMap<Schema, boolean>();
+
+/** Whether two fields of `schema` share a name (cached per schema). */
+function repeatsNames(schema: Schema): boolean {
+  let repeats = repeatedNames.get(schema);
+  if (repeats === undefined) {
+    repeats = new Set(schema.fields.map((f) => f.name)).size !== schema.fields.length;
+    repeatedNames.set(schema, repeats);
+  }
+  return repeats;
+}
+
 /** The single Data (plus its field) that `source` exports as. */
 function dataOf(source: ArraySource): { data: Data; schema: SchemaSource } {
   if (source instanceof RecordBatch) {
-    return { data: source.data, schema: source.schema };
+    // Each column's type comes from its own Data: apache-arrow's RecordBatch
+    // constructor merges repeated field names (Schema.assign), so for them
+    // neither RecordBatch.schema nor (after a slice) the struct type
+    // describes the columns any more; the child Data always does.
+    const children = source.data.children;
+    const declared = source.schema.fields;
+    // With distinct names the schema is right (and its encoded plan cached).
+    if (!repeatsNames(source.schema) && declared.length === children.length) {
+      return { data: source.data, schema: source.schema };
+    }
+    const fields = source.data.type.children.map((f, i) => (f.type === children[i]?.type ? f : new Field(f.name, children[i].type, f.nullable, f.metadata)));
+    return { data: source.data, schema: new Schema(fields, source.schema.metadata) };
   }
   if (source instanceof Vector) {
     if (source.data.length !== 1) {

@@ -14,11 +14,13 @@ import { join, resolve } from "node:path";
 import { LibraryLoadError, errorFor } from "../errors.ts";
 import { coreSymbols } from "./symbols_core.ts";
 import { asyncSymbols } from "./symbols_async.ts";
+import { importSymbols } from "./symbols_import.ts";
 
 /** Every symbol area, merged. Add new areas here. */
 const symbols = {
   ...coreSymbols,
   ...asyncSymbols,
+  ...importSymbols,
 };
 
 export const libraryEnvVar = "ARROW_DEVICE_LIBRARY";

@@ -18,10 +18,15 @@ import {
   BufferKind, BufferWord, NodeWord, OwnerInfoWord, TypeId, ValidationLevel, bufferStride, deviceTypeName,
   nodeStride, ownerInfoWords, type TypeIdName, type ValidationLevelName,
 } from "../abi/layout.ts";
-import { arrayFields, asPointer, deviceArrayFields, readMetadata, schemaFields, wrapNative } from "../abi/structs.ts";
-import { ReleasedError, Status, UnsupportedError, InvalidArgumentError, OutOfRangeError } from "../errors.ts";
+import { decodeMetadataBytes } from "../abi/metadata.ts";
+import { arrayFields, asPointer, deviceArrayFields, wrapNative } from "../abi/structs.ts";
+import {
+  InvalidArgumentError, InvalidLayoutError, OutOfRangeError, ReleasedError, Status, UnknownDeviceError, UnsupportedError,
+  type ArrowDeviceError,
+} from "../errors.ts";
 import { check, native } from "../ffi/library.ts";
-import { track, untrack } from "./debug.ts";
+import { addressOf, type StructRef } from "./c_structs.ts";
+import { debugEnabled, reportLeak, track, untrack } from "./debug.ts";
 
 const deallocator = native.abd_view_deallocator();
 const typeIdNames = Object.fromEntries(Object.entries(TypeId).map(([k, v]) => [v, k])) as Record<number, TypeIdName>;
@@ -66,6 +71,68 @@ const kindElement: Record<number, TypedArrayConstructor> = {
 /** Info words copied out of the owner (they never change). */
 type OwnerInfo = Float64Array;
 
+/** A node's schema fields, decoded once per import (zig/schema_info.zig). */
+export type NodeSchema = {
+  flags: number;
+  format: string;
+  name: string | null;
+  /** Key/value pairs in order, repeats kept; null when metadata is NULL. */
+  metadataPairs: [string, string][] | null;
+};
+
+const utf8 = new TextDecoder("utf-8", { fatal: false });
+/** Reused output of abd_owner_schema_info (decoded before the next call). */
+let schemaScratch = new Uint8Array(64 * 1024);
+
+function decodeText(bytes: Uint8Array, at: number, length: number): string {
+  // Names and formats are mostly short ASCII: skip TextDecoder for them.
+  if (length <= 64) {
+    let ascii = true;
+    for (let i = at; i < at + length; i++) if (bytes[i] >= 0x80) { ascii = false; break; }
+    if (ascii) return String.fromCharCode.apply(null, bytes.subarray(at, at + length) as unknown as number[]);
+  }
+  return utf8.decode(bytes.subarray(at, at + length));
+}
+
+/** Every node's flags, format, name and metadata, with one native call. */
+function readSchemas(owner: number): NodeSchema[] {
+  let needed = Number(native.abd_owner_schema_info(asPointer(owner), schemaScratch, schemaScratch.length));
+  if (needed > schemaScratch.length) {
+    schemaScratch = new Uint8Array(needed);
+    needed = Number(native.abd_owner_schema_info(asPointer(owner), schemaScratch, schemaScratch.length));
+  }
+  const bytes = schemaScratch;
+  const words = new Int32Array(bytes.buffer, 0, Math.min(needed, bytes.length) >> 2);
+  const n = words[0];
+  const out = new Array<NodeSchema>(n);
+  for (let node = 0; node < n; node++) {
+    const w = 1 + node * 8;
+    const metadataAt = words[w + 6];
+    out[node] = {
+      flags: (words[w] >>> 0) + words[w + 1] * 2 ** 32,
+      format: decodeText(bytes, words[w + 2], words[w + 3]),
+      name: words[w + 4] < 0 ? null : decodeText(bytes, words[w + 4], words[w + 5]),
+      metadataPairs: metadataAt < 0 ? null : decodeMetadataBytes(bytes.subarray(metadataAt, metadataAt + words[w + 7])),
+    };
+  }
+  return out;
+}
+
+/** Debug mode only: warns about handles collected without dispose() (their
+ * memory is released by the view deallocators either way). */
+const leakWarnings = debugEnabled ? new FinalizationRegistry<number>((token) => reportLeak(token, "ImportedArray")) : null;
+
+/** The typed error for reading memory the host cannot read: unknown device
+ * types get UnknownDeviceError, known devices UnsupportedError. Both name
+ * the device. */
+export function hostAccessError(deviceType: number, deviceId: number, what: string): ArrowDeviceError {
+  const name = deviceTypeName(deviceType);
+  if (name.startsWith("unknown")) {
+    return new UnknownDeviceError(Status.unknown_device, `${what}: the data is on device type ${deviceType}, which this library does not know; it can only be read as opaque raw views (addresses, lengths), not converted to host objects`);
+  }
+  return new UnsupportedError(Status.unsupported, `${what}: the data is in ${name} memory (device ${deviceId}), which the host cannot read; copy it to the host first`);
+}
+
 /**
  * An imported array (or record batch: a struct array) held by a native
  * owner. Read it through `root` (typed raw views, every Arrow type) or
@@ -80,12 +147,17 @@ export class ImportedArray implements Disposable {
   #created: ArrayBuffer[] = [];
   /** Views already made, by buffer index (so each is made once). */
   #views = new Map<number, ArrayBuffer>();
+  /** The same memory, by start address: buffers that start at the same
+   * address share one ArrayBuffer (the largest of them), so repeated or
+   * shared buffers pay for one wrap and one owner reference. */
+  #byAddress = new Map<number, ArrayBuffer>();
   #disposed = false;
   #token: number;
 
   private constructor(owner: number) {
     this.#owner = owner;
     this.#token = track("ImportedArray");
+    leakWarnings?.register(this, this.#token, this);
     const info = new Float64Array(ownerInfoWords);
     native.abd_owner_info(asPointer(owner), info);
     this.#info = info;
@@ -106,20 +178,28 @@ export class ImportedArray implements Disposable {
   /** Moves `schema` + `deviceArray` (C `ArrowSchema*`, `ArrowDeviceArray*`)
    * in and validates them. The caller's structs are left released, whether
    * or not this succeeds. */
-  static fromDeviceArray(schema: Pointer | number | null, deviceArray: Pointer | number | null, options: ImportOptions = {}): ImportedArray {
+  static fromDeviceArray(schema: StructRef | null, deviceArray: StructRef | null, options: ImportOptions = {}): ImportedArray {
     const out = new BigUint64Array(1);
     const level = ValidationLevel[options.validation ?? "default"];
-    if (level === undefined) throw new InvalidArgumentError(Status.invalid_argument, `unknown validation level "${options.validation}"`);
-    check(native.abd_import_device_array(schema as Pointer, deviceArray as Pointer, level, out));
+    if (level === undefined) {
+      // Still moved in (and released): the contract holds for every error.
+      native.abd_import_device_array(addressOf(schema) as Pointer, addressOf(deviceArray) as Pointer, -1, out);
+      throw new InvalidArgumentError(Status.invalid_argument, `unknown validation level "${options.validation}" (none, minimal, default, full); the structs were released`);
+    }
+    check(native.abd_import_device_array(addressOf(schema) as Pointer, addressOf(deviceArray) as Pointer, level, out));
     return new ImportedArray(Number(out[0]));
   }
 
   /** Like `fromDeviceArray` for a plain `ArrowArray*` (a CPU array). */
-  static fromArray(schema: Pointer | number | null, array: Pointer | number | null, options: ImportOptions = {}): ImportedArray {
+  static fromArray(schema: StructRef | null, array: StructRef | null, options: ImportOptions = {}): ImportedArray {
     const out = new BigUint64Array(1);
     const level = ValidationLevel[options.validation ?? "default"];
-    if (level === undefined) throw new InvalidArgumentError(Status.invalid_argument, `unknown validation level "${options.validation}"`);
-    check(native.abd_import_array(schema as Pointer, array as Pointer, level, out));
+    if (level === undefined) {
+      // Still moved in (and released): the contract holds for every error.
+      native.abd_import_array(addressOf(schema) as Pointer, addressOf(array) as Pointer, -1, out);
+      throw new InvalidArgumentError(Status.invalid_argument, `unknown validation level "${options.validation}" (none, minimal, default, full); the structs were released`);
+    }
+    check(native.abd_import_array(addressOf(schema) as Pointer, addressOf(array) as Pointer, level, out));
     return new ImportedArray(Number(out[0]));
   }
 
@@ -162,6 +242,15 @@ export class ImportedArray implements Disposable {
     return new RawArray(this, index);
   }
 
+  #schemas: NodeSchema[] | null = null;
+
+  /** @internal a node's schema fields (decoded for all nodes on first use). */
+  nodeSchema(node: number): NodeSchema {
+    this.#live();
+    this.#schemas ??= readSchemas(this.#owner);
+    return this.#schemas[node];
+  }
+
   /** @internal node-table word. */
   nodeWord(node: number, word: number): number {
     this.#live();
@@ -175,26 +264,37 @@ export class ImportedArray implements Disposable {
   }
 
   /**
-   * A zero-copy ArrayBuffer over buffer `index` (of the owner's buffer
-   * table), made once and then shared. Holds an owner reference until it
-   * is collected or the handle is disposed. Empty buffers get a fresh empty
-   * ArrayBuffer.
+   * A zero-copy ArrayBuffer whose first bytes are buffer `index` (of the
+   * owner's buffer table), made once and then shared; it may be longer when
+   * a larger buffer starts at the same address (see RawArray.byteLength for
+   * the buffer's own size). Holds an owner reference until it is collected
+   * or the handle is disposed. Empty buffers get an empty ArrayBuffer.
    */
-  bufferMemory(index: number): ArrayBuffer {
+  bufferMemory(index: number, byteLength?: number): ArrayBuffer {
     this.#live();
     const made = this.#views.get(index);
     if (made) return made;
+    if (!this.hostReadable) throw hostAccessError(this.deviceType, this.deviceId, `buffer ${index}`);
     const address = this.bufferWord(index, BufferWord.address);
-    const size = this.bufferWord(index, BufferWord.size_bytes);
-    if (size < 0 || !this.hostReadable) {
-      throw new UnsupportedError(Status.unsupported, `buffer ${index} is on device ${this.deviceTypeName} and cannot be read by the host; copy it to the host first`);
+    let size = this.bufferWord(index, BufferWord.size_bytes);
+    if (size < 0) {
+      // Validated at "minimal": value sizes were not read. The caller read
+      // them (RawArray.buffer, convert/import.ts) and passes them in.
+      if (byteLength === undefined || !(byteLength >= 0)) {
+        throw new InvalidLayoutError(Status.invalid_layout, `buffer ${index} has a size that validation did not compute; read it through RawArray.buffer()`);
+      }
+      size = byteLength;
     }
     let memory: ArrayBuffer;
+    const shared = this.#byAddress.get(address);
     if (size === 0 || address === 0) {
       memory = new ArrayBuffer(0);
+    } else if (shared && shared.byteLength >= size) {
+      memory = shared;
     } else {
       native.abd_owner_retain_views(asPointer(this.#owner), 1);
       memory = this.#wrap(address, size);
+      this.#byAddress.set(address, memory);
     }
     this.#views.set(index, memory);
     return memory;
@@ -202,15 +302,59 @@ export class ImportedArray implements Disposable {
 
   /** Makes views of many buffers with one native call for the references
    * (the import hot path). */
-  prefetchBuffers(indices: number[]): void {
+  prefetchBuffers(indices: Iterable<number>): void {
     this.#live();
     if (!this.hostReadable) return;
-    const wanted = indices.filter((i) => !this.#views.has(i) && this.bufferWord(i, BufferWord.size_bytes) > 0 && this.bufferWord(i, BufferWord.address) !== 0);
-    if (wanted.length === 0) return;
-    native.abd_owner_retain_views(asPointer(this.#owner), wanted.length);
-    for (const i of wanted) {
-      this.#views.set(i, this.#wrap(this.bufferWord(i, BufferWord.address), this.bufferWord(i, BufferWord.size_bytes)));
+    const buffers = this.#buffers;
+    // Pass 1: the largest size wanted at each new start address.
+    const regions = new Map<number, number>();
+    const wanted: number[] = [];
+    for (const i of indices) {
+      const base = i * bufferStride;
+      const size = buffers[base + BufferWord.size_bytes];
+      const address = buffers[base + BufferWord.address];
+      if (!(size > 0) || address === 0 || this.#views.has(i)) continue;
+      wanted.push(i);
+      const shared = this.#byAddress.get(address);
+      if (shared && shared.byteLength >= size) continue;
+      if (!(regions.get(address)! >= size)) regions.set(address, size);
     }
+    // Pass 2: one native call pays every new region's reference.
+    if (regions.size > 0) native.abd_owner_retain_views(asPointer(this.#owner), regions.size);
+    for (const [address, size] of regions) this.#byAddress.set(address, this.#wrap(address, size));
+    for (const i of wanted) this.#views.set(i, this.#byAddress.get(buffers[i * bufferStride + BufferWord.address])!);
+  }
+
+  /** Number of buffers in the owner's table (every node's, preorder). */
+  get bufferCount(): number {
+    return this.#info[OwnerInfoWord.buffer_count];
+  }
+
+  /** Makes views of every buffer whose size validation computed, with one
+   * native call for all their references (what conversion does first). */
+  prefetchAll(): void {
+    const count = this.bufferCount;
+    const all = new Array<number>(count);
+    for (let i = 0; i < count; i++) all[i] = i;
+    this.prefetchBuffers(all);
+  }
+
+  /**
+   * Hands the lifetime over to the garbage collector: the handle stops
+   * tracking what it made, so each buffer view lives as long as JS uses it
+   * and the producer's release runs once the last one is collected. After
+   * this, `dispose()` no longer detaches anything (the handle is as if
+   * disposed). Used by `importVector` / `importRecordBatch`, whose results
+   * outlive their handle.
+   */
+  releaseToGC(): void {
+    if (this.#disposed) return;
+    this.#disposed = true;
+    untrack(this.#token);
+    leakWarnings?.unregister(this);
+    this.#created = [];
+    this.#views.clear();
+    this.#byAddress.clear();
   }
 
   /** Detaches every ArrayBuffer made over owner memory, which releases the
@@ -219,9 +363,11 @@ export class ImportedArray implements Disposable {
     if (this.#disposed) return;
     this.#disposed = true;
     untrack(this.#token);
+    leakWarnings?.unregister(this);
     const created = this.#created;
     this.#created = [];
     this.#views.clear();
+    this.#byAddress.clear();
     for (const buffer of created) {
       if (!buffer.detached) buffer.transfer(0);
     }
@@ -247,14 +393,14 @@ export class RawArray {
   get schemaAddress(): number { return this.#word(NodeWord.schema); }
   get arrayAddress(): number { return this.#word(NodeWord.array); }
   get typeId(): TypeIdName { return typeIdNames[this.#word(NodeWord.type_id)]; }
-  get format(): string { return schemaFields.format(this.schemaAddress) ?? ""; }
-  get name(): string | null { return schemaFields.name(this.schemaAddress); }
-  get flags(): number { return schemaFields.flags(this.schemaAddress); }
+  get format(): string { return this.imported.nodeSchema(this.index).format; }
+  get name(): string | null { return this.imported.nodeSchema(this.index).name; }
+  get flags(): number { return this.imported.nodeSchema(this.index).flags; }
   get nullable(): boolean { return (this.flags & 2) !== 0; }
   /** Metadata as a Map (the last value wins for repeated keys). */
-  get metadata(): Map<string, string> { return new Map(readMetadata(schemaFields.metadataAddress(this.schemaAddress))); }
+  get metadata(): Map<string, string> { return new Map(this.imported.nodeSchema(this.index).metadataPairs ?? []); }
   /** Metadata as every key/value pair, repeats kept. */
-  get metadataPairs(): [string, string][] { return readMetadata(schemaFields.metadataAddress(this.schemaAddress)); }
+  get metadataPairs(): [string, string][] { return [...(this.imported.nodeSchema(this.index).metadataPairs ?? [])]; }
   get length(): number { return this.#word(NodeWord.length); }
   get nullCount(): number { return this.#word(NodeWord.null_count); }
   get offset(): number { return this.#word(NodeWord.offset); }
@@ -298,12 +444,52 @@ export class RawArray {
 
   /** Buffer `i` as a typed array of its element type, over the producer's
    * memory (no copy), covering offset + length slots. */
+  /**
+   * Size of buffer `i` in bytes. Sizes that validation left unknown (level
+   * "minimal" reads no buffer) are read now: the last offset for value
+   * bytes, the sizes buffer for variadic buffers. Throws for memory the
+   * host cannot read, naming the device.
+   */
+  byteLength(i: number): number {
+    const known = this.bufferSize(i);
+    if (known >= 0) return known;
+    if (!this.imported.hostReadable) throw hostAccessError(this.deviceType, this.deviceId, `buffer ${i} of ${this.#where()}`);
+    const kind = this.bufferKind(i);
+    if (kind === BufferKind.bytes) {
+      const offsets = this.buffer(1) as Int32Array | BigInt64Array;
+      const last = Number(offsets[this.offset + this.length] ?? 0);
+      if (last < 0) throw new InvalidLayoutError(Status.invalid_layout, `${this.#where()}: last offset ${last} is negative`);
+      return last;
+    }
+    if (kind === BufferKind.variadic_bytes) {
+      const sizes = this.buffer(this.nBuffers - 1) as BigInt64Array;
+      const size = Number(sizes[i - 2] ?? 0n);
+      if (size < 0) throw new InvalidLayoutError(Status.invalid_layout, `${this.#where()}: variadic buffer ${i - 2} has negative size ${size}`);
+      return size;
+    }
+    throw new InvalidLayoutError(Status.invalid_layout, `${this.#where()}: buffer ${i} has no known size`);
+  }
+
+  #where(): string {
+    return `"${this.name ?? ""}" (${this.format})`;
+  }
+
+  /** The ArrayBuffer whose first `byteLength(i)` bytes are buffer `i`
+   * (shared by every view of it; longer when a larger buffer starts at the
+   * same address). */
+  memory(i: number): ArrayBuffer {
+    const index = this.bufferIndex(i);
+    const known = this.imported.bufferWord(index, BufferWord.size_bytes);
+    return this.imported.bufferMemory(index, known >= 0 ? undefined : this.byteLength(i));
+  }
+
   buffer(i: number): TypedBuffer {
-    const memory = this.imported.bufferMemory(this.bufferIndex(i));
+    const memory = this.memory(i);
     const kind = this.bufferKind(i);
     const element = kind === BufferKind.fixed ? fixedElement[this.#word(NodeWord.type_id)] ?? Uint8Array : kindElement[kind];
     const bytesPer = (element as unknown as { BYTES_PER_ELEMENT: number }).BYTES_PER_ELEMENT;
-    return new element(memory, 0, Math.floor(memory.byteLength / bytesPer));
+    const bytes = memory.byteLength === 0 ? 0 : this.byteLength(i);
+    return new element(memory, 0, Math.floor(bytes / bytesPer));
   }
 
   get buffers(): TypedBuffer[] {

@@ -15,9 +15,10 @@ import { native } from "../ffi/library.ts";
 const retained = new Map<number, unknown>();
 let nextId = 1;
 
-// Passed to native code as the typed array itself (not a cached ptr()):
-// a typed array's backing store can move, and a stale address made the
-// drained ids land where JS never read them.
+// Passed to C as the typed array itself, converted at each call: an address
+// taken once with ptr() can go stale when the GC moves a typed array's
+// storage (seen: ids written to the old place, never read, so exports were
+// retained forever).
 const drainScratch = new Float64Array(512);
 
 /** Registers `objects` to be kept strongly reachable; returns the id to

@@ -1,0 +1,313 @@
+/**
+ * Imported C data -> apache-arrow Data, Vector, RecordBatch and Table,
+ * without copying buffers.
+ *
+ * Every buffer becomes a typed-array view of the producer's memory, made
+ * from the ImportedArray's one ArrayBuffer per buffer (`prefetchAll`: one
+ * native call pays every view's owner reference). A view holds its owner
+ * until it is garbage-collected, so the producer's release runs once the
+ * last apache-arrow object using its memory is gone; `imported.dispose()`
+ * ends that at once (views then read as empty).
+ *
+ * Offsets. The C interface applies one `offset` to every buffer of a node;
+ * apache-arrow slices value buffers to the node's start and keeps
+ * `Data.offset` for bitmaps only (../shared/notes/bun-ffi.md). A node with
+ * C offset k becomes: bitmaps whole with `Data.offset = k`, values from
+ * `k * stride`, offsets from `k` (length + 1 of them). apache-arrow slices
+ * the children of structs, sparse unions and fixed-size lists together with
+ * their parent while C adds the parent's offset when reading them, so such
+ * a child's effective offset is its own plus the parent's (times the list
+ * size), and its length the parent's (times the list size). Children of
+ * lists, maps and dense unions, and dictionaries, keep their own.
+ *
+ * List-view, large list-view and run-end encoded (no apache-arrow type)
+ * throw UnsupportedError unless `{ materialize: true }` (convert/types.ts).
+ */
+import {
+  Data, DataType, IntervalUnit, RecordBatch, Schema, Struct, Table, Type, UnionMode, Vector,
+  type Decimal, type Dictionary, type FixedSizeBinary, type FixedSizeList, type Interval, type Union,
+} from "apache-arrow";
+import { InvalidArgumentError, InvalidLayoutError, Status } from "../errors.ts";
+import { ImportedArray, hostAccessError, type ImportOptions, type RawArray } from "../lifetime/imported.ts";
+import type { StructRef } from "../lifetime/c_structs.ts";
+import { listViewToList, runEndToPlain } from "./materialize.ts";
+import { describeNode, toDataType, toSchema, typeSignature, type ConvertOptions } from "./types.ts";
+
+type TypedArrayConstructor = {
+  new (buffer: ArrayBuffer, byteOffset: number, length: number): ArrayBufferView & ArrayLike<number | bigint>;
+  readonly BYTES_PER_ELEMENT: number;
+};
+
+const empty = new ArrayBuffer(0);
+
+/** Elements per value in the typed array apache-arrow uses for `type`. */
+function strideOf(type: DataType): number {
+  switch (type.typeId) {
+    case Type.Decimal: return (type as Decimal).bitWidth / 32;
+    case Type.FixedSizeBinary: return (type as FixedSizeBinary).byteWidth;
+    case Type.Interval: {
+      const unit = (type as Interval).unit;
+      return unit === IntervalUnit.MONTH_DAY_NANO ? 4 : unit === IntervalUnit.DAY_TIME ? 2 : 1;
+    }
+    default: return 1;
+  }
+}
+
+/** Builds apache-arrow Data over one ImportedArray's memory. */
+class DataBuilder {
+  constructor(readonly imported: ImportedArray, readonly options: ConvertOptions) {
+    if (!imported.hostReadable) throw hostAccessError(imported.deviceType, imported.deviceId, "converting to apache-arrow");
+    imported.prefetchAll();
+  }
+
+  /** `count` elements of buffer `i` of `raw` from element `first`, checked
+   * against the buffer's size (which only "none" validation leaves
+   * unchecked). */
+  view<T extends ArrayBufferView>(Ctor: TypedArrayConstructor, raw: RawArray, i: number, first: number, count: number): T {
+    const memory = raw.memory(i);
+    if (count === 0) return new Ctor(memory, 0, 0) as unknown as T;
+    const byteOffset = first * Ctor.BYTES_PER_ELEMENT;
+    const byteLength = count * Ctor.BYTES_PER_ELEMENT;
+    const size = memory.byteLength === 0 ? 0 : raw.byteLength(i);
+    if (byteOffset + byteLength > size) {
+      throw new InvalidLayoutError(Status.invalid_layout, `${describeNode(raw)}: buffer ${i} holds ${size} bytes, but slots need bytes [${byteOffset}, ${byteOffset + byteLength})`);
+    }
+    return new Ctor(memory, byteOffset, count) as unknown as T;
+  }
+
+  /** The whole buffer `i` as bytes (bitmaps, value bytes, variadic data). */
+  bytes(raw: RawArray, i: number): Uint8Array {
+    if (i >= raw.nBuffers) return new Uint8Array(empty);
+    const memory = raw.memory(i);
+    return memory.byteLength === 0 ? new Uint8Array(memory) : new Uint8Array(memory, 0, raw.byteLength(i));
+  }
+
+  /** length + 1 offsets from slot `first`; a zero-length array may have
+   * none at all, then it gets a single 0. */
+  offsets(raw: RawArray, Ctor: typeof Int32Array | typeof BigInt64Array, first: number, length: number): Int32Array | BigInt64Array {
+    if (length === 0 && raw.memory(1).byteLength === 0) return new Ctor(1);
+    return this.view(Ctor as unknown as TypedArrayConstructor, raw, 1, first, length + 1);
+  }
+
+  /**
+   * The Data for `raw` as apache-arrow type `type`. `shift` is what the
+   * parent adds to this node's C offset (see the module comment) and
+   * `length` its length as apache-arrow sees it.
+   */
+  node(raw: RawArray, type: DataType, shift: number, length: number): Data {
+    const offset = raw.offset + shift;
+    const exact = shift === 0 && length === raw.length;
+    const known = raw.nullCount;
+    const typeId = raw.typeId;
+
+    if (raw.dictionary) {
+      const dictType = type as Dictionary;
+      const bitmap = this.bytes(raw, 0);
+      const values = this.view(dictType.indices.ArrayType as unknown as TypedArrayConstructor, raw, 1, offset, length);
+      const dict = raw.dictionary;
+      const dictionary = new Vector([this.node(dict, dictType.dictionary, 0, dict.length)]);
+      return new Data(type, offset, length, this.nullCount(bitmap, exact, known), [undefined, values, bitmap], [], dictionary);
+    }
+
+    switch (typeId) {
+      case "null":
+        return new Data(type, offset, length, length);
+      case "boolean": {
+        const bitmap = this.bytes(raw, 0);
+        return new Data(type, offset, length, this.nullCount(bitmap, exact, known), [undefined, this.bytes(raw, 1), bitmap]);
+      }
+      case "int8": case "uint8": case "int16": case "uint16": case "int32": case "uint32": case "int64": case "uint64":
+      case "float16": case "float32": case "float64": case "decimal": case "fixed_size_binary":
+      case "date32": case "date64": case "time32": case "time64": case "timestamp": case "duration":
+      case "interval_months": case "interval_day_time": case "interval_month_day_nano": {
+        const bitmap = this.bytes(raw, 0);
+        const stride = strideOf(type);
+        const values = this.view(type.ArrayType as unknown as TypedArrayConstructor, raw, 1, offset * stride, length * stride);
+        return new Data(type, offset, length, this.nullCount(bitmap, exact, known), [undefined, values, bitmap]);
+      }
+      case "binary": case "utf8": case "large_binary": case "large_utf8": {
+        const bitmap = this.bytes(raw, 0);
+        const large = typeId === "large_binary" || typeId === "large_utf8";
+        const offsets = this.offsets(raw, large ? BigInt64Array : Int32Array, offset, length);
+        return new Data(type, offset, length, this.nullCount(bitmap, exact, known), [offsets, this.bytes(raw, 2), bitmap]);
+      }
+      case "binary_view": case "utf8_view": {
+        const bitmap = this.bytes(raw, 0);
+        const views = this.view<Uint8Array>(Uint8Array, raw, 1, offset * 16, length * 16);
+        const variadic: Uint8Array[] = [];
+        for (let i = 2; i < raw.nBuffers - 1; i++) variadic.push(this.bytes(raw, i));
+        return new Data(type, offset, length, this.nullCount(bitmap, exact, known), [undefined, views, bitmap], [], undefined, variadic);
+      }
+      case "list": case "large_list": case "map": {
+        const bitmap = this.bytes(raw, 0);
+        const offsets = this.offsets(raw, typeId === "large_list" ? BigInt64Array : Int32Array, offset, length);
+        const child = raw.child(0);
+        const childData = this.node(child, type.children[0].type, 0, child.length);
+        return new Data(type, offset, length, this.nullCount(bitmap, exact, known), [offsets, undefined, bitmap], [childData]);
+      }
+      case "fixed_size_list": {
+        const bitmap = this.bytes(raw, 0);
+        const size = (type as FixedSizeList).listSize;
+        const childData = this.node(raw.child(0), type.children[0].type, offset * size, length * size);
+        return new Data(type, offset, length, this.nullCount(bitmap, exact, known), [undefined, undefined, bitmap], [childData]);
+      }
+      case "struct": {
+        const bitmap = this.bytes(raw, 0);
+        const children = raw.children.map((c, i) => this.node(c, type.children[i].type, offset, length));
+        return new Data(type, offset, length, this.nullCount(bitmap, exact, known), [undefined, undefined, bitmap], children);
+      }
+      case "sparse_union": case "dense_union": {
+        const typeIds = this.view<Int8Array>(Int8Array, raw, 0, offset, length);
+        const fields = (type as Union).children;
+        if ((type as Union).mode === UnionMode.Sparse) {
+          const children = raw.children.map((c, i) => this.node(c, fields[i].type, offset, length));
+          return new Data(type, offset, length, 0, [undefined, undefined, undefined, typeIds], children);
+        }
+        const valueOffsets = this.view<Int32Array>(Int32Array, raw, 1, offset, length);
+        const children = raw.children.map((c, i) => this.node(c, fields[i].type, 0, c.length));
+        return new Data(type, offset, length, 0, [valueOffsets, undefined, undefined, typeIds], children);
+      }
+      case "list_view": case "large_list_view": {
+        // Only reached with { materialize: true } (toDataType checks).
+        const bitmap = this.bytes(raw, 0);
+        const Ctor = (typeId === "large_list_view" ? BigInt64Array : Int32Array) as unknown as TypedArrayConstructor;
+        const offsets = this.view<Int32Array | BigInt64Array>(Ctor, raw, 1, offset, length);
+        const sizes = this.view<Int32Array | BigInt64Array>(Ctor, raw, 2, offset, length);
+        const child = raw.child(0);
+        const childData = this.node(child, type.children[0].type, 0, child.length);
+        return listViewToList(type, offset, length, this.nullCount(bitmap, exact, known), bitmap, offsets, sizes, childData);
+      }
+      case "run_end_encoded": {
+        // Only reached with { materialize: true }: `type` is the values type.
+        const runEndsNode = raw.child(0);
+        const RunEnds = (runEndsNode.typeId === "int16" ? Int16Array : runEndsNode.typeId === "int32" ? Int32Array : BigInt64Array) as unknown as TypedArrayConstructor;
+        const runEnds = this.view<Int32Array>(RunEnds, runEndsNode, 1, runEndsNode.offset, runEndsNode.length);
+        const values = raw.child(1);
+        return runEndToPlain(runEnds, this.node(values, type, 0, values.length), offset, length);
+      }
+    }
+    throw new InvalidLayoutError(Status.invalid_layout, `${describeNode(raw)} has a type this converter does not know (${typeId})`);
+  }
+
+  /** The null count apache-arrow gets: the producer's when the node is
+   * taken as is, else unknown (-1, counted lazily); 0 without a bitmap. */
+  nullCount(bitmap: Uint8Array, exact: boolean, known: number): number {
+    if (bitmap.byteLength === 0) return 0;
+    return exact ? known : -1;
+  }
+}
+
+/** apache-arrow Data for `raw` (any node of an ImportedArray, taken with
+ * its own offset). Zero-copy; see the module comment. */
+export function toData(raw: RawArray, options: ConvertOptions = {}): Data {
+  const type = toDataType(raw, options);
+  return new DataBuilder(raw.imported, options).node(raw, type, 0, raw.length);
+}
+
+/** The imported array (its root) as an apache-arrow Vector. */
+export function toVector(imported: ImportedArray, options: ConvertOptions = {}): Vector {
+  return new Vector([toData(imported.root, options)]);
+}
+
+/**
+ * apache-arrow's RecordBatch constructor re-derives the schema through
+ * Schema.assign: O(fields^2), and it merges repeated field names into one
+ * (a corrupt schema). A batch whose columns all have its length needs none
+ * of that: it is exactly these own fields. Checked once against the
+ * constructor's result, so a different apache-arrow falls back to it.
+ */
+const batchFields = (() => {
+  const probe = new RecordBatch(new Schema([]), new Data(new Struct([]), 0, 0, 0, undefined, []) as Data<Struct>);
+  const keys = Object.keys(probe).sort().join(",");
+  return keys === "_metadata,data,schema" ? keys : null;
+})();
+
+function makeBatch(schema: Schema, data: Data<Struct>): RecordBatch {
+  if (batchFields === null) return new RecordBatch(schema, data);
+  const batch = Object.create(RecordBatch.prototype) as RecordBatch;
+  return Object.assign(batch, { schema, data, _metadata: new Map<string, string>() });
+}
+
+/** Builds the batch with the types of `schema` (already checked to match
+ * the root's structure). */
+function batchWith(imported: ImportedArray, schema: Schema, options: ConvertOptions): RecordBatch {
+  const root = imported.root;
+  const type = new Struct(schema.fields);
+  const built = new DataBuilder(imported, options).node(root, type, 0, root.length);
+  // A batch has no row-level validity (apache-arrow's own batches have
+  // none); the columns keep theirs.
+  const data = new Data(type, 0, root.length, 0, undefined, built.children) as Data<Struct>;
+  return makeBatch(schema, data);
+}
+
+/**
+ * The imported array as an apache-arrow RecordBatch. The root must be a
+ * struct (a record batch as Arrow C++ and pyarrow export it): its children
+ * become the columns, its metadata the schema metadata. Zero-copy.
+ */
+export function toRecordBatch(imported: ImportedArray, options: ConvertOptions = {}): RecordBatch {
+  return batchWith(imported, toSchema(imported.root, options), options);
+}
+
+/**
+ * One apache-arrow Table from several imported record batches that share a
+ * schema (the first batch's schema, including its metadata, is the
+ * table's; dictionary-encoded columns share its dictionary types). Throws
+ * InvalidArgumentError naming the first batch whose structure differs.
+ */
+export function toTable(importedList: Iterable<ImportedArray>, options: ConvertOptions = {}): Table {
+  const list = [...importedList];
+  if (list.length === 0) return new Table();
+  const first = toRecordBatch(list[0], options);
+  const signature = typeSignature(new Struct(first.schema.fields));
+  const batches = [first];
+  for (let i = 1; i < list.length; i++) {
+    const own = toSchema(list[i].root, options);
+    const ownSignature = typeSignature(new Struct(own.fields));
+    if (ownSignature !== signature) {
+      throw new InvalidArgumentError(Status.invalid_argument, `batch ${i} has schema ${ownSignature}, but batch 0 has ${signature}; a Table needs one schema`);
+    }
+    batches.push(batchWith(list[i], first.schema, options));
+  }
+  return new Table(first.schema, batches);
+}
+
+export type ImportConvertOptions = ImportOptions & ConvertOptions & {
+  /** What `arrayPtr` points at: "array" (`ArrowArray*`) or "device_array"
+   * (`ArrowDeviceArray*`). Defaults: "array" for importVector,
+   * "device_array" for importRecordBatch. */
+  as?: "array" | "device_array";
+};
+
+function importWith<T>(schema: StructRef, array: StructRef, options: ImportConvertOptions, kind: "array" | "device_array", convert: (imported: ImportedArray) => T): T {
+  const imported = (options.as ?? kind) === "array"
+    ? ImportedArray.fromArray(schema, array, options)
+    : ImportedArray.fromDeviceArray(schema, array, options);
+  try {
+    const result = convert(imported);
+    imported.releaseToGC();
+    return result;
+  } catch (error) {
+    imported.dispose();
+    throw error;
+  }
+}
+
+/**
+ * Moves `schemaPtr` + `arrayPtr` in (they are left released, success or
+ * not) and returns an apache-arrow Vector over the producer's memory. Its
+ * lifetime is the garbage collector's: the producer's release runs once
+ * the last view of its memory is collected. For an explicit end, use
+ * `ImportedArray` + `toVector` and `dispose()` instead.
+ */
+export function importVector(schemaPtr: StructRef, arrayPtr: StructRef, options: ImportConvertOptions = {}): Vector {
+  return importWith(schemaPtr, arrayPtr, options, "array", (imported) => toVector(imported, options));
+}
+
+/** Like `importVector`, for a record batch (a struct root), from an
+ * `ArrowDeviceArray*` by default. */
+export function importRecordBatch(schemaPtr: StructRef, deviceArrayPtr: StructRef, options: ImportConvertOptions = {}): RecordBatch {
+  return importWith(schemaPtr, deviceArrayPtr, options, "device_array", (imported) => toRecordBatch(imported, options));
+}
+
+export { toDataType, toField, toSchema } from "./types.ts";

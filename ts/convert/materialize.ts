@@ -1,0 +1,205 @@
+/**
+ * Copies for the layouts apache-arrow 21 cannot represent, used only when a
+ * conversion asks for `{ materialize: true }` (convert/import.ts):
+ * list-views become lists, run-end encoded arrays become plain arrays of
+ * their values type. Everything here works on apache-arrow Data (values
+ * already sliced to their start, bitmaps indexed from `Data.offset`).
+ *
+ * `take(data, indices)` is the workhorse: a new Data holding
+ * `data[indices[k]]` for every k, for every apache-arrow type. Value buffers
+ * are copied; variadic buffers of view types and dictionaries are shared.
+ */
+import { Data, DataType, Type, UnionMode, type FixedSizeList, type Union } from "apache-arrow";
+import { InvalidLayoutError, Status, UnsupportedError } from "../errors.ts";
+
+type Indices = Int32Array;
+
+function bitGet(bits: Uint8Array, i: number): boolean {
+  return (bits[i >> 3] & (1 << (i & 7))) !== 0;
+}
+
+function bitSet(bits: Uint8Array, i: number): void {
+  bits[i >> 3] |= 1 << (i & 7);
+}
+
+/** Validity of `data` gathered at `indices`: an empty bitmap and null count
+ * 0 when every taken slot is valid. */
+function takeValidity(data: Data, indices: Indices): { bitmap: Uint8Array; nullCount: number } {
+  const n = indices.length;
+  if (DataType.isUnion(data.type) || data.typeId === Type.Null || data.nullCount === 0 || !data.nullBitmap?.length) {
+    return { bitmap: new Uint8Array(0), nullCount: 0 };
+  }
+  const bitmap = new Uint8Array((n + 7) >> 3);
+  const source = data.nullBitmap;
+  let nulls = 0;
+  for (let k = 0; k < n; k++) {
+    if (bitGet(source, data.offset + indices[k])) bitSet(bitmap, k);
+    else nulls++;
+  }
+  return nulls === 0 ? { bitmap: new Uint8Array(0), nullCount: 0 } : { bitmap, nullCount: nulls };
+}
+
+/** The child index ranges [begin, end) of every taken slot, flattened. */
+function expandRanges(begins: ArrayLike<number>, ends: ArrayLike<number>): Indices {
+  let total = 0;
+  for (let k = 0; k < begins.length; k++) total += ends[k] - begins[k];
+  const out = new Int32Array(total);
+  let at = 0;
+  for (let k = 0; k < begins.length; k++) for (let j = begins[k]; j < ends[k]; j++) out[at++] = j;
+  return out;
+}
+
+/** Offsets (length n + 1) of consecutive slots of the given sizes. */
+function offsetsFromSizes(sizes: ArrayLike<number>, large: boolean): Int32Array | BigInt64Array {
+  const n = sizes.length;
+  if (large) {
+    const out = new BigInt64Array(n + 1);
+    let at = 0;
+    for (let k = 0; k < n; k++) { at += sizes[k]; out[k + 1] = BigInt(at); }
+    return out;
+  }
+  const out = new Int32Array(n + 1);
+  for (let k = 0; k < n; k++) out[k + 1] = out[k] + sizes[k];
+  return out;
+}
+
+/** `data` at `indices`, as a new Data of the same type. */
+export function take(data: Data, indices: Indices): Data {
+  const n = indices.length;
+  const type = data.type;
+  const { bitmap, nullCount } = takeValidity(data, indices);
+  switch (data.typeId) {
+    case Type.Null:
+      return new Data(type, 0, n, n);
+    case Type.Bool: {
+      const values = new Uint8Array((n + 7) >> 3);
+      const source = data.values as Uint8Array;
+      for (let k = 0; k < n; k++) if (bitGet(source, data.offset + indices[k])) bitSet(values, k);
+      return new Data(type, 0, n, nullCount, [undefined, values, bitmap]);
+    }
+    case Type.Int: case Type.Float: case Type.Decimal: case Type.Date: case Type.Time: case Type.Timestamp:
+    case Type.Interval: case Type.Duration: case Type.FixedSizeBinary: case Type.Dictionary:
+    case Type.BinaryView: case Type.Utf8View: {
+      const stride = data.stride;
+      const source = data.values as Uint8Array;
+      const values = new (source.constructor as new (n: number) => Uint8Array)(n * stride);
+      for (let k = 0; k < n; k++) values.set(source.subarray(indices[k] * stride, indices[k] * stride + stride), k * stride);
+      return new Data(type, 0, n, nullCount, [undefined, values, bitmap], [], data.dictionary, data.variadicBuffers);
+    }
+    case Type.Binary: case Type.Utf8: case Type.LargeBinary: case Type.LargeUtf8: {
+      const offsets = data.valueOffsets as Int32Array | BigInt64Array;
+      const sizes = new Array<number>(n);
+      for (let k = 0; k < n; k++) sizes[k] = Number(offsets[indices[k] + 1]) - Number(offsets[indices[k]]);
+      const large = offsets instanceof BigInt64Array;
+      const newOffsets = offsetsFromSizes(sizes, large);
+      const source = data.values as Uint8Array;
+      const bytes = new Uint8Array(Number(newOffsets[n]));
+      for (let k = 0; k < n; k++) {
+        const begin = Number(offsets[indices[k]]);
+        bytes.set(source.subarray(begin, begin + sizes[k]), Number(newOffsets[k]));
+      }
+      return new Data(type, 0, n, nullCount, [newOffsets, bytes, bitmap]);
+    }
+    case Type.List: case Type.LargeList: case Type.Map: {
+      const offsets = data.valueOffsets as Int32Array | BigInt64Array;
+      const begins = new Array<number>(n);
+      const ends = new Array<number>(n);
+      const sizes = new Array<number>(n);
+      for (let k = 0; k < n; k++) {
+        begins[k] = Number(offsets[indices[k]]);
+        ends[k] = Number(offsets[indices[k] + 1]);
+        sizes[k] = ends[k] - begins[k];
+      }
+      const child = take(data.children[0], expandRanges(begins, ends));
+      return new Data(type, 0, n, nullCount, [offsetsFromSizes(sizes, offsets instanceof BigInt64Array), undefined, bitmap], [child]);
+    }
+    case Type.FixedSizeList: {
+      const size = (type as FixedSizeList).listSize;
+      const begins = Array.from(indices, (i) => i * size);
+      const ends = begins.map((b) => b + size);
+      const child = take(data.children[0], expandRanges(begins, ends));
+      return new Data(type, 0, n, nullCount, [undefined, undefined, bitmap], [child]);
+    }
+    case Type.Struct:
+      return new Data(type, 0, n, nullCount, [undefined, undefined, bitmap], data.children.map((c) => take(c, indices)));
+    case Type.Union: {
+      const union = type as Union;
+      const typeIds = new Int8Array(n);
+      const source = data.typeIds as Int8Array;
+      for (let k = 0; k < n; k++) typeIds[k] = source[indices[k]];
+      if (union.mode === UnionMode.Sparse) {
+        return new Data(type, 0, n, 0, [undefined, undefined, undefined, typeIds], data.children.map((c) => take(c, indices)));
+      }
+      const sourceOffsets = data.valueOffsets as Int32Array;
+      const perChild: number[][] = data.children.map(() => []);
+      const valueOffsets = new Int32Array(n);
+      for (let k = 0; k < n; k++) {
+        const child = union.typeIdToChildIndex[typeIds[k]];
+        valueOffsets[k] = perChild[child].length;
+        perChild[child].push(sourceOffsets[indices[k]]);
+      }
+      const children = data.children.map((c, i) => take(c, Int32Array.from(perChild[i])));
+      return new Data(type, 0, n, 0, [valueOffsets, undefined, undefined, typeIds], children);
+    }
+  }
+  throw new UnsupportedError(Status.unsupported, `cannot copy values of type ${String(type)}`);
+}
+
+/**
+ * A list (or large list) equal to a list-view. `offsets` and `sizes` hold
+ * the view's `length` slots (already sliced to its start); `child` is the
+ * converted child. Null slots become empty lists. When the ranges are
+ * back to back in slot order, the child is shared (only offsets are new);
+ * otherwise the child's values are copied into slot order.
+ */
+export function listViewToList(
+  type: DataType, offset: number, length: number, nullCount: number, bitmap: Uint8Array,
+  offsets: Int32Array | BigInt64Array, sizes: Int32Array | BigInt64Array, child: Data,
+): Data {
+  const valid = (k: number) => bitmap.length === 0 || bitGet(bitmap, offset + k);
+  const begins = new Array<number>(length);
+  const ends = new Array<number>(length);
+  let contiguous = true;
+  let cursor = -1;
+  for (let k = 0; k < length; k++) {
+    const size = valid(k) ? Number(sizes[k]) : 0;
+    begins[k] = size > 0 ? Number(offsets[k]) : cursor < 0 ? 0 : cursor;
+    ends[k] = begins[k] + size;
+    if (size > 0) {
+      if (cursor >= 0 && begins[k] !== cursor) contiguous = false;
+      cursor = ends[k];
+    }
+  }
+  const large = offsets instanceof BigInt64Array;
+  if (contiguous) {
+    const first = length > 0 ? begins.find((_, k) => ends[k] > begins[k]) ?? 0 : 0;
+    const shifted = offsetsFromSizes(ends.map((e, k) => e - begins[k]), large);
+    const total = Number(shifted[length]);
+    // Back to back: the lists are child[first, first + total) in order.
+    const sharedChild = child.slice(first, total);
+    return new Data(type, offset, length, nullCount, [shifted, undefined, bitmap], [sharedChild]);
+  }
+  const taken = take(child, expandRanges(begins, ends));
+  return new Data(type, offset, length, nullCount, [offsetsFromSizes(ends.map((e, k) => e - begins[k]), large), undefined, bitmap], [taken]);
+}
+
+/** A plain array equal to a run-end encoded one: slot k (logical index
+ * `offset + k` of the runs) takes the value of the run that covers it. */
+export function runEndToPlain(runEnds: ArrayLike<number | bigint>, values: Data, offset: number, length: number): Data {
+  const indices = new Int32Array(length);
+  // Binary search the first run covering `offset`, then walk forward.
+  let lo = 0;
+  let hi = runEnds.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (Number(runEnds[mid]) > offset) hi = mid;
+    else lo = mid + 1;
+  }
+  let run = lo;
+  for (let k = 0; k < length; k++) {
+    while (run < runEnds.length && Number(runEnds[run]) <= offset + k) run++;
+    if (run >= runEnds.length) throw new InvalidLayoutError(Status.invalid_layout, `run-end encoded slot ${offset + k} is past the last run end`);
+    indices[k] = run;
+  }
+  return take(values, indices);
+}

@@ -1,0 +1,186 @@
+/**
+ * C Data Interface schemas -> apache-arrow types (the import direction; the
+ * export direction is convert/formats.ts).
+ *
+ * Reads a RawArray node (its format string, flags, name, metadata,
+ * children and dictionary, all already validated natively) and builds the
+ * apache-arrow DataType / Field / Schema. The classes are the generic ones
+ * apache-arrow's own IPC reader creates (Int, Float, Timestamp, ...), so
+ * apache-arrow's comparators treat both alike.
+ *
+ * - Extension types arrive as their storage type; `ARROW:extension:name`
+ *   and `ARROW:extension:metadata` stay in the field's metadata (apache-arrow
+ *   21 has no extension types; its IPC reader does the same).
+ * - Dictionaries get a fresh apache-arrow dictionary id (the C interface has
+ *   none), keep their ordered flag, and nest.
+ * - A NULL name becomes "" (apache-arrow names are strings); empty and
+ *   repeated names are kept as they are.
+ * - List-view, large list-view and run-end encoded have no apache-arrow
+ *   type: converting them throws UnsupportedError naming the type, unless
+ *   `materialize: true`, which maps them to List / LargeList / the values
+ *   type (convert/import.ts then copies the data into that layout).
+ */
+import {
+  Binary, BinaryView, Bool, DataType, Date_, DateUnit, Decimal, Dictionary, Duration, Field, FixedSizeBinary,
+  FixedSizeList, Float, Int, Interval, IntervalUnit, LargeBinary, LargeList, LargeUtf8, List, Map_, Null, Precision,
+  Schema, Struct, Time, Timestamp, TimeUnit, Union, UnionMode, Utf8, Utf8View,
+} from "apache-arrow";
+import { Flags } from "../abi/layout.ts";
+import { InvalidArgumentError, InvalidFormatError, Status, UnsupportedError } from "../errors.ts";
+import type { RawArray } from "../lifetime/imported.ts";
+
+export type ConvertOptions = {
+  /**
+   * Convert list-view, large list-view and run-end encoded arrays, which
+   * apache-arrow 21 cannot represent, into List / LargeList / plain arrays
+   * of the values type. This copies (the offsets of list views whose
+   * ranges are not back to back, and every run's values); the default is to
+   * throw UnsupportedError naming the type.
+   */
+  materialize?: boolean;
+};
+
+/** apache-arrow's dictionary index types (its `TKeys`, not exported). */
+type TKeys = Dictionary["indices"];
+
+const timeUnits: Record<string, TimeUnit> = { s: TimeUnit.SECOND, m: TimeUnit.MILLISECOND, u: TimeUnit.MICROSECOND, n: TimeUnit.NANOSECOND };
+
+/** A short, human path of a node for messages: `"name" (format)`. */
+export function describeNode(raw: RawArray): string {
+  return `"${raw.name ?? ""}" (${raw.format})`;
+}
+
+function unit(raw: RawArray, format: string, at: number): TimeUnit {
+  const u = timeUnits[format[at]];
+  if (u === undefined) throw new InvalidFormatError(Status.invalid_format, `format "${format}" of ${describeNode(raw)} has an unknown time unit`);
+  return u;
+}
+
+function indexType(raw: RawArray): TKeys {
+  switch (raw.typeId) {
+    case "int8": return new Int(true, 8) as TKeys;
+    case "uint8": return new Int(false, 8) as TKeys;
+    case "int16": return new Int(true, 16) as TKeys;
+    case "uint16": return new Int(false, 16) as TKeys;
+    case "int32": return new Int(true, 32) as TKeys;
+    case "uint32": return new Int(false, 32) as TKeys;
+    // apache-arrow's TKeys stops at 32 bits, but 64-bit indices read fine.
+    case "int64": return new Int(true, 64) as unknown as TKeys;
+    case "uint64": return new Int(false, 64) as unknown as TKeys;
+  }
+  throw new InvalidFormatError(Status.invalid_format, `${describeNode(raw)} is dictionary-encoded but its format is not an integer type`);
+}
+
+function unsupported(raw: RawArray, what: string): never {
+  throw new UnsupportedError(
+    Status.unsupported,
+    `${describeNode(raw)} is ${what}, which apache-arrow 21 cannot represent; read it through the raw view (ImportedArray.root), or convert with { materialize: true } to copy it into ${what === "run-end encoded" ? "a plain array of its values type" : "a list"}`,
+  );
+}
+
+/** The apache-arrow type of `raw` (a dictionary type if it has a dictionary). */
+export function toDataType(raw: RawArray, options: ConvertOptions = {}): DataType {
+  const dictionary = raw.dictionary;
+  if (dictionary) {
+    const ordered = (raw.flags & Flags.DICTIONARY_ORDERED) !== 0;
+    return new Dictionary(toDataType(dictionary, options), indexType(raw), null, ordered);
+  }
+  const format = raw.format;
+  switch (raw.typeId) {
+    case "null": return new Null();
+    case "boolean": return new Bool();
+    case "int8": return new Int(true, 8);
+    case "uint8": return new Int(false, 8);
+    case "int16": return new Int(true, 16);
+    case "uint16": return new Int(false, 16);
+    case "int32": return new Int(true, 32);
+    case "uint32": return new Int(false, 32);
+    case "int64": return new Int(true, 64);
+    case "uint64": return new Int(false, 64);
+    case "float16": return new Float(Precision.HALF);
+    case "float32": return new Float(Precision.SINGLE);
+    case "float64": return new Float(Precision.DOUBLE);
+    case "binary": return new Binary();
+    case "large_binary": return new LargeBinary();
+    case "binary_view": return new BinaryView();
+    case "utf8": return new Utf8();
+    case "large_utf8": return new LargeUtf8();
+    case "utf8_view": return new Utf8View();
+    case "decimal": {
+      // d:precision,scale[,bitWidth]
+      const [precision, scale, bitWidth] = format.slice(2).split(",").map(Number);
+      return new Decimal(scale, precision, bitWidth ?? 128);
+    }
+    case "fixed_size_binary": return new FixedSizeBinary(Number(format.slice(2)));
+    case "date32": return new Date_(DateUnit.DAY);
+    case "date64": return new Date_(DateUnit.MILLISECOND);
+    case "time32": return new Time(unit(raw, format, 2), 32);
+    case "time64": return new Time(unit(raw, format, 2), 64);
+    case "timestamp": {
+      const timezone = format.slice(4);
+      return new Timestamp(unit(raw, format, 2), timezone === "" ? null : timezone);
+    }
+    case "duration": return new Duration(unit(raw, format, 2));
+    case "interval_months": return new Interval(IntervalUnit.YEAR_MONTH);
+    case "interval_day_time": return new Interval(IntervalUnit.DAY_TIME);
+    case "interval_month_day_nano": return new Interval(IntervalUnit.MONTH_DAY_NANO);
+    case "list": return new List(toField(raw.child(0), options));
+    case "large_list": return new LargeList(toField(raw.child(0), options));
+    case "fixed_size_list": return new FixedSizeList(Number(format.slice(3)), toField(raw.child(0), options));
+    case "struct": return new Struct(raw.children.map((c) => toField(c, options)));
+    case "map": return new Map_(toField(raw.child(0), options) as Field<Struct>, (raw.flags & Flags.MAP_KEYS_SORTED) !== 0);
+    case "dense_union":
+    case "sparse_union": {
+      const ids = format.slice(4);
+      const typeIds = ids === "" ? [] : ids.split(",").map(Number);
+      const mode = raw.typeId === "dense_union" ? UnionMode.Dense : UnionMode.Sparse;
+      return new Union(mode, typeIds, raw.children.map((c) => toField(c, options)));
+    }
+    case "list_view":
+      if (!options.materialize) unsupported(raw, "a list-view");
+      return new List(toField(raw.child(0), options));
+    case "large_list_view":
+      if (!options.materialize) unsupported(raw, "a large list-view");
+      return new LargeList(toField(raw.child(0), options));
+    case "run_end_encoded":
+      if (!options.materialize) unsupported(raw, "run-end encoded");
+      return toDataType(raw.child(1), options);
+  }
+  throw new InvalidFormatError(Status.invalid_format, `${describeNode(raw)} has a type this converter does not know (${raw.typeId})`);
+}
+
+/** The apache-arrow field of `raw`: name ("" for NULL), type, nullability
+ * (ARROW_FLAG_NULLABLE) and metadata (extension keys included). */
+export function toField(raw: RawArray, options: ConvertOptions = {}): Field {
+  const { name, flags, metadataPairs } = raw.imported.nodeSchema(raw.index);
+  const metadata = metadataPairs?.length ? new Map(metadataPairs) : null;
+  return new Field(name ?? "", toDataType(raw, options), (flags & Flags.NULLABLE) !== 0, metadata);
+}
+
+/** The apache-arrow schema of a struct node (a record batch's root): its
+ * children become the fields, its metadata the schema metadata. */
+export function toSchema(raw: RawArray, options: ConvertOptions = {}): Schema {
+  if (raw.typeId !== "struct" || raw.dictionary) {
+    throw new InvalidArgumentError(Status.invalid_argument, `a schema (record batch) needs a struct root, but the root is ${describeNode(raw)}`);
+  }
+  return new Schema(raw.children.map((c) => toField(c, options)), raw.metadata);
+}
+
+/**
+ * A canonical description of a type: every parameter, child names and
+ * nullability, but not dictionary ids (which apache-arrow assigns per
+ * import). Two types with the same description hold the same data layout.
+ */
+export function typeSignature(type: DataType): string {
+  const t = type as DataType & Record<string, unknown>;
+  const fields = (children: Field[]) => children.map((f) => `${JSON.stringify(f.name)}${f.nullable ? "?" : ""}:${typeSignature(f.type)}`).join(",");
+  if (DataType.isDictionary(type)) {
+    return `dict<${typeSignature(type.indices)},${typeSignature(type.dictionary)}${type.isOrdered ? ",ordered" : ""}>`;
+  }
+  const params = ["bitWidth", "isSigned", "precision", "scale", "unit", "timezone", "byteWidth", "listSize", "mode", "keysSorted"]
+    .filter((k) => t[k] !== undefined && t[k] !== null)
+    .map((k) => `${k}=${String(t[k])}`);
+  if (DataType.isUnion(type)) params.push(`typeIds=${Array.from(type.typeIds).join("|")}`);
+  const children = type.children?.length ? `<${fields(type.children)}>` : "";
+  return `${type.typeId}${params.length ? `(${params.join(",")})` : ""}${children}`;
+}

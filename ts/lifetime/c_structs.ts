@@ -1,0 +1,343 @@
+/**
+ * Explicit lifetimes for C structs a user holds: `ArrowSchema`, `ArrowArray`
+ * and `ArrowDeviceArray` that some C library handed over (or that this
+ * library allocated as a landing place), read in place, moved, released.
+ *
+ * Ownership.
+ * - `X.allocate()` makes a zeroed (released) struct in native memory that
+ *   the object owns; `dispose()` releases what it holds, then frees it.
+ * - `X.at(address)` is a borrowed view of the caller's struct: the object
+ *   never frees the memory; `release()` calls the struct's release.
+ * - `move(dest?)` is the spec's move: a bitwise copy into `dest` (a new
+ *   owned struct when omitted) and `release = NULL` on the source, done
+ *   natively (zig/move.zig). The source object stays usable as a released
+ *   struct.
+ * - `moveChild(i, dest?)` moves one child out of a live parent; the parent
+ *   must be released next (`release()`), and its release skips the moved
+ *   children, as CDataInterface.rst describes. Children read through
+ *   `child(i)` are borrowed views, valid while their base struct is alive;
+ *   only a base struct may be released.
+ *
+ * A FinalizationRegistry is only a safety net: an owned struct dropped
+ * without `dispose()` is released and freed when it is collected, with a
+ * warning in debug mode (ARROW_DEVICE_DEBUG=1). Call `dispose()` (or
+ * `using`).
+ *
+ * Threads: these objects are used from the JS thread; the release
+ * callbacks they call run there. Structs moved to C may be released by C on
+ * any thread.
+ */
+import type { Pointer } from "bun:ffi";
+import { ArrowArrayLayout, ArrowDeviceArrayLayout, ArrowSchemaLayout, deviceTypeName } from "../abi/layout.ts";
+import { arrayFields, asPointer, deviceArrayFields, readMetadata, schemaFields } from "../abi/structs.ts";
+import { InvalidArgumentError, OutOfMemoryError, OutOfRangeError, ReleasedError, Status } from "../errors.ts";
+import { check, native } from "../ffi/library.ts";
+import { reportLeak, track, untrack } from "./debug.ts";
+
+/** A C struct named by its address, or by one of the classes below. */
+export type StructRef = Pointer | number | { readonly address: Pointer | number };
+
+/** The address `ref` names (0 for null/undefined). */
+export function addressOf(ref: StructRef | null | undefined): number {
+  if (ref === null || ref === undefined) return 0;
+  if (typeof ref === "object") return Number(ref.address);
+  return Number(ref);
+}
+
+type Kind = "ArrowSchema" | "ArrowArray" | "ArrowDeviceArray";
+
+type OwnedSlot = { address: number; kind: Kind; token: number };
+
+const sizes: Record<Kind, number> = {
+  ArrowSchema: ArrowSchemaLayout.size,
+  ArrowArray: ArrowArrayLayout.size,
+  ArrowDeviceArray: ArrowDeviceArrayLayout.size,
+};
+
+function releaseAt(kind: Kind, address: number): void {
+  const p = asPointer(address);
+  if (kind === "ArrowSchema") native.abd_schema_release(p);
+  else if (kind === "ArrowArray") native.abd_array_release(p);
+  else native.abd_device_array_release(p);
+}
+
+const safetyNet = new FinalizationRegistry<OwnedSlot>((slot) => {
+  reportLeak(slot.token, `owned ${slot.kind}`);
+  releaseAt(slot.kind, slot.address);
+  native.abd_free(asPointer(slot.address));
+});
+
+abstract class CStruct implements Disposable {
+  #address: number;
+  #slot: OwnedSlot | null;
+  /** The base struct this one is a child (or the array member) of. */
+  readonly parent: CStruct | null;
+
+  protected constructor(readonly kind: Kind, address: number, owned: boolean, parent: CStruct | null) {
+    if (!address) throw new InvalidArgumentError(Status.invalid_argument, `${kind} pointer is NULL`);
+    this.#address = address;
+    this.parent = parent;
+    this.#slot = null;
+    if (owned) {
+      this.#slot = { address, kind, token: track(`owned ${kind}`) };
+      safetyNet.register(this, this.#slot, this);
+    }
+  }
+
+  protected static allocateSlot(kind: Kind): number {
+    const address = Number(native.abd_alloc_zeroed(sizes[kind]));
+    if (!address) throw new OutOfMemoryError(Status.out_of_memory, `out of memory allocating an ${kind}`);
+    return address;
+  }
+
+  /** True when this object owns (and will free) the struct's memory. */
+  get owned(): boolean {
+    return this.#slot !== null;
+  }
+
+  /** The struct's address, for C functions. Throws once an owned struct
+   * was disposed (its memory is freed). */
+  get address(): Pointer {
+    if (!this.#address) throw new ReleasedError(Status.released, `this ${this.kind} was disposed; its memory is freed`);
+    return asPointer(this.#address);
+  }
+
+  /** The address, checked to be readable: the memory exists and every base
+   * struct above it is still alive. */
+  protected readable(): number {
+    const address = Number(this.address);
+    const gone = this.releasedAncestor();
+    if (gone) throw new ReleasedError(Status.released, `the ${gone.kind} this ${this.kind} belongs to was released; its children are gone`);
+    return address;
+  }
+
+  private releasedAncestor(): CStruct | null {
+    for (let p = this.parent; p; p = p.parent) if (p.released) return p;
+    return null;
+  }
+
+  /** Reads the struct's own `release == NULL`. */
+  protected abstract releasedField(address: number): boolean;
+
+  /** True once the struct's release has run or it was moved out (or the
+   * base struct it belongs to was released, or this object was disposed). */
+  get released(): boolean {
+    if (!this.#address || this.releasedAncestor()) return true;
+    return this.releasedField(this.#address);
+  }
+
+  /** Calls the struct's release callback, if it is not released yet.
+   * Idempotent. Only base structs may be released: a borrowed child must be
+   * moved out first (`moveChild`). */
+  release(): void {
+    if (this.released) return;
+    if (this.parent && !(this.parent instanceof CDeviceArray)) {
+      throw new InvalidArgumentError(Status.invalid_argument, `only a base ${this.kind} may be released; move this child out first (moveChild)`);
+    }
+    releaseAt(this.kind, this.#address);
+  }
+
+  /** Releases what the struct holds; frees it if this object owns it.
+   * Idempotent. */
+  dispose(): void {
+    if (!this.#address) return;
+    if (!this.parent) this.release();
+    const slot = this.#slot;
+    this.#address = 0;
+    if (slot) {
+      this.#slot = null;
+      safetyNet.unregister(this);
+      untrack(slot.token);
+      native.abd_free(asPointer(slot.address));
+    }
+  }
+
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+}
+
+/** C: struct ArrowSchema, read in place. */
+export class CSchema extends CStruct {
+  private constructor(address: number, owned: boolean, parent: CStruct | null) {
+    super("ArrowSchema", address, owned, parent);
+  }
+
+  /** A new, released ArrowSchema this object owns (a place to move into or
+   * for a producer to fill). */
+  static allocate(): CSchema {
+    return new CSchema(CStruct.allocateSlot("ArrowSchema"), true, null);
+  }
+
+  /** A borrowed view of the caller's ArrowSchema at `address`. */
+  static at(address: Pointer | number): CSchema {
+    return new CSchema(Number(address), false, null);
+  }
+
+  protected releasedField(address: number): boolean { return schemaFields.released(address); }
+  get format(): string | null { return schemaFields.format(this.readable()); }
+  get name(): string | null { return schemaFields.name(this.readable()); }
+  get flags(): number { return schemaFields.flags(this.readable()); }
+  get nullable(): boolean { return (this.flags & 2) !== 0; }
+  /** Metadata as a Map (the last value wins for repeated keys). */
+  get metadata(): Map<string, string> { return new Map(this.metadataPairs); }
+  get metadataPairs(): [string, string][] { return readMetadata(schemaFields.metadataAddress(this.readable())); }
+  get nChildren(): number { return schemaFields.nChildren(this.readable()); }
+
+  /** A borrowed view of child `i` (valid while this struct is alive). */
+  child(i: number): CSchema {
+    const n = this.nChildren;
+    if (!(Number.isInteger(i) && i >= 0 && i < n)) throw new OutOfRangeError(Status.out_of_range, `child ${i} is out of the schema's ${n} children`);
+    return new CSchema(schemaFields.child(this.readable(), i), false, this);
+  }
+
+  get children(): CSchema[] {
+    return Array.from({ length: this.nChildren }, (_, i) => this.child(i));
+  }
+
+  get dictionary(): CSchema | null {
+    const address = schemaFields.dictionary(this.readable());
+    return address ? new CSchema(address, false, this) : null;
+  }
+
+  /** Moves this struct into `dest` (a new owned struct if omitted) and
+   * returns it; this one is left released. */
+  move(dest?: CSchema): CSchema {
+    const target = dest ?? CSchema.allocate();
+    try {
+      check(native.abd_schema_move(asPointer(this.readable()), target.address));
+    } catch (error) {
+      if (!dest) target.dispose();
+      throw error;
+    }
+    return target;
+  }
+
+  /** Moves child `i` out into `dest` (a new owned struct if omitted). The
+   * parent must be released next; its release skips the moved child. */
+  moveChild(i: number, dest?: CSchema): CSchema {
+    const target = dest ?? CSchema.allocate();
+    try {
+      check(native.abd_schema_move_child(asPointer(this.readable()), BigInt(i), target.address));
+    } catch (error) {
+      if (!dest) target.dispose();
+      throw error;
+    }
+    return target;
+  }
+}
+
+/** C: struct ArrowArray, read in place. Buffer contents need the schema:
+ * import the pair (`ImportedArray.fromArray`) for typed buffer views. */
+export class CArray extends CStruct {
+  private constructor(address: number, owned: boolean, parent: CStruct | null) {
+    super("ArrowArray", address, owned, parent);
+  }
+
+  static allocate(): CArray {
+    return new CArray(CStruct.allocateSlot("ArrowArray"), true, null);
+  }
+
+  static at(address: Pointer | number): CArray {
+    return new CArray(Number(address), false, null);
+  }
+
+  /** @internal the array member of a device array. */
+  static memberOf(device: CDeviceArray): CArray {
+    return new CArray(Number(device.address), false, device);
+  }
+
+  protected releasedField(address: number): boolean { return arrayFields.released(address); }
+  get length(): number { return arrayFields.length(this.readable()); }
+  /** -1 when the producer did not compute it. */
+  get nullCount(): number { return arrayFields.nullCount(this.readable()); }
+  get offset(): number { return arrayFields.offset(this.readable()); }
+  get nBuffers(): number { return arrayFields.nBuffers(this.readable()); }
+  get nChildren(): number { return arrayFields.nChildren(this.readable()); }
+
+  /** Address of buffer `i` (0 for NULL). */
+  bufferAddress(i: number): number {
+    const n = this.nBuffers;
+    if (!(Number.isInteger(i) && i >= 0 && i < n)) throw new OutOfRangeError(Status.out_of_range, `buffer ${i} is out of the array's ${n} buffers`);
+    return arrayFields.buffer(this.readable(), i);
+  }
+
+  get bufferAddresses(): number[] {
+    return Array.from({ length: this.nBuffers }, (_, i) => this.bufferAddress(i));
+  }
+
+  child(i: number): CArray {
+    const n = this.nChildren;
+    if (!(Number.isInteger(i) && i >= 0 && i < n)) throw new OutOfRangeError(Status.out_of_range, `child ${i} is out of the array's ${n} children`);
+    return new CArray(arrayFields.child(this.readable(), i), false, this);
+  }
+
+  get children(): CArray[] {
+    return Array.from({ length: this.nChildren }, (_, i) => this.child(i));
+  }
+
+  get dictionary(): CArray | null {
+    const address = arrayFields.dictionary(this.readable());
+    return address ? new CArray(address, false, this) : null;
+  }
+
+  move(dest?: CArray): CArray {
+    const target = dest ?? CArray.allocate();
+    try {
+      check(native.abd_array_move(asPointer(this.readable()), target.address));
+    } catch (error) {
+      if (!dest) target.dispose();
+      throw error;
+    }
+    return target;
+  }
+
+  moveChild(i: number, dest?: CArray): CArray {
+    const target = dest ?? CArray.allocate();
+    try {
+      check(native.abd_array_move_child(asPointer(this.readable()), BigInt(i), target.address));
+    } catch (error) {
+      if (!dest) target.dispose();
+      throw error;
+    }
+    return target;
+  }
+}
+
+/** C: struct ArrowDeviceArray, read in place. */
+export class CDeviceArray extends CStruct {
+  private constructor(address: number, owned: boolean) {
+    super("ArrowDeviceArray", address, owned, null);
+  }
+
+  static allocate(): CDeviceArray {
+    return new CDeviceArray(CStruct.allocateSlot("ArrowDeviceArray"), true);
+  }
+
+  static at(address: Pointer | number): CDeviceArray {
+    return new CDeviceArray(Number(address), false);
+  }
+
+  /** The embedded ArrowArray (a view; it lives and dies with this struct). */
+  get array(): CArray {
+    return CArray.memberOf(this);
+  }
+
+  protected releasedField(address: number): boolean { return arrayFields.released(address); }
+  get deviceType(): number { return deviceArrayFields.deviceType(this.readable()); }
+  get deviceTypeName(): string { return deviceTypeName(this.deviceType); }
+  get deviceId(): number { return deviceArrayFields.deviceId(this.readable()); }
+  /** Address of the producer's sync event (a pointer to the event), 0 if none. */
+  get syncEvent(): number { return deviceArrayFields.syncEvent(this.readable()); }
+
+  move(dest?: CDeviceArray): CDeviceArray {
+    const target = dest ?? CDeviceArray.allocate();
+    try {
+      check(native.abd_device_array_move(asPointer(this.readable()), target.address));
+    } catch (error) {
+      if (!dest) target.dispose();
+      throw error;
+    }
+    return target;
+  }
+}
