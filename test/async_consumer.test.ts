@@ -6,8 +6,9 @@
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { type Pointer } from "bun:ffi";
+import { RecordBatch, Schema } from "apache-arrow";
 import {
-  AsyncStreamConsumer, AsyncStreamError, CallbackError, DeviceType, ImportedArray, InvalidArgumentError,
+  AsyncRecordBatchStream, AsyncStreamConsumer, AsyncStreamError, CallbackError, DeviceType, ImportedArray, InvalidArgumentError,
   exportArray, exportSchema, nonZeroCounters, type AsyncArray,
 } from "../ts/index.ts";
 import { registeredWakes } from "../ts/lifetime/js_wake.ts";
@@ -15,6 +16,7 @@ import { asyncPeer, CSource, freePeers } from "./helpers/async_peer.ts";
 import { readableGoldFiles, readGold } from "./helpers/gold_batches.ts";
 import { collectUntil } from "./helpers/gc.ts";
 import { fingerprint } from "./helpers/fingerprint.ts";
+import { compareBatches, unsharedBuffers } from "./helpers/arrow_compare.ts";
 
 const EIO = 5;
 const EPROTO = 71;
@@ -98,6 +100,81 @@ describe("round trips over the gold files (C producer thread -> JS)", () => {
       finishSource(source);
     });
   }
+});
+
+/** A source holding exports of `batches` (announcing `schema`). */
+function sourceOf(schema: Schema, batches: RecordBatch[], options: ConstructorParameters<typeof CSource>[0] = {}): CSource {
+  const source = new CSource(options);
+  const announced = exportSchema(schema);
+  source.add(announced.schema, null);
+  announced.release();
+  for (const batch of batches) {
+    const exported = exportArray(batch);
+    source.add(null, exported.array);
+    exported.release();
+  }
+  return source;
+}
+
+describe("RecordBatch round trips over the gold files (C producer thread -> apache-arrow)", () => {
+  for (const file of readableGoldFiles()) {
+    test(file, async () => {
+      const { schema, batches } = readGold(file);
+      const source = sourceOf(schema, batches, { metadata: 1 });
+      const stream = new AsyncRecordBatchStream({ queueDepth: 2 });
+      source.start(stream.handler);
+      let i = 0;
+      for await (const { batch, array, metadata, index } of stream.batches()) {
+        expect(index).toBe(i);
+        expect(metadata).toEqual(new Map([["index", String(i)]]));
+        // Same values, and the very JS buffers that went out.
+        expect(compareBatches(batch, batches[i], `batch ${i}`)).toEqual([]);
+        expect(unsharedBuffers(batch.data, batches[i].data)).toEqual([]);
+        array.dispose();
+        i++;
+      }
+      expect(i).toBe(batches.length);
+      await stream.closed;
+      expectEveryTaskExtractedOnce(source);
+      finishSource(source);
+    });
+  }
+
+  test("for await yields the batches; break cancels", async () => {
+    const source = new CSource({ generate: 100, generate_rows: 2 });
+    const stream = new AsyncRecordBatchStream({ queueDepth: 4 });
+    source.start(stream.handler);
+    const rows: number[][] = [];
+    for await (const batch of stream) {
+      rows.push([...batch.getChildAt(0)!].map(Number));
+      if (rows.length === 3) break;
+    }
+    expect(rows).toEqual([[0, 1], [1000, 1001], [2000, 2001]]);
+    expect(source.stat("cancel_calls")).toBe(1);
+    expectEveryTaskExtractedOnce(source);
+    finishSource(source);
+  });
+
+  test("a batch that apache-arrow cannot hold ends the stream with the conversion error", async () => {
+    // A producer of plain int32 arrays (not struct batches).
+    const { batches } = readGold("1.0.0-littleendian/generated_primitive.stream");
+    const column = batches[0].getChildAt(6)!; // int32
+    const source = new CSource();
+    {
+      const exported = exportArray(column);
+      source.add(exported.schema, exported.array);
+      exported.release();
+    }
+    const stream = new AsyncRecordBatchStream();
+    source.start(stream.handler);
+    const failure = await (async () => {
+      for await (const _ of stream) { /* never */ }
+    })().catch((error) => error);
+    expect(failure).toBeInstanceOf(Error);
+    expect(String(failure.message)).toContain("struct");
+    await stream.closed;
+    finishSource(source);
+  });
 });
 
 describe("stream shapes", () => {

@@ -9,13 +9,14 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { CFunction, ptr, toArrayBuffer, type Pointer } from "bun:ffi";
 import { RecordBatch, RecordBatchReader, Schema, Table, tableFromArrays, tableToIPC } from "apache-arrow";
 import {
-  AsyncStreamConsumer, DeviceType, ExportedArray, ImportedArray, InvalidArgumentError, counters, decodeMetadataBytes,
+  AsyncRecordBatchStream, AsyncStreamConsumer, toRecordBatch, DeviceType, ExportedArray, ImportedArray, InvalidArgumentError, counters, decodeMetadataBytes,
   exportArray, exportAsyncStream, exportSchema, nonZeroCounters, type AsyncExportItem,
 } from "../ts/index.ts";
 import { native } from "../ts/ffi/library.ts";
 import { registeredWakes } from "../ts/lifetime/js_wake.ts";
 import { asyncPeer, CancelWhere, CSink, freePeers } from "./helpers/async_peer.ts";
 import { fingerprint } from "./helpers/fingerprint.ts";
+import { compareBatches, unsharedBuffers } from "./helpers/arrow_compare.ts";
 import { collectUntil } from "./helpers/gc.ts";
 import { goldReader, readableGoldFiles } from "./helpers/gold_batches.ts";
 
@@ -100,14 +101,42 @@ describe("round trips over the gold files (JS -> C consumer thread)", () => {
       expect(sink.stat("producer_device_type")).toBe(DeviceType.CPU);
       expect(decodeMetadataBytes(sink.producerMetadata!)).toEqual([["file", file]]);
       expect(sink.kept).toBe(batches.length);
-      // What the consumer holds: the JS buffers themselves, same values.
+      // What the consumer holds: the JS buffers themselves, same values,
+      // raw and through apache-arrow.
       const got = Array.from({ length: sink.kept }, (_, i) => {
         using announced = exportSchema(schema);
         using imported = ImportedArray.fromDeviceArray(announced.schema, sink.keptArray(i));
+        const batch = toRecordBatch(imported);
+        expect(compareBatches(batch, batches[i], `batch ${i}`)).toEqual([]);
+        expect(unsharedBuffers(batch.data, batches[i].data)).toEqual([]);
         return fingerprint(imported.root);
       });
       expect(got).toEqual(expected);
       sink.free();
+    });
+  }
+});
+
+describe("round trips over the gold files through both roles (apache-arrow -> C ABI -> apache-arrow)", () => {
+  for (const file of readableGoldFiles()) {
+    test(file, async () => {
+      const reader = goldReader(file);
+      reader.open();
+      const schema = reader.schema;
+      const sent = [...reader];
+      const stream = new AsyncRecordBatchStream({ queueDepth: 2 });
+      const run = exportAsyncStream(asyncItems(sent), stream.handler, { schema, metadata: { file } });
+      expect((await stream.ready()).producerMetadata).toEqual(new Map([["file", file]]));
+      let i = 0;
+      for await (const { batch, array } of stream.batches()) {
+        expect(compareBatches(batch, sent[i], `batch ${i}`)).toEqual([]);
+        expect(unsharedBuffers(batch.data, sent[i].data)).toEqual([]);
+        array.dispose();
+        i++;
+      }
+      expect(i).toBe(sent.length);
+      expect(await run.done).toEqual({ outcome: "ended", sent: sent.length });
+      await stream.closed;
     });
   }
 });

@@ -35,3 +35,4 @@ export {
   type ImportConvertOptions,
 } from "./convert/import.ts";
 export { typeSignature, type ConvertOptions } from "./convert/types.ts";
+export { AsyncRecordBatchStream, type AsyncRecordBatchStreamOptions, type AsyncBatch } from "./convert/async_stream.ts";
