@@ -15,7 +15,9 @@ import {
 import { native } from "../ts/ffi/library.ts";
 import { registeredWakes } from "../ts/lifetime/js_wake.ts";
 import { asyncPeer, CancelWhere, CSink, freePeers } from "./helpers/async_peer.ts";
-import { fingerprint } from "./helpers/fingerprint.ts";
+import { addresses, fingerprint, withoutAddresses, type Fingerprint } from "./helpers/fingerprint.ts";
+import { jsonBatchCount, jsonOnlyCases, produceJsonBatch } from "./helpers/gold_json_arrays.ts";
+import { disposeProduced, producerBuffer, producerClean } from "./helpers/producer.ts";
 import { compareBatches, unsharedBuffers } from "./helpers/arrow_compare.ts";
 import { collectUntil } from "./helpers/gc.ts";
 import { goldReader, readableGoldFiles } from "./helpers/gold_batches.ts";
@@ -137,6 +139,63 @@ describe("round trips over the gold files through both roles (apache-arrow -> C 
       expect(i).toBe(sent.length);
       expect(await run.done).toEqual({ outcome: "ended", sent: sent.length });
       await stream.closed;
+    });
+  }
+});
+
+/** The producer's buffer addresses (first four slots per node, preorder)
+ * laid out in the order of `print`'s buffers. */
+function producerAddresses(print: Fingerprint, perNode: number[][]): number[] {
+  const counts: number[] = [];
+  const walk = (p: Fingerprint) => {
+    counts.push(p.buffers.length);
+    p.children.forEach(walk);
+    if (p.dictionary) walk(p.dictionary);
+  };
+  walk(print);
+  return counts.flatMap((n, k) => perNode[k].slice(0, n));
+}
+
+describe("gold cases apache-arrow cannot read, as native arrays (ExportedArray items -> C consumer thread)", () => {
+  for (const name of jsonOnlyCases) {
+    test(name, async () => {
+      const count = jsonBatchCount(name);
+      const expected = Array.from({ length: count }, (_, b) => {
+        const copy = produceJsonBatch(name, b);
+        try {
+          using imported = ImportedArray.fromDeviceArray(copy.schema, copy.array, { validation: "full" });
+          return withoutAddresses(fingerprint(imported.root));
+        } finally {
+          disposeProduced(copy);
+        }
+      });
+      const sentAddresses: number[][][] = [];
+      const items = Array.from({ length: count }, (_, b) => {
+        const produced = produceJsonBatch(name, b);
+        sentAddresses.push(produced.nodes.map((node) => [0, 1, 2, 3].map((i) => producerBuffer(node, i))));
+        const handle = new ExportedArray("device_array");
+        native.abd_schema_move(produced.schema.address, handle.schema);
+        native.abd_device_array_move(produced.array.address, handle.array);
+        disposeProduced(produced);
+        return handle;
+      });
+      const sink = new CSink({ depth: 1, keep_arrays: 1 });
+      // No apache-arrow schema: the stream announces the first array's own.
+      const result = await exportAsyncStream(items, sink.handler).done;
+      expect(result).toEqual({ outcome: "ended", sent: count });
+      checkSink(sink);
+      const got = Array.from({ length: sink.kept }, (_, i) => {
+        const schema = native.abd_alloc_zeroed(72)!;
+        expect(native.abd_schema_copy(sink.schema, schema)).toBe(0);
+        using imported = ImportedArray.fromDeviceArray(schema, sink.keptArray(i), { validation: "full" });
+        native.abd_free(schema);
+        const print = fingerprint(imported.root);
+        expect(addresses(print)).toEqual(producerAddresses(print, sentAddresses[i]));
+        return withoutAddresses(print);
+      });
+      expect(got).toEqual(expected);
+      sink.free();
+      expect(producerClean()).toEqual({ live: 0, doubles: 0 });
     });
   }
 });

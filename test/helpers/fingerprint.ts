@@ -45,3 +45,23 @@ export function fingerprint(node: RawArray): Fingerprint {
     dictionary: node.dictionary ? fingerprint(node.dictionary) : null,
   };
 }
+
+/** The fingerprint without buffer addresses (two copies of the same data). */
+export function withoutAddresses(print: Fingerprint): unknown {
+  return {
+    ...print,
+    buffers: print.buffers.map(({ address: _, ...rest }) => rest),
+    children: print.children.map(withoutAddresses),
+    dictionary: print.dictionary ? withoutAddresses(print.dictionary) : null,
+  };
+}
+
+/** Every buffer address, in preorder (node, its buffers, children, then
+ * dictionary): the order a C producer's nodes are built in. */
+export function addresses(print: Fingerprint): (number | string)[] {
+  return [
+    ...print.buffers.map((b) => b.address),
+    ...print.children.flatMap(addresses),
+    ...(print.dictionary ? addresses(print.dictionary) : []),
+  ];
+}
