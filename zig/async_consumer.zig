@@ -267,8 +267,11 @@ pub const Consumer = struct {
         return .ok;
     }
 
-    pub fn poll(self: *Consumer, out: []f64) void {
-        self.waker.clear();
+    /// Writes the state snapshot. `arm`: first clear the pending wake, so
+    /// that any change after this snapshot wakes JS (JS arms only right
+    /// before it waits: while it is busy, news costs no JS callback).
+    pub fn poll(self: *Consumer, out: []f64, arm: bool) void {
+        if (arm) self.waker.clear();
         self.mutex.lock();
         defer self.mutex.unlock();
         const words = [state_words]f64{
@@ -543,7 +546,7 @@ test "schema, requested tasks, end and release flow through the queue" {
     var second = TestProducer.makeTask(2);
     try testing.expectEqual(@as(c_int, 0), h.on_next_task.?(h, &second, "\x00\x00\x00\x00"));
     var words: [state_words]f64 = undefined;
-    c.poll(&words);
+    c.poll(&words, true);
     try testing.expectEqual(@as(f64, 2), words[@intFromEnum(StateWord.queued)]);
 
     var got_schema: abi.ArrowSchema = .empty;
@@ -561,7 +564,7 @@ test "schema, requested tasks, end and release flow through the queue" {
 
     try testing.expectEqual(@as(c_int, 0), h.on_next_task.?(h, null, null));
     h.release.?(h);
-    c.poll(&words);
+    c.poll(&words, true);
     try testing.expectEqual(@as(f64, 1), words[@intFromEnum(StateWord.ended)]);
     try testing.expectEqual(@as(f64, 1), words[@intFromEnum(StateWord.released)]);
     try testing.expect(!c.request(1)); // the producer is gone
@@ -587,7 +590,7 @@ test "an unrequested task is refused, and cancel discards the queue once" {
     var t2 = TestProducer.makeTask(2);
     try testing.expectEqual(EPROTO, h.on_next_task.?(h, &t2, null));
     var words: [state_words]f64 = undefined;
-    c.poll(&words);
+    c.poll(&words, true);
     try testing.expectEqual(@as(f64, 1), words[@intFromEnum(StateWord.errored)]);
     try testing.expectEqual(@as(f64, 1), words[@intFromEnum(StateWord.error_local)]);
     try testing.expect(std.mem.indexOf(u8, c.string(.error_message).?, "only 1 were requested") != null);

@@ -81,8 +81,11 @@ pub const Producer = struct {
         self.mutex.unlock();
     }
 
-    pub fn poll(self: *Producer, out: []f64) void {
-        self.waker.clear();
+    /// Writes the state snapshot. `arm`: first clear the pending wake, so
+    /// that any change after this snapshot wakes JS (JS arms only right
+    /// before it waits).
+    pub fn poll(self: *Producer, out: []f64, arm: bool) void {
+        if (arm) self.waker.clear();
         self.mutex.lock();
         defer self.mutex.unlock();
         const words = [state_words]f64{
@@ -386,7 +389,7 @@ test "credits follow requests; request inside on_schema does not call back" {
     try testing.expectEqual(@as(c_int, 0), p.sendSchema(&schema));
     try testing.expectEqual(@as(usize, 0), consumer.n_tasks); // request only counted
     var words: [state_words]f64 = undefined;
-    p.poll(&words);
+    p.poll(&words, true);
     try testing.expectEqual(@as(f64, 2), words[@intFromEnum(StateWord.credits)]);
 
     const plan = [_]f64{ 3, 0, 0, 0, 0, 0 }; // a null array of length 3
@@ -398,12 +401,12 @@ test "credits follow requests; request inside on_schema does not call back" {
     try testing.expectEqual(@as(usize, 2), consumer.n_tasks);
 
     p.producer.request.?(&p.producer, 0);
-    p.poll(&words);
+    p.poll(&words, true);
     try testing.expectEqual(@as(f64, 1), words[@intFromEnum(StateWord.bad_request)]);
     p.producer.cancel.?(&p.producer);
     p.producer.cancel.?(&p.producer); // idempotent
     p.producer.request.?(&p.producer, 5); // a no-op after cancel
-    p.poll(&words);
+    p.poll(&words, true);
     try testing.expectEqual(@as(f64, 1), words[@intFromEnum(StateWord.cancelled)]);
     try testing.expectEqual(@as(f64, 0), words[@intFromEnum(StateWord.credits)]);
     p.releaseAndDestroy();

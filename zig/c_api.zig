@@ -317,10 +317,10 @@ export fn abd_async_consumer_handler(stream: *async_consumer.Consumer) *abi.Arro
     return &stream.handler;
 }
 
-/// Clears the consumer's pending wake, then writes its state
-/// (async_consumer.StateWord) into `out`.
-export fn abd_async_consumer_poll(stream: *async_consumer.Consumer, out: [*]f64) void {
-    stream.poll(out[0..async_consumer.state_words]);
+/// Writes the consumer's state (async_consumer.StateWord) into `out`;
+/// `arm != 0` first clears its pending wake (JS is about to wait).
+export fn abd_async_consumer_poll(stream: *async_consumer.Consumer, out: [*]f64, arm: c_int) void {
+    stream.poll(out[0..async_consumer.state_words], arm != 0);
 }
 
 /// Asks the producer for `n` more tasks. Returns 1 when the request was
@@ -376,10 +376,10 @@ export fn abd_async_producer_create(handler: ?*abi.ArrowAsyncDeviceStreamHandler
     return code(async_producer.create(handler, device_type, bytes, token, target));
 }
 
-/// Clears the producer's pending wake, then writes its state
-/// (async_producer.StateWord) into `out`.
-export fn abd_async_producer_poll(stream: *async_producer.Producer, out: [*]f64) void {
-    stream.poll(out[0..async_producer.state_words]);
+/// Writes the producer's state (async_producer.StateWord) into `out`;
+/// `arm != 0` first clears its pending wake (JS is about to wait).
+export fn abd_async_producer_poll(stream: *async_producer.Producer, out: [*]f64, arm: c_int) void {
+    stream.poll(out[0..async_producer.state_words], arm != 0);
 }
 
 /// Calls on_schema with `schema` (moved to the consumer; released here if

@@ -296,7 +296,7 @@ abd_status abd_schema_copy(const struct ArrowSchema* source, struct ArrowSchema*
 /* This library as consumer: a handler to give to any producer. */
 abd_status abd_async_consumer_create(uint32_t token, abd_async_consumer** out);
 struct ArrowAsyncDeviceStreamHandler* abd_async_consumer_handler(abd_async_consumer* consumer);
-void abd_async_consumer_poll(abd_async_consumer* consumer, double* out /* 14 words */);
+void abd_async_consumer_poll(abd_async_consumer* consumer, double* out /* 14 words */, int arm);
 int abd_async_consumer_request(abd_async_consumer* consumer, uint32_t n);
 abd_status abd_async_consumer_take(abd_async_consumer* consumer, struct ArrowSchema* schema,
                                    struct ArrowDeviceArray* array, int replenish);
@@ -309,7 +309,7 @@ abd_status abd_async_producer_create(struct ArrowAsyncDeviceStreamHandler* handl
                                      int32_t device_type, const uint8_t* metadata,
                                      size_t metadata_len, uint32_t token,
                                      abd_async_producer** out);
-void abd_async_producer_poll(abd_async_producer* producer, double* out /* 6 words */);
+void abd_async_producer_poll(abd_async_producer* producer, double* out /* 6 words */, int arm);
 int abd_async_producer_send_schema(abd_async_producer* producer, struct ArrowSchema* schema);
 abd_status abd_async_producer_send_plan(abd_async_producer* producer, const double* plan,
                                         size_t plan_words, double keepalive_id,

@@ -33,6 +33,8 @@ export const asyncPeer = dlopen(fixturePath("async_peer"), {
   peer_async_sink_kept_array: { args: [ptr, i64], returns: ptr },
   peer_async_sink_schema: { args: [ptr], returns: ptr },
   peer_async_sink_join: { args: [ptr], returns: none },
+  peer_async_sink_extracted_at: { args: [ptr, i64], returns: i64 },
+  peer_async_consume_sync: { args: [ptr, ptr], returns: i64 },
   peer_async_sink_free: { args: [ptr], returns: none },
 }).symbols;
 
@@ -57,11 +59,13 @@ export const SourceStat = {
 export const SinkOption = {
   depth: 0, cancel_at: 1, cancel_where: 2, bad_request: 3, bad_n: 4, request_in_callback: 5, reject_schema: 6,
   reject_task_at: 7, reject_code: 8, delay_us: 9, discard_every: 10, keep_arrays: 11, release_on_thread: 12,
+  timestamps: 13,
 } as const;
-const sinkOptionCount = 13;
+const sinkOptionCount = 14;
 const sinkDefaults: Record<keyof typeof SinkOption, number> = {
   depth: 4, cancel_at: -1, cancel_where: 0, bad_request: 0, bad_n: 0, request_in_callback: 0, reject_schema: 0,
   reject_task_at: -1, reject_code: 22, delay_us: 0, discard_every: 0, keep_arrays: 0, release_on_thread: 0,
+  timestamps: 0,
 };
 /** Where the sink cancels (SinkOption.cancel_where). */
 export const CancelWhere = { worker: 0, in_next_task: 1, before_request: 2, after_end: 3 } as const;
@@ -163,6 +167,10 @@ export class CSink {
   /** Joins the worker (only once the handler was released). */
   join(): void {
     asyncPeer.peer_async_sink_join(this.address);
+  }
+  /** When task `i` was extracted (with the timestamps option; after join). */
+  extractedAt(i: number): bigint {
+    return asyncPeer.peer_async_sink_extracted_at(this.address, i) as bigint;
   }
   free(): void {
     if (this.#freed) return;

@@ -151,6 +151,8 @@ class ProducerDriver {
   readonly rc = new Int32Array(1);
   sent = 0;
   released = false;
+  /** Batch schemas already found to match the stream's. */
+  readonly #accepted = new WeakSet<Schema>();
 
   constructor(handler: number, deviceType: number, metadata: Uint8Array | null) {
     this.token = registerWake(() => this.signal.notify());
@@ -163,8 +165,11 @@ class ProducerDriver {
     this.address = Number(out[0]);
   }
 
-  poll(): Float64Array {
-    native.abd_async_producer_poll(asPointer(this.address), this.words);
+  /** The native state. `arm`: JS is about to wait for a request, so news
+   * after this snapshot must wake it (while JS is busy sending, requests
+   * wake nobody: no JS callback per batch). */
+  poll(arm = false): Float64Array {
+    native.abd_async_producer_poll(asPointer(this.address), this.words, arm ? 1 : 0);
     return this.words;
   }
 
@@ -176,8 +181,11 @@ class ProducerDriver {
   send(item: AsyncExportItem, schema: Schema | null): number {
     const { batch, metadata } = unwrap(item);
     if (batch instanceof RecordBatch) {
-      if (schema && !matchesSchema(batch, schema)) {
-        throw new InvalidArgumentError(Status.invalid_argument, `batch ${this.sent} does not match the stream's schema`);
+      if (schema && !this.#accepted.has(batch.schema)) {
+        if (!matchesSchema(batch, schema)) throw new InvalidArgumentError(Status.invalid_argument, `batch ${this.sent} does not match the stream's schema`);
+        if (batch.schema === schema || batch.data.type.children.every((f, i) => f.type === batch.data.children[i].type)) {
+          this.#accepted.add(batch.schema); // its fields are its columns' types: checked once
+        }
       }
       const { words, keepaliveId } = internal.planArray(batch.data);
       const status = native.abd_async_producer_send_plan(asPointer(this.address), internal.planWords(), words, keepaliveId, metadata, this.rc);
@@ -282,8 +290,9 @@ async function drive(driver: ProducerDriver, source: AsyncExportSource, options:
       await closeSource();
       return driver.finish({ outcome: "refused", code: schemaRc });
     }
+    let armed = false;
     for (;;) {
-      const words = driver.poll();
+      const words = driver.poll(armed);
       if (words[W.cancelled] === 1) {
         await closeSource();
         return driver.finish({ outcome: "cancelled" });
@@ -296,21 +305,31 @@ async function drive(driver: ProducerDriver, source: AsyncExportSource, options:
         return driver.finish({ outcome: "failed", code: EINVAL, error });
       }
       if (words[W.credits] <= 0) {
-        await driver.signal.wait();
+        if (armed) {
+          await driver.signal.wait();
+          armed = false;
+        } else {
+          armed = true; // look once more with the wake armed, then wait
+        }
         continue;
       }
       let item = pending;
       pending = undefined;
       if (item === undefined) {
-        const next = await iterator!.next();
-        if (next.done) {
+        // Sync sources (arrays, Tables, sync readers) are pulled without a
+        // microtask turn per batch.
+        let next = iterator!.next();
+        const awaited = next instanceof Promise;
+        if (awaited) next = await next;
+        const result = next as IteratorResult<AsyncExportItem>;
+        if (result.done) {
           iterator = null;
           const rc = native.abd_async_producer_send_end(asPointer(driver.address));
           return driver.finish(rc === 0 ? { outcome: "ended" } : { outcome: "refused", code: rc });
         }
-        item = next.value;
+        item = result.value;
         // A cancel may have come while the source was producing.
-        if (driver.poll()[W.cancelled] === 1) {
+        if (awaited && driver.poll()[W.cancelled] === 1) {
           pending = item;
           continue;
         }

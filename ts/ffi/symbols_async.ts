@@ -14,7 +14,7 @@ export const asyncSymbols = {
 
   abd_async_consumer_create: { args: [u32, ptr], returns: i32 },
   abd_async_consumer_handler: { args: [ptr], returns: ptr },
-  abd_async_consumer_poll: { args: [ptr, ptr], returns: none },
+  abd_async_consumer_poll: { args: [ptr, ptr, i32], returns: none },
   abd_async_consumer_request: { args: [ptr, u32], returns: i32 },
   abd_async_consumer_take: { args: [ptr, ptr, ptr, i32], returns: i32 },
   abd_async_consumer_string: { args: [ptr, u32, ptr], returns: none },
@@ -22,7 +22,7 @@ export const asyncSymbols = {
   abd_async_consumer_close: { args: [ptr, i32], returns: none },
 
   abd_async_producer_create: { args: [ptr, i32, ptr, usize, u32, ptr], returns: i32 },
-  abd_async_producer_poll: { args: [ptr, ptr], returns: none },
+  abd_async_producer_poll: { args: [ptr, ptr, i32], returns: none },
   abd_async_producer_send_schema: { args: [ptr, ptr], returns: i32 },
   abd_async_producer_send_plan: { args: [ptr, ptr, usize, f64, ptr, ptr], returns: i32 },
   abd_async_producer_send_array: { args: [ptr, ptr, ptr, ptr], returns: i32 },

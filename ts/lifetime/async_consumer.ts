@@ -121,9 +121,11 @@ class ConsumerCore {
     if (this.finished) this.tryClose();
   }
 
-  /** A snapshot of the native state (the last one once closed). */
-  poll(): Float64Array {
-    if (!this.closed) native.abd_async_consumer_poll(asPointer(this.address), this.words);
+  /** A snapshot of the native state (the last one once closed). `arm`:
+   * JS is about to wait, so news after this snapshot must wake it (while
+   * JS is busy, news wakes nobody: no JS callback per batch). */
+  poll(arm = false): Float64Array {
+    if (!this.closed) native.abd_async_consumer_poll(asPointer(this.address), this.words, arm ? 1 : 0);
     return this.words;
   }
 
@@ -162,13 +164,30 @@ class ConsumerCore {
   /** Takes the next queued task into the slot; null when its extract_data
    * failed (the producer then reports why through on_error). */
   take(): AsyncArray | null {
-    const status = native.abd_async_consumer_take(asPointer(this.address), asPointer(this.slot), asPointer(this.slot + ArrowSchemaLayout.size), 1);
+    const status = native.abd_async_consumer_take(asPointer(this.address), asPointer(this.slot), asPointer(this.slot + ArrowSchemaLayout.size), 0);
     if (status === Status.callback_error) return null;
     if (status !== 0) throw errorFor(status, lastError());
     const index = this.words[W.taken]; // taken before this take: its position
+    this.replenish(index + 1);
     const metadata = decodeOptional(this.bytes(AsyncConsumerString.task_metadata));
     const array = ImportedArray.fromDeviceArray(this.slot, this.slot + ArrowSchemaLayout.size, { validation: this.validation });
     return { array, metadata, index };
+  }
+
+  /**
+   * Asks for more once half of the queue depth was taken: between half the
+   * depth and the depth stay requested and not yet taken, never more.
+   * Fewer, larger requests mean fewer producer wake-ups (depth 1 still asks
+   * for each batch). `words` is the poll made before this take.
+   */
+  replenish(taken: number): void {
+    const words = this.words;
+    if (words[W.ended] === 1 || words[W.cancelled] === 1 || words[W.errored] === 1 || words[W.released] === 1) return;
+    const outstanding = words[W.requested] - taken;
+    if (outstanding <= this.depth >> 1) {
+      this.request(this.depth - outstanding);
+      words[W.requested] = taken + this.depth; // this poll's copy, kept current
+    }
   }
 
   /** JS stops reading: cancels unless the stream is over (the native side
@@ -184,7 +203,7 @@ class ConsumerCore {
   /** Lets the native state go once no producer can call the handler. */
   tryClose(): void {
     if (this.closed) return;
-    const words = this.poll();
+    const words = this.poll(true);
     if (this.handedOut && words[W.released] !== 1) return; // a wake will retry
     this.closed = true;
     native.abd_async_consumer_close(asPointer(this.address), this.handedOut ? 1 : 0);
@@ -270,8 +289,9 @@ export class AsyncStreamConsumer implements AsyncDisposable {
    * first. Requests nothing. */
   async ready(): Promise<AsyncStreamInfo> {
     const core = this.#core;
+    let armed = false;
     for (;;) {
-      const words = core.poll();
+      const words = core.poll(armed);
       if (words[W.schema_received] === 1) return core.info();
       if (words[W.errored] === 1) {
         const error = core.streamError();
@@ -282,7 +302,12 @@ export class AsyncStreamConsumer implements AsyncDisposable {
         core.finish();
         throw new CallbackError(Status.callback_error, "the async stream ended before the producer sent its schema");
       }
+      if (!armed) {
+        armed = true; // look once more with the wake armed, then wait
+        continue;
+      }
       await core.signal.wait();
+      armed = false;
     }
   }
 
@@ -313,9 +338,10 @@ export class AsyncStreamConsumer implements AsyncDisposable {
 
   async #next(): Promise<IteratorResult<AsyncArray>> {
     const core = this.#core;
+    let armed = false;
     for (;;) {
       if (core.finished) return { done: true, value: undefined };
-      const words = core.poll();
+      const words = core.poll(armed);
       if (words[W.queued] > 0) {
         let taken: AsyncArray | null;
         try {
@@ -349,7 +375,12 @@ export class AsyncStreamConsumer implements AsyncDisposable {
         core.request(core.depth);
         continue;
       }
+      if (!armed) {
+        armed = true; // look once more with the wake armed, then wait
+        continue;
+      }
       await core.signal.wait();
+      armed = false;
     }
   }
 
