@@ -81,6 +81,8 @@ pub const StateWord = enum(u8) {
     /// 1 when the error was detected here (a protocol violation), not
     /// reported by the producer through on_error.
     error_local,
+    /// Size of the metadata of the task taken last (-1: it had none).
+    task_metadata_bytes,
 };
 pub const state_words = @typeInfo(StateWord).@"enum".field_names.len;
 
@@ -220,9 +222,15 @@ pub const Consumer = struct {
 
     /// Pops the next task and extracts it into `array` on this thread; puts
     /// a copy of the stream schema into `schema`. Then asks the producer for
-    /// one more task (`replenish`), keeping the number in flight constant.
-    /// On error nothing is left in `schema`/`array`.
-    pub fn take(self: *Consumer, schema: *abi.ArrowSchema, array: *abi.ArrowDeviceArray, replenish: bool) Status {
+    /// one more task when `replenish`. On error nothing is left in
+    /// `schema`/`array`. `words` (if given) receives the state afterwards.
+    pub fn take(self: *Consumer, schema: *abi.ArrowSchema, array: *abi.ArrowDeviceArray, replenish: bool, words: ?[]f64) Status {
+        const result = self.takeOne(schema, array, replenish);
+        if (words) |out| self.poll(out, false);
+        return result;
+    }
+
+    fn takeOne(self: *Consumer, schema: *abi.ArrowSchema, array: *abi.ArrowDeviceArray, replenish: bool) Status {
         self.mutex.lock();
         if (self.queued() == 0) {
             self.mutex.unlock();
@@ -289,6 +297,7 @@ pub const Consumer = struct {
             @floatFromInt(self.extract_failed),
             @floatFromInt(self.error_code),
             @floatFromInt(@intFromBool(self.error_local)),
+            if (self.task_metadata) |m| @floatFromInt(m.len) else -1,
         };
         @memcpy(out[0..state_words], &words);
     }
@@ -551,13 +560,13 @@ test "schema, requested tasks, end and release flow through the queue" {
 
     var got_schema: abi.ArrowSchema = .empty;
     var got_array: abi.ArrowDeviceArray = undefined;
-    try testing.expectEqual(Status.ok, c.take(&got_schema, &got_array, true));
+    try testing.expectEqual(Status.ok, c.take(&got_schema, &got_array, true, null));
     try testing.expectEqual(@as(i64, 1), got_array.array.length);
     try testing.expectEqualStrings("n", std.mem.span(got_schema.format.?));
     try testing.expectEqual(@as(i64, 3), TestProducer.instance.requested); // replenished
     got_schema.release.?(&got_schema);
     got_array.array.release.?(&got_array.array);
-    try testing.expectEqual(Status.ok, c.take(&got_schema, &got_array, false));
+    try testing.expectEqual(Status.ok, c.take(&got_schema, &got_array, false, null));
     try testing.expectEqualSlices(u8, "\x00\x00\x00\x00", c.string(.task_metadata).?);
     got_schema.release.?(&got_schema);
     got_array.array.release.?(&got_array.array);

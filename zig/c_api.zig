@@ -332,11 +332,13 @@ export fn abd_async_consumer_request(stream: *async_consumer.Consumer, n: u32) c
 
 /// Takes the next queued task: extracts its array into `array` on this
 /// thread and copies the stream schema into `schema` (both then belong to
-/// the caller), and requests one more task when `replenish` is non-zero.
-export fn abd_async_consumer_take(stream: *async_consumer.Consumer, schema: ?*abi.ArrowSchema, array: ?*abi.ArrowDeviceArray, replenish: c_int) c_int {
+/// the caller). The library's JS side asks for more itself; `words` (NULL,
+/// or state-word room) receives the state after the take.
+export fn abd_async_consumer_take(stream: *async_consumer.Consumer, schema: ?*abi.ArrowSchema, array: ?*abi.ArrowDeviceArray, words: ?[*]f64) c_int {
     const s = schema orelse return code(status.fail(.invalid_argument, "out schema pointer is NULL", .{}));
     const a = array orelse return code(status.fail(.invalid_argument, "out array pointer is NULL", .{}));
-    return code(stream.take(s, a, replenish != 0));
+    const out: ?[]f64 = if (words) |w| w[0..async_consumer.state_words] else null;
+    return code(stream.take(s, a, false, out));
 }
 
 /// Address and length of one of the consumer's byte strings

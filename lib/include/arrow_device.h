@@ -296,10 +296,10 @@ abd_status abd_schema_copy(const struct ArrowSchema* source, struct ArrowSchema*
 /* This library as consumer: a handler to give to any producer. */
 abd_status abd_async_consumer_create(uint32_t token, abd_async_consumer** out);
 struct ArrowAsyncDeviceStreamHandler* abd_async_consumer_handler(abd_async_consumer* consumer);
-void abd_async_consumer_poll(abd_async_consumer* consumer, double* out /* 14 words */, int arm);
+void abd_async_consumer_poll(abd_async_consumer* consumer, double* out /* 15 words */, int arm);
 int abd_async_consumer_request(abd_async_consumer* consumer, uint32_t n);
 abd_status abd_async_consumer_take(abd_async_consumer* consumer, struct ArrowSchema* schema,
-                                   struct ArrowDeviceArray* array, int replenish);
+                                   struct ArrowDeviceArray* array, double* words /* 15, or NULL */);
 void abd_async_consumer_string(abd_async_consumer* consumer, uint32_t id, double* out /* 2 words */);
 void abd_async_consumer_cancel(abd_async_consumer* consumer);
 void abd_async_consumer_close(abd_async_consumer* consumer, int handed_out);

@@ -146,8 +146,9 @@ export const maxNestingDepth = 64;
 export const AsyncConsumerWord = {
   schema_received: 0, queued: 1, ended: 2, errored: 3, released: 4, requested: 5, received: 6,
   taken: 7, discarded: 8, device_type: 9, cancelled: 10, extract_failed: 11, error_code: 12, error_local: 13,
+  task_metadata_bytes: 14,
 } as const;
-export const asyncConsumerWords = 14;
+export const asyncConsumerWords = 15;
 
 /** Strings of `abd_async_consumer_string` (zig/async_consumer.zig StringId). */
 export const AsyncConsumerString = { producer_metadata: 0, error_message: 1, error_metadata: 2, task_metadata: 3 } as const;

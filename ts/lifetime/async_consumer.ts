@@ -103,7 +103,10 @@ class ConsumerCore {
   #closedWaiters: (() => void)[] = [];
   readonly debugToken: number;
 
+  readonly importOptions: { validation: ValidationLevelName };
+
   constructor(readonly depth: number, readonly validation: ValidationLevelName) {
+    this.importOptions = { validation };
     this.token = registerWake(() => this.#onWake());
     const out = new BigUint64Array(1);
     const status = native.abd_async_consumer_create(this.token, out);
@@ -164,13 +167,15 @@ class ConsumerCore {
   /** Takes the next queued task into the slot; null when its extract_data
    * failed (the producer then reports why through on_error). */
   take(): AsyncArray | null {
-    const status = native.abd_async_consumer_take(asPointer(this.address), asPointer(this.slot), asPointer(this.slot + ArrowSchemaLayout.size), 0);
+    // The native call also refreshes `words` (the state after the take).
+    const status = native.abd_async_consumer_take(asPointer(this.address), asPointer(this.slot), asPointer(this.slot + ArrowSchemaLayout.size), this.words);
     if (status === Status.callback_error) return null;
     if (status !== 0) throw errorFor(status, lastError());
-    const index = this.words[W.taken]; // taken before this take: its position
+    const index = this.words[W.taken] - 1;
     this.replenish(index + 1);
-    const metadata = decodeOptional(this.bytes(AsyncConsumerString.task_metadata));
-    const array = ImportedArray.fromDeviceArray(this.slot, this.slot + ArrowSchemaLayout.size, { validation: this.validation });
+    const metadataBytes = this.words[W.task_metadata_bytes];
+    const metadata = metadataBytes < 0 ? null : decodeOptional(this.bytes(AsyncConsumerString.task_metadata));
+    const array = ImportedArray.fromDeviceArray(this.slot, this.slot + ArrowSchemaLayout.size, this.importOptions);
     return { array, metadata, index };
   }
 
@@ -178,7 +183,7 @@ class ConsumerCore {
    * Asks for more once half of the queue depth was taken: between half the
    * depth and the depth stay requested and not yet taken, never more.
    * Fewer, larger requests mean fewer producer wake-ups (depth 1 still asks
-   * for each batch). `words` is the poll made before this take.
+   * for each batch). `words` is the state right after the take.
    */
   replenish(taken: number): void {
     const words = this.words;
@@ -247,8 +252,11 @@ const safetyNet = new FinalizationRegistry<ConsumerCore>((core) => {
 export class AsyncStreamConsumer implements AsyncDisposable {
   readonly #core: ConsumerCore;
   #iterated = false;
-  /** Serializes pulls, so that concurrent next() calls take in order. */
+  /** Serializes pulls that wait, so that concurrent next() calls take in
+   * order; `#waiting` counts them (a pull is served at once only when none
+   * waits). */
   #pulls: Promise<unknown> = Promise.resolve();
+  #waiting = 0;
 
   constructor(options: AsyncConsumerOptions = {}) {
     const depth = options.queueDepth ?? defaultQueueDepth;
@@ -318,7 +326,7 @@ export class AsyncStreamConsumer implements AsyncDisposable {
     this.#iterated = true;
     const owner = this; // the iterator keeps the consumer (and its safety net) alive
     const iterator: AsyncIterableIterator<AsyncArray> = {
-      next: () => owner.#serialized(() => owner.#next()),
+      next: () => owner.#pull(),
       return: async () => {
         await owner.cancel();
         return { done: true, value: undefined };
@@ -330,15 +338,40 @@ export class AsyncStreamConsumer implements AsyncDisposable {
     return iterator;
   }
 
-  #serialized<T>(pull: () => Promise<T>): Promise<T> {
-    const result = this.#pulls.then(pull, pull);
-    this.#pulls = result.catch(() => undefined);
-    return result;
+  /** One pull: at once when a task is queued (or the stream is over),
+   * else after waiting. Pulls are served in order. */
+  #pull(): Promise<IteratorResult<AsyncArray>> {
+    if (this.#waiting === 0) {
+      try {
+        const ready = this.#step(false);
+        if (ready) return Promise.resolve(ready);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    }
+    this.#waiting++;
+    const result = this.#pulls.then(() => this.#wait());
+    this.#pulls = result.then(() => {}, () => {});
+    return result.finally(() => this.#waiting--);
   }
 
-  async #next(): Promise<IteratorResult<AsyncArray>> {
-    const core = this.#core;
+  async #wait(): Promise<IteratorResult<AsyncArray>> {
     let armed = false;
+    for (;;) {
+      const ready = this.#step(armed);
+      if (ready) return ready;
+      if (!armed) {
+        armed = true; // look once more with the wake armed, then wait
+        continue;
+      }
+      await this.#core.signal.wait();
+      armed = false;
+    }
+  }
+
+  /** What a pull gets now, or null when it must wait for news. */
+  #step(armed: boolean): IteratorResult<AsyncArray> | null {
+    const core = this.#core;
     for (;;) {
       if (core.finished) return { done: true, value: undefined };
       const words = core.poll(armed);
@@ -375,12 +408,7 @@ export class AsyncStreamConsumer implements AsyncDisposable {
         core.request(core.depth);
         continue;
       }
-      if (!armed) {
-        armed = true; // look once more with the wake armed, then wait
-        continue;
-      }
-      await core.signal.wait();
-      armed = false;
+      return null;
     }
   }
 
