@@ -549,7 +549,7 @@ describe("back-pressure", () => {
     // Let it go: a cancel from the test, as a consumer thread would.
     const producer = new BigUint64Array(toArrayBuffer(sink.handler, 32, 8))[0];
     const cancel = new BigUint64Array(toArrayBuffer(Number(producer) as Pointer, 16, 8))[0];
-    CFunction({ ptr: Number(cancel), args: ["ptr"], returns: "void" })(Number(producer));
+    CFunction({ ptr: Number(cancel) as Pointer, args: ["ptr"], returns: "void" })(Number(producer));
     expect((await run.done).outcome).toBe("cancelled");
     checkSink(sink);
     sink.free();

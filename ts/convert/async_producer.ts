@@ -31,7 +31,7 @@ import { RecordBatch, RecordBatchReader, Schema, Table, util } from "apache-arro
 import { AsyncProducerWord, DeviceType, asyncProducerWords } from "../abi/layout.ts";
 import { encodeMetadata } from "../abi/metadata.ts";
 import { asPointer } from "../abi/structs.ts";
-import { ArrowDeviceError, AsyncStreamError, CallbackError, InvalidArgumentError, Status, errnoOf, errorFor } from "../errors.ts";
+import { ArrowDeviceError, AsyncStreamError, CallbackError, InvalidArgumentError, OutOfMemoryError, Status, errnoOf, errorFor } from "../errors.ts";
 import { check, lastError, native } from "../ffi/library.ts";
 import { ExportedArray } from "../lifetime/exported.ts";
 import { WakeSignal, registerWake, unregisterWake } from "../lifetime/js_wake.ts";
@@ -256,7 +256,8 @@ function sendSchema(driver: ProducerDriver, schema: Schema | null, first: AsyncE
   const { batch } = unwrap(first!);
   if (batch instanceof RecordBatch) return sendSchema(driver, batch.schema, undefined);
   // A native array: announce a copy of its own schema.
-  const slot = native.abd_alloc_zeroed(72) ?? 0;
+  const slot = Number(native.abd_alloc_zeroed(72) ?? 0);
+  if (!slot) throw new OutOfMemoryError(Status.out_of_memory, "out of memory allocating a schema slot");
   try {
     check(native.abd_schema_copy(batch.schema, asPointer(slot)));
     return driver.sendSchema(slot);

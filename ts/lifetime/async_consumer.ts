@@ -27,7 +27,7 @@ import {
 } from "../abi/layout.ts";
 import { decodeMetadataBytes } from "../abi/metadata.ts";
 import { asPointer } from "../abi/structs.ts";
-import { AsyncStreamError, CallbackError, InvalidArgumentError, ReleasedError, Status, errorFor } from "../errors.ts";
+import { AsyncStreamError, CallbackError, InvalidArgumentError, OutOfMemoryError, ReleasedError, Status, errorFor } from "../errors.ts";
 import { check, lastError, native } from "../ffi/library.ts";
 import { reportLeak, track, untrack } from "./debug.ts";
 import { ImportedArray } from "./imported.ts";
@@ -115,7 +115,12 @@ class ConsumerCore {
       check(status);
     }
     this.address = Number(out[0]);
-    this.slot = native.abd_alloc_zeroed(slotBytes) ?? 0;
+    this.slot = Number(native.abd_alloc_zeroed(slotBytes) ?? 0);
+    if (!this.slot) {
+      native.abd_async_consumer_close(asPointer(this.address), 0);
+      unregisterWake(this.token);
+      throw new OutOfMemoryError(Status.out_of_memory, "out of memory allocating an async stream slot");
+    }
     this.debugToken = track("AsyncStreamConsumer");
   }
 
