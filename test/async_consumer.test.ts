@@ -359,7 +359,8 @@ describe("errors", () => {
     const stream = new AsyncStreamConsumer({ queueDepth: 2 });
     source.start(stream.handler);
     await stream.ready();
-    await Bun.sleep(20); // let it overrun before the first pull requests anything
+    // Let it overrun before the first pull requests anything.
+    for (let i = 0; i < 2000 && source.stat("sent") < 1; i++) await Bun.sleep(1);
     const failure = await readAll(stream).catch((error) => error);
     expect(failure).toBeInstanceOf(AsyncStreamError);
     expect(failure.local).toBe(true);
