@@ -35,6 +35,14 @@ export {
 export { copyArrayToDevice, targetDeviceType, type DeviceTarget } from "./device/transfer.ts";
 export { exportRawArray, wrapDeviceMemory, type RawArrayNode, type RawBuffer, type RawExportOptions, type WrapOptions } from "./device/wrap.ts";
 export { toDevice, toHost, type ToDeviceOptions } from "./convert/device.ts";
+export {
+  AsyncStreamConsumer, defaultQueueDepth, maxQueueDepth,
+  type AsyncConsumerOptions, type AsyncArray, type AsyncStreamInfo, type AsyncConsumerStats,
+} from "./lifetime/async_consumer.ts";
+export {
+  exportAsyncStream, AsyncExport,
+  type AsyncExportSource, type AsyncExportItem, type AsyncExportOptions, type AsyncExportOutcome, type AsyncExportResult,
+} from "./convert/async_producer.ts";
 export { CSchema, CArray, CDeviceArray, addressOf, type StructRef } from "./lifetime/c_structs.ts";
 export { hostAccessError } from "./lifetime/imported.ts";
 export {
@@ -51,3 +59,4 @@ export {
 } from "./convert/stream_export.ts";
 export { recordBatches, recordBatchesAsync, readTable, readTableAsync, streamSchema } from "./convert/stream_import.ts";
 export { setJsWorkSpin } from "./lifetime/js_queue.ts";
+export { AsyncRecordBatchStream, type AsyncRecordBatchStreamOptions, type AsyncBatch } from "./convert/async_stream.ts";

@@ -151,7 +151,9 @@ fn fill(reader: *PlanReader, carver: *tree_block.Carver, block: *tree_block.Bloc
     }
 }
 
-fn releaseSchema(schema: *abi.ArrowSchema) callconv(.c) void {
+/// The release callback of every schema struct built in a tree block
+/// (also used by schema_copy.zig).
+pub fn releaseSchema(schema: *abi.ArrowSchema) callconv(.c) void {
     std.debug.assert(schema.release != null);
     const block: *tree_block.Block = @ptrCast(@alignCast(schema.private_data.?));
     if (schema.children) |children| {
@@ -168,7 +170,8 @@ fn releaseSchema(schema: *abi.ArrowSchema) callconv(.c) void {
     block.unref();
 }
 
-fn finishSchema(context: ?*anyopaque) callconv(.c) void {
+/// The tree block's on-free hook for schemas this library built.
+pub fn finishSchema(context: ?*anyopaque) callconv(.c) void {
     _ = context;
     counters.add(.live_schema_exports, -1);
 }

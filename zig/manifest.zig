@@ -20,6 +20,8 @@ const format = @import("format.zig");
 const reexport = @import("reexport.zig");
 const device_runtime = @import("device/runtime.zig");
 const js_queue = @import("js_queue.zig");
+const async_consumer = @import("async_consumer.zig");
+const async_producer = @import("async_producer.zig");
 
 /// Bumped when the library's own C API changes incompatibly.
 pub const api_version = 1;
@@ -61,6 +63,9 @@ pub const json: [:0]const u8 = build: {
     out = out ++ enumObject("memory_kinds", device_runtime.MemoryKind);
     out = out ++ enumObject("copy_directions", device_runtime.Direction);
     out = out ++ enumObject("pointer_kinds", device_runtime.PointerKind);
+    out = out ++ enumObject("async_consumer_words", async_consumer.StateWord);
+    out = out ++ enumObject("async_consumer_strings", async_consumer.StringId);
+    out = out ++ enumObject("async_producer_words", async_producer.StateWord);
     out = out ++ "}";
     const terminated = (out ++ "\x00").*;
     break :build terminated[0..out.len :0];

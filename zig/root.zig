@@ -2,6 +2,8 @@
 //! tests. Layers point one way:
 //!   abi <- format <- validate <- owner/export_* <- consumer/reexport/streams <- c_api
 //!   device/{dynlib, cuda, hip} <- device/runtime <- device/transfer <- c_api
+//!   (async: js_wake, metadata_copy, schema_copy, producer_gate <-
+//!    async_consumer, async_producer <- c_api)
 //!   abi <- move <- c_api
 //!   metadata <- validate; validate <- schema_info <- c_api
 
@@ -35,6 +37,11 @@ test {
     _ = @import("device/hip.zig");
     _ = @import("device/releaser.zig");
     _ = @import("device/transfer.zig");
+    _ = @import("js_wake.zig");
+    _ = @import("metadata_copy.zig");
+    _ = @import("producer_gate.zig");
+    _ = @import("async_consumer.zig");
+    _ = @import("async_producer.zig");
     _ = @import("move.zig");
     _ = @import("metadata.zig");
     _ = @import("schema_info.zig");

@@ -453,6 +453,50 @@ abd_status abd_stream_import_move(abd_imported_stream* stream, void* out_stream)
 /* Adapters: move `source` in, fill `out`. */
 abd_status abd_stream_to_device(struct ArrowArrayStream* source, struct ArrowDeviceArrayStream* out);
 abd_status abd_stream_from_device(struct ArrowDeviceArrayStream* source, struct ArrowArrayStream* out);
+/* Async device streams (zig/async_consumer.zig, zig/async_producer.zig).   */
+/* These are the library's own entry points, called from its JS thread; a  */
+/* C peer only ever sees the ArrowAsync* structs above. In both roles, the  */
+/* peer's calls (handler callbacks / request, cancel, extract_data) may     */
+/* come from any thread.                                                    */
+/* ----------------------------------------------------------------------- */
+
+typedef struct abd_async_consumer abd_async_consumer;
+typedef struct abd_async_producer abd_async_producer;
+
+/* The callback that wakes JS for the object whose token it receives. */
+void abd_js_wake_set_notifier(void (*notifier)(uint32_t token));
+
+/* Deep copy of a schema tree; the copy owns all its memory. */
+abd_status abd_schema_copy(const struct ArrowSchema* source, struct ArrowSchema* out);
+
+/* This library as consumer: a handler to give to any producer. */
+abd_status abd_async_consumer_create(uint32_t token, abd_async_consumer** out);
+struct ArrowAsyncDeviceStreamHandler* abd_async_consumer_handler(abd_async_consumer* consumer);
+void abd_async_consumer_poll(abd_async_consumer* consumer, double* out /* 15 words */, int arm);
+int abd_async_consumer_request(abd_async_consumer* consumer, uint32_t n);
+abd_status abd_async_consumer_take(abd_async_consumer* consumer, struct ArrowSchema* schema,
+                                   struct ArrowDeviceArray* array, double* words /* 15, or NULL */);
+void abd_async_consumer_string(abd_async_consumer* consumer, uint32_t id, double* out /* 2 words */);
+void abd_async_consumer_cancel(abd_async_consumer* consumer);
+void abd_async_consumer_close(abd_async_consumer* consumer, int handed_out);
+
+/* This library as producer: drives a consumer's handler. */
+abd_status abd_async_producer_create(struct ArrowAsyncDeviceStreamHandler* handler,
+                                     int32_t device_type, const uint8_t* metadata,
+                                     size_t metadata_len, uint32_t token,
+                                     abd_async_producer** out);
+void abd_async_producer_poll(abd_async_producer* producer, double* out /* 6 words */, int arm);
+int abd_async_producer_send_schema(abd_async_producer* producer, struct ArrowSchema* schema);
+abd_status abd_async_producer_send_plan(abd_async_producer* producer, const double* plan,
+                                        size_t plan_words, double keepalive_id,
+                                        const char* metadata, int* rc);
+abd_status abd_async_producer_send_array(abd_async_producer* producer,
+                                         struct ArrowDeviceArray* array, const char* metadata,
+                                         int* rc);
+int abd_async_producer_send_end(abd_async_producer* producer);
+void abd_async_producer_send_error(abd_async_producer* producer, int code, const char* message,
+                                   const char* metadata);
+void abd_async_producer_release(abd_async_producer* producer);
 
 #ifdef __cplusplus
 }

@@ -171,6 +171,20 @@ export type CopyDirectionName = keyof typeof CopyDirection;
 /** What a pointer query finds (zig/device/runtime.zig PointerKind). */
 export const PointerKind = { host: 0, device: 1, pinned: 2, managed: 3 } as const;
 export type PointerKindName = keyof typeof PointerKind;
+/** Words of `abd_async_consumer_poll` (zig/async_consumer.zig StateWord). */
+export const AsyncConsumerWord = {
+  schema_received: 0, queued: 1, ended: 2, errored: 3, released: 4, requested: 5, received: 6,
+  taken: 7, discarded: 8, device_type: 9, cancelled: 10, extract_failed: 11, error_code: 12, error_local: 13,
+  task_metadata_bytes: 14,
+} as const;
+export const asyncConsumerWords = 15;
+
+/** Strings of `abd_async_consumer_string` (zig/async_consumer.zig StringId). */
+export const AsyncConsumerString = { producer_metadata: 0, error_message: 1, error_metadata: 2, task_metadata: 3 } as const;
+
+/** Words of `abd_async_producer_poll` (zig/async_producer.zig StateWord). */
+export const AsyncProducerWord = { credits: 0, requested: 1, sent: 2, cancelled: 3, bad_request: 4, bad_request_n: 5 } as const;
+export const asyncProducerWords = 6;
 
 type Manifest = {
   abi: number;
@@ -197,6 +211,9 @@ type Manifest = {
   memory_kinds: Record<string, number>;
   copy_directions: Record<string, number>;
   pointer_kinds: Record<string, number>;
+  async_consumer_words: Record<string, number>;
+  async_consumer_strings: Record<string, number>;
+  async_producer_words: Record<string, number>;
 };
 
 export type LayoutTables = {
@@ -222,6 +239,9 @@ export type LayoutTables = {
   memoryKinds: Record<string, number>;
   copyDirections: Record<string, number>;
   pointerKinds: Record<string, number>;
+  asyncConsumerWords: Record<string, number>;
+  asyncConsumerStrings: Record<string, number>;
+  asyncProducerWords: Record<string, number>;
 };
 
 /** The tables this module declares, as compared against the manifest. */
@@ -248,6 +268,9 @@ export const tsLayout: LayoutTables = {
   memoryKinds: MemoryKind,
   copyDirections: CopyDirection,
   pointerKinds: PointerKind,
+  asyncConsumerWords: AsyncConsumerWord,
+  asyncConsumerStrings: AsyncConsumerString,
+  asyncProducerWords: AsyncProducerWord,
 };
 
 function compareRecord(what: string, ours: Record<string, number>, theirs: Record<string, number> | undefined, problems: string[]) {
@@ -299,6 +322,9 @@ export function layoutProblems(manifestJson: string, ours: LayoutTables = tsLayo
   compareRecord("pointer_kinds", ours.pointerKinds, manifest.pointer_kinds, problems);
   compareRecord("stream_kinds", ours.streamKinds, manifest.stream_kinds, problems);
   compareRecord("js_work_tags", ours.jsWorkTags, manifest.js_work_tags, problems);
+  compareRecord("async_consumer_words", ours.asyncConsumerWords, manifest.async_consumer_words, problems);
+  compareRecord("async_consumer_strings", ours.asyncConsumerStrings, manifest.async_consumer_strings, problems);
+  compareRecord("async_producer_words", ours.asyncProducerWords, manifest.async_producer_words, problems);
   if (manifest.node_stride !== ours.nodeStride) problems.push(`node_stride: TS has ${ours.nodeStride}, the library has ${manifest.node_stride}`);
   if (manifest.buffer_stride !== ours.bufferStride) problems.push(`buffer_stride: TS has ${ours.bufferStride}, the library has ${manifest.buffer_stride}`);
   if (manifest.max_nesting_depth !== ours.maxNestingDepth) problems.push(`max_nesting_depth: TS has ${ours.maxNestingDepth}, the library has ${manifest.max_nesting_depth}`);

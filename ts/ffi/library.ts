@@ -16,6 +16,7 @@ import { coreSymbols } from "./symbols_core.ts";
 import { ownerSymbols } from "./symbols_owners.ts";
 import { deviceSymbols } from "./symbols_device.ts";
 import { streamSymbols } from "./symbols_streams.ts";
+import { asyncSymbols } from "./symbols_async.ts";
 import { importSymbols } from "./symbols_import.ts";
 
 /** Every symbol area, merged. Add new areas here. */
@@ -24,6 +25,7 @@ const symbols = {
   ...ownerSymbols,
   ...deviceSymbols,
   ...streamSymbols,
+  ...asyncSymbols,
   ...importSymbols,
 };
 

@@ -1,0 +1,384 @@
+/**
+ * This library as the *producer* of an async device stream: batches from
+ * JS (an async or sync iterable, a Table, a RecordBatchReader) pushed into
+ * a C consumer's `ArrowAsyncDeviceStreamHandler` (zig/async_producer.zig).
+ *
+ * Threads. The JS thread drives the stream and makes every handler call:
+ * on_schema (with `handler->producer` populated first), on_next_task only
+ * while the consumer has requested more than was sent, then the NULL task
+ * and release (or on_error and release). The consumer's `request`/`cancel`
+ * may come from any thread at any time, including from inside those calls:
+ * they only record and wake JS, which acts on its next turn. Tasks'
+ * `extract_data` may run on any thread, at any time before or after the
+ * stream ends.
+ *
+ * Zero-copy. Each batch is exported as it is sent, through the same
+ * machinery as `exportArray` (convert/export.ts): the task hands out an
+ * ArrowDeviceArray over the JS buffers, which the keepalive registry keeps
+ * alive until the consumer releases that array (or the task is extracted
+ * with NULL). `ExportedArray` items (e.g. device arrays made natively) are
+ * moved into their task as they are, sync event included.
+ *
+ * Ends. The source's end sends the NULL task. A cancel ends the stream
+ * quietly (the source's `return()` is called, no on_error). A JS exception
+ * (from the source, or a batch that cannot be exported) becomes
+ * `on_error(code, message, metadata)`, as does `request(n <= 0)` (EINVAL).
+ * If the consumer returns non-zero from a callback, only release follows.
+ * Every path ends with exactly one release; `done` then settles.
+ */
+import { type Pointer } from "bun:ffi";
+import { RecordBatch, RecordBatchReader, Schema, Table, util } from "apache-arrow";
+import { AsyncProducerWord, DeviceType, asyncProducerWords } from "../abi/layout.ts";
+import { encodeMetadata } from "../abi/metadata.ts";
+import { asPointer } from "../abi/structs.ts";
+import { ArrowDeviceError, AsyncStreamError, CallbackError, InvalidArgumentError, OutOfMemoryError, Status, errnoOf, errorFor } from "../errors.ts";
+import { check, lastError, native } from "../ffi/library.ts";
+import { ExportedArray } from "../lifetime/exported.ts";
+import { WakeSignal, registerWake, unregisterWake } from "../lifetime/js_wake.ts";
+import { drainReleased, forgetUnused } from "../lifetime/keepalive.ts";
+import { exportSchema, internal } from "./export.ts";
+
+const W = AsyncProducerWord;
+const EINVAL = 22;
+const EIO = 5;
+
+type MetadataInit = Map<string, string> | Record<string, string> | Iterable<[string, string]>;
+
+/** What a source yields: a batch, a natively made device array, or either
+ * with per-task metadata (on_next_task's third argument). */
+export type AsyncExportItem =
+  | RecordBatch
+  | ExportedArray
+  | { batch: RecordBatch | ExportedArray; metadata?: MetadataInit | null };
+
+export type AsyncExportSource =
+  | AsyncIterable<AsyncExportItem>
+  | Iterable<AsyncExportItem>
+  | Table
+  | RecordBatchReader;
+
+export type AsyncExportOptions = {
+  /** The stream's schema. Default: the Table's or reader's, else the first
+   * item's (an empty iterable then needs this). */
+  schema?: Schema;
+  /** `ArrowAsyncProducer.additional_metadata`. */
+  metadata?: MetadataInit | null;
+  /** `ArrowAsyncProducer.device_type` (default CPU). Every item must be on
+   * it: RecordBatches are CPU memory; other devices need ExportedArray
+   * items. */
+  deviceType?: number;
+};
+
+export type AsyncExportOutcome =
+  /** The source ended; the NULL task and release were sent. */
+  | "ended"
+  /** The consumer cancelled; release was sent (no on_error). */
+  | "cancelled"
+  /** on_error and release were sent: a JS exception, or a bad request(n). */
+  | "failed"
+  /** The consumer returned non-zero from a callback; release was sent. */
+  | "refused";
+
+export type AsyncExportResult = {
+  outcome: AsyncExportOutcome;
+  /** Tasks sent with on_next_task. */
+  sent: number;
+  /** The errno sent with on_error ("failed"), or the consumer's return
+   * code ("refused"). */
+  code?: number;
+  /** The JS error behind a "failed" stream. */
+  error?: unknown;
+};
+
+function metadataBytes(init: MetadataInit | null | undefined): Uint8Array | null {
+  if (!init) return null;
+  const entries = init instanceof Map || Symbol.iterator in Object(init)
+    ? (init as Iterable<[string, string]>)
+    : Object.entries(init as Record<string, string>);
+  return encodeMetadata(entries);
+}
+
+/** on_error's arguments for a JS exception. */
+function errorReport(error: unknown): { code: number; message: string; metadata: Uint8Array | null } {
+  let code = EIO;
+  if (error instanceof CallbackError && typeof error.errno === "number" && error.errno > 0) code = error.errno;
+  else if (error instanceof ArrowDeviceError) code = errnoOf(error.status);
+  else if (typeof (error as { errno?: unknown })?.errno === "number" && (error as { errno: number }).errno > 0) code = (error as { errno: number }).errno;
+  const name = error instanceof Error ? error.name : typeof error;
+  const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  const pairs: [string, string][] = [["error.name", name]];
+  if (error instanceof AsyncStreamError) pairs.push(...error.metadata);
+  return { code, message, metadata: encodeMetadata(pairs) };
+}
+
+function cString(text: string): Uint8Array {
+  return new TextEncoder().encode(`${text.replaceAll("\0", " ")}\0`);
+}
+
+type Unwrapped = { batch: RecordBatch | ExportedArray; metadata: Uint8Array | null };
+
+function unwrap(item: AsyncExportItem): Unwrapped {
+  if (item instanceof RecordBatch || item instanceof ExportedArray) return { batch: item, metadata: null };
+  if (item && typeof item === "object" && "batch" in item && (item.batch instanceof RecordBatch || item.batch instanceof ExportedArray)) {
+    return { batch: item.batch, metadata: metadataBytes(item.metadata) };
+  }
+  throw new InvalidArgumentError(Status.invalid_argument, `an async stream source yielded ${String(item)}: expected a RecordBatch, an ExportedArray, or { batch, metadata }`);
+}
+
+function release(item: AsyncExportItem | undefined): void {
+  if (item instanceof ExportedArray) item.release();
+  else if (item && typeof item === "object" && "batch" in item && item.batch instanceof ExportedArray) item.batch.release();
+}
+
+/** Whether the batch's columns have the stream schema's types, by
+ * position (apache-arrow may give a batch with duplicate field names a
+ * schema that names the wrong types, while its data is right). */
+function matchesSchema(batch: RecordBatch, schema: Schema): boolean {
+  if (batch.schema === schema) return true;
+  const columns = batch.data.children;
+  if (columns.length !== schema.fields.length) return false;
+  return schema.fields.every((field, i) => util.compareTypes(field.type, columns[i].type));
+}
+
+type SourceIterator = AsyncIterator<AsyncExportItem> | Iterator<AsyncExportItem>;
+
+/** The native producer and what the JS side of one stream keeps. */
+class ProducerDriver {
+  readonly address: number;
+  readonly token: number;
+  readonly signal = new WakeSignal();
+  readonly words = new Float64Array(asyncProducerWords);
+  readonly rc = new Int32Array(1);
+  sent = 0;
+  released = false;
+  /** Batch schemas already found to match the stream's. */
+  readonly #accepted = new WeakSet<Schema>();
+
+  constructor(handler: number, deviceType: number, metadata: Uint8Array | null) {
+    this.token = registerWake(() => this.signal.notify());
+    const out = new BigUint64Array(1);
+    const status = native.abd_async_producer_create(asPointer(handler), deviceType, metadata, metadata?.length ?? 0, this.token, out);
+    if (status !== 0) {
+      unregisterWake(this.token);
+      check(status);
+    }
+    this.address = Number(out[0]);
+  }
+
+  /** The native state. `arm`: JS is about to wait for a request, so news
+   * after this snapshot must wake it (while JS is busy sending, requests
+   * wake nobody: no JS callback per batch). */
+  poll(arm = false): Float64Array {
+    native.abd_async_producer_poll(asPointer(this.address), this.words, arm ? 1 : 0);
+    return this.words;
+  }
+
+  sendSchema(schemaAddress: number): number {
+    return native.abd_async_producer_send_schema(asPointer(this.address), asPointer(schemaAddress));
+  }
+
+  /** Sends one item (consuming it); returns the consumer's code. */
+  send(item: AsyncExportItem, schema: Schema | null): number {
+    const { batch, metadata } = unwrap(item);
+    if (batch instanceof RecordBatch) {
+      if (schema && !this.#accepted.has(batch.schema)) {
+        if (!matchesSchema(batch, schema)) throw new InvalidArgumentError(Status.invalid_argument, `batch ${this.sent} does not match the stream's schema`);
+        if (batch.schema === schema || batch.data.type.children.every((f, i) => f.type === batch.data.children[i].type)) {
+          this.#accepted.add(batch.schema); // its fields are its columns' types: checked once
+        }
+      }
+      const { words, keepaliveId } = internal.planArray(batch.data);
+      const status = native.abd_async_producer_send_plan(asPointer(this.address), internal.planWords(), words, keepaliveId, metadata, this.rc);
+      if (status !== 0) {
+        forgetUnused(keepaliveId);
+        throw errorFor(status, lastError());
+      }
+    } else {
+      try {
+        check(native.abd_async_producer_send_array(asPointer(this.address), batch.array, metadata, this.rc));
+      } finally {
+        batch.release(); // the task took the array; the handle keeps only its schema
+      }
+    }
+    this.sent++;
+    return this.rc[0];
+  }
+
+  /** Calls the handler's release and frees the native producer. */
+  finish(result: Omit<AsyncExportResult, "sent">): AsyncExportResult {
+    if (!this.released) {
+      this.released = true;
+      native.abd_async_producer_release(asPointer(this.address));
+      unregisterWake(this.token);
+      drainReleased();
+    }
+    return { ...result, sent: this.sent };
+  }
+}
+
+/** The schema to announce, the iterator, and an item pulled early to learn
+ * the schema. */
+async function open(source: AsyncExportSource, options: AsyncExportOptions): Promise<{ schema: Schema | null; iterator: SourceIterator; first?: AsyncExportItem }> {
+  let schema: Schema | null = options.schema ?? null;
+  let iterator: SourceIterator;
+  if (source instanceof Table) {
+    schema ??= source.schema;
+    iterator = source.batches[Symbol.iterator]();
+  } else if (source instanceof RecordBatchReader) {
+    await source.open();
+    schema ??= source.schema;
+    iterator = source.isAsync() ? source[Symbol.asyncIterator]() : source[Symbol.iterator]();
+  } else if (source && typeof (source as AsyncIterable<AsyncExportItem>)[Symbol.asyncIterator] === "function") {
+    iterator = (source as AsyncIterable<AsyncExportItem>)[Symbol.asyncIterator]();
+  } else if (source && typeof (source as Iterable<AsyncExportItem>)[Symbol.iterator] === "function") {
+    iterator = (source as Iterable<AsyncExportItem>)[Symbol.iterator]();
+  } else {
+    throw new InvalidArgumentError(Status.invalid_argument, `cannot stream ${String(source)}: expected an async or sync iterable of RecordBatch, a Table or a RecordBatchReader`);
+  }
+  if (schema) return { schema, iterator };
+  const first = await iterator.next();
+  if (first.done) {
+    throw new InvalidArgumentError(Status.invalid_argument, "the source is empty and no schema was given: pass options.schema");
+  }
+  return { schema: null, iterator, first: first.value };
+}
+
+/** Announces the schema; returns the consumer's code. */
+function sendSchema(driver: ProducerDriver, schema: Schema | null, first: AsyncExportItem | undefined): number {
+  if (schema) {
+    const handle = exportSchema(schema);
+    try {
+      return driver.sendSchema(handle.schema);
+    } finally {
+      handle.release();
+    }
+  }
+  const { batch } = unwrap(first!);
+  if (batch instanceof RecordBatch) return sendSchema(driver, batch.schema, undefined);
+  // A native array: announce a copy of its own schema.
+  const slot = Number(native.abd_alloc_zeroed(72) ?? 0);
+  if (!slot) throw new OutOfMemoryError(Status.out_of_memory, "out of memory allocating a schema slot");
+  try {
+    check(native.abd_schema_copy(batch.schema, asPointer(slot)));
+    return driver.sendSchema(slot);
+  } finally {
+    native.abd_schema_release(asPointer(slot));
+    native.abd_free(asPointer(slot));
+  }
+}
+
+async function drive(driver: ProducerDriver, source: AsyncExportSource, options: AsyncExportOptions): Promise<AsyncExportResult> {
+  let iterator: SourceIterator | null = null;
+  let pending: AsyncExportItem | undefined;
+  const closeSource = async () => {
+    release(pending);
+    pending = undefined;
+    const it = iterator;
+    iterator = null;
+    try {
+      await it?.return?.();
+    } catch {
+      // The stream is over either way; the source's cleanup error is moot.
+    }
+  };
+  try {
+    const opened = await open(source, options);
+    iterator = opened.iterator;
+    pending = opened.first;
+    const streamSchema = opened.schema ?? (pending && unwrap(pending).batch instanceof RecordBatch ? (unwrap(pending).batch as RecordBatch).schema : null);
+    const schemaRc = sendSchema(driver, opened.schema, pending);
+    if (schemaRc !== 0) {
+      await closeSource();
+      return driver.finish({ outcome: "refused", code: schemaRc });
+    }
+    let armed = false;
+    for (;;) {
+      const words = driver.poll(armed);
+      if (words[W.cancelled] === 1) {
+        await closeSource();
+        return driver.finish({ outcome: "cancelled" });
+      }
+      if (words[W.bad_request] === 1) {
+        await closeSource();
+        const n = words[W.bad_request_n];
+        const error = new InvalidArgumentError(Status.invalid_argument, `the consumer called request(${n}); n must be > 0`);
+        native.abd_async_producer_send_error(asPointer(driver.address), EINVAL, cString(error.message), null);
+        return driver.finish({ outcome: "failed", code: EINVAL, error });
+      }
+      if (words[W.credits] <= 0) {
+        if (armed) {
+          await driver.signal.wait();
+          armed = false;
+        } else {
+          armed = true; // look once more with the wake armed, then wait
+        }
+        continue;
+      }
+      let item = pending;
+      pending = undefined;
+      if (item === undefined) {
+        // Sync sources (arrays, Tables, sync readers) are pulled without a
+        // microtask turn per batch.
+        let next = iterator!.next();
+        const awaited = next instanceof Promise;
+        if (awaited) next = await next;
+        const result = next as IteratorResult<AsyncExportItem>;
+        if (result.done) {
+          iterator = null;
+          const rc = native.abd_async_producer_send_end(asPointer(driver.address));
+          return driver.finish(rc === 0 ? { outcome: "ended" } : { outcome: "refused", code: rc });
+        }
+        item = result.value;
+        // A cancel may have come while the source was producing.
+        if (awaited && driver.poll()[W.cancelled] === 1) {
+          pending = item;
+          continue;
+        }
+      }
+      const rc = driver.send(item, streamSchema);
+      if (rc !== 0) {
+        await closeSource();
+        return driver.finish({ outcome: "refused", code: rc });
+      }
+    }
+  } catch (error) {
+    await closeSource();
+    const report = errorReport(error);
+    native.abd_async_producer_send_error(asPointer(driver.address), report.code, cString(report.message), report.metadata);
+    return driver.finish({ outcome: "failed", code: report.code, error });
+  }
+}
+
+/** A running export; `done` settles after the handler's release. */
+export class AsyncExport {
+  readonly #driver: ProducerDriver;
+  /** Settles (never rejects) once the stream ended and the handler was
+   * released, with how it ended. */
+  readonly done: Promise<AsyncExportResult>;
+
+  /** @internal */
+  constructor(driver: ProducerDriver, done: Promise<AsyncExportResult>) {
+    this.#driver = driver;
+    this.done = done;
+  }
+
+  /** Tasks sent so far. */
+  get sent(): number {
+    return this.#driver.sent;
+  }
+}
+
+/**
+ * Pushes `source` into the C consumer's `handler`
+ * (`struct ArrowAsyncDeviceStreamHandler*`), honouring its requests.
+ * Populates `handler->producer` at once; everything else happens
+ * asynchronously on this thread (see the module comment for the order).
+ * Throws (after releasing the handler) only when the handler lacks a
+ * callback or the options are invalid.
+ */
+export function exportAsyncStream(source: AsyncExportSource, handler: Pointer | number, options: AsyncExportOptions = {}): AsyncExport {
+  const deviceType = options.deviceType ?? DeviceType.CPU;
+  const driver = new ProducerDriver(Number(handler), deviceType, metadataBytes(options.metadata));
+  const done = drive(driver, source, options);
+  return new AsyncExport(driver, done);
+}

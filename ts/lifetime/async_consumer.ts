@@ -1,0 +1,431 @@
+/**
+ * This library as the *consumer* of an async device stream: a native
+ * `ArrowAsyncDeviceStreamHandler` (zig/async_consumer.zig) that any C
+ * producer pushes into, read from JS as an async iterable of imported
+ * arrays (raw views; convert/async_stream.ts adds apache-arrow batches).
+ *
+ * Threads. The producer calls the handler from its own threads; the native
+ * side only queues and wakes JS (lifetime/js_wake.ts). Everything here runs
+ * on the JS thread: each pull takes a queued task, calls its
+ * `extract_data` here, imports the array (ImportedArray, zero-copy) and
+ * asks the producer for one more, so that `queueDepth` batches stay in
+ * flight (requested and not yet taken) and never more.
+ *
+ * Lifetimes. The handler lives until the producer calls its release; the
+ * native state until both that release and JS are done. `break` / `return()`
+ * / `cancel()` cancel the stream: queued tasks and the ones the producer
+ * still sends are extracted with NULL (not wanted), and the returned
+ * promise settles once the producer released the handler (`closed`). A
+ * stream that ends or fails is closed the same way. Each batch is an
+ * ImportedArray whose memory stays valid after the stream is gone, until
+ * it is disposed or collected.
+ */
+import { toArrayBuffer, type Pointer } from "bun:ffi";
+import {
+  ArrowDeviceArrayLayout, ArrowSchemaLayout, AsyncConsumerString, AsyncConsumerWord, ValidationLevel,
+  asyncConsumerWords, type ValidationLevelName,
+} from "../abi/layout.ts";
+import { decodeMetadataBytes } from "../abi/metadata.ts";
+import { asPointer } from "../abi/structs.ts";
+import { AsyncStreamError, CallbackError, InvalidArgumentError, OutOfMemoryError, ReleasedError, Status, errorFor } from "../errors.ts";
+import { check, lastError, native } from "../ffi/library.ts";
+import { reportLeak, track, untrack } from "./debug.ts";
+import { ImportedArray } from "./imported.ts";
+import { WakeSignal, holdEventLoop, registerWake, unregisterWake } from "./js_wake.ts";
+
+export const defaultQueueDepth = 4;
+export const maxQueueDepth = 1 << 20;
+
+export type AsyncConsumerOptions = {
+  /** Batches kept in flight: requested from the producer and not yet
+   * taken by JS (1 .. 2^20, default 4). */
+  queueDepth?: number;
+  /** Validation level of every imported batch (default "default"). */
+  validation?: ValidationLevelName;
+};
+
+/** One batch of the stream, as raw views. */
+export type AsyncArray = {
+  /** The batch, moved into a native owner without copying. */
+  array: ImportedArray;
+  /** The task's metadata (on_next_task's third argument), decoded; null
+   * when the producer sent none. */
+  metadata: Map<string, string> | null;
+  /** Position in the stream, from 0. */
+  index: number;
+};
+
+/** What the producer declared with on_schema. */
+export type AsyncStreamInfo = {
+  /** `ArrowAsyncProducer.device_type`. */
+  deviceType: number;
+  /** `ArrowAsyncProducer.additional_metadata`, decoded (copied). */
+  producerMetadata: Map<string, string> | null;
+};
+
+export type AsyncConsumerStats = {
+  /** Sum of every request(n) made. */
+  requested: number;
+  /** Tasks the producer sent. */
+  received: number;
+  /** Tasks taken by JS (extracted with an array). */
+  taken: number;
+  /** Tasks extracted with NULL after cancel. */
+  discarded: number;
+};
+
+const W = AsyncConsumerWord;
+const slotBytes = ArrowSchemaLayout.size + ArrowDeviceArrayLayout.size;
+
+function decodeOptional(bytes: Uint8Array | null): Map<string, string> | null {
+  return bytes === null ? null : new Map(decodeMetadataBytes(bytes));
+}
+
+/**
+ * The state one stream's JS side keeps. Deliberately holds no reference to
+ * the public object, so that a dropped consumer can be collected (the wake
+ * registry holds this).
+ */
+class ConsumerCore {
+  address = 0;
+  readonly token: number;
+  readonly signal = new WakeSignal();
+  readonly words = new Float64Array(asyncConsumerWords);
+  readonly stringWords = new Float64Array(2);
+  slot = 0;
+  handedOut = false;
+  /** The initial request(queueDepth) was made. */
+  started = false;
+  /** JS reads no more tasks; waiting for the producer's release. */
+  finished = false;
+  /** The native state was let go. */
+  closed = false;
+  #closedWaiters: (() => void)[] = [];
+  readonly debugToken: number;
+
+  readonly importOptions: { validation: ValidationLevelName };
+
+  constructor(readonly depth: number, readonly validation: ValidationLevelName) {
+    this.importOptions = { validation };
+    this.token = registerWake(() => this.#onWake());
+    const out = new BigUint64Array(1);
+    const status = native.abd_async_consumer_create(this.token, out);
+    if (status !== 0) {
+      unregisterWake(this.token);
+      check(status);
+    }
+    this.address = Number(out[0]);
+    this.slot = Number(native.abd_alloc_zeroed(slotBytes) ?? 0);
+    if (!this.slot) {
+      native.abd_async_consumer_close(asPointer(this.address), 0);
+      unregisterWake(this.token);
+      throw new OutOfMemoryError(Status.out_of_memory, "out of memory allocating an async stream slot");
+    }
+    this.debugToken = track("AsyncStreamConsumer");
+  }
+
+  #onWake(): void {
+    this.signal.notify();
+    if (this.finished) this.tryClose();
+  }
+
+  /** A snapshot of the native state (the last one once closed). `arm`:
+   * JS is about to wait, so news after this snapshot must wake it (while
+   * JS is busy, news wakes nobody: no JS callback per batch). */
+  poll(arm = false): Float64Array {
+    if (!this.closed) native.abd_async_consumer_poll(asPointer(this.address), this.words, arm ? 1 : 0);
+    return this.words;
+  }
+
+  /** A copy of one of the native strings, or null. */
+  bytes(id: number): Uint8Array | null {
+    if (this.closed) return null;
+    native.abd_async_consumer_string(asPointer(this.address), id, this.stringWords);
+    const [address, length] = this.stringWords;
+    if (!address) return null;
+    return length === 0 ? new Uint8Array(0) : new Uint8Array(toArrayBuffer(asPointer(address), 0, length)).slice();
+  }
+
+  /** The stream's error as a typed error (state must say errored). */
+  streamError(): AsyncStreamError {
+    const words = this.words;
+    const code = words[W.error_code];
+    const text = this.bytes(AsyncConsumerString.error_message);
+    const message = text ? new TextDecoder().decode(text) : "";
+    const metadata = decodeOptional(this.bytes(AsyncConsumerString.error_metadata)) ?? new Map();
+    const local = words[W.error_local] === 1;
+    const what = local ? "the producer broke the async stream protocol" : `the producer failed (on_error ${code})`;
+    return new AsyncStreamError(code, message ? `${what}: ${message}` : what, metadata, local);
+  }
+
+  info(): AsyncStreamInfo {
+    return {
+      deviceType: this.words[W.device_type],
+      producerMetadata: decodeOptional(this.bytes(AsyncConsumerString.producer_metadata)),
+    };
+  }
+
+  request(n: number): void {
+    if (!this.closed) native.abd_async_consumer_request(asPointer(this.address), n);
+  }
+
+  /** Takes the next queued task into the slot; null when its extract_data
+   * failed (the producer then reports why through on_error). */
+  take(): AsyncArray | null {
+    // The native call also refreshes `words` (the state after the take).
+    const status = native.abd_async_consumer_take(asPointer(this.address), asPointer(this.slot), asPointer(this.slot + ArrowSchemaLayout.size), this.words);
+    if (status === Status.callback_error) return null;
+    if (status !== 0) throw errorFor(status, lastError());
+    const index = this.words[W.taken] - 1;
+    this.replenish(index + 1);
+    const metadataBytes = this.words[W.task_metadata_bytes];
+    const metadata = metadataBytes < 0 ? null : decodeOptional(this.bytes(AsyncConsumerString.task_metadata));
+    const array = ImportedArray.fromDeviceArray(this.slot, this.slot + ArrowSchemaLayout.size, this.importOptions);
+    return { array, metadata, index };
+  }
+
+  /**
+   * Asks for more once half of the queue depth was taken: between half the
+   * depth and the depth stay requested and not yet taken, never more.
+   * Fewer, larger requests mean fewer producer wake-ups (depth 1 still asks
+   * for each batch). `words` is the state right after the take.
+   */
+  replenish(taken: number): void {
+    const words = this.words;
+    if (words[W.ended] === 1 || words[W.cancelled] === 1 || words[W.errored] === 1 || words[W.released] === 1) return;
+    const outstanding = words[W.requested] - taken;
+    if (outstanding <= this.depth >> 1) {
+      this.request(this.depth - outstanding);
+      words[W.requested] = taken + this.depth; // this poll's copy, kept current
+    }
+  }
+
+  /** JS stops reading: cancels unless the stream is over (the native side
+   * discards what is queued and what still comes), then closes once the
+   * producer released the handler. Idempotent. */
+  finish(): void {
+    if (this.finished) return;
+    this.finished = true;
+    if (!this.closed) native.abd_async_consumer_cancel(asPointer(this.address));
+    this.tryClose();
+  }
+
+  /** Lets the native state go once no producer can call the handler. */
+  tryClose(): void {
+    if (this.closed) return;
+    const words = this.poll(true);
+    if (this.handedOut && words[W.released] !== 1) return; // a wake will retry
+    this.closed = true;
+    native.abd_async_consumer_close(asPointer(this.address), this.handedOut ? 1 : 0);
+    native.abd_free(asPointer(this.slot));
+    unregisterWake(this.token);
+    untrack(this.debugToken);
+    for (const resolve of this.#closedWaiters.splice(0)) resolve();
+  }
+
+  /** Settles once the native state was let go; holds the event loop
+   * meanwhile. */
+  whenClosed(): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    const release = holdEventLoop();
+    return new Promise<void>((resolve) => {
+      this.#closedWaiters.push(() => {
+        release();
+        resolve();
+      });
+    });
+  }
+}
+
+// Safety net: a consumer dropped mid-stream is cancelled, so the producer
+// can finish and release. Not the intended path (debug mode warns).
+const safetyNet = new FinalizationRegistry<ConsumerCore>((core) => {
+  if (core.finished) return;
+  reportLeak(core.debugToken, "AsyncStreamConsumer");
+  core.finish();
+});
+
+/**
+ * A native `ArrowAsyncDeviceStreamHandler` for any C producer, read from JS.
+ *
+ * ```ts
+ * const stream = new AsyncStreamConsumer({ queueDepth: 4 });
+ * startProducer(stream.handler);            // any C producer
+ * for await (const { array, metadata } of stream.arrays()) { ... }
+ * ```
+ */
+export class AsyncStreamConsumer implements AsyncDisposable {
+  readonly #core: ConsumerCore;
+  #iterated = false;
+  /** Serializes pulls that wait, so that concurrent next() calls take in
+   * order; `#waiting` counts them (a pull is served at once only when none
+   * waits). */
+  #pulls: Promise<unknown> = Promise.resolve();
+  #waiting = 0;
+
+  constructor(options: AsyncConsumerOptions = {}) {
+    const depth = options.queueDepth ?? defaultQueueDepth;
+    if (!Number.isInteger(depth) || depth < 1 || depth > maxQueueDepth) {
+      throw new InvalidArgumentError(Status.invalid_argument, `queueDepth must be an integer in 1..${maxQueueDepth}, got ${depth}`);
+    }
+    const validation = options.validation ?? "default";
+    if (ValidationLevel[validation] === undefined) throw new InvalidArgumentError(Status.invalid_argument, `unknown validation level "${validation}"`);
+    this.#core = new ConsumerCore(depth, validation);
+    safetyNet.register(this, this.#core, this);
+  }
+
+  /** The `struct ArrowAsyncDeviceStreamHandler*` to give to one producer.
+   * Valid until that producer calls its release. */
+  get handler(): Pointer {
+    const core = this.#core;
+    if (core.closed) throw new ReleasedError(Status.released, "this async stream is closed; its handler is gone");
+    core.handedOut = true;
+    return native.abd_async_consumer_handler(asPointer(core.address)) as Pointer;
+  }
+
+  get queueDepth(): number {
+    return this.#core.depth;
+  }
+
+  get stats(): AsyncConsumerStats {
+    const words = this.#core.poll();
+    return { requested: words[W.requested], received: words[W.received], taken: words[W.taken], discarded: words[W.discarded] };
+  }
+
+  /** Settles once the producer released the handler and the native state
+   * is gone (after the end, an error, or a cancel). */
+  get closed(): Promise<void> {
+    return this.#core.whenClosed();
+  }
+
+  /** Waits for on_schema; rejects with the stream's error if it failed
+   * first. Requests nothing. */
+  async ready(): Promise<AsyncStreamInfo> {
+    const core = this.#core;
+    let armed = false;
+    for (;;) {
+      const words = core.poll(armed);
+      if (words[W.schema_received] === 1) return core.info();
+      if (words[W.errored] === 1) {
+        const error = core.streamError();
+        core.finish();
+        throw error;
+      }
+      if (core.closed || words[W.released] === 1 || core.finished) {
+        core.finish();
+        throw new CallbackError(Status.callback_error, "the async stream ended before the producer sent its schema");
+      }
+      if (!armed) {
+        armed = true; // look once more with the wake armed, then wait
+        continue;
+      }
+      await core.signal.wait();
+      armed = false;
+    }
+  }
+
+  /** The batches, in order, as raw views with their task metadata. One
+   * iteration per stream. */
+  arrays(): AsyncIterableIterator<AsyncArray> {
+    if (this.#iterated) throw new InvalidArgumentError(Status.invalid_argument, "this async stream is already being read; it can be iterated once");
+    this.#iterated = true;
+    const owner = this; // the iterator keeps the consumer (and its safety net) alive
+    const iterator: AsyncIterableIterator<AsyncArray> = {
+      next: () => owner.#pull(),
+      return: async () => {
+        await owner.cancel();
+        return { done: true, value: undefined };
+      },
+      [Symbol.asyncIterator]() {
+        return iterator;
+      },
+    };
+    return iterator;
+  }
+
+  /** One pull: at once when a task is queued (or the stream is over),
+   * else after waiting. Pulls are served in order. */
+  #pull(): Promise<IteratorResult<AsyncArray>> {
+    if (this.#waiting === 0) {
+      try {
+        const ready = this.#step(false);
+        if (ready) return Promise.resolve(ready);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    }
+    this.#waiting++;
+    const result = this.#pulls.then(() => this.#wait());
+    this.#pulls = result.then(() => {}, () => {});
+    return result.finally(() => this.#waiting--);
+  }
+
+  async #wait(): Promise<IteratorResult<AsyncArray>> {
+    let armed = false;
+    for (;;) {
+      const ready = this.#step(armed);
+      if (ready) return ready;
+      if (!armed) {
+        armed = true; // look once more with the wake armed, then wait
+        continue;
+      }
+      await this.#core.signal.wait();
+      armed = false;
+    }
+  }
+
+  /** What a pull gets now, or null when it must wait for news. */
+  #step(armed: boolean): IteratorResult<AsyncArray> | null {
+    const core = this.#core;
+    for (;;) {
+      if (core.finished) return { done: true, value: undefined };
+      const words = core.poll(armed);
+      if (words[W.queued] > 0) {
+        let taken: AsyncArray | null;
+        try {
+          taken = core.take();
+        } catch (error) {
+          core.finish();
+          throw error;
+        }
+        if (taken) return { done: false, value: taken };
+        continue; // extract_data failed: wait for on_error (or release)
+      }
+      if (words[W.errored] === 1) {
+        const error = core.streamError();
+        core.finish();
+        throw error;
+      }
+      if (words[W.extract_failed] !== 0 && words[W.released] === 1) {
+        core.finish();
+        throw new CallbackError(Status.callback_error, `extract_data returned ${words[W.extract_failed]} and the producer reported no error`);
+      }
+      if (words[W.ended] === 1) {
+        core.finish();
+        return { done: true, value: undefined };
+      }
+      if (words[W.released] === 1) {
+        core.finish();
+        throw new CallbackError(Status.callback_error, "the producer released the handler before the end of the stream");
+      }
+      if (words[W.schema_received] === 1 && !core.started) {
+        core.started = true;
+        core.request(core.depth);
+        continue;
+      }
+      return null;
+    }
+  }
+
+  /** Cancels the stream (what is queued and what the producer still sends
+   * is discarded) and settles once the producer released the handler.
+   * Idempotent; harmless after the end. */
+  async cancel(): Promise<void> {
+    this.#core.finish();
+    await this.#core.whenClosed();
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.cancel();
+  }
+}

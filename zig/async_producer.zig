@@ -1,0 +1,450 @@
+//! This library as the *producer* of an async device stream: JS pushes
+//! batches into a C consumer's `ArrowAsyncDeviceStreamHandler`.
+//!
+//! Threads. The JS thread drives the stream: it calls every handler
+//! callback (on_schema, on_next_task, on_error, release), one at a time.
+//! The consumer calls `request` and `cancel` from any thread at any time,
+//! including from inside those callbacks; they only update counters under
+//! `mutex` and wake JS (js_wake.zig), never call back synchronously. Tasks'
+//! `extract_data` runs on whatever thread the consumer chooses, even after
+//! the stream was released: a task owns its array and nothing else.
+//!
+//! Rules kept here (and tested): on_schema comes first, with
+//! `handler->producer` populated; on_next_task is called only while fewer
+//! tasks were sent than requested; `request(n <= 0)` and cancel are recorded
+//! for JS to act on (on_error EINVAL, or a quiet end); after cancel,
+//! `request` is a no-op; once a callback returned non-zero, only release
+//! follows. A task the consumer refused (non-zero from on_next_task) is
+//! reclaimed here, as Arrow C++ does.
+//!
+//! Lifetime. JS creates the producer and destroys it right after calling the
+//! handler's release; the consumer must not call `request`/`cancel` after
+//! that release began (the spec's rule). Counted in `live_async`, like each
+//! task not yet extracted.
+
+const std = @import("std");
+const abi = @import("abi.zig");
+const status = @import("status.zig");
+const counters = @import("counters.zig");
+const sync = @import("sync.zig");
+const js_wake = @import("js_wake.zig");
+const metadata_copy = @import("metadata_copy.zig");
+const export_array = @import("export_array.zig");
+const Status = status.Status;
+const fail = status.fail;
+
+const EINVAL: c_int = 22;
+
+/// Words of the state snapshot `poll` writes (f64 each), shared with TS
+/// through the layout manifest.
+pub const StateWord = enum(u8) {
+    /// Tasks the consumer requested and was not sent yet.
+    credits,
+    /// Sum of the valid `request(n)` calls.
+    requested,
+    /// Tasks sent with on_next_task.
+    sent,
+    /// 1 once the consumer called cancel.
+    cancelled,
+    /// 1 when the consumer called `request(n)` with `n <= 0`.
+    bad_request,
+    /// The first such `n`.
+    bad_request_n,
+};
+pub const state_words = @typeInfo(StateWord).@"enum".field_names.len;
+
+pub const Producer = struct {
+    /// What `handler->producer` points to; `private_data` points back here.
+    producer: abi.ArrowAsyncProducer,
+    handler: *abi.ArrowAsyncDeviceStreamHandler,
+    waker: js_wake.Waker,
+    /// Owned copy behind `producer.additional_metadata`.
+    metadata: ?[]u8,
+
+    // Guarded by `mutex`.
+    mutex: sync.Mutex = .{},
+    requested: i64 = 0,
+    sent: i64 = 0,
+    cancelled: bool = false,
+    bad_request: bool = false,
+    bad_request_n: i64 = 0,
+    /// No more on_next_task/on_error will be sent: request/cancel are no-ops.
+    finished: bool = false,
+
+    fn fromProducer(producer: *abi.ArrowAsyncProducer) *Producer {
+        return @fieldParentPtr("producer", producer);
+    }
+
+    fn finish(self: *Producer) void {
+        self.mutex.lock();
+        self.finished = true;
+        self.mutex.unlock();
+    }
+
+    /// Writes the state snapshot. `arm`: first clear the pending wake, so
+    /// that any change after this snapshot wakes JS (JS arms only right
+    /// before it waits).
+    pub fn poll(self: *Producer, out: []f64, arm: bool) void {
+        if (arm) self.waker.clear();
+        self.mutex.lock();
+        defer self.mutex.unlock();
+        const words = [state_words]f64{
+            @floatFromInt(self.requested - self.sent),
+            @floatFromInt(self.requested),
+            @floatFromInt(self.sent),
+            @floatFromInt(@intFromBool(self.cancelled)),
+            @floatFromInt(@intFromBool(self.bad_request)),
+            @floatFromInt(self.bad_request_n),
+        };
+        @memcpy(out[0..state_words], &words);
+    }
+
+    /// Calls on_schema. The consumer moves `schema`; whatever it left is
+    /// released here. Returns the consumer's code.
+    pub fn sendSchema(self: *Producer, schema: *abi.ArrowSchema) c_int {
+        const rc = self.handler.on_schema.?(self.handler, schema);
+        if (schema.release) |release| release(schema);
+        if (rc != 0) self.finish();
+        return rc;
+    }
+
+    /// Builds a CPU device array over JS memory from an export plan
+    /// (export_array.zig) into a new task, and sends it. `rc` receives the
+    /// consumer's code.
+    pub fn sendPlan(self: *Producer, plan: []const f64, keepalive_id: u64, metadata: ?[*]const u8, rc: *c_int) Status {
+        const checked = self.checkCredit();
+        if (checked != .ok) return checked;
+        if (self.producer.device_type != abi.device_cpu)
+            return fail(.unknown_device, "this stream declared device type {d}; a JS batch is CPU memory (device type 1)", .{self.producer.device_type});
+        const task = Task.create() orelse return fail(.out_of_memory, "out of memory allocating an async task", .{});
+        const built = export_array.buildDevice(plan, .{ .keepalive_id = keepalive_id }, .{}, &task.array);
+        if (built != .ok) {
+            task.array.array.release = null;
+            task.destroy();
+            return built;
+        }
+        rc.* = self.deliver(task, metadata);
+        return .ok;
+    }
+
+    /// Moves `array` (an ArrowDeviceArray of the stream's device type, with
+    /// its sync event) into a new task and sends it. On error `array` is
+    /// left as it was.
+    pub fn sendArray(self: *Producer, array: *abi.ArrowDeviceArray, metadata: ?[*]const u8, rc: *c_int) Status {
+        const checked = self.checkCredit();
+        if (checked != .ok) return checked;
+        if (array.array.release == null) return fail(.released, "the device array to send is released", .{});
+        if (array.device_type != self.producer.device_type)
+            return fail(.unknown_device, "the array is on device type {d} but this stream declared device type {d}", .{ array.device_type, self.producer.device_type });
+        const task = Task.create() orelse return fail(.out_of_memory, "out of memory allocating an async task", .{});
+        task.array = array.*;
+        array.array.release = null;
+        rc.* = self.deliver(task, metadata);
+        return .ok;
+    }
+
+    fn checkCredit(self: *Producer) Status {
+        self.mutex.lock();
+        defer self.mutex.unlock();
+        if (self.finished) return fail(.released, "the stream already ended", .{});
+        if (self.sent >= self.requested) return fail(.out_of_range, "the consumer requested {d} tasks and {d} were sent: no task may be sent now", .{ self.requested, self.sent });
+        return .ok;
+    }
+
+    fn deliver(self: *Producer, task: *Task, metadata: ?[*]const u8) c_int {
+        self.mutex.lock();
+        self.sent += 1;
+        self.mutex.unlock();
+        var c_task: abi.ArrowAsyncTask = .{ .extract_data = extractData, .private_data = task };
+        const rc = self.handler.on_next_task.?(self.handler, &c_task, @ptrCast(metadata));
+        if (rc != 0) {
+            // Refused: the consumer did not take the task (Arrow C++'s
+            // convention). Reclaim it unless it was extracted already.
+            if (!task.taken.swap(true, .acq_rel)) {
+                if (task.array.array.release) |release| release(&task.array.array);
+                task.unref();
+            }
+            self.finish();
+        }
+        task.unref(); // this function's reference
+        return rc;
+    }
+
+    /// Sends the end of the stream (a NULL task).
+    pub fn sendEnd(self: *Producer) c_int {
+        self.finish();
+        return self.handler.on_next_task.?(self.handler, null, null);
+    }
+
+    pub fn sendError(self: *Producer, code: c_int, message: ?[*:0]const u8, metadata: ?[*]const u8) void {
+        self.finish();
+        self.handler.on_error.?(self.handler, code, message, @ptrCast(metadata));
+    }
+
+    /// Calls the handler's release, then frees the producer.
+    pub fn releaseAndDestroy(self: *Producer) void {
+        self.finish();
+        const handler = self.handler;
+        if (handler.release) |release| release(handler);
+        metadata_copy.free(self.metadata);
+        counters.add(.live_async, -1);
+        std.heap.c_allocator.destroy(self);
+    }
+};
+
+/// One task's private data: the array it hands out. Two references: the
+/// sending frame's and the consumer's (dropped by extract_data).
+const Task = struct {
+    array: abi.ArrowDeviceArray = .empty,
+    refs: std.atomic.Value(u32) = .init(2),
+    /// Set by whoever disposes of `array` first (extract, or the reclaim of
+    /// a refused task).
+    taken: std.atomic.Value(bool) = .init(false),
+
+    fn create() ?*Task {
+        const task = std.heap.c_allocator.create(Task) catch return null;
+        task.* = .{};
+        counters.add(.live_async, 1);
+        return task;
+    }
+
+    fn unref(self: *Task) void {
+        const before = self.refs.fetchSub(1, .acq_rel);
+        std.debug.assert(before > 0);
+        if (before == 1) self.destroy();
+    }
+
+    fn destroy(self: *Task) void {
+        std.debug.assert(self.array.array.release == null);
+        counters.add(.live_async, -1);
+        std.heap.c_allocator.destroy(self);
+    }
+};
+
+/// ArrowAsyncTask.extract_data. Any thread, exactly once per task.
+fn extractData(c_task: *abi.ArrowAsyncTask, out: ?*abi.ArrowDeviceArray) callconv(.c) c_int {
+    const task: *Task = @ptrCast(@alignCast(c_task.private_data orelse return EINVAL));
+    c_task.private_data = null; // a second call through this struct fails cleanly
+    if (task.taken.swap(true, .acq_rel)) return EINVAL;
+    if (out) |target| {
+        target.* = task.array;
+    } else if (task.array.array.release) |release| {
+        release(&task.array.array);
+    }
+    task.array.array.release = null;
+    task.unref();
+    return 0;
+}
+
+fn requestTasks(producer: *abi.ArrowAsyncProducer, n: i64) callconv(.c) void {
+    const self = Producer.fromProducer(producer);
+    self.mutex.lock();
+    if (self.cancelled or self.finished) {
+        self.mutex.unlock(); // after cancel: a no-op, as the spec requires
+        return;
+    }
+    if (n <= 0) {
+        if (!self.bad_request) {
+            self.bad_request = true;
+            self.bad_request_n = n;
+        }
+    } else {
+        self.requested +|= n;
+    }
+    self.mutex.unlock();
+    _ = self.waker.wake();
+}
+
+fn cancelStream(producer: *abi.ArrowAsyncProducer) callconv(.c) void {
+    const self = Producer.fromProducer(producer);
+    self.mutex.lock();
+    const first = !self.cancelled;
+    self.cancelled = true;
+    self.mutex.unlock();
+    if (first) _ = self.waker.wake();
+}
+
+/// A producer bound to `handler` (whose `producer` member it populates),
+/// declaring `device_type`, with `metadata` (binary encoding, `metadata_len`
+/// bytes, copied) as additional_metadata. On error the handler was given to
+/// a producer that cannot run: it is released (when it has a release
+/// callback), as the spec asks of every producer.
+pub fn create(handler: ?*abi.ArrowAsyncDeviceStreamHandler, device_type: abi.DeviceType, metadata: ?[]const u8, token: u32, out: *?*Producer) Status {
+    const h = handler orelse return fail(.invalid_argument, "handler pointer is NULL", .{});
+    const made = make(h, device_type, metadata, token, out);
+    if (made != .ok) {
+        if (h.release) |release| release(h);
+    }
+    return made;
+}
+
+fn make(h: *abi.ArrowAsyncDeviceStreamHandler, device_type: abi.DeviceType, metadata: ?[]const u8, token: u32, out: *?*Producer) Status {
+    const missing: ?[]const u8 = if (h.release == null) "release" else if (h.on_schema == null) "on_schema" else if (h.on_next_task == null) "on_next_task" else if (h.on_error == null) "on_error" else null;
+    if (missing) |name| return fail(.invalid_argument, "handler->{s} is NULL", .{name});
+    if (device_type <= 0) return fail(.unknown_device, "device type {d} is not a device type", .{device_type});
+    var copy: ?[]u8 = null;
+    if (metadata) |bytes| {
+        if (bytes.len < 4 or metadata_copy.byteLength(bytes.ptr) != bytes.len) return fail(.invalid_layout, "additional_metadata is not {d} bytes of well-formed metadata", .{bytes.len});
+        copy = std.heap.c_allocator.dupe(u8, bytes) catch return fail(.out_of_memory, "out of memory copying additional_metadata", .{});
+    }
+    const self = std.heap.c_allocator.create(Producer) catch {
+        metadata_copy.free(copy);
+        return fail(.out_of_memory, "out of memory allocating an async producer", .{});
+    };
+    self.* = .{
+        .producer = .{
+            .device_type = device_type,
+            .request = requestTasks,
+            .cancel = cancelStream,
+            .additional_metadata = if (copy) |c| c.ptr else null,
+            .private_data = null,
+        },
+        .handler = h,
+        .waker = .init(token),
+        .metadata = copy,
+    };
+    self.producer.private_data = self;
+    h.producer = &self.producer;
+    counters.add(.live_async, 1);
+    out.* = self;
+    return .ok;
+}
+
+// ---------------------------------------------------------------------------
+
+const testing = std.testing;
+
+/// A consumer that records what it is sent and can act from inside the
+/// callbacks.
+const TestConsumer = struct {
+    handler: abi.ArrowAsyncDeviceStreamHandler = .{
+        .on_schema = onSchema,
+        .on_next_task = onNextTask,
+        .on_error = onError,
+        .release = onRelease,
+        .producer = null,
+        .private_data = null,
+    },
+    tasks: [8]abi.ArrowAsyncTask = undefined,
+    n_tasks: usize = 0,
+    ended: bool = false,
+    error_code: c_int = 0,
+    releases: u32 = 0,
+    request_in_schema: i64 = 0,
+    refuse_tasks: bool = false,
+
+    fn from(h: *abi.ArrowAsyncDeviceStreamHandler) *TestConsumer {
+        return @fieldParentPtr("handler", h);
+    }
+    fn onSchema(h: *abi.ArrowAsyncDeviceStreamHandler, schema: *abi.ArrowSchema) callconv(.c) c_int {
+        const self = from(h);
+        schema.release.?(schema);
+        // Allowed from inside on_schema; must not call back synchronously.
+        if (self.request_in_schema != 0) h.producer.?.request.?(h.producer.?, self.request_in_schema);
+        return 0;
+    }
+    fn onNextTask(h: *abi.ArrowAsyncDeviceStreamHandler, task: ?*abi.ArrowAsyncTask, metadata: ?[*:0]const u8) callconv(.c) c_int {
+        _ = metadata;
+        const self = from(h);
+        const t = task orelse {
+            self.ended = true;
+            return 0;
+        };
+        if (self.refuse_tasks) return EINVAL;
+        self.tasks[self.n_tasks] = t.*;
+        self.n_tasks += 1;
+        return 0;
+    }
+    fn onError(h: *abi.ArrowAsyncDeviceStreamHandler, code: c_int, message: ?[*:0]const u8, metadata: ?[*:0]const u8) callconv(.c) void {
+        _ = message;
+        _ = metadata;
+        from(h).error_code = code;
+    }
+    fn onRelease(h: *abi.ArrowAsyncDeviceStreamHandler) callconv(.c) void {
+        from(h).releases += 1;
+        h.release = null;
+    }
+};
+
+fn testSchema(schema: *abi.ArrowSchema) void {
+    const Release = struct {
+        fn run(s: *abi.ArrowSchema) callconv(.c) void {
+            s.release = null;
+        }
+    };
+    schema.* = .empty;
+    schema.format = "i";
+    schema.release = Release.run;
+}
+
+test "credits follow requests; request inside on_schema does not call back" {
+    var consumer: TestConsumer = .{ .request_in_schema = 2 };
+    const before = counters.get(.live_async);
+    var out: ?*Producer = null;
+    try testing.expectEqual(Status.ok, create(&consumer.handler, abi.device_cpu, null, 3, &out));
+    const p = out.?;
+    try testing.expect(consumer.handler.producer == &p.producer);
+    var schema: abi.ArrowSchema = undefined;
+    testSchema(&schema);
+    try testing.expectEqual(@as(c_int, 0), p.sendSchema(&schema));
+    try testing.expectEqual(@as(usize, 0), consumer.n_tasks); // request only counted
+    var words: [state_words]f64 = undefined;
+    p.poll(&words, true);
+    try testing.expectEqual(@as(f64, 2), words[@intFromEnum(StateWord.credits)]);
+
+    const plan = [_]f64{ 3, 0, 0, 0, 0, 0 }; // a null array of length 3
+    var rc: c_int = -1;
+    try testing.expectEqual(Status.ok, p.sendPlan(&plan, 0, null, &rc));
+    try testing.expectEqual(@as(c_int, 0), rc);
+    try testing.expectEqual(Status.ok, p.sendPlan(&plan, 0, null, &rc));
+    try testing.expectEqual(Status.out_of_range, p.sendPlan(&plan, 0, null, &rc)); // no credit left
+    try testing.expectEqual(@as(usize, 2), consumer.n_tasks);
+
+    p.producer.request.?(&p.producer, 0);
+    p.poll(&words, true);
+    try testing.expectEqual(@as(f64, 1), words[@intFromEnum(StateWord.bad_request)]);
+    p.producer.cancel.?(&p.producer);
+    p.producer.cancel.?(&p.producer); // idempotent
+    p.producer.request.?(&p.producer, 5); // a no-op after cancel
+    p.poll(&words, true);
+    try testing.expectEqual(@as(f64, 1), words[@intFromEnum(StateWord.cancelled)]);
+    try testing.expectEqual(@as(f64, 0), words[@intFromEnum(StateWord.credits)]);
+    p.releaseAndDestroy();
+    try testing.expectEqual(@as(u32, 1), consumer.releases);
+
+    // Tasks outlive the producer: one extracted, one not wanted.
+    var array: abi.ArrowDeviceArray = undefined;
+    try testing.expectEqual(@as(c_int, 0), consumer.tasks[0].extract_data.?(&consumer.tasks[0], &array));
+    try testing.expectEqual(@as(i64, 3), array.array.length);
+    try testing.expectEqual(@as(c_int, EINVAL), consumer.tasks[0].extract_data.?(&consumer.tasks[0], &array));
+    array.array.release.?(&array.array);
+    try testing.expectEqual(@as(c_int, 0), consumer.tasks[1].extract_data.?(&consumer.tasks[1], null));
+    try testing.expectEqual(before, counters.get(.live_async));
+}
+
+test "a refused task is reclaimed by the producer" {
+    var consumer: TestConsumer = .{ .request_in_schema = 1, .refuse_tasks = true };
+    const before = counters.get(.live_async);
+    var out: ?*Producer = null;
+    try testing.expectEqual(Status.ok, create(&consumer.handler, abi.device_cpu, "\x00\x00\x00\x00", 4, &out));
+    const p = out.?;
+    try testing.expectEqual(@as(u8, 0), p.producer.additional_metadata.?[0]);
+    var schema: abi.ArrowSchema = undefined;
+    testSchema(&schema);
+    _ = p.sendSchema(&schema);
+    var rc: c_int = 0;
+    try testing.expectEqual(Status.ok, p.sendPlan(&[_]f64{ 1, 0, 0, 0, 0, 0 }, 0, null, &rc));
+    try testing.expectEqual(EINVAL, rc);
+    try testing.expectEqual(before + 1, counters.get(.live_async)); // the producer only
+    p.releaseAndDestroy();
+    try testing.expectEqual(before, counters.get(.live_async));
+}
+
+test "a handler with a missing callback is refused and released" {
+    var consumer: TestConsumer = .{};
+    consumer.handler.on_error = null;
+    var out: ?*Producer = null;
+    try testing.expectEqual(Status.invalid_argument, create(&consumer.handler, abi.device_cpu, null, 5, &out));
+    try testing.expectEqual(@as(u32, 1), consumer.releases);
+    try testing.expect(std.mem.indexOf(u8, std.mem.span(status.lastMessage()), "on_error") != null);
+}

@@ -1,0 +1,75 @@
+//! Waking the JS thread from any thread, once per batch of news.
+//!
+//! Native objects that JS waits on (async stream consumers and producers)
+//! change state on threads JS cannot run on. Each such object embeds a
+//! `Waker` holding a numeric token that the JS side chose; `wake()` calls
+//! the registered notifier (a Bun threadsafe JSCallback taking that token)
+//! only when no wake of this object is already pending, so a producer that
+//! pushes 10,000 tasks queues at most one JS callback at a time. JS clears
+//! the pending flag (`clear()`) *before* it reads the object's state, so news
+//! that arrives after the read always causes a new wake: none is lost.
+//!
+//! Threads: `wake` from any thread, with no lock of the caller's held (the
+//! notifier may take Bun's own locks). `clear` from the JS thread.
+//! The notifier only carries the token: it never dereferences the object,
+//! so a wake that reaches JS after the object was freed is harmless (JS
+//! finds no object under that token and ignores it).
+//!
+//! The sync-stream work of issue 5 needs the same mechanism; this module is
+//! deliberately small and generic so the two can share it.
+
+const std = @import("std");
+
+/// A void callback that runs `token`'s handler later on the JS thread.
+pub const Notifier = *const fn (token: u32) callconv(.c) void;
+
+var notifier: std.atomic.Value(?Notifier) = .init(null);
+
+pub fn setNotifier(callback: ?Notifier) void {
+    notifier.store(callback, .release);
+}
+
+pub const Waker = struct {
+    token: u32,
+    /// True from a wake until JS clears it.
+    pending: std.atomic.Value(bool) = .init(false),
+
+    pub fn init(token: u32) Waker {
+        return .{ .token = token };
+    }
+
+    /// Tells JS that this object has news, unless it was already told and
+    /// has not looked yet. Returns whether a notification was sent.
+    pub fn wake(self: *Waker) bool {
+        if (self.pending.swap(true, .acq_rel)) return false;
+        const notify = notifier.load(.acquire) orelse return false;
+        notify(self.token);
+        return true;
+    }
+
+    /// Called by JS before reading the object's state.
+    pub fn clear(self: *Waker) void {
+        self.pending.store(false, .release);
+    }
+};
+
+test "wakes coalesce until cleared" {
+    const Count = struct {
+        var calls: u32 = 0;
+        var last: u32 = 0;
+        fn notify(token: u32) callconv(.c) void {
+            calls += 1;
+            last = token;
+        }
+    };
+    setNotifier(Count.notify);
+    defer setNotifier(null);
+    var waker = Waker.init(42);
+    try std.testing.expect(waker.wake());
+    try std.testing.expect(!waker.wake());
+    try std.testing.expectEqual(@as(u32, 1), Count.calls);
+    waker.clear();
+    try std.testing.expect(waker.wake());
+    try std.testing.expectEqual(@as(u32, 2), Count.calls);
+    try std.testing.expectEqual(@as(u32, 42), Count.last);
+}
