@@ -60,3 +60,5 @@ export {
 export { recordBatches, recordBatchesAsync, readTable, readTableAsync, streamSchema } from "./convert/stream_import.ts";
 export { setJsWorkSpin } from "./lifetime/js_queue.ts";
 export { AsyncRecordBatchStream, type AsyncRecordBatchStreamOptions, type AsyncBatch } from "./convert/async_stream.ts";
+export { type StreamItem } from "./convert/stream_export.ts";
+export { type StreamConvertOptions } from "./convert/stream_import.ts";

@@ -941,3 +941,28 @@ export fn abd_async_producer_send_error(stream: *async_producer.Producer, error_
 export fn abd_async_producer_release(stream: *async_producer.Producer) void {
     stream.releaseAndDestroy();
 }
+
+// ---------------------------------------------------------------------------
+// Device streams from JS (issue 6): JS-produced streams whose batches are
+// arrays made elsewhere (device copies from toDevice, C producers' arrays),
+// moved whole into get_next's `out`. JS thread only, as the other answers.
+// See stream_export.zig `deliverArray` and schema_match.zig.
+// ---------------------------------------------------------------------------
+
+/// `abd_stream_export_create` with the stream's schema read from the C
+/// `schema` (copied; the caller keeps it).
+export fn abd_stream_export_create_from_schema(kind: c_int, device_type: i32, schema: ?*const abi.ArrowSchema, source_is_async: bool, js_key: f64, out: ?*anyopaque) c_int {
+    const target = out orelse return code(status.fail(.invalid_argument, "out stream pointer is NULL", .{}));
+    const s = schema orelse return code(status.fail(.invalid_argument, "schema pointer is NULL", .{}));
+    const k = std.enums.fromInt(stream_export.Kind, kind) orelse return code(status.fail(.invalid_argument, "stream kind {d} is not 0 (array) or 1 (device)", .{kind}));
+    return code(stream_export.createFromSchema(k, device_type, s, source_is_async, @intFromFloat(js_key), target));
+}
+
+/// Answers the producer's pending get_next by moving `array` (device type,
+/// id and sync event included) into the consumer's `out`; `array` is left
+/// released. `schema` (optional) must match the stream's. On failure the
+/// stream fails with that error and `array` is left as it was.
+export fn abd_stream_export_deliver_array(producer: *stream_export.Producer, schema: ?*const abi.ArrowSchema, array: ?*abi.ArrowDeviceArray) c_int {
+    const a = array orelse return code(status.fail(.invalid_argument, "array pointer is NULL", .{}));
+    return code(stream_export.deliverArray(producer, schema, a));
+}

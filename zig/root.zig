@@ -31,6 +31,7 @@ test {
     _ = @import("consumer.zig");
     _ = @import("reexport.zig");
     _ = @import("schema_copy.zig");
+    _ = @import("schema_match.zig");
     _ = @import("device/dynlib.zig");
     _ = @import("device/runtime.zig");
     _ = @import("device/cuda.zig");

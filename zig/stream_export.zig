@@ -40,6 +40,8 @@ const counters = @import("counters.zig");
 const keepalive = @import("keepalive.zig");
 const export_array = @import("export_array.zig");
 const export_schema = @import("export_schema.zig");
+const schema_copy = @import("schema_copy.zig");
+const schema_match = @import("schema_match.zig");
 const js_queue = @import("js_queue.zig");
 const sync = @import("sync.zig");
 const Status = status.Status;
@@ -106,8 +108,12 @@ pub const Producer = struct {
     last_error: ?[*:0]const u8 = null,
     /// A failure of one call only (misuse, wrong thread), owned.
     transient: ?[:0]u8 = null,
+    /// The schema built from `schema_plan`, made on the first array handed
+    /// out by `deliverArray` to check arrays' schemas against (owned).
+    shape: abi.ArrowSchema = .empty,
 
     fn destroy(self: *Producer) void {
+        if (self.shape.release) |release| release(&self.shape);
         if (self.failure) |f| allocator.free(f);
         if (self.transient) |t| allocator.free(t);
         allocator.free(self.schema_plan);
@@ -275,6 +281,59 @@ pub fn deliver(self: *Producer, plan: []const f64, keepalive_id: u64, device_id:
     return .ok;
 }
 
+/// Answers the pending get_next by moving `array` into the consumer's `out`
+/// (the spec's move: a bitwise copy, then `array.array.release = NULL`),
+/// device id and sync event included. The array was made elsewhere (a
+/// device copy, a C producer's array) and keeps its own release, which the
+/// consumer now calls, once. Kind device: its device_type must be the
+/// stream's (its device_id may be any). Kind array: it must be a CPU array
+/// (its ArrowArray is moved). `schema`, when given, must describe the same
+/// layout as the stream's schema (schema_match.zig). If a check fails, the
+/// stream fails for good with that error, `array` is left as it was (its
+/// holder still releases it) and the status is returned.
+pub fn deliverArray(self: *Producer, schema: ?*const abi.ArrowSchema, array: *abi.ArrowDeviceArray) Status {
+    self.mutex.lock();
+    defer self.mutex.unlock();
+    const request = self.pendingRequest() orelse return noRequest();
+    const checked = checkArray(self, schema, array);
+    if (checked != .ok) {
+        self.writeEnd(request.out);
+        self.failLocked(checked.errno(), std.mem.span(status.lastMessage()));
+        self.answer(request, self.failure_errno);
+        return checked;
+    }
+    switch (self.kind) {
+        .array => @as(*abi.ArrowArray, @ptrCast(@alignCast(request.out))).* = array.array,
+        .device => @as(*abi.ArrowDeviceArray, @ptrCast(@alignCast(request.out))).* = array.*,
+    }
+    array.array.release = null;
+    self.answer(request, 0);
+    return .ok;
+}
+
+fn deviceLabel(device_type: abi.DeviceType) []const u8 {
+    return abi.deviceTypeName(device_type) orelse "unknown";
+}
+
+/// Why `array` (with `schema`) cannot be this stream's next batch (mutex
+/// held; builds `shape` on first use).
+fn checkArray(self: *Producer, schema: ?*const abi.ArrowSchema, array: *const abi.ArrowDeviceArray) Status {
+    if (array.array.release == null) return fail(.released, "the array to hand out is released (moved out or released already)", .{});
+    const want = if (self.kind == .array) abi.device_cpu else self.device_type;
+    if (array.device_type != want) {
+        const stream_name = if (self.kind == .array) "ArrowArrayStream" else "ArrowDeviceArrayStream";
+        return fail(.invalid_argument, "the array is on device {s} ({d}) id {d}, but this {s}'s device_type is {s} ({d})", .{
+            deviceLabel(array.device_type), array.device_type, array.device_id, stream_name, deviceLabel(want), want,
+        });
+    }
+    const given = schema orelse return .ok;
+    if (self.shape.release == null) {
+        const built = export_schema.build(self.schema_plan, &self.shape);
+        if (built != .ok) return built;
+    }
+    return schema_match.check(&self.shape, given);
+}
+
 /// Answers the pending get_next with the end of the stream.
 pub fn end(self: *Producer) Status {
     self.mutex.lock();
@@ -401,6 +460,16 @@ pub fn create(kind: Kind, device_type: abi.DeviceType, schema_plan: []const u8, 
     }
     counters.add(.live_stream_exports, 1);
     return .ok;
+}
+
+/// `create`, with the stream's schema taken from `schema` (a C schema, read
+/// and copied into a plan; the caller keeps it).
+pub fn createFromSchema(kind: Kind, device_type: abi.DeviceType, schema: *const abi.ArrowSchema, source_is_async: bool, js_key: u64, out: *anyopaque) Status {
+    var plan: std.ArrayList(u8) = .empty;
+    defer plan.deinit(allocator);
+    const written = schema_copy.writePlan(&plan, schema);
+    if (written != .ok) return written;
+    return create(kind, device_type, plan.items, source_is_async, js_key, out);
 }
 
 // ---------------------------------------------------------------------------
@@ -566,4 +635,127 @@ test "a consumer thread blocks until the JS side answers from the queue" {
     try testing.expectEqual(@as(i64, 9), rows);
     stream.release.?(&stream);
     drainKeepalive();
+}
+
+/// A stand-in for JS handing out arrays made elsewhere (device arrays whose
+/// buffers are never read here: the addresses are fake).
+const ArrayJs = struct {
+    var releases: u32 = 0;
+    var next_device_type: abi.DeviceType = abi.device_cuda;
+    var next_device_id: i64 = 0;
+    var last_status: Status = .ok;
+    var left: u32 = 0;
+    var schema: ?*const abi.ArrowSchema = null;
+    var children_storage: [1]?*abi.ArrowArray = .{null};
+    var child: abi.ArrowArray = .empty;
+    var buffers: [2]?*const anyopaque = .{ null, @ptrFromInt(0x1000) };
+    var root_buffers: [1]?*const anyopaque = .{null};
+    var event: u64 = 0;
+    /// The array offered last, as JS's handle would hold it.
+    var held: abi.ArrowDeviceArray = .empty;
+
+    fn release(array: *abi.ArrowArray) callconv(.c) void {
+        releases += 1;
+        array.release = null;
+    }
+
+    fn make() abi.ArrowDeviceArray {
+        child = .{ .length = 3, .null_count = 0, .offset = 0, .n_buffers = 2, .n_children = 0, .buffers = @ptrCast(&buffers), .children = null, .dictionary = null, .release = null, .private_data = null };
+        children_storage[0] = &child;
+        var out: abi.ArrowDeviceArray = .empty;
+        out.array = .{ .length = 3, .null_count = 0, .offset = 0, .n_buffers = 1, .n_children = 1, .buffers = @ptrCast(&root_buffers), .children = @ptrCast(&children_storage), .dictionary = null, .release = release, .private_data = null };
+        out.device_type = next_device_type;
+        out.device_id = next_device_id;
+        out.sync_event = &event;
+        return out;
+    }
+
+    fn produce(js_key: f64, self: *Producer) callconv(.c) void {
+        _ = js_key;
+        if (left == 0) {
+            _ = end(self);
+            return;
+        }
+        left -= 1;
+        held = make();
+        last_status = deliverArray(self, schema, &held);
+        if (last_status != .ok and held.array.release != null) held.array.release.?(&held.array); // JS releases what it still holds
+        next_device_id += 1;
+    }
+};
+
+test "arrays made elsewhere are moved into out with their device id and sync event" {
+    var plan: std.ArrayList(u8) = .empty;
+    defer plan.deinit(testing.allocator);
+    try schemaPlan(&plan);
+    var source_schema: abi.ArrowSchema = .empty;
+    try testing.expectEqual(Status.ok, export_schema.build(plan.items, &source_schema));
+    defer source_schema.release.?(&source_schema);
+    setSyncProducer(ArrayJs.produce);
+    ArrayJs.releases = 0;
+    ArrayJs.left = 2;
+    ArrayJs.next_device_type = abi.device_cuda;
+    ArrayJs.next_device_id = 0;
+    ArrayJs.schema = &source_schema;
+    var stream: abi.ArrowDeviceArrayStream = .empty;
+    try testing.expectEqual(Status.ok, createFromSchema(.device, abi.device_cuda, &source_schema, false, 7, &stream));
+    try testing.expectEqual(abi.device_cuda, stream.device_type);
+    var schema: abi.ArrowSchema = .empty;
+    try testing.expectEqual(@as(c_int, 0), stream.get_schema.?(&stream, &schema));
+    try testing.expectEqualStrings("a", std.mem.span(schema.children.?[0].?.name.?));
+    schema.release.?(&schema);
+    var out: [2]abi.ArrowDeviceArray = undefined;
+    for (&out, 0..) |*array, i| {
+        try testing.expectEqual(@as(c_int, 0), stream.get_next.?(&stream, array));
+        try testing.expectEqual(abi.device_cuda, array.device_type);
+        try testing.expectEqual(@as(i64, @intCast(i)), array.device_id);
+        try testing.expectEqual(@intFromPtr(&ArrayJs.event), @intFromPtr(array.sync_event.?));
+        try testing.expectEqual(@as(usize, 0x1000), @intFromPtr(array.array.children.?[0].?.buffers.?[1].?));
+        try testing.expect(ArrayJs.held.array.release == null); // moved: the holder sees it released
+    }
+    var end_array: abi.ArrowDeviceArray = undefined;
+    try testing.expectEqual(@as(c_int, 0), stream.get_next.?(&stream, &end_array));
+    try testing.expect(end_array.array.release == null);
+    try testing.expectEqual(abi.device_cuda, end_array.device_type);
+    stream.release.?(&stream);
+    try testing.expectEqual(@as(u32, 0), ArrayJs.releases); // the consumer's to release
+    for (&out) |*array| array.array.release.?(&array.array);
+    try testing.expectEqual(@as(u32, 2), ArrayJs.releases);
+    drainKeepalive();
+}
+
+test "an array on another device type, or of another schema, fails the stream and stays with its holder" {
+    var plan: std.ArrayList(u8) = .empty;
+    defer plan.deinit(testing.allocator);
+    try schemaPlan(&plan);
+    setSyncProducer(ArrayJs.produce);
+    for ([_]bool{ false, true }) |wrong_schema| {
+        ArrayJs.releases = 0;
+        ArrayJs.left = 1;
+        ArrayJs.next_device_id = 0;
+        ArrayJs.next_device_type = if (wrong_schema) abi.device_rocm else abi.device_cuda;
+        var other_plan: std.ArrayList(u8) = .empty;
+        defer other_plan.deinit(testing.allocator);
+        try export_schema.appendNode(&other_plan, testing.allocator, "+s", "", null, 0, 1, false);
+        try export_schema.appendNode(&other_plan, testing.allocator, "l", "a", null, abi.flag_nullable, 0, false);
+        var other: abi.ArrowSchema = .empty;
+        try testing.expectEqual(Status.ok, export_schema.build(other_plan.items, &other));
+        defer other.release.?(&other);
+        ArrayJs.schema = if (wrong_schema) &other else null;
+        var stream: abi.ArrowDeviceArrayStream = .empty;
+        try testing.expectEqual(Status.ok, create(.device, abi.device_rocm, plan.items, false, 8, &stream));
+        var out: abi.ArrowDeviceArray = undefined;
+        try testing.expectEqual(@as(c_int, 22), stream.get_next.?(&stream, &out));
+        try testing.expect(out.array.release == null);
+        const message = std.mem.span(stream.get_last_error.?(&stream).?);
+        if (wrong_schema) {
+            try testing.expectEqualStrings("the array's schema does not match the stream's: child 0 has format \"l\", the stream's has \"i\"", message);
+        } else {
+            try testing.expectEqualStrings("the array is on device CUDA (2) id 0, but this ArrowDeviceArrayStream's device_type is ROCM (10)", message);
+        }
+        try testing.expectEqual(@as(u32, 1), ArrayJs.releases); // released by its holder, once
+        try testing.expectEqual(@as(c_int, 22), stream.get_next.?(&stream, &out)); // final
+        stream.release.?(&stream);
+        drainKeepalive();
+    }
 }

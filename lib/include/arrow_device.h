@@ -424,6 +424,20 @@ abd_status abd_stream_export_deliver(abd_stream_producer* producer, const double
 abd_status abd_stream_export_end(abd_stream_producer* producer);
 abd_status abd_stream_export_fail(abd_stream_producer* producer, int errno_code,
                                   const char* message, size_t message_bytes);
+/* As abd_stream_export_create, the schema read (and copied) from `schema`. */
+abd_status abd_stream_export_create_from_schema(int kind, int32_t device_type,
+                                                const struct ArrowSchema* schema,
+                                                bool source_is_async, double js_key,
+                                                void* out_stream);
+/* Answers get_next by moving `array` (an array made elsewhere, e.g. device
+ * memory: device_id and sync_event kept) into the consumer's `out`. Its
+ * device_type must be the stream's (CPU for an ArrowArrayStream) and
+ * `schema` (optional) must match the stream's formats, child names and
+ * dictionaries. On failure the stream fails for good and `array` is left
+ * as it was, for its holder to release. */
+abd_status abd_stream_export_deliver_array(abd_stream_producer* producer,
+                                           const struct ArrowSchema* schema,
+                                           struct ArrowDeviceArray* array);
 
 /* Call the stream's release if it is not released; NULL is a no-op. */
 void abd_array_stream_release(struct ArrowArrayStream* stream);

@@ -52,6 +52,8 @@ function fakeSymbols(prefix: string) {
     [`${prefix}_poke`]: { args: [u64, ptr, usize], returns: i32 },
     [`${prefix}_produced_live`]: { args: [], returns: i64 },
     [`${prefix}_produce`]: { args: [i32, i32, i64, i32, ptr, ptr], returns: i32 },
+    [`${prefix}_produce_stream`]: { args: [i32, i64, i64, i32, i64, ptr], returns: none },
+    [`${prefix}_streams_live`]: { args: [], returns: i64 },
   } as const;
 }
 
@@ -83,6 +85,12 @@ export type FakeDriver = {
   /** The C producer: struct<ints: int32, names: utf8>; kind 0 device, 1
    * pinned, 2 managed (CUDA only). Returns the failing step (0: ok). */
   produce(device: number, kind: number, length: number, withEvent: boolean, schema: Pointer, array: Pointer): number;
+  /** A C ArrowDeviceArrayStream of `produce`'s arrays into `out`: batch i
+   * has rows + i rows on device i % devices; get_next of batch failAt
+   * (>= 0) fails with EIO. */
+  produceStream(kind: number, batches: number, rows: number, devices: number, failAt: number, out: Pointer): void;
+  /** Streams of produceStream not yet released. */
+  streamsLive(): number;
   /** Extra knobs of one driver. */
   raw: Record<string, (...args: any[]) => any>;
 };
@@ -122,6 +130,8 @@ function open(kind: DeviceKind): FakeDriver {
     },
     producedLive: () => Number(f("produced_live")()),
     produce: (device, k, length, withEvent, schema, array) => f("produce")(device, k, length, withEvent ? 1 : 0, schema, array),
+    produceStream: (k, batches, rows, devices, failAt, out) => f("produce_stream")(k, batches, rows, devices, failAt, out),
+    streamsLive: () => Number(f("streams_live")()),
     raw: s,
   };
 }
@@ -147,7 +157,7 @@ export function fakeLeaks(kind: DeviceKind): Record<string, number> {
   d.drain();
   const counts = {
     device: d.liveAllocations(0), pinned: d.liveAllocations(1), managed: d.liveAllocations(2),
-    events: d.liveEvents(), streams: d.liveStreams(), produced: d.producedLive(),
+    events: d.liveEvents(), streams: d.liveStreams(), produced: d.producedLive(), producedStreams: d.streamsLive(),
   };
   return Object.fromEntries(Object.entries(counts).filter(([, v]) => v !== 0));
 }

@@ -22,6 +22,8 @@ export type JobSummary = {
   lastValue: number;
   deviceIdsSeen: number;
   deviceTypeMismatches: number;
+  /** Batches whose sync_event was not NULL. */
+  syncEvents: number;
 };
 
 /** Waits (event loop running) until the job is done; false on timeout. */
@@ -50,6 +52,7 @@ export function summarize(job: Pointer): JobSummary {
     lastValue: Number(streamPeer.sp_job_last_value(job)),
     deviceIdsSeen: Number(streamPeer.sp_job_device_ids_seen(job)),
     deviceTypeMismatches: streamPeer.sp_job_device_type_mismatches(job),
+    syncEvents: Number(streamPeer.sp_job_sync_events(job)),
   };
 }
 

@@ -24,6 +24,16 @@
  *   consumer thread would deadlock. Start the consumer thread, return to
  *   JS, and await its completion.
  *
+ * Device streams: a source may also yield `ExportedArray` device arrays
+ * (what `toDevice` returns, or any natively made ArrowDeviceArray), which
+ * get_next moves whole into the consumer's `out` (device_id and sync_event
+ * included; the handle sees its array moved and only frees its slot), or
+ * `options.device` copies each RecordBatch to a GPU as it is pulled. The
+ * stream's device_type is then CUDA / ROCM (or their host and managed
+ * kinds); each array keeps its own device_id. An ExportedArray item is the
+ * stream's once pulled from the source: handed out, or released if the
+ * stream fails or is released first.
+ *
  * Errors: an exception thrown by the source (or a batch that cannot be
  * exported, or does not match the schema) ends the stream: get_next returns
  * an errno (EINVAL for bad input, the library's errno for its own errors,
@@ -33,21 +43,30 @@
  * (`return()`), so generators and readers run their cleanup.
  */
 import { RecordBatch, RecordBatchReader, Schema, Struct, Table, util, type DataType } from "apache-arrow";
-import { JSCallback } from "bun:ffi";
-import { DeviceType, StreamKind as NativeStreamKind } from "../abi/layout.ts";
+import { JSCallback, read, type Pointer } from "bun:ffi";
+import { ArrowDeviceArrayLayout, DeviceType, StreamKind as NativeStreamKind, deviceTypeName } from "../abi/layout.ts";
 import { ArrowDeviceError, InvalidArgumentError, Status, errorFor } from "../errors.ts";
 import { lastError, native } from "../ffi/library.ts";
 import { ExportedStream, type StreamKind } from "../lifetime/exported_stream.ts";
 import { JsWorkTag, onJsWork } from "../lifetime/js_queue.ts";
 import { drainReleased, forgetUnused, retainForNative } from "../lifetime/keepalive.ts";
+import { ExportedArray } from "../lifetime/exported.ts";
+import { deviceRuntime } from "../device/runtime.ts";
+import { targetDeviceType, type DeviceTarget } from "../device/transfer.ts";
+import { toDevice } from "./device.ts";
 import { internal } from "./export.ts";
+
+/** What a stream source yields: apache-arrow batches, or arrays made
+ * elsewhere (`ExportedArray` of kind "device_array", e.g. from `toDevice`),
+ * handed out whole. */
+export type StreamItem = RecordBatch | ExportedArray;
 
 export type StreamSource =
   | Table
-  | RecordBatch[]
+  | StreamItem[]
   | RecordBatchReader
-  | Iterable<RecordBatch>
-  | AsyncIterable<RecordBatch>;
+  | Iterable<StreamItem>
+  | AsyncIterable<StreamItem>;
 
 export type StreamExportOptions = {
   /** "device_stream" (default): an ArrowDeviceArrayStream on the CPU.
@@ -55,8 +74,19 @@ export type StreamExportOptions = {
   as?: StreamKind;
   /** The stream's schema. Required for an async source given to
    * `exportStream` (`exportStreamAsync` can read it from the first batch)
-   * and for an empty iterable. Otherwise taken from the source. */
+   * and for an empty iterable. Otherwise taken from the source (the first
+   * batch's, or the C schema of a first ExportedArray item). */
   schema?: Schema;
+  /** A device stream: each RecordBatch is copied to this device as it is
+   * pulled (`toDevice`: one device allocation and one sync event per
+   * batch, on the JS thread), and ExportedArray items must be on its
+   * device type (with any device_id). Needs a device stream. */
+  device?: DeviceTarget;
+  /** The stream's device_type when no `device` is given (ExportedArray
+   * items made elsewhere). Default: the first item's device type when it
+   * is an ExportedArray the source showed before streaming (an array of
+   * items, or a source read ahead for its schema), else CPU. */
+  deviceType?: number;
 };
 
 const errnoIO = 5;
@@ -70,19 +100,25 @@ class SourceRecord {
   /** The last batch type accepted, to skip comparing identical types. */
   acceptedType: DataType | null = null;
   readonly structType: Struct;
+  /** The stream's device_type (set once, before the stream exists). */
+  deviceType: number = DeviceType.CPU;
+  /** Where RecordBatches are copied as they are pulled, if anywhere. */
+  target: DeviceTarget | null = null;
   #closed = false;
 
   constructor(
-    readonly iterator: Iterator<RecordBatch> | AsyncIterator<RecordBatch>,
+    readonly iterator: Iterator<StreamItem> | AsyncIterator<StreamItem>,
     readonly isAsync: boolean,
-    readonly schema: Schema,
-    /** A batch read ahead to learn the schema, answered first. */
-    public buffered: RecordBatch | null,
+    /** Null when the schema is an ExportedArray's C schema: RecordBatches
+     * cannot be checked against it (they are refused). */
+    readonly schema: Schema | null,
+    /** An item read ahead to learn the schema, answered first. */
+    public buffered: StreamItem | null,
   ) {
-    this.structType = new Struct(schema.fields);
+    this.structType = new Struct(schema?.fields ?? []);
   }
 
-  takeBuffered(): RecordBatch | null {
+  takeBuffered(): StreamItem | null {
     const batch = this.buffered;
     this.buffered = null;
     return batch;
@@ -92,6 +128,8 @@ class SourceRecord {
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
+    // An item read ahead is the stream's: nobody else will release it.
+    if (this.buffered instanceof ExportedArray) this.buffered.release();
     this.buffered = null;
     try {
       const result = this.iterator.return?.();
@@ -138,10 +176,39 @@ function failProducer(record: SourceRecord | undefined, producer: number, error:
   record?.close();
 }
 
-/** Answers the pending get_next with `batch`, zero-copy. */
+/** The device_type of an ExportedArray item. */
+function deviceTypeOf(handle: ExportedArray): number {
+  if (handle.kind !== "device_array") return DeviceType.CPU;
+  return read.i32(handle.array, ArrowDeviceArrayLayout.fields.device_type);
+}
+
+/** Answers the pending get_next by moving `handle`'s array into the
+ * consumer's `out` (natively checked: device type, and schema when
+ * `checkSchema`). The handle is released either way: after a move that
+ * frees its slot and schema; after a refusal (the stream then failed
+ * natively with the reason) it releases the array too. */
+function deliverArray(record: SourceRecord, producer: number, handle: ExportedArray, checkSchema: boolean): void {
+  try {
+    if (handle.kind !== "device_array") {
+      throw new InvalidArgumentError(Status.invalid_argument, `batch ${record.index} is an ExportedArray of kind "${handle.kind}"; a stream hands out "device_array" exports (exportDeviceArray, toDevice)`);
+    }
+    const status = native.abd_stream_export_deliver_array(producer as unknown as Pointer, checkSchema ? handle.schema : null, handle.array);
+    if (status !== 0) record.close();
+  } finally {
+    handle.release();
+  }
+  record.index++;
+}
+
+/** Answers the pending get_next with `batch`: zero-copy, or copied to the
+ * stream's device; an ExportedArray is handed out as it is. */
 function deliver(record: SourceRecord, producer: number, batch: unknown): void {
+  if (batch instanceof ExportedArray) return deliverArray(record, producer, batch, true);
   if (!(batch instanceof RecordBatch)) {
-    throw new InvalidArgumentError(Status.invalid_argument, `the stream source yielded ${describe(batch)} as batch ${record.index}, not an apache-arrow RecordBatch`);
+    throw new InvalidArgumentError(Status.invalid_argument, `the stream source yielded ${describe(batch)} as batch ${record.index}, not an apache-arrow RecordBatch or an ExportedArray`);
+  }
+  if (!record.schema) {
+    throw new InvalidArgumentError(Status.invalid_argument, `batch ${record.index} is an apache-arrow RecordBatch, but the stream's schema came from an ExportedArray's C schema: pass options.schema to mix them`);
   }
   const type = batch.data.type;
   if (type !== record.acceptedType) {
@@ -149,6 +216,13 @@ function deliver(record: SourceRecord, producer: number, batch: unknown): void {
       throw new InvalidArgumentError(Status.invalid_argument, `batch ${record.index} has the schema ${String(type)}, but the stream's schema is ${String(record.structType)}`);
     }
     record.acceptedType = type;
+  }
+  if (record.target) {
+    // Copied to the device now; the copy's schema is the batch's (checked).
+    return deliverArray(record, producer, toDevice(batch, record.target), false);
+  }
+  if (record.deviceType !== DeviceType.CPU) {
+    throw new InvalidArgumentError(Status.invalid_argument, `batch ${record.index} is an apache-arrow RecordBatch (CPU memory), but the stream's device_type is ${deviceTypeName(record.deviceType)}: pass options.device to copy batches to the device as they are pulled`);
   }
   const { words, keepaliveId } = internal.planArray(batch.data);
   const status = native.abd_stream_export_deliver(producer, internal.planWords(), words, keepaliveId, -1);
@@ -171,7 +245,7 @@ function produceSync(record: SourceRecord, producer: number): void {
   try {
     let batch: unknown = record.takeBuffered();
     if (!batch) {
-      const step = (record.iterator as Iterator<RecordBatch>).next();
+      const step = (record.iterator as Iterator<StreamItem>).next();
       if (step.done) return end(record, producer);
       batch = step.value;
     }
@@ -190,7 +264,7 @@ async function produceAsync(record: SourceRecord, producer: number): Promise<voi
   try {
     let batch: unknown = record.takeBuffered();
     if (!batch) {
-      const step = await (record.iterator as AsyncIterator<RecordBatch>).next();
+      const step = await (record.iterator as AsyncIterator<StreamItem>).next();
       if (step.done) return end(record, producer);
       batch = step.value;
     }
@@ -236,58 +310,65 @@ onJsWork(JsWorkTag.stream_export_request, (key, producer) => {
 // ---------------------------------------------------------------------------
 
 type Opened = {
-  iterator: Iterator<RecordBatch> | AsyncIterator<RecordBatch>;
+  iterator: Iterator<StreamItem> | AsyncIterator<StreamItem>;
   isAsync: boolean;
-  schema: Schema;
-  buffered: RecordBatch | null;
+  /** Null: the schema is `first`'s C schema (an ExportedArray). */
+  schema: Schema | null;
+  buffered: StreamItem | null;
+  /** The first item, when known before streaming (buffered, or an array
+   * source's first element, which stays the caller's until pulled). */
+  first: StreamItem | null;
 };
 
 /** A batch's schema, from its data type (apache-arrow's RecordBatch.schema
- * merges fields that share a name). */
-function schemaOfBatch(batch: unknown): Schema {
-  if (!(batch instanceof RecordBatch)) {
-    throw new InvalidArgumentError(Status.invalid_argument, `the stream source yielded ${describe(batch)}, not an apache-arrow RecordBatch`);
+ * merges fields that share a name); null for an ExportedArray (its C
+ * schema is read natively). */
+function schemaOfItem(item: unknown): Schema | null {
+  if (item instanceof ExportedArray) return null;
+  if (!(item instanceof RecordBatch)) {
+    throw new InvalidArgumentError(Status.invalid_argument, `the stream source yielded ${describe(item)}, not an apache-arrow RecordBatch or an ExportedArray`);
   }
-  return new Schema((batch.data.type as Struct).children, batch.schema.metadata);
+  return new Schema((item.data.type as Struct).children, item.schema.metadata);
 }
 
 function needsSchema(what: string): never {
   throw new InvalidArgumentError(Status.invalid_argument, `${what}: pass options.schema${what.includes("async") ? ", or use exportStreamAsync(), which reads the first batch for it" : ""}`);
 }
 
-function isAsyncIterable(source: unknown): source is AsyncIterable<RecordBatch> {
-  return typeof (source as AsyncIterable<RecordBatch>)?.[Symbol.asyncIterator] === "function";
+function isAsyncIterable(source: unknown): source is AsyncIterable<StreamItem> {
+  return typeof (source as AsyncIterable<StreamItem>)?.[Symbol.asyncIterator] === "function";
 }
 
-function isIterable(source: unknown): source is Iterable<RecordBatch> {
-  return typeof (source as Iterable<RecordBatch>)?.[Symbol.iterator] === "function";
+function isIterable(source: unknown): source is Iterable<StreamItem> {
+  return typeof (source as Iterable<StreamItem>)?.[Symbol.iterator] === "function";
 }
 
 /** Opens `source` without awaiting; `undefined` means it needs to await. */
 function openNow(source: StreamSource, options: StreamExportOptions): Opened | undefined {
   const given = options.schema ?? null;
   if (source instanceof Table) {
-    return { iterator: source.batches[Symbol.iterator](), isAsync: false, schema: given ?? source.schema, buffered: null };
+    return { iterator: source.batches[Symbol.iterator](), isAsync: false, schema: given ?? source.schema, buffered: null, first: null };
   }
   if (source instanceof RecordBatchReader) {
     if (source.isSync()) {
       source.open();
-      return { iterator: source[Symbol.iterator](), isAsync: false, schema: given ?? source.schema, buffered: null };
+      return { iterator: source[Symbol.iterator](), isAsync: false, schema: given ?? source.schema, buffered: null, first: null };
     }
     if (!given) return undefined;
-    return { iterator: source[Symbol.asyncIterator](), isAsync: true, schema: given, buffered: null };
+    return { iterator: source[Symbol.asyncIterator](), isAsync: true, schema: given, buffered: null, first: null };
   }
   if (Array.isArray(source)) {
     if (!given && source.length === 0) needsSchema("an empty array of batches has no schema");
-    return { iterator: source[Symbol.iterator](), isAsync: false, schema: given ?? schemaOfBatch(source[0]), buffered: null };
+    const first = source[0] ?? null;
+    return { iterator: source[Symbol.iterator](), isAsync: false, schema: given ?? schemaOfItem(first), buffered: null, first };
   }
   if (isIterable(source)) {
     const iterator = source[Symbol.iterator]();
-    if (given) return { iterator, isAsync: false, schema: given, buffered: null };
+    if (given) return { iterator, isAsync: false, schema: given, buffered: null, first: null };
     const first = iterator.next();
     if (first.done) needsSchema("the source is empty, so it has no schema");
     try {
-      return { iterator, isAsync: false, schema: schemaOfBatch(first.value), buffered: first.value };
+      return { iterator, isAsync: false, schema: schemaOfItem(first.value), buffered: first.value, first: first.value };
     } catch (error) {
       iterator.return?.();
       throw error;
@@ -295,9 +376,9 @@ function openNow(source: StreamSource, options: StreamExportOptions): Opened | u
   }
   if (isAsyncIterable(source)) {
     if (!given) return undefined;
-    return { iterator: source[Symbol.asyncIterator](), isAsync: true, schema: given, buffered: null };
+    return { iterator: source[Symbol.asyncIterator](), isAsync: true, schema: given, buffered: null, first: null };
   }
-  throw new InvalidArgumentError(Status.invalid_argument, `cannot export ${describe(source)} as a stream: expected an apache-arrow Table, RecordBatchReader, an array of RecordBatch, or a (sync or async) iterable of RecordBatch`);
+  throw new InvalidArgumentError(Status.invalid_argument, `cannot export ${describe(source)} as a stream: expected an apache-arrow Table, RecordBatchReader, an array of RecordBatch or ExportedArray, or a (sync or async) iterable of them`);
 }
 
 /** Opens an async source, awaiting what it must (the reader's schema, or
@@ -305,28 +386,53 @@ function openNow(source: StreamSource, options: StreamExportOptions): Opened | u
 async function openAsync(source: StreamSource, options: StreamExportOptions): Promise<Opened> {
   if (source instanceof RecordBatchReader) {
     await source.open();
-    return { iterator: source[Symbol.asyncIterator](), isAsync: true, schema: options.schema ?? source.schema, buffered: null };
+    return { iterator: source[Symbol.asyncIterator](), isAsync: true, schema: options.schema ?? source.schema, buffered: null, first: null };
   }
-  const iterator = (source as AsyncIterable<RecordBatch>)[Symbol.asyncIterator]();
+  const iterator = (source as AsyncIterable<StreamItem>)[Symbol.asyncIterator]();
   const first = await iterator.next();
   if (first.done) needsSchema("the async source is empty, so it has no schema");
   try {
-    return { iterator, isAsync: true, schema: schemaOfBatch(first.value), buffered: first.value };
+    return { iterator, isAsync: true, schema: schemaOfItem(first.value), buffered: first.value, first: first.value };
   } catch (error) {
     await iterator.return?.();
     throw error;
   }
 }
 
+/** The stream's device_type and where RecordBatches go (see the options). */
+function deviceOf(opened: Opened, options: StreamExportOptions): { deviceType: number; target: DeviceTarget | null } {
+  if (options.device) {
+    const deviceType = targetDeviceType(options.device.device, options.device.memory);
+    deviceRuntime(options.device.device); // DeviceUnavailableError now, not at the first get_next
+    return { deviceType, target: options.device };
+  }
+  if (options.deviceType !== undefined) {
+    if (!Number.isInteger(options.deviceType) || options.deviceType <= 0) {
+      throw new InvalidArgumentError(Status.invalid_argument, `options.deviceType must be an ArrowDeviceType (a positive integer), not ${String(options.deviceType)}`);
+    }
+    return { deviceType: options.deviceType, target: null };
+  }
+  const first = opened.first;
+  return { deviceType: first instanceof ExportedArray && !first.released ? deviceTypeOf(first) : DeviceType.CPU, target: null };
+}
+
 function create(opened: Opened, options: StreamExportOptions): ExportedStream {
   const kind = options.as ?? "device_stream";
-  if (kind !== "stream" && kind !== "device_stream") {
-    throw new InvalidArgumentError(Status.invalid_argument, `options.as must be "stream" or "device_stream", not ${JSON.stringify(kind)}`);
-  }
   const record = new SourceRecord(opened.iterator, opened.isAsync, opened.schema, opened.buffered);
-  let plan: Uint8Array;
+  let plan: Uint8Array | null = null;
+  let cSchema: Pointer | null = null;
   try {
-    plan = internal.schemaPlan(opened.schema);
+    if (kind !== "stream" && kind !== "device_stream") {
+      throw new InvalidArgumentError(Status.invalid_argument, `options.as must be "stream" or "device_stream", not ${JSON.stringify(kind)}`);
+    }
+    const { deviceType, target } = deviceOf(opened, options);
+    if (kind === "stream" && deviceType !== DeviceType.CPU) {
+      throw new InvalidArgumentError(Status.invalid_argument, `an ArrowArrayStream carries CPU arrays only, and this stream's device_type is ${deviceTypeName(deviceType)}: export it as a device stream`);
+    }
+    record.deviceType = deviceType;
+    record.target = target;
+    if (opened.schema) plan = internal.schemaPlan(opened.schema);
+    else cSchema = (opened.first as ExportedArray).schema; // throws once released
   } catch (error) {
     record.close();
     throw error;
@@ -334,10 +440,10 @@ function create(opened: Opened, options: StreamExportOptions): ExportedStream {
   const handle = new ExportedStream(kind);
   record.key = retainForNative(record, () => record.releasedByConsumer());
   records.set(record.key, record);
-  const status = native.abd_stream_export_create(
-    kind === "device_stream" ? NativeStreamKind.device : NativeStreamKind.array,
-    DeviceType.CPU, plan, plan.length, opened.isAsync, record.key, handle.stream,
-  );
+  const nativeKind = kind === "device_stream" ? NativeStreamKind.device : NativeStreamKind.array;
+  const status = plan
+    ? native.abd_stream_export_create(nativeKind, record.deviceType, plan, plan.length, opened.isAsync, record.key, handle.stream)
+    : native.abd_stream_export_create_from_schema(nativeKind, record.deviceType, cSchema, opened.isAsync, record.key, handle.stream);
   if (status !== 0) {
     const error = errorFor(status, lastError());
     forgetUnused(record.key);

@@ -12,15 +12,56 @@
  * Threads. `recordBatches` / `readTable` call get_next on the JS thread;
  * `recordBatchesAsync` / `readTableAsync` call it on the stream's worker
  * thread, leaving the JS thread free meanwhile.
+ *
+ * Devices. A stream the host cannot read (CUDA, ROCM, ...) is refused
+ * before any batch is pulled (UnsupportedError naming the device, or
+ * UnknownDeviceError; the stream is released), unless `toHost: true` asks
+ * for each batch to be copied to host memory first (`ImportedArray.toHost()`:
+ * waits on its sync_event; the copy blocks the JS thread, in the async
+ * forms too; the device batch is released as soon as it is copied).
+ * Host-visible device streams (CUDA_HOST, ROCM_HOST, CUDA_MANAGED) convert
+ * in place, zero-copy, either way.
  */
 import { Table, type RecordBatch, type Schema } from "apache-arrow";
+import { deviceTypeName, isHostAccessible } from "../abi/layout.ts";
+import { Status, UnknownDeviceError, UnsupportedError } from "../errors.ts";
 import { type ImportedArray } from "../lifetime/imported.ts";
 import { type ImportedStream } from "../lifetime/imported_stream.ts";
 import { toRecordBatch, toSchema, toTable } from "./import.ts";
 import { type ConvertOptions } from "./types.ts";
 
+export type StreamConvertOptions = ConvertOptions & {
+  /** Copy each batch of a stream the host cannot read (CUDA, ROCM) to host
+   * memory before converting it. Default false: such a stream is refused. */
+  toHost?: boolean;
+};
+
+/** Whether `stream`'s batches must be copied to the host; refuses (and
+ * releases) a stream the host cannot read when that was not asked for. */
+function needsCopy(stream: ImportedStream, options: StreamConvertOptions, what: string): boolean {
+  if (isHostAccessible(stream.deviceType)) return false;
+  const name = deviceTypeName(stream.deviceType);
+  if (options.toHost && !name.startsWith("unknown")) return true;
+  stream.release();
+  if (name.startsWith("unknown")) {
+    throw new UnknownDeviceError(Status.unknown_device, `${what}: the stream's device_type is ${stream.deviceType}, which this library does not know; iterate the ImportedStream for opaque raw views instead`);
+  }
+  throw new UnsupportedError(Status.unsupported, `${what}: the stream's device_type is ${name} (${stream.deviceType}), memory the host cannot read; pass { toHost: true } to copy each batch to the host, or iterate the ImportedStream for raw device arrays`);
+}
+
+/** `imported`, or its host copy (then `imported` is disposed). */
+function onHost(imported: ImportedArray, copy: boolean): ImportedArray {
+  if (!copy) return imported;
+  try {
+    return imported.toHost();
+  } finally {
+    imported.dispose();
+  }
+}
+
 /** Converts one pulled batch; its memory then belongs to the GC. */
-function convert(imported: ImportedArray, options: ConvertOptions): RecordBatch {
+function convert(pulled: ImportedArray, options: ConvertOptions, copy: boolean): RecordBatch {
+  const imported = onHost(pulled, copy);
   try {
     const batch = toRecordBatch(imported, options);
     imported.releaseToGC();
@@ -33,14 +74,16 @@ function convert(imported: ImportedArray, options: ConvertOptions): RecordBatch 
 
 /** Every remaining batch of `stream` as an apache-arrow RecordBatch,
  * pulled on the JS thread. */
-export function* recordBatches(stream: ImportedStream, options: ConvertOptions = {}): Generator<RecordBatch, void, undefined> {
-  for (const imported of stream) yield convert(imported, options);
+export function* recordBatches(stream: ImportedStream, options: StreamConvertOptions = {}): Generator<RecordBatch, void, undefined> {
+  const copy = needsCopy(stream, options, "recordBatches");
+  for (const imported of stream) yield convert(imported, options, copy);
 }
 
 /** Every remaining batch of `stream`, pulled on the stream's worker
  * thread (`for await`). */
-export async function* recordBatchesAsync(stream: ImportedStream, options: ConvertOptions = {}): AsyncGenerator<RecordBatch, void, undefined> {
-  for await (const imported of stream) yield convert(imported, options);
+export async function* recordBatchesAsync(stream: ImportedStream, options: StreamConvertOptions = {}): AsyncGenerator<RecordBatch, void, undefined> {
+  const copy = needsCopy(stream, options, "recordBatchesAsync");
+  for await (const imported of stream) yield convert(imported, options, copy);
 }
 
 /** The stream's schema as an apache-arrow Schema (read from a zero-length
@@ -71,14 +114,15 @@ function tableOf(pulled: ImportedArray[], schema: Schema | null, options: Conver
 
 /** Reads the whole stream into one Table (its schema is the first batch's,
  * or the stream's when it has none) and releases the stream. */
-export function readTable(stream: ImportedStream, options: ConvertOptions = {}): Table {
+export function readTable(stream: ImportedStream, options: StreamConvertOptions = {}): Table {
+  const copy = needsCopy(stream, options, "readTable");
   const pulled: ImportedArray[] = [];
   let schema: Schema | null = null;
   try {
     for (;;) {
       const imported = stream.next();
       if (!imported) break;
-      pulled.push(imported);
+      pulled.push(onHost(imported, copy));
     }
     // Only needed when no batch came; read while the stream is open.
     if (pulled.length === 0) schema = streamSchema(stream, options);
@@ -92,14 +136,15 @@ export function readTable(stream: ImportedStream, options: ConvertOptions = {}):
 }
 
 /** Like `readTable`, pulling on the stream's worker thread. */
-export async function readTableAsync(stream: ImportedStream, options: ConvertOptions = {}): Promise<Table> {
+export async function readTableAsync(stream: ImportedStream, options: StreamConvertOptions = {}): Promise<Table> {
+  const copy = needsCopy(stream, options, "readTableAsync");
   const pulled: ImportedArray[] = [];
   let schema: Schema | null = null;
   try {
     for (;;) {
       const imported = await stream.nextAsync();
       if (!imported) break;
-      pulled.push(imported);
+      pulled.push(onHost(imported, copy));
     }
     if (pulled.length === 0) schema = streamSchema(stream, options);
   } catch (error) {

@@ -18,6 +18,7 @@ import { deviceSymbols } from "./symbols_device.ts";
 import { streamSymbols } from "./symbols_streams.ts";
 import { asyncSymbols } from "./symbols_async.ts";
 import { importSymbols } from "./symbols_import.ts";
+import { deviceStreamSymbols } from "./symbols_device_streams.ts";
 
 /** Every symbol area, merged. Add new areas here. */
 const symbols = {
@@ -27,6 +28,7 @@ const symbols = {
   ...streamSymbols,
   ...asyncSymbols,
   ...importSymbols,
+  ...deviceStreamSymbols,
 };
 
 export const libraryEnvVar = "ARROW_DEVICE_LIBRARY";
