@@ -575,6 +575,43 @@ describe("JS -> C ABI -> JS (both roles of this library)", () => {
     await stream.closed;
   });
 
+  test("repeated column names: a batch or Table without a schema is announced with its columns' own types; a schema misnaming them is refused", async () => {
+    const [batch] = [...goldReader("1.0.0-littleendian/generated_duplicate_fieldnames.stream")];
+    // apache-arrow's RecordBatch.schema merges fields that share a name
+    // (both "ints" read int32 there; the data holds int8 and int32).
+    expect(batch.schema.fields.map((f) => String(f.type))).not.toEqual(batch.data.type.children.map((f) => String(f.type)));
+    const stream = new AsyncRecordBatchStream({ queueDepth: 1, validation: "full" });
+    const run = exportAsyncStream([batch], stream.handler);
+    let n = 0;
+    for await (const { batch: back, array } of stream.batches()) {
+      expect(back.data.type.children.map((f) => String(f.type))).toEqual(batch.data.type.children.map((f) => String(f.type)));
+      expect(compareBatches(back, batch)).toEqual([]);
+      expect(unsharedBuffers(back.data, batch.data)).toEqual([]);
+      array.dispose();
+      n++;
+    }
+    expect(n).toBe(1);
+    expect(await run.done).toEqual({ outcome: "ended", sent: 1 });
+    await stream.closed;
+
+    // A Table of it (Table.schema merges the names too), and a schema given
+    // that misnames the columns' types: refused, never sent under it.
+    for (const [source, options, outcome] of [[new Table([batch]), {}, "ended"], [[batch], { schema: batch.schema }, "failed"]] as const) {
+      const again = new AsyncRecordBatchStream({ validation: "full" });
+      const sent = exportAsyncStream(source, again.handler, options);
+      const got = await (async () => {
+        const out: RecordBatch[] = [];
+        for await (const back of again) out.push(back);
+        return out;
+      })().catch((error: unknown) => error);
+      const result = await sent.done;
+      expect(result.outcome).toBe(outcome);
+      if (outcome === "ended") expect(compareBatches((got as RecordBatch[])[0], batch)).toEqual([]);
+      else expect(String((got as Error).message)).toContain("batch 0 does not match the stream's schema");
+      await again.closed;
+    }
+  });
+
   test("break on the consumer side cancels the producer quietly", async () => {
     const stream = new AsyncStreamConsumer({ queueDepth: 2 });
     const run = exportAsyncStream(smallBatches(100), stream.handler);

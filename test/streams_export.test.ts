@@ -13,8 +13,8 @@ import {
 } from "apache-arrow";
 import { ArrowDeviceArrayLayout } from "../ts/abi/layout.ts";
 import {
-  ExportedArray, InvalidArgumentError, consumeNatively, counters, exportArray, exportStream, exportStreamAsync,
-  nonZeroCounters, type NativeBufferReport, type StreamKind,
+  ExportedArray, ImportedStream, InvalidArgumentError, consumeNatively, counters, exportArray, exportStream, exportStreamAsync,
+  nonZeroCounters, toSchema, type NativeBufferReport, type StreamKind,
 } from "../ts/index.ts";
 import { liveStreamSources } from "../ts/convert/stream_export.ts";
 import { SP_CHECK_ERROR_TWICE, SP_HOLD, streamPeer } from "./helpers/fixtures.ts";
@@ -248,6 +248,21 @@ describe("JS-produced streams pulled by C", () => {
 
     expect(() => exportStream([])).toThrow("options.schema");
     expect(() => exportStream(42 as never)).toThrow("cannot export a Number as a stream");
+  });
+
+  test("a Table whose columns repeat a name exports with its columns' own types (Table.schema merges them)", () => {
+    const [batch] = readGold(goldStreams().find((f) => f.name.endsWith("generated_duplicate_fieldnames.stream"))!);
+    const table = new Table([batch]);
+    const types = (fields: Field[]) => fields.map((f) => String(f.type));
+    expect(types(table.schema.fields)).not.toEqual(types(batch.data.type.children));
+    using handle = exportStream(table);
+    const [back] = [...ImportedStream.fromDeviceArrayStream(handle.stream, { validation: "full" })];
+    try {
+      expect(types(toSchema(back.root).fields)).toEqual(types(batch.data.type.children));
+      expect(back.root.child(0).bufferAddress(1)).toBe(ptr(batch.data.children[0].values));
+    } finally {
+      back.dispose();
+    }
   });
 
   test("a handle released before any consumer took it releases the stream and closes the source", async () => {

@@ -17,10 +17,16 @@
 //! follows. A task the consumer refused (non-zero from on_next_task) is
 //! reclaimed here, as Arrow C++ does.
 //!
-//! Lifetime. JS creates the producer and destroys it right after calling the
-//! handler's release; the consumer must not call `request`/`cancel` after
-//! that release began (the spec's rule). Counted in `live_async`, like each
-//! task not yet extracted.
+//! Lifetime. JS creates the producer and lets it go right after calling the
+//! handler's release. The `ArrowAsyncProducer` struct then lives on until
+//! every task it sent was extracted (or reclaimed): each task holds a
+//! reference. The spec lets a producer free it at the release, but Arrow
+//! C++'s consumer (CreateAsyncDeviceStreamHandler, 26) calls `request(1)`
+//! each time it takes a queued task, before extracting it, even after the
+//! end of the stream and the release: with this rule that late request
+//! finds a valid producer and is a no-op. `request`/`cancel` after the
+//! release are no-ops. Counted in `live_async`, like each task not yet
+//! extracted.
 
 const std = @import("std");
 const abi = @import("abi.zig");
@@ -70,6 +76,9 @@ pub const Producer = struct {
     bad_request_n: i64 = 0,
     /// No more on_next_task/on_error will be sent: request/cancel are no-ops.
     finished: bool = false,
+    /// JS's reference (dropped after the handler's release) and one per
+    /// task not yet extracted or reclaimed.
+    refs: std.atomic.Value(u32) = .init(1),
 
     fn fromProducer(producer: *abi.ArrowAsyncProducer) *Producer {
         return @fieldParentPtr("producer", producer);
@@ -116,7 +125,7 @@ pub const Producer = struct {
         if (checked != .ok) return checked;
         if (self.producer.device_type != abi.device_cpu)
             return fail(.unknown_device, "this stream declared device type {d}; a JS batch is CPU memory (device type 1)", .{self.producer.device_type});
-        const task = Task.create() orelse return fail(.out_of_memory, "out of memory allocating an async task", .{});
+        const task = Task.create(self) orelse return fail(.out_of_memory, "out of memory allocating an async task", .{});
         const built = export_array.buildDevice(plan, .{ .keepalive_id = keepalive_id }, .{}, &task.array);
         if (built != .ok) {
             task.array.array.release = null;
@@ -136,7 +145,7 @@ pub const Producer = struct {
         if (array.array.release == null) return fail(.released, "the device array to send is released", .{});
         if (array.device_type != self.producer.device_type)
             return fail(.unknown_device, "the array is on device type {d} but this stream declared device type {d}", .{ array.device_type, self.producer.device_type });
-        const task = Task.create() orelse return fail(.out_of_memory, "out of memory allocating an async task", .{});
+        const task = Task.create(self) orelse return fail(.out_of_memory, "out of memory allocating an async task", .{});
         task.array = array.*;
         array.array.release = null;
         rc.* = self.deliver(task, metadata);
@@ -181,29 +190,45 @@ pub const Producer = struct {
         self.handler.on_error.?(self.handler, code, message, @ptrCast(metadata));
     }
 
-    /// Calls the handler's release, then frees the producer.
+    /// Calls the handler's release, then drops JS's reference: the producer
+    /// is freed now, or when the last task it sent is extracted. JS thread.
     pub fn releaseAndDestroy(self: *Producer) void {
         self.finish();
         const handler = self.handler;
         if (handler.release) |release| release(handler);
+        self.unref();
+    }
+
+    fn ref(self: *Producer) void {
+        _ = self.refs.fetchAdd(1, .monotonic);
+    }
+
+    /// Any thread (the last task may be extracted anywhere).
+    fn unref(self: *Producer) void {
+        const before = self.refs.fetchSub(1, .acq_rel);
+        std.debug.assert(before > 0);
+        if (before != 1) return;
         metadata_copy.free(self.metadata);
         counters.add(.live_async, -1);
         std.heap.c_allocator.destroy(self);
     }
 };
 
-/// One task's private data: the array it hands out. Two references: the
-/// sending frame's and the consumer's (dropped by extract_data).
+/// One task's private data: the array it hands out, and a reference to its
+/// producer (see "Lifetime" above). Two references: the sending frame's and
+/// the consumer's (dropped by extract_data).
 const Task = struct {
     array: abi.ArrowDeviceArray = .empty,
+    producer: *Producer,
     refs: std.atomic.Value(u32) = .init(2),
     /// Set by whoever disposes of `array` first (extract, or the reclaim of
     /// a refused task).
     taken: std.atomic.Value(bool) = .init(false),
 
-    fn create() ?*Task {
+    fn create(producer: *Producer) ?*Task {
         const task = std.heap.c_allocator.create(Task) catch return null;
-        task.* = .{};
+        task.* = .{ .producer = producer };
+        producer.ref();
         counters.add(.live_async, 1);
         return task;
     }
@@ -216,8 +241,10 @@ const Task = struct {
 
     fn destroy(self: *Task) void {
         std.debug.assert(self.array.array.release == null);
+        const producer = self.producer;
         counters.add(.live_async, -1);
         std.heap.c_allocator.destroy(self);
+        producer.unref();
     }
 };
 
@@ -420,6 +447,39 @@ test "credits follow requests; request inside on_schema does not call back" {
     array.array.release.?(&array.array);
     try testing.expectEqual(@as(c_int, 0), consumer.tasks[1].extract_data.?(&consumer.tasks[1], null));
     try testing.expectEqual(before, counters.get(.live_async));
+}
+
+test "the producer outlives the release while a task is out: a late request is a no-op (Arrow C++'s consumer makes one)" {
+    var consumer: TestConsumer = .{ .request_in_schema = 2 };
+    const before = counters.get(.live_async);
+    var out: ?*Producer = null;
+    try testing.expectEqual(Status.ok, create(&consumer.handler, abi.device_cpu, null, 6, &out));
+    const p = out.?;
+    var schema: abi.ArrowSchema = undefined;
+    testSchema(&schema);
+    try testing.expectEqual(@as(c_int, 0), p.sendSchema(&schema));
+    var rc: c_int = -1;
+    const plan = [_]f64{ 2, 0, 0, 0, 0, 0 };
+    try testing.expectEqual(Status.ok, p.sendPlan(&plan, 0, null, &rc));
+    try testing.expectEqual(Status.ok, p.sendPlan(&plan, 0, null, &rc));
+    try testing.expectEqual(@as(c_int, 0), p.sendEnd());
+    const producer = consumer.handler.producer.?;
+    p.releaseAndDestroy();
+    try testing.expectEqual(@as(u32, 1), consumer.releases);
+    // The producer and two tasks are still out.
+    try testing.expectEqual(before + 3, counters.get(.live_async));
+    // Arrow C++'s pattern: take a task, request(1), then extract it.
+    producer.request.?(producer, 1);
+    producer.cancel.?(producer);
+    try testing.expectEqual(@as(c_int, 0), consumer.tasks[0].extract_data.?(&consumer.tasks[0], null));
+    try testing.expectEqual(before + 2, counters.get(.live_async));
+    producer.request.?(producer, 1);
+    var array: abi.ArrowDeviceArray = undefined;
+    try testing.expectEqual(@as(c_int, 0), consumer.tasks[1].extract_data.?(&consumer.tasks[1], &array));
+    // The last task extracted: the producer is gone with it.
+    try testing.expectEqual(before, counters.get(.live_async));
+    try testing.expectEqual(@as(i64, 2), array.array.length);
+    array.array.release.?(&array.array);
 }
 
 test "a refused task is reclaimed by the producer" {

@@ -75,6 +75,7 @@ export const streamPeer = dlopen(fixturePath("stream_peer"), {
   sp_intercept_stream_arrays: { args: [ptr], returns: none },
   sp_handed_arrays: { args: [], returns: i64 },
   sp_handed_array_releases: { args: [], returns: i64 },
+  sp_intercept_stream_batches: { args: [i32, ptr], returns: none },
   sp_int_stream: { args: [i32, i64, i64, i64, cstring, i32, i32, ptr], returns: none },
   sp_ree_stream: { args: [i64, ptr], returns: none },
   sp_list_new: { args: [ptr], returns: ptr },

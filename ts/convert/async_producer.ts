@@ -27,7 +27,7 @@
  * Every path ends with exactly one release; `done` then settles.
  */
 import { type Pointer } from "bun:ffi";
-import { RecordBatch, RecordBatchReader, Schema, Table, util } from "apache-arrow";
+import { RecordBatch, RecordBatchReader, Schema, Table, util, type DataType, type Struct } from "apache-arrow";
 import { AsyncProducerWord, DeviceType, asyncProducerWords } from "../abi/layout.ts";
 import { encodeMetadata } from "../abi/metadata.ts";
 import { asPointer } from "../abi/structs.ts";
@@ -134,10 +134,23 @@ function release(item: AsyncExportItem | undefined): void {
  * position (apache-arrow may give a batch with duplicate field names a
  * schema that names the wrong types, while its data is right). */
 function matchesSchema(batch: RecordBatch, schema: Schema): boolean {
-  if (batch.schema === schema) return true;
   const columns = batch.data.children;
   if (columns.length !== schema.fields.length) return false;
   return schema.fields.every((field, i) => util.compareTypes(field.type, columns[i].type));
+}
+
+/** A batch's schema from its data type: apache-arrow's `RecordBatch.schema`
+ * merges fields that share a name (keeping one type for both), so a batch
+ * with repeated column names would be announced with wrong types. */
+function schemaOfBatch(batch: RecordBatch): Schema {
+  return new Schema((batch.data.type as Struct).children, batch.schema.metadata);
+}
+
+/** A Table's schema from its first batch's data type (its `schema` merges
+ * repeated names as RecordBatch.schema does); an empty Table's own. */
+function schemaOfTable(table: Table): Schema {
+  const first = table.batches[0];
+  return first ? new Schema((first.data.type as Struct).children, table.schema.metadata) : table.schema;
 }
 
 type SourceIterator = AsyncIterator<AsyncExportItem> | Iterator<AsyncExportItem>;
@@ -151,8 +164,9 @@ class ProducerDriver {
   readonly rc = new Int32Array(1);
   sent = 0;
   released = false;
-  /** Batch schemas already found to match the stream's. */
-  readonly #accepted = new WeakSet<Schema>();
+  /** Batch struct types already found to match the stream's schema (by
+   * identity: batches of one reader or table often share theirs). */
+  readonly #accepted = new WeakSet<DataType>();
 
   constructor(handler: number, deviceType: number, metadata: Uint8Array | null) {
     this.token = registerWake(() => this.signal.notify());
@@ -181,11 +195,12 @@ class ProducerDriver {
   send(item: AsyncExportItem, schema: Schema | null): number {
     const { batch, metadata } = unwrap(item);
     if (batch instanceof RecordBatch) {
-      if (schema && !this.#accepted.has(batch.schema)) {
+      // Checked against the columns' own types, never `batch.schema` (see
+      // matchesSchema): a batch sent under a schema that misnames its types
+      // would make the consumer read its buffers as something else.
+      if (schema && !this.#accepted.has(batch.data.type)) {
         if (!matchesSchema(batch, schema)) throw new InvalidArgumentError(Status.invalid_argument, `batch ${this.sent} does not match the stream's schema`);
-        if (batch.schema === schema || batch.data.type.children.every((f, i) => f.type === batch.data.children[i].type)) {
-          this.#accepted.add(batch.schema); // its fields are its columns' types: checked once
-        }
+        this.#accepted.add(batch.data.type);
       }
       const { words, keepaliveId } = internal.planArray(batch.data);
       const status = native.abd_async_producer_send_plan(asPointer(this.address), internal.planWords(), words, keepaliveId, metadata, this.rc);
@@ -222,7 +237,7 @@ async function open(source: AsyncExportSource, options: AsyncExportOptions): Pro
   let schema: Schema | null = options.schema ?? null;
   let iterator: SourceIterator;
   if (source instanceof Table) {
-    schema ??= source.schema;
+    schema ??= schemaOfTable(source);
     iterator = source.batches[Symbol.iterator]();
   } else if (source instanceof RecordBatchReader) {
     await source.open();
@@ -254,7 +269,7 @@ function sendSchema(driver: ProducerDriver, schema: Schema | null, first: AsyncE
     }
   }
   const { batch } = unwrap(first!);
-  if (batch instanceof RecordBatch) return sendSchema(driver, batch.schema, undefined);
+  if (batch instanceof RecordBatch) return sendSchema(driver, schemaOfBatch(batch), undefined);
   // A native array: announce a copy of its own schema.
   const slot = Number(native.abd_alloc_zeroed(72) ?? 0);
   if (!slot) throw new OutOfMemoryError(Status.out_of_memory, "out of memory allocating a schema slot");
@@ -285,8 +300,9 @@ async function drive(driver: ProducerDriver, source: AsyncExportSource, options:
     const opened = await open(source, options);
     iterator = opened.iterator;
     pending = opened.first;
-    const streamSchema = opened.schema ?? (pending && unwrap(pending).batch instanceof RecordBatch ? (unwrap(pending).batch as RecordBatch).schema : null);
-    const schemaRc = sendSchema(driver, opened.schema, pending);
+    const firstBatch = pending === undefined ? undefined : unwrap(pending).batch;
+    const streamSchema = opened.schema ?? (firstBatch instanceof RecordBatch ? schemaOfBatch(firstBatch) : null);
+    const schemaRc = sendSchema(driver, streamSchema, pending);
     if (schemaRc !== 0) {
       await closeSource();
       return driver.finish({ outcome: "refused", code: schemaRc });

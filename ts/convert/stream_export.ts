@@ -331,6 +331,14 @@ function schemaOfItem(item: unknown): Schema | null {
   return new Schema((item.data.type as Struct).children, item.schema.metadata);
 }
 
+/** A Table's schema from its first batch's data type (Table.schema merges
+ * fields that share a name, as RecordBatch.schema does); an empty Table's
+ * own. */
+function schemaOfTable(table: Table): Schema {
+  const first = table.batches[0];
+  return first ? new Schema((first.data.type as Struct).children, table.schema.metadata) : table.schema;
+}
+
 function needsSchema(what: string): never {
   throw new InvalidArgumentError(Status.invalid_argument, `${what}: pass options.schema${what.includes("async") ? ", or use exportStreamAsync(), which reads the first batch for it" : ""}`);
 }
@@ -347,7 +355,7 @@ function isIterable(source: unknown): source is Iterable<StreamItem> {
 function openNow(source: StreamSource, options: StreamExportOptions): Opened | undefined {
   const given = options.schema ?? null;
   if (source instanceof Table) {
-    return { iterator: source.batches[Symbol.iterator](), isAsync: false, schema: given ?? source.schema, buffered: null, first: null };
+    return { iterator: source.batches[Symbol.iterator](), isAsync: false, schema: given ?? schemaOfTable(source), buffered: null, first: null };
   }
   if (source instanceof RecordBatchReader) {
     if (source.isSync()) {
