@@ -35,6 +35,7 @@
 import { RecordBatch, RecordBatchReader, Schema, Struct, Table, util, type DataType } from "apache-arrow";
 import { JSCallback } from "bun:ffi";
 import { DeviceType, StreamKind as NativeStreamKind } from "../abi/layout.ts";
+import { asPointer } from "../abi/structs.ts";
 import { ArrowDeviceError, InvalidArgumentError, Status, errorFor } from "../errors.ts";
 import { lastError, native } from "../ffi/library.ts";
 import { ExportedStream, type StreamKind } from "../lifetime/exported_stream.ts";
@@ -134,7 +135,7 @@ function describe(value: unknown): string {
 /** Ends the stream with `error` (final: every later get_next repeats it). */
 function failProducer(record: SourceRecord | undefined, producer: number, error: unknown): void {
   const message = encoder.encode(messageOf(error));
-  native.abd_stream_export_fail(producer, errnoOf(error), message, message.length);
+  native.abd_stream_export_fail(asPointer(producer), errnoOf(error), message, message.length);
   record?.close();
 }
 
@@ -151,7 +152,7 @@ function deliver(record: SourceRecord, producer: number, batch: unknown): void {
     record.acceptedType = type;
   }
   const { words, keepaliveId } = internal.planArray(batch.data);
-  const status = native.abd_stream_export_deliver(producer, internal.planWords(), words, keepaliveId, -1);
+  const status = native.abd_stream_export_deliver(asPointer(producer), internal.planWords(), words, keepaliveId, -1);
   if (status !== 0) {
     // The stream failed natively with the build's message; nothing of this
     // batch reached C.
@@ -162,7 +163,7 @@ function deliver(record: SourceRecord, producer: number, batch: unknown): void {
 }
 
 function end(record: SourceRecord, producer: number): void {
-  native.abd_stream_export_end(producer);
+  native.abd_stream_export_end(asPointer(producer));
   record.close();
 }
 

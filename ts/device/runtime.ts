@@ -60,7 +60,7 @@ function readCString(bytes: Uint8Array): string {
 
 /** The address of a JS buffer's first byte, with a stable backing store
  * (small typed arrays may live inline in the GC heap and move). */
-export function hostAddress(view: ArrayBufferView): number {
+export function hostAddress(view: NodeJS.ArrayBufferView): number {
   void view.buffer;
   return view.byteLength === 0 ? 0 : ptr(view);
 }
@@ -117,7 +117,7 @@ export type PointerInfo = {
 };
 
 /** A host buffer, device memory, or a raw address. */
-export type CopyOperand = ArrayBufferView | DeviceMemory | number;
+export type CopyOperand = NodeJS.ArrayBufferView | DeviceMemory | number;
 
 export type CopyOptions = {
   /** Asynchronous on this stream; synchronous when absent. */

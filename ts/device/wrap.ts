@@ -21,8 +21,9 @@ import { drainReleased, forgetUnused, retainForNative, whenReleased } from "../l
 import { DeviceEvent, DeviceMemory, hostAddress, type DeviceKind } from "./runtime.ts";
 import { targetDeviceType } from "./transfer.ts";
 
-/** A buffer: a raw address, device memory, a JS buffer, or none (NULL). */
-export type RawBuffer = number | bigint | ArrayBufferView | DeviceMemory | null;
+/** A buffer: a raw address, device memory, a JS buffer (a typed array or
+ * DataView), or none (NULL). */
+export type RawBuffer = number | bigint | NodeJS.ArrayBufferView | DeviceMemory | null;
 
 export type RawArrayNode = {
   /** C Data Interface format string, e.g. "i", "+vl", "+r". */

@@ -8,10 +8,11 @@
  * closed: release callbacks and GC deallocators may call into it until the
  * process exits.
  */
-import { dlopen, suffix, CString, type Pointer } from "bun:ffi";
+import { suffix, CString } from "bun:ffi";
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { LibraryLoadError, errorFor } from "../errors.ts";
+import { openLibrary } from "./bun_ffi.ts";
 import { coreSymbols } from "./symbols_core.ts";
 import { ownerSymbols } from "./symbols_owners.ts";
 import { deviceSymbols } from "./symbols_device.ts";
@@ -56,7 +57,7 @@ function open() {
     );
   }
   try {
-    return dlopen(path, symbols);
+    return openLibrary(path, symbols);
   } catch (cause) {
     throw new LibraryLoadError(
       `could not load ${from} on ${platformDir()}: ${(cause as Error).message}. It may be built for another platform or be out of date; rebuild it with \`${buildCommand}\`.`,
@@ -82,5 +83,5 @@ export function check(status: number): void {
 }
 
 export function manifestText(): string {
-  return new CString(native.abd_layout_manifest() as Pointer).toString();
+  return new CString(native.abd_layout_manifest()).toString();
 }

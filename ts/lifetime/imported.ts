@@ -28,9 +28,9 @@ import { decodeMetadataBytes } from "../abi/metadata.ts";
 import { arrayFields, asPointer, deviceArrayFields, wrapNative } from "../abi/structs.ts";
 import {
   InvalidArgumentError, InvalidLayoutError, OutOfMemoryError, OutOfRangeError, ReleasedError, Status, UnknownDeviceError,
-  UnsupportedError, type ArrowDeviceError,
+  LibraryLoadError, UnsupportedError, type ArrowDeviceError,
 } from "../errors.ts";
-import { check, native } from "../ffi/library.ts";
+import { check, libraryPath, native } from "../ffi/library.ts";
 import { addressOf, type StructRef } from "./c_structs.ts";
 import { track, untrack, unwatch, watch } from "./debug.ts";
 import { reexport, type ReexportOptions } from "./reexport.ts";
@@ -38,7 +38,15 @@ import { selectWindow, type SliceRange, type Window } from "./selection.ts";
 import { type ExportedArray } from "./exported.ts";
 import { loadDeviceRuntime } from "../ffi/device_loader.ts";
 
-const deallocator = native.abd_view_deallocator();
+/** The native deallocator of every ArrayBuffer over an owner's memory: it
+ * drops the owner reference the buffer holds (zig/owner.zig). */
+const deallocator = viewDeallocator();
+
+function viewDeallocator(): Pointer {
+  const address = native.abd_view_deallocator();
+  if (address === null) throw new LibraryLoadError("libarrow_device returned no view deallocator (abd_view_deallocator)", libraryPath());
+  return address;
+}
 const typeIdNames = Object.fromEntries(Object.entries(TypeId).map(([k, v]) => [v, k])) as Record<number, TypeIdName>;
 
 export type ImportOptions = {
