@@ -6,7 +6,7 @@
 import { describe, expect, test } from "bun:test";
 import { layoutProblems, structLayouts, tsLayout } from "../ts/abi/layout.ts";
 import { manifestText } from "../ts/ffi/library.ts";
-import { probe } from "./helpers/fixtures.ts";
+import { fixtureText, probe } from "./helpers/fixtures.ts";
 
 const manifest = JSON.parse(manifestText());
 
@@ -16,12 +16,12 @@ describe("layout manifest", () => {
   });
 
   test("the C header compiled by zig cc matches the library's manifest", () => {
-    const fromHeader = JSON.parse(probe.probe_layout_json().toString());
+    const fromHeader = JSON.parse(fixtureText(probe.probe_layout_json(), "probe_layout_json"));
     expect(fromHeader).toEqual(manifest.structs);
   });
 
   test("the header's device type macros match the manifest", () => {
-    const fromHeader = JSON.parse(probe.probe_device_types_json().toString());
+    const fromHeader = JSON.parse(fixtureText(probe.probe_device_types_json(), "probe_device_types_json"));
     expect(fromHeader).toEqual(manifest.device_types);
     expect(Object.keys(fromHeader)).toHaveLength(14);
   });

@@ -93,7 +93,7 @@ export function compareVectors(actual: Vector, expected: Vector, where = ""): Mi
   return problems;
 }
 
-function address(view: ArrayBufferView | undefined | null): number {
+function address(view: NodeJS.ArrayBufferView | undefined | null): number {
   if (!view || view.byteLength === 0) return 0;
   return ptr(view);
 }
@@ -106,7 +106,7 @@ function address(view: ArrayBufferView | undefined | null): number {
  */
 export function unsharedBuffers(actual: Data, expected: Data, where = "root"): string[] {
   const problems: string[] = [];
-  const pairs: [string, ArrayBufferView | undefined, ArrayBufferView | undefined][] = [
+  const pairs: [string, NodeJS.ArrayBufferView | undefined, NodeJS.ArrayBufferView | undefined][] = [
     ["values", actual.values, expected.values],
     ["valueOffsets", actual.valueOffsets, expected.valueOffsets],
     ["typeIds", actual.typeIds, expected.typeIds],

@@ -5,7 +5,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { type Pointer } from "bun:ffi";
-import { RecordBatchReader, type RecordBatch } from "apache-arrow";
+import { RecordBatchReader, type RecordBatch, type RecordBatchFileReader, type RecordBatchStreamReader } from "apache-arrow";
 import { streamPeer } from "./fixtures.ts";
 
 export type JobSummary = {
@@ -85,7 +85,8 @@ export function goldStreams(): GoldFile[] {
  * by the raw-view tests only (see streams_import.test.ts). */
 export const unreadableByApacheArrow = ["cpp-21.0.0/generated_list_view.stream", "cpp-21.0.0/generated_run_end_encoded.stream"];
 
-export function openGold(file: GoldFile): RecordBatchReader {
+/** A synchronous reader of the gold IPC file (bytes in memory). */
+export function openGold(file: GoldFile): RecordBatchFileReader | RecordBatchStreamReader {
   return RecordBatchReader.from(readFileSync(file.path));
 }
 

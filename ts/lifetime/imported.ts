@@ -55,11 +55,18 @@ export type ImportOptions = {
   validation?: ValidationLevelName;
 };
 
+/** A typed view of one imported buffer. Its ArrayBuffer wraps the native
+ * memory in place (never a SharedArrayBuffer); it is detached when the
+ * import is disposed. */
 export type TypedBuffer =
-  | Uint8Array | Int8Array | Int16Array | Uint16Array | Int32Array | Uint32Array
-  | BigInt64Array | BigUint64Array | Float32Array | Float64Array;
+  | Uint8Array<ArrayBuffer> | Int8Array<ArrayBuffer> | Int16Array<ArrayBuffer> | Uint16Array<ArrayBuffer>
+  | Int32Array<ArrayBuffer> | Uint32Array<ArrayBuffer> | BigInt64Array<ArrayBuffer> | BigUint64Array<ArrayBuffer>
+  | Float32Array<ArrayBuffer> | Float64Array<ArrayBuffer>;
 
-type TypedArrayConstructor = new (buffer: ArrayBuffer, byteOffset?: number, length?: number) => TypedBuffer;
+type TypedArrayConstructor = {
+  new (buffer: ArrayBuffer, byteOffset?: number, length?: number): TypedBuffer;
+  readonly BYTES_PER_ELEMENT: number;
+};
 
 /** The element type of a fixed-width data buffer, by type id. */
 const fixedElement: Partial<Record<number, TypedArrayConstructor>> = {
@@ -604,9 +611,8 @@ export class RawArray {
     const memory = this.memory(i);
     const kind = this.bufferKind(i);
     const element = kind === BufferKind.fixed ? fixedElement[this.#word(NodeWord.type_id)] ?? Uint8Array : kindElement[kind];
-    const bytesPer = (element as unknown as { BYTES_PER_ELEMENT: number }).BYTES_PER_ELEMENT;
     const bytes = memory.byteLength === 0 ? 0 : this.byteLength(i);
-    return new element(memory, 0, Math.floor(bytes / bytesPer));
+    return new element(memory, 0, Math.floor(bytes / element.BYTES_PER_ELEMENT));
   }
 
   get buffers(): TypedBuffer[] {
