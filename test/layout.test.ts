@@ -36,11 +36,11 @@ describe("layout manifest", () => {
     let cases = 0;
     for (const [name, layout] of Object.entries(structLayouts)) {
       const sized = structuredClone(tsLayout);
-      (sized.structs as any)[name].size += 8;
+      sized.structs[name].size += 8;
       expect(layoutProblems(manifestText(), sized).join("\n")).toContain(`${name} size`);
       for (const field of Object.keys(layout.fields)) {
         const tampered = structuredClone(tsLayout);
-        (tampered.structs as any)[name].fields[field] += 8;
+        tampered.structs[name].fields[field] += 8;
         const problems = layoutProblems(manifestText(), tampered);
         expect(problems).toHaveLength(1);
         expect(problems[0]).toContain(`${name}.${field}`);

@@ -15,10 +15,10 @@ export function normalize(value: unknown): unknown {
   if (typeof value === "number") return Number.isNaN(value) ? "NaN" : Object.is(value, -0) ? "-0" : value;
   if (typeof value === "string" || typeof value === "boolean") return value;
   if (value instanceof Date) return `date:${value.getTime()}`;
-  if (ArrayBuffer.isView(value)) return Array.from(value as unknown as ArrayLike<unknown>, normalize);
+  if (ArrayBuffer.isView(value)) return Array.from(value as NodeJS.TypedArray, normalize);
   if (value instanceof Vector) return Array.from({ length: value.length }, (_, i) => normalize(value.get(i)));
   if (value instanceof StructRow || value instanceof MapRow) {
-    return [...(value as unknown as Iterable<[unknown, unknown]>)].map(([k, v]) => [normalize(k), normalize(v)]);
+    return [...value].map(([k, v]) => [normalize(k), normalize(v)]);
   }
   if (Array.isArray(value)) return value.map(normalize);
   if (typeof value === "object") return Object.entries(value as object).map(([k, v]) => [k, normalize(v)]);

@@ -35,7 +35,6 @@ export async function waitForJob(job: Pointer, timeoutMs = 10_000): Promise<bool
 }
 
 export function summarize(job: Pointer): JobSummary {
-  const message = streamPeer.sp_job_message(job);
   return {
     schemaRc: streamPeer.sp_job_schema_rc(job),
     schemaFormat: String(streamPeer.sp_job_schema_format(job)),
@@ -46,7 +45,7 @@ export function summarize(job: Pointer): JobSummary {
     repeatError: streamPeer.sp_job_repeat_error(job),
     repeatSameMessage: streamPeer.sp_job_repeat_same_message(job) === 1,
     endedTwice: streamPeer.sp_job_ended_twice(job) === 1,
-    message: message === null || (message as unknown as number) === 0 ? null : String(message),
+    message: streamPeer.sp_job_message(job), // a cstring return: NULL is null
     lastValue: Number(streamPeer.sp_job_last_value(job)),
     deviceIdsSeen: Number(streamPeer.sp_job_device_ids_seen(job)),
     deviceTypeMismatches: streamPeer.sp_job_device_type_mismatches(job),

@@ -114,6 +114,7 @@ function decodeText(bytes: Uint8Array, at: number, length: number): string {
   if (length <= 64) {
     let ascii = true;
     for (let i = at; i < at + length; i++) if (bytes[i] >= 0x80) { ascii = false; break; }
+    // apply takes any array-like (a typed array too); lib.d.ts says number[].
     if (ascii) return String.fromCharCode.apply(null, bytes.subarray(at, at + length) as unknown as number[]);
   }
   return utf8.decode(bytes.subarray(at, at + length));
