@@ -42,7 +42,8 @@ const W = AsyncProducerWord;
 const EINVAL = 22;
 const EIO = 5;
 
-type MetadataInit = Map<string, string> | Record<string, string> | Iterable<[string, string]>;
+/** Key/value metadata, in any of the forms `encodeMetadata` takes. */
+export type MetadataInit = Map<string, string> | Record<string, string> | Iterable<[string, string]>;
 
 /** What a source yields: a batch, a natively made device array, or either
  * with per-task metadata (on_next_task's third argument). */

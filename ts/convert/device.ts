@@ -14,7 +14,7 @@
  */
 import { Data, RecordBatch, Table, Vector } from "apache-arrow";
 import { ExportedArray } from "../lifetime/exported.ts";
-import { ImportedArray } from "../lifetime/imported.ts";
+import { ImportedArray, type ToHostOptions } from "../lifetime/imported.ts";
 import { copyArrayToDevice, type DeviceTarget } from "../device/transfer.ts";
 import { exportArray } from "./export.ts";
 
@@ -53,6 +53,6 @@ export function toDevice(source: Data | Vector | RecordBatch | Table, options: T
 
 /** `imported.toHost(options)`: device data copied to the host, or
  * host-visible data viewed in place, as a CPU import. */
-export function toHost(imported: ImportedArray, options: { stream?: number | { handle: number } } = {}): ImportedArray {
+export function toHost(imported: ImportedArray, options: ToHostOptions = {}): ImportedArray {
   return imported.toHost(options);
 }

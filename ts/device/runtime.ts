@@ -117,6 +117,14 @@ export type PointerInfo = {
 };
 
 /** A host buffer, device memory, or a raw address. */
+/** Options of `DeviceRuntime.allocate`. */
+export type AllocateOptions = {
+  /** The device ordinal (default 0). */
+  id?: number;
+  /** "device" memory (default), "pinned" host memory or "managed" memory. */
+  memory?: MemoryKindName;
+};
+
 export type CopyOperand = NodeJS.ArrayBufferView | DeviceMemory | number;
 
 export type CopyOptions = {
@@ -164,7 +172,7 @@ export class DeviceRuntime {
   }
 
   /** `byteLength` bytes of `memory` for device `id`. */
-  allocate(byteLength: number, options: { id?: number; memory?: MemoryKindName } = {}): DeviceMemory {
+  allocate(byteLength: number, options: AllocateOptions = {}): DeviceMemory {
     const memory = options.memory ?? "device";
     const id = options.id ?? 0;
     if (MemoryKind[memory] === undefined) throw new InvalidArgumentError(Status.invalid_argument, `unknown memory kind "${memory}": expected "device", "pinned" or "managed"`);

@@ -33,9 +33,12 @@ import { reportLeak, track, untrack } from "./debug.ts";
 import { ImportedArray } from "./imported.ts";
 import { WakeSignal, holdEventLoop, registerWake, unregisterWake } from "./js_wake.ts";
 
+/** Batches kept in flight when `AsyncConsumerOptions.queueDepth` is not given. */
 export const defaultQueueDepth = 4;
-export const maxQueueDepth = 1 << 20;
+/** The largest `AsyncConsumerOptions.queueDepth` (2^20). */
+export const maxQueueDepth: number = 1 << 20;
 
+/** Options of `new AsyncStreamConsumer(options)`. */
 export type AsyncConsumerOptions = {
   /** Batches kept in flight: requested from the producer and not yet
    * taken by JS (1 .. 2^20, default 4). */

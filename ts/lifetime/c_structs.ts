@@ -44,17 +44,18 @@ export function addressOf(ref: StructRef | null | undefined): number {
   return Number(ref);
 }
 
-type Kind = "ArrowSchema" | "ArrowArray" | "ArrowDeviceArray";
+/** Which C struct a CStruct is. */
+export type CStructKind = "ArrowSchema" | "ArrowArray" | "ArrowDeviceArray";
 
-type OwnedSlot = { address: number; kind: Kind; token: number };
+type OwnedSlot = { address: number; kind: CStructKind; token: number };
 
-const sizes: Record<Kind, number> = {
+const sizes: Record<CStructKind, number> = {
   ArrowSchema: ArrowSchemaLayout.size,
   ArrowArray: ArrowArrayLayout.size,
   ArrowDeviceArray: ArrowDeviceArrayLayout.size,
 };
 
-function releaseAt(kind: Kind, address: number): void {
+function releaseAt(kind: CStructKind, address: number): void {
   const p = asPointer(address);
   if (kind === "ArrowSchema") native.abd_schema_release(p);
   else if (kind === "ArrowArray") native.abd_array_release(p);
@@ -67,13 +68,15 @@ const safetyNet = new FinalizationRegistry<OwnedSlot>((slot) => {
   native.abd_free(asPointer(slot.address));
 });
 
-abstract class CStruct implements Disposable {
+/** What CSchema, CArray and CDeviceArray share: an address, who owns the
+ * memory there, and release/move/dispose. */
+export abstract class CStruct implements Disposable {
   #address: number;
   #slot: OwnedSlot | null;
   /** The base struct this one is a child (or the array member) of. */
   readonly parent: CStruct | null;
 
-  protected constructor(readonly kind: Kind, address: number, owned: boolean, parent: CStruct | null) {
+  protected constructor(readonly kind: CStructKind, address: number, owned: boolean, parent: CStruct | null) {
     if (!address) throw new InvalidArgumentError(Status.invalid_argument, `${kind} pointer is NULL`);
     this.#address = address;
     this.parent = parent;
@@ -84,7 +87,7 @@ abstract class CStruct implements Disposable {
     }
   }
 
-  protected static allocateSlot(kind: Kind): number {
+  protected static allocateSlot(kind: CStructKind): number {
     const address = Number(native.abd_alloc_zeroed(sizes[kind]));
     if (!address) throw new OutOfMemoryError(Status.out_of_memory, `out of memory allocating an ${kind}`);
     return address;

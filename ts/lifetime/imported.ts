@@ -55,6 +55,15 @@ export type ImportOptions = {
   validation?: ValidationLevelName;
 };
 
+/** Options of `ImportedArray.toHost` (and `toHost`). */
+export type ToHostOptions = {
+  /** The device stream the copies run on: a raw `CUstream` /
+   * `hipStream_t` address, or a `DeviceStream` (anything with its
+   * `handle`). Default: the runtime's default stream. The call returns
+   * when the copies are done either way. */
+  stream?: number | { handle: number };
+};
+
 /** A typed view of one imported buffer. Its ArrayBuffer wraps the native
  * memory in place (never a SharedArrayBuffer); it is detached when the
  * import is disposed. */
@@ -463,7 +472,7 @@ export class ImportedArray implements Disposable {
    *   until the result is disposed.
    * Never dereferences device memory. Blocks the calling thread.
    */
-  toHost(options: { stream?: number | { handle: number } } = {}): ImportedArray {
+  toHost(options: ToHostOptions = {}): ImportedArray {
     this.#live();
     if (!this.hostReadable) check(loadDeviceRuntime(this.deviceType));
     const stream = typeof options.stream === "number" ? options.stream : options.stream?.handle ?? 0;
