@@ -101,8 +101,11 @@ export function publicApiProblems(entry: string, ownDir = resolve(root, "ts")): 
   for (const symbol of checker.getExportsOfModule(moduleSymbol)) {
     const target = symbol.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(symbol) : symbol;
     exported.add(target);
-    for (const declaration of target.declarations ?? []) {
-      if (isOurs(declaration, ownDir)) publicDeclarations.push([symbol.name, declaration]);
+    const declarations = target.declarations ?? [];
+    for (const declaration of declarations) {
+      // The implementation of an overloaded function is not callable as such.
+      const isImplementation = ts.isFunctionDeclaration(declaration) && declaration.body !== undefined && declarations.length > 1;
+      if (isOurs(declaration, ownDir) && !isImplementation) publicDeclarations.push([symbol.name, declaration]);
     }
   }
 

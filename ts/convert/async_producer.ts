@@ -52,12 +52,15 @@ export type AsyncExportItem =
   | ExportedArray
   | { batch: RecordBatch | ExportedArray; metadata?: MetadataInit | null };
 
+/** What `exportAsyncStream` pushes: items from a sync or async iterable,
+ * or the batches of a Table or RecordBatchReader. */
 export type AsyncExportSource =
   | AsyncIterable<AsyncExportItem>
   | Iterable<AsyncExportItem>
   | Table
   | RecordBatchReader;
 
+/** Options of `exportAsyncStream`. */
 export type AsyncExportOptions = {
   /** The stream's schema. Default: the Table's or reader's, else the first
    * item's (an empty iterable then needs this). */
@@ -70,6 +73,7 @@ export type AsyncExportOptions = {
   deviceType?: number;
 };
 
+/** How an async export ended. */
 export type AsyncExportOutcome =
   /** The source ended; the NULL task and release were sent. */
   | "ended"
@@ -80,7 +84,9 @@ export type AsyncExportOutcome =
   /** The consumer returned non-zero from a callback; release was sent. */
   | "refused";
 
+/** What `AsyncExport.done` settles with. */
 export type AsyncExportResult = {
+  /** How the stream ended. */
   outcome: AsyncExportOutcome;
   /** Tasks sent with on_next_task. */
   sent: number;

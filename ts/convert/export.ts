@@ -124,6 +124,7 @@ function writeSchemaNode(plan: PlanBytes, node: SchemaNode) {
   if (node.dictionary) writeSchemaNode(plan, node.dictionary);
 }
 
+/** What `exportSchema` takes: an apache-arrow DataType, Field or Schema. */
 export type SchemaSource = DataType | Field | Schema;
 
 function schemaNodeOf(source: SchemaSource): SchemaNode {
@@ -419,8 +420,11 @@ function nullCountOf(data: Data): number {
 // Public entry points
 // ---------------------------------------------------------------------------
 
+/** What `exportArray` takes: apache-arrow Data, a Vector (one chunk) or a
+ * RecordBatch (exported as a struct array). */
 export type ArraySource = Data | Vector | RecordBatch;
 
+/** Options of `exportArray`, `exportBatches`. */
 export type ExportOptions = {
   /** "device_array" (default): ArrowSchema + ArrowDeviceArray on the CPU
    * device. "array": ArrowSchema + ArrowArray. */

@@ -274,6 +274,8 @@ export function toTable(importedList: Iterable<ImportedArray>, options: ConvertO
   return new Table(first.schema, batches);
 }
 
+/** Options of `importVector` and `importRecordBatch`: validation,
+ * conversion, and which struct the array pointer names. */
 export type ImportConvertOptions = ImportOptions & ConvertOptions & {
   /** What `arrayPtr` points at: "array" (`ArrowArray*`) or "device_array"
    * (`ArrowDeviceArray*`). Defaults: "array" for importVector,

@@ -43,6 +43,8 @@ import { JsWorkTag, onJsWork } from "../lifetime/js_queue.ts";
 import { drainReleased, forgetUnused, retainForNative } from "../lifetime/keepalive.ts";
 import { internal } from "./export.ts";
 
+/** What `exportStream` serves: the batches of a Table, an array, a reader,
+ * or a sync or async iterable, pulled one get_next at a time. */
 export type StreamSource =
   | Table
   | RecordBatch[]
@@ -50,6 +52,7 @@ export type StreamSource =
   | Iterable<RecordBatch>
   | AsyncIterable<RecordBatch>;
 
+/** Options of `exportStream` and `exportStreamAsync`. */
 export type StreamExportOptions = {
   /** "device_stream" (default): an ArrowDeviceArrayStream on the CPU.
    * "stream": an ArrowArrayStream. */

@@ -30,6 +30,8 @@ const symbols = {
   ...importSymbols,
 };
 
+/** The environment variable that names the library file to load instead of
+ * lib/<platform>/libarrow_device.<ext>. */
 export const libraryEnvVar = "ARROW_DEVICE_LIBRARY";
 export const buildCommand = "bash scripts/setup.sh";
 
@@ -43,6 +45,8 @@ export function defaultLibraryPath(): string {
   return join(root, "lib", platformDir(), `libarrow_device.${suffix}`);
 }
 
+/** The library file this process loads: $ARROW_DEVICE_LIBRARY, else
+ * lib/<platform>/libarrow_device.<ext> in this package. */
 export function libraryPath(): string {
   return process.env[libraryEnvVar] || defaultLibraryPath();
 }

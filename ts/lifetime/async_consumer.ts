@@ -66,6 +66,7 @@ export type AsyncStreamInfo = {
   producerMetadata: Map<string, string> | null;
 };
 
+/** Task counts of one async stream so far (`AsyncStreamConsumer.stats`). */
 export type AsyncConsumerStats = {
   /** Sum of every request(n) made. */
   requested: number;
@@ -286,10 +287,12 @@ export class AsyncStreamConsumer implements AsyncDisposable {
     return native.abd_async_consumer_handler(asPointer(core.address)) as Pointer;
   }
 
+  /** Batches kept in flight (the `queueDepth` option, or its default). */
   get queueDepth(): number {
     return this.#core.depth;
   }
 
+  /** Task counts so far (read from the native state). */
   get stats(): AsyncConsumerStats {
     const words = this.#core.poll();
     return { requested: words[W.requested], received: words[W.received], taken: words[W.taken], discarded: words[W.discarded] };
