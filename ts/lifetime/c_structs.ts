@@ -178,13 +178,20 @@ export class CSchema extends CStruct {
   }
 
   protected releasedField(address: number): boolean { return schemaFields.released(address); }
+  /** The format string (null for a NULL format). */
   get format(): string | null { return schemaFields.format(this.readable()); }
+  /** The field name (null for a NULL name). */
   get name(): string | null { return schemaFields.name(this.readable()); }
+  /** ArrowSchema.flags (see `Flags`). */
   get flags(): number { return schemaFields.flags(this.readable()); }
+  /** Whether the NULLABLE flag is set. */
   get nullable(): boolean { return (this.flags & 2) !== 0; }
   /** Metadata as a Map (the last value wins for repeated keys). */
   get metadata(): Map<string, string> { return new Map(this.metadataPairs); }
+  /** Metadata as every key/value pair in order, repeats kept (empty for
+   * NULL metadata); bounds-checked natively before it is read. */
   get metadataPairs(): [string, string][] { return readMetadata(schemaFields.metadataAddress(this.readable())); }
+  /** ArrowSchema.n_children. */
   get nChildren(): number { return schemaFields.nChildren(this.readable()); }
 
   /** A borrowed view of child `i` (valid while this struct is alive). */
@@ -194,10 +201,12 @@ export class CSchema extends CStruct {
     return new CSchema(schemaFields.child(this.readable(), i), false, this);
   }
 
+  /** Borrowed views of every child. */
   get children(): CSchema[] {
     return Array.from({ length: this.nChildren }, (_, i) => this.child(i));
   }
 
+  /** A borrowed view of the dictionary's schema, or null. */
   get dictionary(): CSchema | null {
     const address = schemaFields.dictionary(this.readable());
     return address ? new CSchema(address, false, this) : null;
@@ -237,10 +246,13 @@ export class CArray extends CStruct {
     super("ArrowArray", address, owned, parent);
   }
 
+  /** A new owned, zeroed (released) ArrowArray in native memory (e.g. for
+   * a producer to fill). */
   static allocate(): CArray {
     return new CArray(CStruct.allocateSlot("ArrowArray"), true, null);
   }
 
+  /** A borrowed view of the caller's ArrowArray at `address`. */
   static at(address: Pointer | number): CArray {
     return new CArray(Number(address), false, null);
   }
@@ -251,11 +263,15 @@ export class CArray extends CStruct {
   }
 
   protected releasedField(address: number): boolean { return arrayFields.released(address); }
+  /** ArrowArray.length. */
   get length(): number { return arrayFields.length(this.readable()); }
   /** -1 when the producer did not compute it. */
   get nullCount(): number { return arrayFields.nullCount(this.readable()); }
+  /** ArrowArray.offset. */
   get offset(): number { return arrayFields.offset(this.readable()); }
+  /** ArrowArray.n_buffers. */
   get nBuffers(): number { return arrayFields.nBuffers(this.readable()); }
+  /** ArrowArray.n_children. */
   get nChildren(): number { return arrayFields.nChildren(this.readable()); }
 
   /** Address of buffer `i` (0 for NULL). */
@@ -265,25 +281,31 @@ export class CArray extends CStruct {
     return arrayFields.buffer(this.readable(), i);
   }
 
+  /** Every buffer address, in order (0 for NULL). */
   get bufferAddresses(): number[] {
     return Array.from({ length: this.nBuffers }, (_, i) => this.bufferAddress(i));
   }
 
+  /** A borrowed view of child `i` (valid while this struct is alive). */
   child(i: number): CArray {
     const n = this.nChildren;
     if (!(Number.isInteger(i) && i >= 0 && i < n)) throw new OutOfRangeError(Status.out_of_range, `child ${i} is out of the array's ${n} children`);
     return new CArray(arrayFields.child(this.readable(), i), false, this);
   }
 
+  /** Borrowed views of every child. */
   get children(): CArray[] {
     return Array.from({ length: this.nChildren }, (_, i) => this.child(i));
   }
 
+  /** A borrowed view of the dictionary array, or null. */
   get dictionary(): CArray | null {
     const address = arrayFields.dictionary(this.readable());
     return address ? new CArray(address, false, this) : null;
   }
 
+  /** Moves this struct into `dest` (a new owned struct if omitted) and
+   * returns it; this one is left released. */
   move(dest?: CArray): CArray {
     const target = dest ?? CArray.allocate();
     try {
@@ -295,6 +317,8 @@ export class CArray extends CStruct {
     return target;
   }
 
+  /** Moves child `i` out into `dest` (a new owned struct if omitted). The
+   * parent must be released next; its release skips the moved child. */
   moveChild(i: number, dest?: CArray): CArray {
     const target = dest ?? CArray.allocate();
     try {
@@ -313,10 +337,13 @@ export class CDeviceArray extends CStruct {
     super("ArrowDeviceArray", address, owned, null);
   }
 
+  /** A new owned, zeroed (released) ArrowDeviceArray in native memory
+   * (e.g. for a producer to fill). */
   static allocate(): CDeviceArray {
     return new CDeviceArray(CStruct.allocateSlot("ArrowDeviceArray"), true);
   }
 
+  /** A borrowed view of the caller's ArrowDeviceArray at `address`. */
   static at(address: Pointer | number): CDeviceArray {
     return new CDeviceArray(Number(address), false);
   }
@@ -327,12 +354,17 @@ export class CDeviceArray extends CStruct {
   }
 
   protected releasedField(address: number): boolean { return arrayFields.released(address); }
+  /** ArrowDeviceArray.device_type. */
   get deviceType(): number { return deviceArrayFields.deviceType(this.readable()); }
+  /** `deviceType` by name, e.g. "CPU", "CUDA". */
   get deviceTypeName(): string { return deviceTypeName(this.deviceType); }
+  /** ArrowDeviceArray.device_id. */
   get deviceId(): number { return deviceArrayFields.deviceId(this.readable()); }
   /** Address of the producer's sync event (a pointer to the event), 0 if none. */
   get syncEvent(): number { return deviceArrayFields.syncEvent(this.readable()); }
 
+  /** Moves this struct into `dest` (a new owned struct if omitted) and
+   * returns it; this one is left released. */
   move(dest?: CDeviceArray): CDeviceArray {
     const target = dest ?? CDeviceArray.allocate();
     try {

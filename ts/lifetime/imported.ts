@@ -49,6 +49,7 @@ function viewDeallocator(): Pointer {
 }
 const typeIdNames = Object.fromEntries(Object.entries(TypeId).map(([k, v]) => [v, k])) as Record<number, TypeIdName>;
 
+/** Options of the imports (`ImportedArray.fromDeviceArray`, ...). */
 export type ImportOptions = {
   /** Validation level (nanoarrow's levels); "default" never reads out of
    * bounds. */
@@ -250,6 +251,7 @@ export class ImportedArray implements Disposable {
     if (this.#disposed) throw new ReleasedError(Status.released, "this imported array was disposed; its memory is released");
   }
 
+  /** True once `dispose()` ran: the handle's views are detached. */
   get disposed(): boolean {
     return this.#disposed;
   }
@@ -260,8 +262,11 @@ export class ImportedArray implements Disposable {
     return this.#owner;
   }
 
+  /** The producer's ArrowDeviceType (CPU for an imported ArrowArray). */
   get deviceType(): number { return this.#info[OwnerInfoWord.device_type]; }
+  /** `deviceType` by name, e.g. "CPU", "CUDA". */
   get deviceTypeName(): string { return deviceTypeName(this.deviceType); }
+  /** The producer's device_id (-1 for an imported ArrowArray). */
   get deviceId(): number { return this.#info[OwnerInfoWord.device_id]; }
   /** Address of the producer's sync event (0 when none). */
   get syncEvent(): number { return this.#info[OwnerInfoWord.sync_event]; }
@@ -269,9 +274,12 @@ export class ImportedArray implements Disposable {
   get hostReadable(): boolean { return this.#info[OwnerInfoWord.host_readable] === 1; }
   /** Sum of the known buffer sizes. */
   get byteLength(): number { return this.#info[OwnerInfoWord.bytes_held]; }
+  /** Nodes in the imported tree (every child and dictionary, preorder). */
   get nodeCount(): number { return this.#info[OwnerInfoWord.node_count]; }
-  /** The moved-in `ArrowSchema*` and `ArrowDeviceArray*` (owner memory). */
+  /** The moved-in `ArrowSchema*` (owner memory). */
   get schemaAddress(): number { this.#live(); return this.#info[OwnerInfoWord.schema]; }
+  /** The moved-in `ArrowDeviceArray*` (owner memory; an imported ArrowArray
+   * sits in one with device CPU). */
   get deviceArrayAddress(): number { this.#live(); return this.#info[OwnerInfoWord.device_array]; }
 
   /** The rows this handle covers (a copy); null for the whole array. */
@@ -331,6 +339,8 @@ export class ImportedArray implements Disposable {
     return reexport(this, options);
   }
 
+  /** Node `index` of the whole tree (0: the root, then preorder), whatever
+   * this handle covers. Throws OutOfRangeError for a bad index. */
   node(index: number): RawArray {
     this.#live();
     if (!(index >= 0 && index < this.nodeCount)) throw new OutOfRangeError(Status.out_of_range, `node ${index} is out of the ${this.nodeCount} nodes`);
@@ -523,25 +533,40 @@ export class RawArray {
     return this.imported.nodeWord(this.index, word);
   }
 
+  /** This node's `ArrowSchema*` (owner memory). */
   get schemaAddress(): number { return this.#word(NodeWord.schema); }
+  /** This node's `ArrowArray*` (owner memory). */
   get arrayAddress(): number { return this.#word(NodeWord.array); }
+  /** The Arrow type, decoded from the format by validation. */
   get typeId(): TypeIdName { return typeIdNames[this.#word(NodeWord.type_id)]; }
+  /** The C Data Interface format string. */
   get format(): string { return this.imported.nodeSchema(this.index).format; }
+  /** The field name (null for a NULL name). */
   get name(): string | null { return this.imported.nodeSchema(this.index).name; }
+  /** ArrowSchema.flags (see `Flags`). */
   get flags(): number { return this.imported.nodeSchema(this.index).flags; }
+  /** Whether the NULLABLE flag is set. */
   get nullable(): boolean { return (this.flags & 2) !== 0; }
   /** Metadata as a Map (the last value wins for repeated keys). */
   get metadata(): Map<string, string> { return new Map(this.imported.nodeSchema(this.index).metadataPairs ?? []); }
   /** Metadata as every key/value pair, repeats kept. */
   get metadataPairs(): [string, string][] { return [...(this.imported.nodeSchema(this.index).metadataPairs ?? [])]; }
+  /** Rows (the window's for the root of a child or slice handle). */
   get length(): number { return this.window ? this.window.length : this.#word(NodeWord.length); }
   /** -1 when unknown (a slice of device memory). */
   get nullCount(): number { return this.window ? this.window.nullCount : this.#word(NodeWord.null_count); }
+  /** The C offset into the buffers (the window's for the root of a child
+   * or slice handle). */
   get offset(): number { return this.window ? this.window.offset : this.#word(NodeWord.offset); }
+  /** ArrowArray.n_buffers. */
   get nBuffers(): number { return this.#word(NodeWord.n_buffers); }
+  /** ArrowArray.n_children. */
   get nChildren(): number { return this.#word(NodeWord.n_children); }
+  /** The import's device type (every node shares it). */
   get deviceType(): number { return this.imported.deviceType; }
+  /** The import's device id. */
   get deviceId(): number { return this.imported.deviceId; }
+  /** The import's sync event address (0 when none). */
   get syncEvent(): number { return this.imported.syncEvent; }
   /** Whether the struct has been released (always false while the handle
    * lives: the owner keeps it). */
@@ -550,16 +575,19 @@ export class RawArray {
     return arrayFields.released(this.arrayAddress);
   }
 
+  /** Every child node, in order. */
   get children(): RawArray[] {
     const first = this.#word(NodeWord.first_child);
     return Array.from({ length: this.nChildren }, (_, i) => this.imported.node(first + i));
   }
 
+  /** Child node `i`; throws OutOfRangeError for a bad index. */
   child(i: number): RawArray {
     if (!(i >= 0 && i < this.nChildren)) throw new OutOfRangeError(Status.out_of_range, `child ${i} is out of ${this.nChildren} children of "${this.name ?? ""}" (${this.format})`);
     return this.imported.node(this.#word(NodeWord.first_child) + i);
   }
 
+  /** The dictionary node, or null when this node is not dictionary-encoded. */
   get dictionary(): RawArray | null {
     const index = this.#word(NodeWord.dictionary);
     return index < 0 ? null : this.imported.node(index);
@@ -571,13 +599,13 @@ export class RawArray {
     return this.#word(NodeWord.first_buffer) + i;
   }
 
+  /** The address of buffer `i` as the producer gave it (0 for NULL). */
   bufferAddress(i: number): number { return this.imported.bufferWord(this.bufferIndex(i), BufferWord.address); }
   /** Size in bytes implied by type, length and offset (-1: unknown, device). */
   bufferSize(i: number): number { return this.imported.bufferWord(this.bufferIndex(i), BufferWord.size_bytes); }
+  /** What buffer `i` holds (see `BufferKind`), from the node's type. */
   bufferKind(i: number): number { return this.imported.bufferWord(this.bufferIndex(i), BufferWord.kind); }
 
-  /** Buffer `i` as a typed array of its element type, over the producer's
-   * memory (no copy), covering offset + length slots. */
   /**
    * Size of buffer `i` in bytes. Sizes that validation left unknown (level
    * "minimal" reads no buffer) are read now: the last offset for value
@@ -617,6 +645,9 @@ export class RawArray {
     return this.imported.bufferMemory(index, known >= 0 ? undefined : this.byteLength(i));
   }
 
+  /** Buffer `i` as a typed array of its element type, over the producer's
+   * memory (no copy), covering offset + length slots. Throws for memory
+   * the host cannot read, naming the device. */
   buffer(i: number): TypedBuffer {
     const memory = this.memory(i);
     const kind = this.bufferKind(i);
@@ -625,6 +656,7 @@ export class RawArray {
     return new element(memory, 0, Math.floor(bytes / element.BYTES_PER_ELEMENT));
   }
 
+  /** Every buffer, as `buffer(i)` gives it. */
   get buffers(): TypedBuffer[] {
     return Array.from({ length: this.nBuffers }, (_, i) => this.buffer(i));
   }
