@@ -37,6 +37,12 @@ export const peer = openLibrary(fixturePath("c_peer"), {
   peer_release_held_on_thread: { args: [ptr], returns: none },
   peer_release_held_later: { args: [ptr, i32], returns: i32 },
   peer_wait_background: { args: [], returns: none },
+  peer_echo_pointer: { args: [ptr], returns: ptr },
+  peer_echo_string: { args: [ptr], returns: cstring },
+  peer_counting_deallocator: { args: [], returns: ptr },
+  peer_deallocations: { args: [], returns: i64 },
+  peer_last_deallocated_bytes: { args: [], returns: ptr },
+  peer_last_deallocated_context: { args: [], returns: ptr },
 }).symbols;
 
 /** test/fixtures/layout_probe.c: the header's layout, as C sees it. */
