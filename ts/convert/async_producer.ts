@@ -263,7 +263,7 @@ function sendSchema(driver: ProducerDriver, schema: Schema | null, first: AsyncE
   const { batch } = unwrap(first!);
   if (batch instanceof RecordBatch) return sendSchema(driver, batch.schema, undefined);
   // A native array: announce a copy of its own schema.
-  const slot = Number(native.abd_alloc_zeroed(72) ?? 0);
+  const slot = native.abd_alloc_zeroed(72) ?? 0;
   if (!slot) throw new OutOfMemoryError(Status.out_of_memory, "out of memory allocating a schema slot");
   try {
     check(native.abd_schema_copy(batch.schema, asPointer(slot)));

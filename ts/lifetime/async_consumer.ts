@@ -119,7 +119,7 @@ class ConsumerCore {
       check(status);
     }
     this.address = Number(out[0]);
-    this.slot = Number(native.abd_alloc_zeroed(slotBytes) ?? 0);
+    this.slot = native.abd_alloc_zeroed(slotBytes) ?? 0;
     if (!this.slot) {
       native.abd_async_consumer_close(asPointer(this.address), 0);
       unregisterWake(this.token);

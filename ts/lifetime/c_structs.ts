@@ -88,8 +88,8 @@ export abstract class CStruct implements Disposable {
   }
 
   protected static allocateSlot(kind: CStructKind): number {
-    const address = Number(native.abd_alloc_zeroed(sizes[kind]));
-    if (!address) throw new OutOfMemoryError(Status.out_of_memory, `out of memory allocating an ${kind}`);
+    const address = native.abd_alloc_zeroed(sizes[kind]);
+    if (address === null) throw new OutOfMemoryError(Status.out_of_memory, `out of memory allocating an ${kind}`);
     return address;
   }
 
