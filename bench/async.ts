@@ -28,6 +28,7 @@
  * median of 3 runs; latency percentiles pool every batch of those runs.
  */
 import { RecordBatch, tableFromArrays } from "apache-arrow";
+import type { Pointer } from "bun:ffi";
 import { AsyncStreamConsumer, ImportedArray, exportArray, exportAsyncStream, nonZeroCounters } from "../ts/index.ts";
 import { native } from "../ts/ffi/library.ts";
 import { asyncPeer, CSink, CSource } from "../test/helpers/async_peer.ts";
@@ -82,7 +83,7 @@ function consumerSync(rows: number, batches: number): Measured {
   const started = now();
   for (let i = 0; i < batches; i++) {
     const t0 = now();
-    asyncPeer.peer_async_make_device_batch(rows, i * 1000, 1, -1, null, slot, slot + 72);
+    asyncPeer.peer_async_make_device_batch(rows, i * 1000, 1, -1, null, slot, (slot + 72) as Pointer);
     const imported = ImportedArray.fromDeviceArray(slot, slot + 72);
     check += (imported.root.child(0).buffer(1) as Int32Array)[0];
     imported.dispose();

@@ -73,9 +73,9 @@ const price = imported.root.child(1);
 const backPrice = back.getChild("price")!.data[0];
 const sameValues = back.numRows === table.numRows &&
   back.schema.fields.every((f, i) => f.name === table.schema.fields[i].name && String(f.type) === String(table.schema.fields[i].type)) &&
-  table.schema.fields.every((f) => {
-    const a = table.getChild(f.name)!;
-    const b = back.getChild(f.name)!;
+  (["id", "price"] as const).every((name) => {
+    const a = table.getChild(name)!;
+    const b = back.getChild(name)!;
     for (let i = 0; i < a.length; i++) if (a.get(i) !== b.get(i)) return false;
     return a.nullCount === b.nullCount;
   });

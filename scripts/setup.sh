@@ -32,10 +32,28 @@ if [ ! -x "$zig_dir/ziglang/zig" ]; then
   pip_install "$zig_dir" "ziglang==$ZIG_VERSION"
 fi
 
-# Bun, apache-arrow and bun-types, exactly as package-lock.json pins them.
+# Bun, apache-arrow, bun-types and typescript, exactly as package-lock.json
+# pins them. Skipped when node_modules already holds every package the lock
+# pins at its pinned version (npm's own record, node_modules/.package-lock.json),
+# or when the lock is byte-identical to the one last installed (.lock-hash).
+# Extra installed packages do not force a reinstall: `npm ci` empties
+# node_modules first, and git worktrees of this repository may share one.
 lock_hash=$(sha256sum package-lock.json | cut -d' ' -f1)
-if [ "$(cat node_modules/.lock-hash 2>/dev/null)" != "$lock_hash" ]; then
-  echo "setup: installing npm packages (bun, apache-arrow, bun-types)"
+lock_installed() {
+  node -e '
+    const fs = require("fs");
+    const read = (path) => JSON.parse(fs.readFileSync(path, "utf8")).packages;
+    const wanted = read("package-lock.json");
+    const installed = read("node_modules/.package-lock.json");
+    for (const [path, entry] of Object.entries(wanted)) {
+      if (path === "") continue;
+      const have = installed[path];
+      if (have === undefined && entry.optional) continue; // other platforms
+      if (have === undefined || have.version !== entry.version) process.exit(1);
+    }' 2>/dev/null
+}
+if [ "$(cat node_modules/.lock-hash 2>/dev/null)" != "$lock_hash" ] && ! lock_installed; then
+  echo "setup: installing npm packages (bun, apache-arrow, bun-types, typescript)"
   npm ci --no-audit --no-fund --loglevel=error
   echo "$lock_hash" > node_modules/.lock-hash
 fi

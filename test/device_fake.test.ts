@@ -8,7 +8,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { read } from "bun:ffi";
 import { makeVector, vectorFromArray, Utf8 } from "apache-arrow";
-import { fake, fakeLeaks, isFake } from "./helpers/device.ts";
+import { fake, fakeCudaExtras, fakeHipExtras, fakeLeaks, isFake } from "./helpers/device.ts";
 import { peer } from "./helpers/fixtures.ts";
 import { collectUntil } from "./helpers/gc.ts";
 import { native } from "../ts/ffi/library.ts";
@@ -270,19 +270,19 @@ for (const kind of kinds) {
         handle.release();
         imported.toHost().dispose();
         imported.dispose();
-        expect(fake(kind).raw.fake_cuda_context_depth()).toBe(0);
-        expect(fake(kind).raw.fake_cuda_primary_retains(0)).toBe(1);
-        expect(fake(kind).raw.fake_cuda_primary_retains(1)).toBe(1);
+        expect(fakeCudaExtras().fake_cuda_context_depth()).toBe(0);
+        expect(fakeCudaExtras().fake_cuda_primary_retains(0)).toBe(1);
+        expect(fakeCudaExtras().fake_cuda_primary_retains(1)).toBe(1);
       });
     } else {
       test("the thread's current HIP device is restored after every call", () => {
-        expect(fake(kind).raw.fake_hip_current_device()).toBe(0);
+        expect(fakeHipExtras().fake_hip_current_device()).toBe(0);
         const handle = toDevice(makeVector(Int32Array.of(1, 2, 3)), { device: kind, id: 1 });
         const imported = ImportedArray.fromDeviceArray(handle.schema, handle.array);
         handle.release();
         imported.toHost().dispose();
         imported.dispose();
-        expect(fake(kind).raw.fake_hip_current_device()).toBe(0);
+        expect(fakeHipExtras().fake_hip_current_device()).toBe(0);
       });
     }
   });

@@ -110,7 +110,7 @@ describe("export: offsets at every nesting level", () => {
     const dense = makeData({ type: denseType, length: 5, typeIds: new Int8Array([7, 2, 2, 7, 2]), valueOffsets: new Int32Array([0, 0, 1, 1, 2]), children: [as.slice(3, 8).data[0], bs.slice(2, 6).data[0]] });
     expect(roundTrip(new Vector([dense]).slice(2, 5), "dense union").problems).toEqual([]);
 
-    const map = vectorFromArray([new Map([["k", 1]]), new Map([["l", 2], ["m", 3]]), null, new Map()], new Map_(new Field("entries", new Struct([new Field("key", new Utf8(), false), new Field("value", new Int32(), true)]), false)));
+    const map = vectorFromArray([new Map([["k", 1]]), new Map([["l", 2], ["m", 3]]), null, new Map()], new Map_(new Field("entries", new Struct<{ key: Utf8; value: Int32 }>([new Field("key", new Utf8(), false), new Field("value", new Int32(), true)]), false)));
     expect(roundTrip(map.slice(1, 4), "map").problems).toEqual([]);
 
     const words = vectorFromArray(["skip", "zero", "one", "two"], new Utf8());
@@ -161,7 +161,7 @@ describe("export: record batches, schemas, errors", () => {
     using fromType = exportSchema(new Dictionary(new Utf8(), new Int32(), null, true));
     const t = CSchema.at(fromType.schema);
     expect([t.format, t.flags & 1, t.dictionary!.format]).toEqual(["i", 1, "u"]);
-    using fromField = exportSchema(new Field("m", new Map_(new Field("entries", new Struct([new Field("key", new Utf8(), false), new Field("value", new Int32(), true)]), false), true), false));
+    using fromField = exportSchema(new Field("m", new Map_(new Field("entries", new Struct<{ key: Utf8; value: Int32 }>([new Field("key", new Utf8(), false), new Field("value", new Int32(), true)]), false), true), false));
     const f = CSchema.at(fromField.schema);
     expect([f.format, f.name, f.flags]).toEqual(["+m", "m", 4]);
     expect(f.child(0).children.map((c) => c.name)).toEqual(["key", "value"]);

@@ -43,9 +43,9 @@ function withImported<T>(spec: NodeSpec, check: (imported: ImportedArray) => T, 
 
 /** apache-arrow's non-empty buffers of a root at offset 0, each with the
  * index of the C buffer it must be a view of. */
-function sharedBuffers(data: Data): [ArrayBufferView, number][] {
-  const out: [ArrayBufferView, number][] = [];
-  const add = (view: ArrayBufferView | undefined, index: number) => { if (view && view.byteLength > 0) out.push([view, index]); };
+function sharedBuffers(data: Data): [NodeJS.ArrayBufferView, number][] {
+  const out: [NodeJS.ArrayBufferView, number][] = [];
+  const add = (view: NodeJS.ArrayBufferView | undefined, index: number) => { if (view && view.byteLength > 0) out.push([view, index]); };
   if (DataType.isUnion(data.type)) {
     add(data.typeIds, 0);
     add(data.valueOffsets, 1);
@@ -76,7 +76,7 @@ describe("import: every type of the format table, from C memory", () => {
         // Zero-copy: every apache-arrow buffer is the producer's memory.
         const shared = sharedBuffers(back.data[0]);
         expect(shared.length).toBeGreaterThan(name === "null" ? -1 : 0);
-        for (const [view, cIndex] of shared) expect(ptr(view)).toBe(producerBuffer(rootNode, cIndex));
+        for (const [view, cIndex] of shared) expect<number>(ptr(view)).toBe(producerBuffer(rootNode, cIndex));
       } finally {
         disposeProduced(produced);
       }
@@ -247,17 +247,17 @@ describe("import: offsets at every nesting level", () => {
       expect(compareVectors(back, expected, "nested struct")).toEqual([]);
       // Zero-copy with the offsets applied apache-arrow's way.
       const i = back.data[0].children[0];
-      expect(ptr(i.values)).toBe(producerBuffer(produced.nodes[1], 1) + (3 + k) * 4);
+      expect<number>(ptr(i.values)).toBe(producerBuffer(produced.nodes[1], 1) + (3 + k) * 4);
       expect(i.offset).toBe(3 + k);
       expect(i.nullCount).toBe(1);
       expect(i.nullCount).toBe(expected.data[0].children[0].nullCount);
-      expect(ptr(i.nullBitmap!)).toBe(producerBuffer(produced.nodes[1], 0));
+      expect<number>(ptr(i.nullBitmap!)).toBe(producerBuffer(produced.nodes[1], 0));
       const s = back.data[0].children[1];
-      expect(ptr(s.valueOffsets)).toBe(producerBuffer(produced.nodes[2], 1) + (1 + k) * 4);
-      expect(ptr(s.values)).toBe(producerBuffer(produced.nodes[2], 2));
+      expect<number>(ptr(s.valueOffsets)).toBe(producerBuffer(produced.nodes[2], 1) + (1 + k) * 4);
+      expect<number>(ptr(s.values)).toBe(producerBuffer(produced.nodes[2], 2));
       const flag = back.data[0].children[2].children[0];
       expect(flag.offset).toBe(5 + 1 + k);
-      expect(ptr(flag.values)).toBe(producerBuffer(produced.nodes[4], 1));
+      expect<number>(ptr(flag.values)).toBe(producerBuffer(produced.nodes[4], 1));
     } finally {
       disposeProduced(produced);
     }
@@ -379,7 +379,7 @@ describe("import: list-view and run-end encoded (no apache-arrow type)", () => {
       using imported = ImportedArray.fromArray(produced.schema, produced.array);
       const back = toVector(imported, { materialize: true });
       expect([...back].map((v) => [...v!])).toEqual([[1, 2], [], [3, 4]]);
-      expect(ptr(back.data[0].children[0].values)).toBe(producerBuffer(produced.nodes[1], 1) + 4);
+      expect<number>(ptr(back.data[0].children[0].values)).toBe(producerBuffer(produced.nodes[1], 1) + 4);
     } finally {
       disposeProduced(produced);
     }

@@ -6,7 +6,7 @@
 import { describe, expect, test } from "bun:test";
 import { layoutProblems, structLayouts, tsLayout } from "../ts/abi/layout.ts";
 import { manifestText } from "../ts/ffi/library.ts";
-import { probe } from "./helpers/fixtures.ts";
+import { fixtureText, probe } from "./helpers/fixtures.ts";
 
 const manifest = JSON.parse(manifestText());
 
@@ -16,12 +16,12 @@ describe("layout manifest", () => {
   });
 
   test("the C header compiled by zig cc matches the library's manifest", () => {
-    const fromHeader = JSON.parse(probe.probe_layout_json().toString());
+    const fromHeader = JSON.parse(fixtureText(probe.probe_layout_json(), "probe_layout_json"));
     expect(fromHeader).toEqual(manifest.structs);
   });
 
   test("the header's device type macros match the manifest", () => {
-    const fromHeader = JSON.parse(probe.probe_device_types_json().toString());
+    const fromHeader = JSON.parse(fixtureText(probe.probe_device_types_json(), "probe_device_types_json"));
     expect(fromHeader).toEqual(manifest.device_types);
     expect(Object.keys(fromHeader)).toHaveLength(14);
   });
@@ -36,11 +36,11 @@ describe("layout manifest", () => {
     let cases = 0;
     for (const [name, layout] of Object.entries(structLayouts)) {
       const sized = structuredClone(tsLayout);
-      (sized.structs as any)[name].size += 8;
+      sized.structs[name].size += 8;
       expect(layoutProblems(manifestText(), sized).join("\n")).toContain(`${name} size`);
       for (const field of Object.keys(layout.fields)) {
         const tampered = structuredClone(tsLayout);
-        (tampered.structs as any)[name].fields[field] += 8;
+        tampered.structs[name].fields[field] += 8;
         const problems = layoutProblems(manifestText(), tampered);
         expect(problems).toHaveLength(1);
         expect(problems[0]).toContain(`${name}.${field}`);

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ArrowDeviceError, ImportedArray, InvalidArgumentError, ReleasedError, Status, libraryPath, platformDir } from "../ts/index.ts";
 import { check, native } from "../ts/ffi/library.ts";
-import { errorFor, statusName } from "../ts/errors.ts";
+import { errorFor, statusName, type StatusName } from "../ts/errors.ts";
 
 const bun = process.execPath;
 
@@ -48,9 +48,9 @@ describe("status codes become typed errors", () => {
       if (code === 0) continue;
       const error = errorFor(code, "why");
       expect(error).toBeInstanceOf(ArrowDeviceError);
-      expect(error.code).toBe(name as any);
+      expect(error.code).toBe(name as StatusName);
       expect(error.status).toBe(code);
-      expect(statusName(code)).toBe(name as any);
+      expect(statusName(code)).toBe(name as StatusName);
     }
   });
 

@@ -173,7 +173,7 @@ describe("the producer's release runs once, after the last holder", () => {
     for (const order of permutations(holders)) {
       peer.peer_reset_counts();
       const imported = importBatch();
-      const view = imported.root.child(0).buffer(1) as Int32Array; // column a's values
+      const view = imported.root.child(0).buffer(1) as Int32Array<ArrayBuffer>; // column a's values
       const child = imported.child(2);
       const slice = imported.slice(1, 4);
       const reexported = handOver(imported.reexport({ child: 1 }));
@@ -218,7 +218,7 @@ describe("the producer's release runs once, after the last holder", () => {
  * nothing on the caller's stack can keep the handle alive. */
 function viewOfForgottenHandle(box: { view: Int32Array | null }): WeakRef<ImportedArray> {
   const imported = importBatch(1000);
-  box.view = imported.root.child(0).buffer(1) as Int32Array;
+  box.view = imported.root.child(0).buffer(1) as Int32Array<ArrayBuffer>;
   return new WeakRef(imported);
 }
 
@@ -268,13 +268,13 @@ describe("GC path", () => {
 
 describe("explicit path", () => {
   test("`using` detaches views at once; views then read empty, not freed memory", () => {
-    let view: Int32Array;
+    let view: Int32Array<ArrayBuffer>;
     let child: ImportedArray;
     let handle: ImportedArray;
     {
       using imported = importBatch(1000);
       handle = imported;
-      view = imported.root.child(0).buffer(1) as Int32Array;
+      view = imported.root.child(0).buffer(1) as Int32Array<ArrayBuffer>;
       child = imported.child(2);
       expect(view.length).toBe(1000);
       expect(view[999]).toBe(9990);

@@ -13,7 +13,7 @@ import {
   ImportedArray, InvalidArgumentError, InvalidLayoutError, ReleasedError, UnsupportedError,
   nonZeroCounters, relay, relayArray, type ExportedArray,
 } from "../ts/index.ts";
-import { peer } from "./helpers/fixtures.ts";
+import { fixtureText, peer } from "./helpers/fixtures.ts";
 import { collectUntil } from "./helpers/gc.ts";
 import { ProducerSlot, deviceFields, heldSignature, owners, render, signature } from "./helpers/owners.ts";
 
@@ -187,7 +187,7 @@ describe("relay errors and plain arrays", () => {
 });
 
 test("the header's re-export constants match the library's manifest", () => {
-  const header = JSON.parse(owners.owners_header_constants_json().toString());
+  const header = JSON.parse(fixtureText(owners.owners_header_constants_json(), "owners_header_constants_json"));
   const manifest = JSON.parse(manifestText());
   expect(header.request_words).toBe(reexportRequestWords);
   expect(header.flags).toEqual(manifest.reexport_flags);

@@ -180,7 +180,7 @@ describe("JS-produced streams pulled by C", () => {
 
     function* notBatches() {
       yield intBatch(0, 1);
-      yield 42 as unknown as RecordBatch;
+      yield 42 as unknown as RecordBatch; // what an untyped JS caller can pass
     }
     using third = exportStream(notBatches());
     const c = await consumeInC(1, third.stream, { threaded: true });

@@ -63,7 +63,7 @@ describe("C-produced streams read as raw views", () => {
       for (const batch of stream) {
         using held = batch;
         const values = valuesOf(held);
-        expect(ptr(values)).toBe(held.root.child(0).bufferAddress(1)); // the producer's memory
+        expect<number>(ptr(values)).toBe(held.root.child(0).bufferAddress(1)); // the producer's memory
         expect(held.deviceType).toBe(DeviceType.CPU);
         expect(held.deviceId).toBe(-1);
         seen.push([...values]);

@@ -24,9 +24,13 @@ export const Status = {
   wrong_thread: 14,
   internal: 15,
 } as const;
+/** A status by name: "ok", "invalid_argument", ... */
 export type StatusName = keyof typeof Status;
+/** A status by number (0 = ok). */
 export type StatusCode = (typeof Status)[StatusName];
 
+/** The base class of every error the native library reports: its status
+ * (`code` by name, `status` by number) and the message it recorded. */
 export class ArrowDeviceError extends Error {
   override name = "ArrowDeviceError";
   /** The library status name, e.g. "invalid_layout". */
@@ -52,6 +56,7 @@ export class InvalidLayoutError extends ArrowDeviceError { override name = "Inva
 export class UnknownDeviceError extends ArrowDeviceError { override name = "UnknownDeviceError"; }
 /** Nesting deeper than the library's limit. */
 export class TooDeepError extends ArrowDeviceError { override name = "TooDeepError"; }
+/** An allocation failed (native memory, a slot, a queue). */
 export class OutOfMemoryError extends ArrowDeviceError { override name = "OutOfMemoryError"; }
 /** A child index, slice or position out of range. */
 export class OutOfRangeError extends ArrowDeviceError { override name = "OutOfRangeError"; }
@@ -67,6 +72,7 @@ export class CallbackError extends ArrowDeviceError {
   /** The errno-compatible code the callback returned, when known. */
   errno?: number;
 }
+/** The stream or task was cancelled. */
 export class CancelledError extends ArrowDeviceError { override name = "CancelledError"; }
 /** The call would deadlock or hang on this thread. */
 export class WrongThreadError extends ArrowDeviceError { override name = "WrongThreadError"; }
@@ -91,6 +97,7 @@ const classes: Record<number, new (status: number, message: string) => ArrowDevi
   [Status.internal]: InternalError,
 };
 
+/** The name of `status`; "internal" for a number the library never returns. */
 export function statusName(status: number): StatusName {
   for (const [name, value] of Object.entries(Status)) if (value === status) return name as StatusName;
   return "internal";

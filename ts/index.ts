@@ -8,19 +8,20 @@
 export * from "./errors.ts";
 export {
   DeviceType, Flags, ValidationLevel, TypeId, BufferKind, deviceTypeName, isHostAccessible,
-  structLayouts, layoutProblems, type DeviceTypeName, type ValidationLevelName, type CounterName,
+  structLayouts, layoutProblems, type DeviceTypeName, type ValidationLevelName, type CounterName, type LayoutTables,
+  type TypeIdName,
 } from "./abi/layout.ts";
 export { encodeMetadata, decodeMetadataBytes } from "./abi/metadata.ts";
 export { libraryPath, platformDir, libraryEnvVar } from "./ffi/library.ts";
 export { ExportedArray, type ExportedKind, type ExportedSchema } from "./lifetime/exported.ts";
-export { ImportedArray, RawArray, type ImportOptions, type TypedBuffer } from "./lifetime/imported.ts";
+export { ImportedArray, RawArray, type ImportOptions, type ToHostOptions, type TypedBuffer } from "./lifetime/imported.ts";
 export { counters, nonZeroCounters, type Counters } from "./lifetime/counters.ts";
 export { drainReleased } from "./lifetime/keepalive.ts";
 export { liveHandles, debugEnabled } from "./lifetime/debug.ts";
 export { exportArray, exportDeviceArray, exportSchema, exportBatches, type ArraySource, type SchemaSource, type ExportOptions } from "./convert/export.ts";
 export { formatOf } from "./convert/formats.ts";
 export { consumeNatively, fnv1a32, type NativeBufferReport } from "./native_consumer.ts";
-export { reexport, relay, relayArray, type ReexportOptions, type RelayOptions } from "./lifetime/reexport.ts";
+export { reexport, relay, relayArray, type ReexportOptions, type ReexportSource, type RelayOptions } from "./lifetime/reexport.ts";
 export { type Window, type Selection, type SliceRange } from "./lifetime/selection.ts";
 export {
   MemoryKind, CopyDirection, PointerKind, type MemoryKindName, type CopyDirectionName, type PointerKindName,
@@ -30,7 +31,7 @@ export { deviceLibraryEnvVars } from "./ffi/device_loader.ts";
 export {
   deviceAvailability, deviceRuntime, kindOfDeviceType, runtimeDeviceType, libraryEnvVars,
   DeviceRuntime, DeviceMemory, DeviceStream, DeviceEvent,
-  type DeviceKind, type DeviceAvailability, type DeviceInfo, type PointerInfo, type CopyOperand, type CopyOptions,
+  type DeviceKind, type DeviceAvailability, type DeviceInfo, type PointerInfo, type CopyOperand, type CopyOptions, type AllocateOptions,
 } from "./device/runtime.ts";
 export { copyArrayToDevice, targetDeviceType, type DeviceTarget } from "./device/transfer.ts";
 export { exportRawArray, wrapDeviceMemory, type RawArrayNode, type RawBuffer, type RawExportOptions, type WrapOptions } from "./device/wrap.ts";
@@ -42,8 +43,9 @@ export {
 export {
   exportAsyncStream, AsyncExport,
   type AsyncExportSource, type AsyncExportItem, type AsyncExportOptions, type AsyncExportOutcome, type AsyncExportResult,
+  type MetadataInit,
 } from "./convert/async_producer.ts";
-export { CSchema, CArray, CDeviceArray, addressOf, type StructRef } from "./lifetime/c_structs.ts";
+export { CSchema, CArray, CDeviceArray, addressOf, type CStruct, type CStructKind, type StructRef } from "./lifetime/c_structs.ts";
 export { hostAccessError } from "./lifetime/imported.ts";
 export {
   toDataType, toField, toSchema, toData, toVector, toRecordBatch, toTable, importVector, importRecordBatch,

@@ -9,6 +9,8 @@ import { ValidationLevel, type ValidationLevelName } from "./abi/layout.ts";
 import { check, native } from "./ffi/library.ts";
 import { drainReleased } from "./lifetime/keepalive.ts";
 
+/** One buffer as the native consumer saw it: its address, its size in
+ * bytes and its FNV-1a checksum (-1 when the host cannot read it). */
 export type NativeBufferReport = { address: number; size: number; checksum: number };
 
 /** Room for 16,384 buffers; the consumer fails with OutOfRangeError (after

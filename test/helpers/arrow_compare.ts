@@ -15,10 +15,10 @@ export function normalize(value: unknown): unknown {
   if (typeof value === "number") return Number.isNaN(value) ? "NaN" : Object.is(value, -0) ? "-0" : value;
   if (typeof value === "string" || typeof value === "boolean") return value;
   if (value instanceof Date) return `date:${value.getTime()}`;
-  if (ArrayBuffer.isView(value)) return Array.from(value as unknown as ArrayLike<unknown>, normalize);
+  if (ArrayBuffer.isView(value)) return Array.from(value as NodeJS.TypedArray, normalize);
   if (value instanceof Vector) return Array.from({ length: value.length }, (_, i) => normalize(value.get(i)));
   if (value instanceof StructRow || value instanceof MapRow) {
-    return [...(value as unknown as Iterable<[unknown, unknown]>)].map(([k, v]) => [normalize(k), normalize(v)]);
+    return [...value].map(([k, v]) => [normalize(k), normalize(v)]);
   }
   if (Array.isArray(value)) return value.map(normalize);
   if (typeof value === "object") return Object.entries(value as object).map(([k, v]) => [k, normalize(v)]);
@@ -93,7 +93,7 @@ export function compareVectors(actual: Vector, expected: Vector, where = ""): Mi
   return problems;
 }
 
-function address(view: ArrayBufferView | undefined | null): number {
+function address(view: NodeJS.ArrayBufferView | undefined | null): number {
   if (!view || view.byteLength === 0) return 0;
   return ptr(view);
 }
@@ -106,7 +106,7 @@ function address(view: ArrayBufferView | undefined | null): number {
  */
 export function unsharedBuffers(actual: Data, expected: Data, where = "root"): string[] {
   const problems: string[] = [];
-  const pairs: [string, ArrayBufferView | undefined, ArrayBufferView | undefined][] = [
+  const pairs: [string, NodeJS.ArrayBufferView | undefined, NodeJS.ArrayBufferView | undefined][] = [
     ["values", actual.values, expected.values],
     ["valueOffsets", actual.valueOffsets, expected.valueOffsets],
     ["typeIds", actual.typeIds, expected.typeIds],

@@ -11,10 +11,11 @@
  * `slot.free()` releases whatever is left. Handles (`ArrowCppRead`,
  * `ArrowCppJob`) are freed with `free()` / `using`.
  */
-import { dlopen, FFIType, suffix, type Pointer } from "bun:ffi";
+import { FFIType, suffix, type Pointer } from "bun:ffi";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { ArrowArrayStreamLayout, ArrowDeviceArrayLayout, ArrowDeviceArrayStreamLayout, ArrowSchemaLayout, ArrowAsyncDeviceStreamHandlerLayout } from "../../ts/abi/layout.ts";
+import { openLibrary } from "../../ts/ffi/bun_ffi.ts";
 import { fixturesDir } from "./fixtures.ts";
 
 const { ptr: p, i32, i64, void: none, cstring } = FFIType;
@@ -75,7 +76,7 @@ const symbols = {
 } as const;
 
 function openSymbols() {
-  return dlopen(arrowShimPath, symbols).symbols;
+  return openLibrary(arrowShimPath, symbols).symbols;
 }
 type ShimSymbols = ReturnType<typeof openSymbols>;
 

@@ -3,12 +3,13 @@
  * of async device streams, each on its own threads, with faults on demand.
  * Option and stat indices mirror the enums in the C file.
  */
-import { CString, dlopen, FFIType, toArrayBuffer, type Pointer } from "bun:ffi";
+import { CString, FFIType, toArrayBuffer, type Pointer } from "bun:ffi";
+import { openLibrary } from "../../ts/ffi/bun_ffi.ts";
 import { fixturePath } from "./fixtures.ts";
 
 const { ptr, i32, i64, void: none } = FFIType;
 
-export const asyncPeer = dlopen(fixturePath("async_peer"), {
+export const asyncPeer = openLibrary(fixturePath("async_peer"), {
   peer_async_now_ns: { args: [], returns: i64 },
   peer_async_generated_live: { args: [], returns: i64 },
   peer_async_make_device_batch: { args: [i64, i64, i32, i64, ptr, ptr, ptr], returns: none },

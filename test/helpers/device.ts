@@ -8,7 +8,8 @@
  *
  * Import this module before anything loads a runtime.
  */
-import { dlopen, FFIType, type Pointer } from "bun:ffi";
+import { FFIType, type Pointer } from "bun:ffi";
+import { openLibrary, type NativeSymbols } from "../../ts/ffi/bun_ffi.ts";
 import { fixturePath } from "./fixtures.ts";
 import type { DeviceKind } from "../../ts/index.ts";
 
@@ -30,31 +31,66 @@ export const deviceKinds: DeviceKind[] = (process.env.ARROW_DEVICE_TEST_KINDS ??
 
 const { ptr, i32, i64, u64, usize, void: none, cstring } = FFIType;
 
-function fakeSymbols(prefix: string) {
-  return {
-    [`${prefix}_set_device_count`]: { args: [i32], returns: none },
-    [`${prefix}_inject`]: { args: [cstring, i32, i32], returns: none },
-    [`${prefix}_inject_clear`]: { args: [], returns: none },
-    [`${prefix}_pause`]: { args: [i32], returns: none },
-    [`${prefix}_resume_after_ms`]: { args: [i32], returns: none },
-    [`${prefix}_set_delay_us`]: { args: [i32], returns: none },
-    [`${prefix}_pending`]: { args: [], returns: i32 },
-    [`${prefix}_drain`]: { args: [], returns: none },
-    [`${prefix}_live_allocations`]: { args: [i32], returns: i64 },
-    [`${prefix}_live_allocations_on`]: { args: [i32], returns: i64 },
-    [`${prefix}_live_events`]: { args: [], returns: i64 },
-    [`${prefix}_live_streams`]: { args: [], returns: i64 },
-    [`${prefix}_copies`]: { args: [], returns: i64 },
-    [`${prefix}_bytes_copied`]: { args: [], returns: i64 },
-    [`${prefix}_host_fns`]: { args: [], returns: i64 },
-    [`${prefix}_failed_lookups`]: { args: [], returns: i64 },
-    [`${prefix}_peek`]: { args: [u64, ptr, usize], returns: i32 },
-    [`${prefix}_poke`]: { args: [u64, ptr, usize], returns: i32 },
-    [`${prefix}_produced_live`]: { args: [], returns: i64 },
-    [`${prefix}_produce`]: { args: [i32, i32, i64, i32, ptr, ptr], returns: i32 },
-    [`${prefix}_produce_stream`]: { args: [i32, i64, i64, i32, i64, ptr], returns: none },
-    [`${prefix}_streams_live`]: { args: [], returns: i64 },
-  } as const;
+/** The knobs both fake drivers export, each as `<prefix>_<name>`
+ * (prefix fake_cuda or fake_hip). */
+const knobSymbols = {
+  set_device_count: { args: [i32], returns: none },
+  inject: { args: [cstring, i32, i32], returns: none },
+  inject_clear: { args: [], returns: none },
+  pause: { args: [i32], returns: none },
+  resume_after_ms: { args: [i32], returns: none },
+  set_delay_us: { args: [i32], returns: none },
+  pending: { args: [], returns: i32 },
+  drain: { args: [], returns: none },
+  live_allocations: { args: [i32], returns: i64 },
+  live_allocations_on: { args: [i32], returns: i64 },
+  live_events: { args: [], returns: i64 },
+  live_streams: { args: [], returns: i64 },
+  copies: { args: [], returns: i64 },
+  bytes_copied: { args: [], returns: i64 },
+  host_fns: { args: [], returns: i64 },
+  failed_lookups: { args: [], returns: i64 },
+  peek: { args: [u64, ptr, usize], returns: i32 },
+  poke: { args: [u64, ptr, usize], returns: i32 },
+  produced_live: { args: [], returns: i64 },
+  produce: { args: [i32, i32, i64, i32, ptr, ptr], returns: i32 },
+  produce_stream: { args: [i32, i64, i64, i32, i64, ptr], returns: none },
+  streams_live: { args: [], returns: i64 },
+} as const;
+type Knobs = NativeSymbols<typeof knobSymbols>;
+
+/** Binds `<prefix>_<name>` for every knob of the fake `kind`, keyed by the
+ * unprefixed name. */
+function bindKnobs(kind: DeviceKind): Knobs {
+  const prefix = kind === "cuda" ? "fake_cuda" : "fake_hip";
+  const names = Object.keys(knobSymbols) as (keyof typeof knobSymbols)[];
+  const table = Object.fromEntries(names.map((name) => [`${prefix}_${name}`, knobSymbols[name]]));
+  const bound = openLibrary(fakeLibraryPaths[kind], table).symbols;
+  // FFI boundary: the symbols were bound with exactly knobSymbols'
+  // signatures, under prefixed names; only the keys change here.
+  return Object.fromEntries(names.map((name) => [name, bound[`${prefix}_${name}`]])) as unknown as Knobs;
+}
+
+const cudaExtraSymbols = {
+  fake_cuda_context_depth: { args: [], returns: i32 },
+  fake_cuda_primary_retains: { args: [i32], returns: i32 },
+  fake_cuda_set_driver_version: { args: [i32], returns: none },
+} as const;
+const hipExtraSymbols = {
+  fake_hip_current_device: { args: [], returns: i32 },
+  fake_hip_set_runtime_version: { args: [i32], returns: none },
+} as const;
+let cudaExtras: NativeSymbols<typeof cudaExtraSymbols> | undefined;
+let hipExtras: NativeSymbols<typeof hipExtraSymbols> | undefined;
+
+/** Knobs of the fake CUDA driver only. */
+export function fakeCudaExtras(): NativeSymbols<typeof cudaExtraSymbols> {
+  return (cudaExtras ??= openLibrary(fakeLibraryPaths.cuda, cudaExtraSymbols).symbols);
+}
+
+/** Knobs of the fake HIP runtime only. */
+export function fakeHipExtras(): NativeSymbols<typeof hipExtraSymbols> {
+  return (hipExtras ??= openLibrary(fakeLibraryPaths.rocm, hipExtraSymbols).symbols);
 }
 
 /** One fake driver's fixture knobs, the same for both. */
@@ -91,48 +127,39 @@ export type FakeDriver = {
   produceStream(kind: number, batches: number, rows: number, devices: number, failAt: number, out: Pointer): void;
   /** Streams of produceStream not yet released. */
   streamsLive(): number;
-  /** Extra knobs of one driver. */
-  raw: Record<string, (...args: any[]) => any>;
 };
 
 function open(kind: DeviceKind): FakeDriver {
-  const prefix = kind === "cuda" ? "fake_cuda" : "fake_hip";
-  const extra = kind === "cuda"
-    ? { fake_cuda_context_depth: { args: [], returns: i32 }, fake_cuda_primary_retains: { args: [i32], returns: i32 }, fake_cuda_set_driver_version: { args: [i32], returns: none } }
-    : { fake_hip_current_device: { args: [], returns: i32 }, fake_hip_set_runtime_version: { args: [i32], returns: none } };
-  const lib = dlopen(fakeLibraryPaths[kind], { ...fakeSymbols(prefix), ...extra } as any);
-  const s = lib.symbols as Record<string, (...args: any[]) => any>;
-  const f = (name: string) => s[`${prefix}_${name}`];
+  const knobs = bindKnobs(kind);
   return {
     kind,
-    setDeviceCount: (n) => f("set_device_count")(n),
-    inject: (name, error, skip = 0) => f("inject")(Buffer.from(`${name}\0`), error, skip),
-    injectClear: () => f("inject_clear")(),
-    pause: (paused) => f("pause")(paused ? 1 : 0),
-    resumeAfterMs: (ms) => f("resume_after_ms")(ms),
-    pending: () => f("pending")(),
-    drain: () => f("drain")(),
-    liveAllocations: (k) => Number(f("live_allocations")(k)),
-    liveAllocationsOn: (d) => Number(f("live_allocations_on")(d)),
-    liveEvents: () => Number(f("live_events")()),
-    liveStreams: () => Number(f("live_streams")()),
-    copies: () => Number(f("copies")()),
-    bytesCopied: () => Number(f("bytes_copied")()),
-    hostFns: () => Number(f("host_fns")()),
-    failedLookups: () => Number(f("failed_lookups")()),
+    setDeviceCount: (n) => knobs.set_device_count(n),
+    inject: (name, error, skip = 0) => knobs.inject(Buffer.from(`${name}\0`), error, skip),
+    injectClear: () => knobs.inject_clear(),
+    pause: (paused) => knobs.pause(paused ? 1 : 0),
+    resumeAfterMs: (ms) => knobs.resume_after_ms(ms),
+    pending: () => knobs.pending(),
+    drain: () => knobs.drain(),
+    liveAllocations: (k) => Number(knobs.live_allocations(k)),
+    liveAllocationsOn: (d) => Number(knobs.live_allocations_on(d)),
+    liveEvents: () => Number(knobs.live_events()),
+    liveStreams: () => Number(knobs.live_streams()),
+    copies: () => Number(knobs.copies()),
+    bytesCopied: () => Number(knobs.bytes_copied()),
+    hostFns: () => Number(knobs.host_fns()),
+    failedLookups: () => Number(knobs.failed_lookups()),
     peek: (address, size) => {
       const out = new Uint8Array(Math.max(size, 1));
-      if (f("peek")(BigInt(address), out, size) !== 0) throw new Error(`fake ${kind}: 0x${address.toString(16)} is not device memory`);
+      if (knobs.peek(BigInt(address), out, size) !== 0) throw new Error(`fake ${kind}: 0x${address.toString(16)} is not device memory`);
       return out.subarray(0, size);
     },
     poke: (address, bytes) => {
-      if (f("poke")(BigInt(address), bytes, bytes.length) !== 0) throw new Error(`fake ${kind}: 0x${address.toString(16)} is not device memory`);
+      if (knobs.poke(BigInt(address), bytes, bytes.length) !== 0) throw new Error(`fake ${kind}: 0x${address.toString(16)} is not device memory`);
     },
-    producedLive: () => Number(f("produced_live")()),
-    produce: (device, k, length, withEvent, schema, array) => f("produce")(device, k, length, withEvent ? 1 : 0, schema, array),
-    produceStream: (k, batches, rows, devices, failAt, out) => f("produce_stream")(k, batches, rows, devices, failAt, out),
-    streamsLive: () => Number(f("streams_live")()),
-    raw: s,
+    producedLive: () => Number(knobs.produced_live()),
+    produce: (device, k, length, withEvent, schema, array) => knobs.produce(device, k, length, withEvent ? 1 : 0, schema, array),
+    produceStream: (k, batches, rows, devices, failAt, out) => knobs.produce_stream(k, batches, rows, devices, failAt, out),
+    streamsLive: () => Number(knobs.streams_live()),
   };
 }
 

@@ -69,7 +69,7 @@ function bitmap(bits: (number | boolean)[]): Uint8Array {
   return out;
 }
 
-function fixed(type: JsonType, data: unknown[]): ArrayBufferView {
+function fixed(type: JsonType, data: unknown[]): NodeJS.TypedArray {
   if (type.name === "floatingpoint") return type.precision === "SINGLE" ? Float32Array.from(data as number[]) : Float64Array.from(data as number[]);
   const width = type.bitWidth!;
   if (width === 64) return (type.isSigned ? BigInt64Array : BigUint64Array).from(data.map((v) => BigInt(v as string)));

@@ -5,8 +5,9 @@
  * test/device_unavailable.test.ts:
  *   bun test/helpers/device_probe.ts <scenario>
  */
-import { dlopen, FFIType, ptr as addressOf, read } from "bun:ffi";
+import { FFIType, ptr as addressOf, read, type Pointer } from "bun:ffi";
 import { makeVector } from "apache-arrow";
+import { openLibrary } from "../../ts/ffi/bun_ffi.ts";
 import { fixturePath } from "./fixtures.ts";
 
 const scenario = process.argv[2];
@@ -35,7 +36,7 @@ const out: Record<string, unknown> = {};
 
 switch (scenario) {
   case "cuda-states": {
-    const f = dlopen(cudaFake, {
+    const f = openLibrary(cudaFake, {
       fake_cuda_inject: { args: [cstring, i32, i32], returns: none },
       fake_cuda_inject_clear: { args: [], returns: none },
       fake_cuda_set_device_count: { args: [i32], returns: none },
@@ -64,7 +65,7 @@ switch (scenario) {
     break;
   }
   case "rocm-states": {
-    const f = dlopen(hipFake, {
+    const f = openLibrary(hipFake, {
       fake_hip_inject: { args: [cstring, i32, i32], returns: none },
       fake_hip_set_device_count: { args: [i32], returns: none },
     }).symbols;
@@ -90,7 +91,7 @@ switch (scenario) {
     break;
   }
   case "rocm5-pointers": {
-    const f = dlopen(hipFake, { fake_hip_set_runtime_version: { args: [i32], returns: none } }).symbols;
+    const f = openLibrary(hipFake, { fake_hip_set_runtime_version: { args: [i32], returns: none } }).symbols;
     f.fake_hip_set_runtime_version(50700000);
     process.env.ARROW_DEVICE_HIP_LIBRARY = hipFake;
     const rt = deviceRuntime("rocm");
@@ -110,7 +111,7 @@ switch (scenario) {
     // A CUDA_HOST array imported before any runtime was loaded here: the
     // import cannot wait, so it is not host-readable; toHost loads the
     // runtime, waits on the event, and views the memory in place.
-    const f = dlopen(cudaFake, {
+    const f = openLibrary(cudaFake, {
       cuInit: { args: [i32], returns: i32 },
       fake_cuda_produce: { args: [i32, i32, i64, i32, ptr, ptr], returns: i32 },
       fake_cuda_produced_live: { args: [], returns: i64 },
@@ -119,7 +120,7 @@ switch (scenario) {
     f.cuInit(0);
     const native = (await import("../../ts/ffi/library.ts")).native;
     const slot = native.abd_alloc_zeroed(200)!;
-    out.produced = f.fake_cuda_produce(0, 1, 20, 1, slot, slot + 72);
+    out.produced = f.fake_cuda_produce(0, 1, 20, 1, slot, (slot + 72) as Pointer);
     const imported = ImportedArray.fromDeviceArray(slot, slot + 72);
     native.abd_free(slot);
     out.readableAtImport = imported.hostReadable;

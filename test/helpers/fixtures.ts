@@ -1,8 +1,9 @@
 /**
  * Loads the C fixtures that build.zig compiles into build/fixtures/.
  */
-import { dlopen, FFIType, suffix } from "bun:ffi";
+import { FFIType, suffix } from "bun:ffi";
 import { join, resolve } from "node:path";
+import { openLibrary } from "../../ts/ffi/bun_ffi.ts";
 
 const { ptr, i32, i64, u32, u64, f64, void: none, cstring } = FFIType;
 
@@ -12,8 +13,15 @@ export function fixturePath(name: string): string {
   return join(fixturesDir, `lib${name}.${suffix}`);
 }
 
+/** The text of a C string a fixture returned (a `cstring` return); NULL
+ * is a fixture bug. */
+export function fixtureText(text: string | null, from: string): string {
+  if (text === null) throw new Error(`${from} returned NULL`);
+  return String(text);
+}
+
 /** test/fixtures/c_peer.c: counted producer, release interceptor, holder. */
-export const peer = dlopen(fixturePath("c_peer"), {
+export const peer = openLibrary(fixturePath("c_peer"), {
   peer_intercept_array: { args: [ptr], returns: none },
   peer_intercept_schema: { args: [ptr], returns: none },
   peer_intercepted_array_releases: { args: [], returns: i64 },
@@ -29,17 +37,23 @@ export const peer = dlopen(fixturePath("c_peer"), {
   peer_release_held_on_thread: { args: [ptr], returns: none },
   peer_release_held_later: { args: [ptr, i32], returns: i32 },
   peer_wait_background: { args: [], returns: none },
+  peer_echo_pointer: { args: [ptr], returns: ptr },
+  peer_echo_string: { args: [ptr], returns: cstring },
+  peer_counting_deallocator: { args: [], returns: ptr },
+  peer_deallocations: { args: [], returns: i64 },
+  peer_last_deallocated_bytes: { args: [], returns: ptr },
+  peer_last_deallocated_context: { args: [], returns: ptr },
 }).symbols;
 
 /** test/fixtures/layout_probe.c: the header's layout, as C sees it. */
-export const probe = dlopen(fixturePath("layout_probe"), {
+export const probe = openLibrary(fixturePath("layout_probe"), {
   probe_layout_json: { args: [], returns: cstring },
   probe_device_types_json: { args: [], returns: cstring },
 }).symbols;
 
 /** test/fixtures/c_producer.c: arbitrary (also broken) C-produced trees
  * with counted releases. */
-export const fx = dlopen(fixturePath("c_producer"), {
+export const fx = openLibrary(fixturePath("c_producer"), {
   fx_new: { args: [ptr, ptr, i64, i64, i64, i64, i64], returns: ptr },
   fx_set_buffer: { args: [ptr, i32, ptr, i64], returns: none },
   fx_set_buffer_address: { args: [ptr, i32, u64], returns: none },
@@ -65,7 +79,7 @@ export const FxPatch = {
 } as const;
 
 /** test/fixtures/stream_peer.c: C stream producers and a threaded consumer. */
-export const streamPeer = dlopen(fixturePath("stream_peer"), {
+export const streamPeer = openLibrary(fixturePath("stream_peer"), {
   sp_stream_releases: { args: [], returns: i64 },
   sp_array_releases: { args: [], returns: i64 },
   sp_produced_live: { args: [], returns: i64 },

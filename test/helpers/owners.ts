@@ -3,14 +3,15 @@
  * reads no device memory, a multi-threaded release stress runner) and small
  * helpers shared by the owner / re-export / relay tests.
  */
-import { dlopen, FFIType, type Pointer } from "bun:ffi";
+import { FFIType, type Pointer } from "bun:ffi";
+import { openLibrary } from "../../ts/ffi/bun_ffi.ts";
 import { ArrowSchemaLayout } from "../../ts/abi/layout.ts";
 import { native } from "../../ts/ffi/library.ts";
 import { fixturePath } from "./fixtures.ts";
 
 const { ptr, i32, i64, u64, void: none, cstring } = FFIType;
 
-export const owners = dlopen(fixturePath("owners_peer"), {
+export const owners = openLibrary(fixturePath("owners_peer"), {
   owners_root_releases: { args: [], returns: i64 },
   owners_roots_live: { args: [], returns: i64 },
   owners_reset: { args: [], returns: none },

@@ -82,7 +82,7 @@ export function produceDevice(spec: NodeSpec, deviceType = 1, deviceId = -1): Pr
 
 /** Address of buffer `i` of a produced node (the producer's memory). */
 export function producerBuffer(node: Pointer, i: number): number {
-  return Number(fx.fx_buffer_address(node, i) ?? 0);
+  return fx.fx_buffer_address(node, i) ?? 0;
 }
 
 /** Frees the landing structs (releasing whatever they still hold). */

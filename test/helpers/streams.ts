@@ -5,7 +5,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { type Pointer } from "bun:ffi";
-import { RecordBatchReader, type RecordBatch } from "apache-arrow";
+import { RecordBatchReader, type RecordBatch, type RecordBatchFileReader, type RecordBatchStreamReader } from "apache-arrow";
 import { streamPeer } from "./fixtures.ts";
 
 export type JobSummary = {
@@ -37,7 +37,6 @@ export async function waitForJob(job: Pointer, timeoutMs = 10_000): Promise<bool
 }
 
 export function summarize(job: Pointer): JobSummary {
-  const message = streamPeer.sp_job_message(job);
   return {
     schemaRc: streamPeer.sp_job_schema_rc(job),
     schemaFormat: String(streamPeer.sp_job_schema_format(job)),
@@ -48,7 +47,7 @@ export function summarize(job: Pointer): JobSummary {
     repeatError: streamPeer.sp_job_repeat_error(job),
     repeatSameMessage: streamPeer.sp_job_repeat_same_message(job) === 1,
     endedTwice: streamPeer.sp_job_ended_twice(job) === 1,
-    message: message === null || (message as unknown as number) === 0 ? null : String(message),
+    message: streamPeer.sp_job_message(job), // a cstring return: NULL is null
     lastValue: Number(streamPeer.sp_job_last_value(job)),
     deviceIdsSeen: Number(streamPeer.sp_job_device_ids_seen(job)),
     deviceTypeMismatches: streamPeer.sp_job_device_type_mismatches(job),
@@ -88,7 +87,8 @@ export function goldStreams(): GoldFile[] {
  * by the raw-view tests only (see streams_import.test.ts). */
 export const unreadableByApacheArrow = ["cpp-21.0.0/generated_list_view.stream", "cpp-21.0.0/generated_run_end_encoded.stream"];
 
-export function openGold(file: GoldFile): RecordBatchReader {
+/** A synchronous reader of the gold IPC file (bytes in memory). */
+export function openGold(file: GoldFile): RecordBatchFileReader | RecordBatchStreamReader {
   return RecordBatchReader.from(readFileSync(file.path));
 }
 

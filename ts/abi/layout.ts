@@ -48,6 +48,8 @@ export const ArrowAsyncDeviceStreamHandlerLayout = {
   fields: { on_schema: 0, on_next_task: 8, on_error: 16, release: 24, producer: 32, private_data: 40 },
 } as const;
 
+/** Size and field offsets (bytes, 64-bit platforms) of every C struct of
+ * the interfaces, by struct name; checked against the library at load. */
 export const structLayouts = {
   ArrowSchema: ArrowSchemaLayout,
   ArrowArray: ArrowArrayLayout,
@@ -76,8 +78,11 @@ export const DeviceType = {
   WEBGPU: 15,
   HEXAGON: 16,
 } as const;
+/** A device type by name: "CPU", "CUDA", "CUDA_HOST", ... */
 export type DeviceTypeName = keyof typeof DeviceType;
 
+/** The name of ArrowDeviceType `value`; `unknown(<value>)` for a number
+ * the C Device Data Interface does not define. */
 export function deviceTypeName(value: number): DeviceTypeName | `unknown(${number})` {
   for (const [name, v] of Object.entries(DeviceType)) if (v === value) return name as DeviceTypeName;
   return `unknown(${value})`;
@@ -94,6 +99,8 @@ export const Flags = { DICTIONARY_ORDERED: 1, NULLABLE: 2, MAP_KEYS_SORTED: 4 } 
 
 /** Validation levels (zig/validate.zig). */
 export const ValidationLevel = { none: 0, minimal: 1, default: 2, full: 3 } as const;
+/** A validation level by name: "none", "minimal", "default" or "full"
+ * (nanoarrow's levels; "default" never reads out of bounds). */
 export type ValidationLevelName = keyof typeof ValidationLevel;
 
 /** Words of one node record of an owner's node table (zig/validate.zig). */
@@ -123,6 +130,8 @@ export const TypeId = {
   large_list_view: 33, fixed_size_list: 34, struct: 35, map: 36, dense_union: 37,
   sparse_union: 38, run_end_encoded: 39,
 } as const;
+/** The Arrow type of an imported node, by name: "int32", "utf8",
+ * "dense_union", ... (one per C Data Interface format). */
 export type TypeIdName = keyof typeof TypeId;
 
 /** Which stream struct a call takes or fills (zig/abi.zig StreamKind). */
@@ -137,6 +146,7 @@ export const counterNames = [
   "live_imported_views", "live_reexports", "imported_bytes_held", "live_stream_exports",
   "live_stream_imports", "live_device_allocations", "live_device_events", "live_async",
 ] as const;
+/** The name of one of the library's live-object counters. */
 export type CounterName = (typeof counterNames)[number];
 
 /** Words of `abd_owner_info`. */
@@ -162,14 +172,17 @@ export const WindowWord = { node: 0, offset: 1, length: 2, null_count: 3 } as co
 export const windowWords = 4;
 /** Kinds of device-runtime memory (zig/device/runtime.zig MemoryKind). */
 export const MemoryKind = { device: 0, pinned: 1, managed: 2 } as const;
+/** A kind of device-runtime memory by name. */
 export type MemoryKindName = keyof typeof MemoryKind;
 
 /** Directions of `abd_device_copy` (zig/device/runtime.zig Direction). */
 export const CopyDirection = { host_to_device: 0, device_to_host: 1, device_to_device: 2 } as const;
+/** A copy direction by name. */
 export type CopyDirectionName = keyof typeof CopyDirection;
 
 /** What a pointer query finds (zig/device/runtime.zig PointerKind). */
 export const PointerKind = { host: 0, device: 1, pinned: 2, managed: 3 } as const;
+/** What a pointer query found, by name. */
 export type PointerKindName = keyof typeof PointerKind;
 /** Words of `abd_async_consumer_poll` (zig/async_consumer.zig StateWord). */
 export const AsyncConsumerWord = {
@@ -216,6 +229,8 @@ type Manifest = {
   async_producer_words: Record<string, number>;
 };
 
+/** Every table the TS layer shares with the library (struct layouts and
+ * enum values), as `layoutProblems` compares them with the manifest. */
 export type LayoutTables = {
   structs: Record<string, { size: number; fields: Record<string, number> }>;
   deviceTypes: Record<string, number>;

@@ -54,6 +54,9 @@ export function decodeMetadataPairs(read: (offset: number, length: number) => Ui
   return pairs;
 }
 
+/** Decodes ArrowSchema.metadata bytes (int32 count, then length-prefixed
+ * keys and values) into key/value pairs in order, repeats kept. Throws
+ * InvalidLayoutError when the bytes end early. */
 export function decodeMetadataBytes(bytes: Uint8Array): [string, string][] {
   return decodeMetadataPairs((offset, length) => {
     if (offset + length > bytes.length) throw new InvalidLayoutError(Status.invalid_layout, "metadata is truncated");

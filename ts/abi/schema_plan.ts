@@ -9,6 +9,8 @@
  */
 import { encodeMetadata } from "./metadata.ts";
 
+/** One ArrowSchema node, described by its C fields. An absent or null
+ * `name` or `metadata` is NULL; `flags` defaults to 0. */
 export type SchemaPlanNode = {
   format: string;
   name?: string | null;
@@ -20,6 +22,8 @@ export type SchemaPlanNode = {
 
 const encoder = new TextEncoder();
 
+/** The byte plan of the tree at `root` (see the module comment), as the
+ * native schema builder reads it. */
 export function schemaPlan(root: SchemaPlanNode): Uint8Array {
   const chunks: Uint8Array[] = [];
   let total = 0;

@@ -66,14 +66,12 @@ export function readMetadata(address: number): [string, string][] {
   return decodeMetadataBytes(new Uint8Array(toArrayBuffer(asPointer(address), 0, length)).slice());
 }
 
-type ToArrayBufferWithDeallocator = (address: Pointer, byteOffset: number, byteLength: number, context: Pointer, deallocator: Pointer) => ArrayBuffer;
-
 /**
  * An ArrayBuffer over native memory, without copying. When it is collected
  * (or detached with `transfer(0)`), Bun calls the native
- * `deallocator(bytes, context)`, possibly on a GC thread. (Bun's
- * `toArrayBuffer` takes these two extra arguments; its .d.ts shows three.)
+ * `deallocator(bytes, context)`, possibly on a GC thread (the five-argument
+ * `toArrayBuffer`, declared in ffi/bun_ffi.ts).
  */
-export function wrapNative(address: number, byteLength: number, context: number, deallocator: number): ArrayBuffer {
-  return (toArrayBuffer as unknown as ToArrayBufferWithDeallocator)(asPointer(address), 0, byteLength, asPointer(context), asPointer(deallocator));
+export function wrapNative(address: number, byteLength: number, context: number, deallocator: Pointer): ArrayBuffer {
+  return toArrayBuffer(asPointer(address), 0, byteLength, asPointer(context), deallocator);
 }

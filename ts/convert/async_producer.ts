@@ -42,7 +42,8 @@ const W = AsyncProducerWord;
 const EINVAL = 22;
 const EIO = 5;
 
-type MetadataInit = Map<string, string> | Record<string, string> | Iterable<[string, string]>;
+/** Key/value metadata, in any of the forms `encodeMetadata` takes. */
+export type MetadataInit = Map<string, string> | Record<string, string> | Iterable<[string, string]>;
 
 /** What a source yields: a batch, a natively made device array, or either
  * with per-task metadata (on_next_task's third argument). */
@@ -51,12 +52,15 @@ export type AsyncExportItem =
   | ExportedArray
   | { batch: RecordBatch | ExportedArray; metadata?: MetadataInit | null };
 
+/** What `exportAsyncStream` pushes: items from a sync or async iterable,
+ * or the batches of a Table or RecordBatchReader. */
 export type AsyncExportSource =
   | AsyncIterable<AsyncExportItem>
   | Iterable<AsyncExportItem>
   | Table
   | RecordBatchReader;
 
+/** Options of `exportAsyncStream`. */
 export type AsyncExportOptions = {
   /** The stream's schema. Default: the Table's or reader's, else the first
    * item's (an empty iterable then needs this). */
@@ -69,6 +73,7 @@ export type AsyncExportOptions = {
   deviceType?: number;
 };
 
+/** How an async export ended. */
 export type AsyncExportOutcome =
   /** The source ended; the NULL task and release were sent. */
   | "ended"
@@ -79,7 +84,9 @@ export type AsyncExportOutcome =
   /** The consumer returned non-zero from a callback; release was sent. */
   | "refused";
 
+/** What `AsyncExport.done` settles with. */
 export type AsyncExportResult = {
+  /** How the stream ended. */
   outcome: AsyncExportOutcome;
   /** Tasks sent with on_next_task. */
   sent: number;
@@ -271,7 +278,7 @@ function sendSchema(driver: ProducerDriver, schema: Schema | null, first: AsyncE
   const { batch } = unwrap(first!);
   if (batch instanceof RecordBatch) return sendSchema(driver, schemaOfBatch(batch), undefined);
   // A native array: announce a copy of its own schema.
-  const slot = Number(native.abd_alloc_zeroed(72) ?? 0);
+  const slot = native.abd_alloc_zeroed(72) ?? 0;
   if (!slot) throw new OutOfMemoryError(Status.out_of_memory, "out of memory allocating a schema slot");
   try {
     check(native.abd_schema_copy(batch.schema, asPointer(slot)));

@@ -15,6 +15,8 @@ import { type ImportedArray } from "../lifetime/imported.ts";
 import { toRecordBatch } from "./import.ts";
 import { type ConvertOptions } from "./types.ts";
 
+/** Options of `new AsyncRecordBatchStream(options)`: the consumer's and
+ * the conversion's. */
 export type AsyncRecordBatchStreamOptions = AsyncConsumerOptions & ConvertOptions;
 
 /** One batch with the task's metadata (on_next_task's third argument). */
@@ -24,6 +26,7 @@ export type AsyncBatch = {
    * (the batch then reads as empty); otherwise the garbage collector
    * releases it once `batch` and its columns are gone. */
   array: ImportedArray;
+  /** The task's metadata, decoded; null when the producer sent none. */
   metadata: Map<string, string> | null;
   /** Position in the stream, from 0. */
   index: number;

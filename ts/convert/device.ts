@@ -14,10 +14,11 @@
  */
 import { Data, RecordBatch, Table, Vector } from "apache-arrow";
 import { ExportedArray } from "../lifetime/exported.ts";
-import { ImportedArray } from "../lifetime/imported.ts";
+import { ImportedArray, type ToHostOptions } from "../lifetime/imported.ts";
 import { copyArrayToDevice, type DeviceTarget } from "../device/transfer.ts";
 import { exportArray } from "./export.ts";
 
+/** Options of `toDevice`: which runtime and device (see DeviceTarget). */
 export type ToDeviceOptions = DeviceTarget;
 
 /**
@@ -31,6 +32,8 @@ export type ToDeviceOptions = DeviceTarget;
  * not available.
  */
 export function toDevice(source: Table, options: ToDeviceOptions): ExportedArray[];
+/** Copies `source` to device memory as one ArrowDeviceArray (see the
+ * Table overload for ownership and errors). */
 export function toDevice(source: Data | Vector | RecordBatch, options: ToDeviceOptions): ExportedArray;
 export function toDevice(source: Data | Vector | RecordBatch | Table, options: ToDeviceOptions): ExportedArray | ExportedArray[] {
   if (source instanceof Table) {
@@ -53,6 +56,6 @@ export function toDevice(source: Data | Vector | RecordBatch | Table, options: T
 
 /** `imported.toHost(options)`: device data copied to the host, or
  * host-visible data viewed in place, as a CPU import. */
-export function toHost(imported: ImportedArray, options: { stream?: number | { handle: number } } = {}): ImportedArray {
+export function toHost(imported: ImportedArray, options: ToHostOptions = {}): ImportedArray {
   return imported.toHost(options);
 }

@@ -21,7 +21,7 @@
  * module ever makes, bitmaps only) and its value buffers start at their JS
  * start.
  */
-import { ptr } from "bun:ffi";
+import { ptr, type Pointer } from "bun:ffi";
 import {
   Data, DataType, Field, RecordBatch, Schema, Type, UnionMode, Vector,
   type Dictionary, type FixedSizeList, type Map_, type Union,
@@ -124,6 +124,7 @@ function writeSchemaNode(plan: PlanBytes, node: SchemaNode) {
   if (node.dictionary) writeSchemaNode(plan, node.dictionary);
 }
 
+/** What `exportSchema` takes: an apache-arrow DataType, Field or Schema. */
 export type SchemaSource = DataType | Field | Schema;
 
 function schemaNodeOf(source: SchemaSource): SchemaNode {
@@ -151,7 +152,7 @@ function schemaPlan(source: SchemaSource): Uint8Array {
 }
 
 /** Builds the native ArrowSchema for `source` at `out`. */
-function buildSchema(source: SchemaSource, out: number): void {
+function buildSchema(source: SchemaSource, out: Pointer): void {
   const plan = schemaPlanOf(source);
   check(native.abd_schema_build(plan, plan.length, out));
 }
@@ -191,7 +192,7 @@ function push(word: number) {
 
 /** The address of `view`'s first byte, after giving it a stable backing
  * store (small typed arrays may live inline in the GC heap and move). */
-function addressOf(view: ArrayBufferView): number {
+function addressOf(view: NodeJS.ArrayBufferView): number {
   void view.buffer; // forces an out-of-line, non-moving backing store
   return ptr(view);
 }
@@ -199,7 +200,7 @@ function addressOf(view: ArrayBufferView): number {
 /** Bytes per slot of a node's `values` buffer (0 for bit-packed booleans). */
 function slotBytes(data: Data): number {
   if (data.typeId === Type.Bool) return 0;
-  const values = data.values as ArrayBufferView & { BYTES_PER_ELEMENT: number };
+  const values = data.values as NodeJS.TypedArray;
   return data.stride * values.BYTES_PER_ELEMENT;
 }
 
@@ -238,14 +239,14 @@ class ArrayPlanner {
     return this.backed(offsets, lead * (offsets?.BYTES_PER_ELEMENT ?? 0));
   }
 
-  private backed(view: ArrayBufferView | undefined, backBytes: number): number | null {
+  private backed(view: NodeJS.ArrayBufferView | undefined, backBytes: number): number | null {
     if (!view || view.byteLength === 0) return 0;
     if (view.byteOffset < backBytes) return null;
     this.retained.push(view);
     return addressOf(view) - backBytes;
   }
 
-  private keep(view: ArrayBufferView | undefined | null): number {
+  private keep(view: NodeJS.ArrayBufferView | undefined | null): number {
     if (!view || view.byteLength === 0) return 0;
     this.retained.push(view);
     return addressOf(view);
@@ -336,7 +337,7 @@ class ArrayPlanner {
       case Type.Timestamp: case Type.Interval: case Type.Duration: case Type.FixedSizeBinary:
       case Type.Dictionary: {
         if (!validity()) return false;
-        if (!buffer(this.backed(data.values as ArrayBufferView, lead * slotBytes(data)))) return false;
+        if (!buffer(this.backed(data.values as NodeJS.TypedArray, lead * slotBytes(data)))) return false;
         break;
       }
       case Type.Binary: case Type.Utf8: case Type.LargeBinary: case Type.LargeUtf8: {
@@ -419,8 +420,11 @@ function nullCountOf(data: Data): number {
 // Public entry points
 // ---------------------------------------------------------------------------
 
+/** What `exportArray` takes: apache-arrow Data, a Vector (one chunk) or a
+ * RecordBatch (exported as a struct array). */
 export type ArraySource = Data | Vector | RecordBatch;
 
+/** Options of `exportArray`, `exportBatches`. */
 export type ExportOptions = {
   /** "device_array" (default): ArrowSchema + ArrowDeviceArray on the CPU
    * device. "array": ArrowSchema + ArrowArray. */

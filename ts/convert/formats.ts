@@ -4,8 +4,8 @@
  */
 import {
   DataType, DateUnit, IntervalUnit, Precision, TimeUnit, Type, UnionMode,
-  type Decimal, type Dictionary, type FixedSizeBinary, type FixedSizeList, type Int, type Interval,
-  type Timestamp, type Union,
+  type Date_, type Decimal, type Dictionary, type Duration, type FixedSizeBinary, type FixedSizeList, type Float,
+  type Int, type Interval, type Time, type Timestamp, type Union,
 } from "apache-arrow";
 import { Status, UnsupportedError } from "../errors.ts";
 
@@ -34,7 +34,7 @@ export function formatOf(type: DataType): string {
     case Type.Bool: return "b";
     case Type.Int: return intFormat(type as Int);
     case Type.Float: {
-      const precision = (type as { precision: Precision }).precision;
+      const precision = (type as Float).precision;
       return precision === Precision.HALF ? "e" : precision === Precision.SINGLE ? "f" : "g";
     }
     case Type.Binary: return "z";
@@ -48,13 +48,13 @@ export function formatOf(type: DataType): string {
       return bitWidth === 128 ? `d:${precision},${scale}` : `d:${precision},${scale},${bitWidth}`;
     }
     case Type.FixedSizeBinary: return `w:${(type as FixedSizeBinary).byteWidth}`;
-    case Type.Date: return (type as { unit: DateUnit }).unit === DateUnit.DAY ? "tdD" : "tdm";
-    case Type.Time: return `tt${unitChar[(type as { unit: TimeUnit }).unit]}`;
+    case Type.Date: return (type as Date_).unit === DateUnit.DAY ? "tdD" : "tdm";
+    case Type.Time: return `tt${unitChar[(type as Time).unit]}`;
     case Type.Timestamp: {
       const { unit, timezone } = type as Timestamp;
       return `ts${unitChar[unit]}:${timezone ?? ""}`;
     }
-    case Type.Duration: return `tD${unitChar[(type as { unit: TimeUnit }).unit]}`;
+    case Type.Duration: return `tD${unitChar[(type as Duration).unit]}`;
     case Type.Interval: {
       const unit = (type as Interval).unit;
       return unit === IntervalUnit.YEAR_MONTH ? "tiM" : unit === IntervalUnit.DAY_TIME ? "tiD" : "tin";

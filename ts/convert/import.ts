@@ -33,8 +33,9 @@ import type { StructRef } from "../lifetime/c_structs.ts";
 import { listViewToList, runEndToPlain } from "./materialize.ts";
 import { describeNode, toDataType, toSchema, typeSignature, type ConvertOptions } from "./types.ts";
 
-type TypedArrayConstructor = {
-  new (buffer: ArrayBuffer, byteOffset: number, length: number): ArrayBufferView & ArrayLike<number | bigint>;
+/** A typed array constructor, used to view imported memory in place. */
+type ViewConstructor<T extends NodeJS.TypedArray> = {
+  new (buffer: ArrayBuffer, byteOffset: number, length: number): T;
   readonly BYTES_PER_ELEMENT: number;
 };
 
@@ -63,16 +64,16 @@ class DataBuilder {
   /** `count` elements of buffer `i` of `raw` from element `first`, checked
    * against the buffer's size (which only "none" validation leaves
    * unchecked). */
-  view<T extends ArrayBufferView>(Ctor: TypedArrayConstructor, raw: RawArray, i: number, first: number, count: number): T {
+  view<T extends NodeJS.TypedArray>(Ctor: ViewConstructor<T>, raw: RawArray, i: number, first: number, count: number): T {
     const memory = raw.memory(i);
-    if (count === 0) return new Ctor(memory, 0, 0) as unknown as T;
+    if (count === 0) return new Ctor(memory, 0, 0);
     const byteOffset = first * Ctor.BYTES_PER_ELEMENT;
     const byteLength = count * Ctor.BYTES_PER_ELEMENT;
     const size = memory.byteLength === 0 ? 0 : raw.byteLength(i);
     if (byteOffset + byteLength > size) {
       throw new InvalidLayoutError(Status.invalid_layout, `${describeNode(raw)}: buffer ${i} holds ${size} bytes, but slots need bytes [${byteOffset}, ${byteOffset + byteLength})`);
     }
-    return new Ctor(memory, byteOffset, count) as unknown as T;
+    return new Ctor(memory, byteOffset, count);
   }
 
   /** The whole buffer `i` as bytes (bitmaps, value bytes, variadic data). */
@@ -86,7 +87,7 @@ class DataBuilder {
    * none at all, then it gets a single 0. */
   offsets(raw: RawArray, Ctor: typeof Int32Array | typeof BigInt64Array, first: number, length: number): Int32Array | BigInt64Array {
     if (length === 0 && raw.memory(1).byteLength === 0) return new Ctor(1);
-    return this.view(Ctor as unknown as TypedArrayConstructor, raw, 1, first, length + 1);
+    return this.view<Int32Array | BigInt64Array>(Ctor, raw, 1, first, length + 1);
   }
 
   /**
@@ -103,7 +104,7 @@ class DataBuilder {
     if (raw.dictionary) {
       const dictType = type as Dictionary;
       const bitmap = this.bytes(raw, 0);
-      const values = this.view(dictType.indices.ArrayType as unknown as TypedArrayConstructor, raw, 1, offset, length);
+      const values = this.view<NodeJS.TypedArray>(dictType.indices.ArrayType, raw, 1, offset, length);
       const dict = raw.dictionary;
       const dictionary = new Vector([this.node(dict, dictType.dictionary, 0, dict.length)]);
       return new Data(type, offset, length, this.nullCount(bitmap, exact, known), [undefined, values, bitmap], [], dictionary);
@@ -122,7 +123,7 @@ class DataBuilder {
       case "interval_months": case "interval_day_time": case "interval_month_day_nano": {
         const bitmap = this.bytes(raw, 0);
         const stride = strideOf(type);
-        const values = this.view(type.ArrayType as unknown as TypedArrayConstructor, raw, 1, offset * stride, length * stride);
+        const values = this.view<NodeJS.TypedArray>(type.ArrayType, raw, 1, offset * stride, length * stride);
         return new Data(type, offset, length, this.nullCount(bitmap, exact, known), [undefined, values, bitmap]);
       }
       case "binary": case "utf8": case "large_binary": case "large_utf8": {
@@ -133,7 +134,7 @@ class DataBuilder {
       }
       case "binary_view": case "utf8_view": {
         const bitmap = this.bytes(raw, 0);
-        const views = this.view<Uint8Array>(Uint8Array, raw, 1, offset * 16, length * 16);
+        const views = this.view(Uint8Array, raw, 1, offset * 16, length * 16);
         const variadic: Uint8Array[] = [];
         for (let i = 2; i < raw.nBuffers - 1; i++) variadic.push(this.bytes(raw, i));
         return new Data(type, offset, length, this.nullCount(bitmap, exact, known), [undefined, views, bitmap], [], undefined, variadic);
@@ -157,20 +158,20 @@ class DataBuilder {
         return new Data(type, offset, length, this.nullCount(bitmap, exact, known), [undefined, undefined, bitmap], children);
       }
       case "sparse_union": case "dense_union": {
-        const typeIds = this.view<Int8Array>(Int8Array, raw, 0, offset, length);
+        const typeIds = this.view(Int8Array, raw, 0, offset, length);
         const fields = (type as Union).children;
         if ((type as Union).mode === UnionMode.Sparse) {
           const children = raw.children.map((c, i) => this.node(c, fields[i].type, offset, length));
           return new Data(type, offset, length, 0, [undefined, undefined, undefined, typeIds], children);
         }
-        const valueOffsets = this.view<Int32Array>(Int32Array, raw, 1, offset, length);
+        const valueOffsets = this.view(Int32Array, raw, 1, offset, length);
         const children = raw.children.map((c, i) => this.node(c, fields[i].type, 0, c.length));
         return new Data(type, offset, length, 0, [valueOffsets, undefined, undefined, typeIds], children);
       }
       case "list_view": case "large_list_view": {
         // Only reached with { materialize: true } (toDataType checks).
         const bitmap = this.bytes(raw, 0);
-        const Ctor = (typeId === "large_list_view" ? BigInt64Array : Int32Array) as unknown as TypedArrayConstructor;
+        const Ctor: ViewConstructor<Int32Array | BigInt64Array> = typeId === "large_list_view" ? BigInt64Array : Int32Array;
         const offsets = this.view<Int32Array | BigInt64Array>(Ctor, raw, 1, offset, length);
         const sizes = this.view<Int32Array | BigInt64Array>(Ctor, raw, 2, offset, length);
         const child = raw.child(0);
@@ -180,8 +181,9 @@ class DataBuilder {
       case "run_end_encoded": {
         // Only reached with { materialize: true }: `type` is the values type.
         const runEndsNode = raw.child(0);
-        const RunEnds = (runEndsNode.typeId === "int16" ? Int16Array : runEndsNode.typeId === "int32" ? Int32Array : BigInt64Array) as unknown as TypedArrayConstructor;
-        const runEnds = this.view<Int32Array>(RunEnds, runEndsNode, 1, runEndsNode.offset, runEndsNode.length);
+        const RunEnds: ViewConstructor<Int16Array | Int32Array | BigInt64Array> =
+          runEndsNode.typeId === "int16" ? Int16Array : runEndsNode.typeId === "int32" ? Int32Array : BigInt64Array;
+        const runEnds = this.view(RunEnds, runEndsNode, 1, runEndsNode.offset, runEndsNode.length);
         const values = raw.child(1);
         return runEndToPlain(runEnds, this.node(values, type, 0, values.length), offset, length);
       }
@@ -272,6 +274,8 @@ export function toTable(importedList: Iterable<ImportedArray>, options: ConvertO
   return new Table(first.schema, batches);
 }
 
+/** Options of `importVector` and `importRecordBatch`: validation,
+ * conversion, and which struct the array pointer names. */
 export type ImportConvertOptions = ImportOptions & ConvertOptions & {
   /** What `arrayPtr` points at: "array" (`ArrowArray*`) or "device_array"
    * (`ArrowDeviceArray*`). Defaults: "array" for importVector,

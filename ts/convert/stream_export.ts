@@ -45,6 +45,7 @@
 import { RecordBatch, RecordBatchReader, Schema, Struct, Table, util, type DataType } from "apache-arrow";
 import { JSCallback, read, type Pointer } from "bun:ffi";
 import { ArrowDeviceArrayLayout, DeviceType, StreamKind as NativeStreamKind, deviceTypeName } from "../abi/layout.ts";
+import { asPointer } from "../abi/structs.ts";
 import { ArrowDeviceError, InvalidArgumentError, Status, errorFor } from "../errors.ts";
 import { lastError, native } from "../ffi/library.ts";
 import { ExportedStream, type StreamKind } from "../lifetime/exported_stream.ts";
@@ -61,6 +62,8 @@ import { internal } from "./export.ts";
  * handed out whole. */
 export type StreamItem = RecordBatch | ExportedArray;
 
+/** What `exportStream` serves: the batches of a Table, an array, a reader,
+ * or a sync or async iterable, pulled one get_next at a time. */
 export type StreamSource =
   | Table
   | StreamItem[]
@@ -68,6 +71,7 @@ export type StreamSource =
   | Iterable<StreamItem>
   | AsyncIterable<StreamItem>;
 
+/** Options of `exportStream` and `exportStreamAsync`. */
 export type StreamExportOptions = {
   /** "device_stream" (default): an ArrowDeviceArrayStream on the CPU.
    * "stream": an ArrowArrayStream. */
@@ -172,7 +176,7 @@ function describe(value: unknown): string {
 /** Ends the stream with `error` (final: every later get_next repeats it). */
 function failProducer(record: SourceRecord | undefined, producer: number, error: unknown): void {
   const message = encoder.encode(messageOf(error));
-  native.abd_stream_export_fail(producer, errnoOf(error), message, message.length);
+  native.abd_stream_export_fail(asPointer(producer), errnoOf(error), message, message.length);
   record?.close();
 }
 
@@ -225,7 +229,7 @@ function deliver(record: SourceRecord, producer: number, batch: unknown): void {
     throw new InvalidArgumentError(Status.invalid_argument, `batch ${record.index} is an apache-arrow RecordBatch (CPU memory), but the stream's device_type is ${deviceTypeName(record.deviceType)}: pass options.device to copy batches to the device as they are pulled`);
   }
   const { words, keepaliveId } = internal.planArray(batch.data);
-  const status = native.abd_stream_export_deliver(producer, internal.planWords(), words, keepaliveId, -1);
+  const status = native.abd_stream_export_deliver(asPointer(producer), internal.planWords(), words, keepaliveId, -1);
   if (status !== 0) {
     // The stream failed natively with the build's message; nothing of this
     // batch reached C.
@@ -236,7 +240,7 @@ function deliver(record: SourceRecord, producer: number, batch: unknown): void {
 }
 
 function end(record: SourceRecord, producer: number): void {
-  native.abd_stream_export_end(producer);
+  native.abd_stream_export_end(asPointer(producer));
   record.close();
 }
 

@@ -30,6 +30,8 @@ import { type ImportedStream } from "../lifetime/imported_stream.ts";
 import { toRecordBatch, toSchema, toTable } from "./import.ts";
 import { type ConvertOptions } from "./types.ts";
 
+/** Options of the stream-to-apache-arrow helpers (`recordBatches`,
+ * `readTable` and their async forms). */
 export type StreamConvertOptions = ConvertOptions & {
   /** Copy each batch of a stream the host cannot read (CUDA, ROCM) to host
    * memory before converting it. Default false: such a stream is refused. */

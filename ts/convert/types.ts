@@ -29,6 +29,7 @@ import { Flags } from "../abi/layout.ts";
 import { InvalidArgumentError, InvalidFormatError, Status, UnsupportedError } from "../errors.ts";
 import type { RawArray } from "../lifetime/imported.ts";
 
+/** Options of the conversions to apache-arrow (`toVector`, `toTable`, ...). */
 export type ConvertOptions = {
   /**
    * Convert list-view, large list-view and run-end encoded arrays, which

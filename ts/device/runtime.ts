@@ -30,6 +30,7 @@ import { deviceLibraryEnvVars, loadDeviceRuntime } from "../ffi/device_loader.ts
 import { check, lastError, native } from "../ffi/library.ts";
 import { reportLeak, track, untrack } from "../lifetime/debug.ts";
 
+/** A device runtime: "cuda" (the CUDA driver API) or "rocm" (HIP). */
 export type DeviceKind = "cuda" | "rocm";
 
 /** The Arrow device type that names each runtime (its device memory). */
@@ -60,7 +61,7 @@ function readCString(bytes: Uint8Array): string {
 
 /** The address of a JS buffer's first byte, with a stable backing store
  * (small typed arrays may live inline in the GC heap and move). */
-export function hostAddress(view: ArrayBufferView): number {
+export function hostAddress(view: NodeJS.ArrayBufferView): number {
   void view.buffer;
   return view.byteLength === 0 ? 0 : ptr(view);
 }
@@ -71,6 +72,8 @@ function loadRuntime(kind: DeviceKind): number {
   return loadDeviceRuntime(checkKind(kind));
 }
 
+/** Whether a runtime can be used here: its library, version and device
+ * count, or the reason it cannot (which state, what was tried). */
 export type DeviceAvailability =
   | { kind: DeviceKind; available: true; library: string; version: number; deviceCount: number }
   | { kind: DeviceKind; available: false; reason: string };
@@ -100,15 +103,20 @@ export function deviceRuntime(kind: DeviceKind): DeviceRuntime {
   return runtime;
 }
 
+/** One device of a runtime. */
 export type DeviceInfo = {
   kind: DeviceKind;
   /** Device ordinal: the `device_id` of its arrays. */
   id: number;
+  /** The name the runtime reports, e.g. "NVIDIA H100 80GB HBM3". */
   name: string;
+  /** Total device memory in bytes. */
   totalMemoryBytes: number;
 };
 
+/** What `DeviceRuntime.pointerInfo` finds out about an address. */
 export type PointerInfo = {
+  /** Plain host memory, device memory, pinned host or managed memory. */
   memory: PointerKindName;
   /** Arrow device type of such memory (CPU for plain host memory). */
   deviceType: number;
@@ -116,9 +124,19 @@ export type PointerInfo = {
   deviceId: number;
 };
 
-/** A host buffer, device memory, or a raw address. */
-export type CopyOperand = ArrayBufferView | DeviceMemory | number;
+/** Options of `DeviceRuntime.allocate`. */
+export type AllocateOptions = {
+  /** The device ordinal (default 0). */
+  id?: number;
+  /** "device" memory (default), "pinned" host memory or "managed" memory. */
+  memory?: MemoryKindName;
+};
 
+/** One side of a copy: a host buffer (typed array or DataView), device
+ * memory, or a raw address (of unknown size: the copy trusts it). */
+export type CopyOperand = NodeJS.ArrayBufferView | DeviceMemory | number;
+
+/** Options of `DeviceRuntime.copy`. */
 export type CopyOptions = {
   /** Asynchronous on this stream; synchronous when absent. */
   stream?: DeviceStream;
@@ -140,6 +158,7 @@ function operandBytes(operand: CopyOperand): number | null {
 
 /** One loaded runtime. Get it with `deviceRuntime(kind)`. */
 export class DeviceRuntime {
+  /** The Arrow device type of this runtime's device memory (CUDA or ROCM). */
   readonly deviceType: number;
 
   constructor(
@@ -153,18 +172,20 @@ export class DeviceRuntime {
     this.deviceType = runtimeDeviceType[kind];
   }
 
+  /** Name and memory size of device `id`. */
   device(id: number): DeviceInfo {
     const name = new Uint8Array(256);
     check(native.abd_device_get_info(this.deviceType, id, name, name.length, words));
     return { kind: this.kind, id, name: readCString(name), totalMemoryBytes: words[0] };
   }
 
+  /** Every device of this runtime, by ordinal. */
   devices(): DeviceInfo[] {
     return Array.from({ length: this.deviceCount }, (_, id) => this.device(id));
   }
 
   /** `byteLength` bytes of `memory` for device `id`. */
-  allocate(byteLength: number, options: { id?: number; memory?: MemoryKindName } = {}): DeviceMemory {
+  allocate(byteLength: number, options: AllocateOptions = {}): DeviceMemory {
     const memory = options.memory ?? "device";
     const id = options.id ?? 0;
     if (MemoryKind[memory] === undefined) throw new InvalidArgumentError(Status.invalid_argument, `unknown memory kind "${memory}": expected "device", "pinned" or "managed"`);
@@ -172,11 +193,14 @@ export class DeviceRuntime {
     return new DeviceMemory(this, id, memory, words[0], byteLength);
   }
 
+  /** A new non-blocking stream of device `id`; destroy it with `destroy()`
+   * (or `using`). */
   createStream(id = 0): DeviceStream {
     check(native.abd_device_stream_create(this.deviceType, id, words));
     return new DeviceStream(this, id, words[0]);
   }
 
+  /** A new event of device `id`; destroy it with `destroy()` (or `using`). */
   createEvent(id = 0): DeviceEvent {
     check(native.abd_device_event_create(this.deviceType, id, words));
     return new DeviceEvent(this, id, words[0]);
@@ -246,6 +270,7 @@ export class DeviceMemory implements Disposable {
     safetyNet.register(this, { free: () => check(native.abd_device_free(deviceType, deviceId, kind, asPointer(address))), token: this.#token, label }, this);
   }
 
+  /** True once `free()` ran. */
   get freed(): boolean {
     return this.#freed;
   }

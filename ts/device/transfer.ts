@@ -23,6 +23,7 @@ import { ExportedArray } from "../lifetime/exported.ts";
 import { drainReleased } from "../lifetime/keepalive.ts";
 import { DeviceStream, deviceRuntime, type DeviceKind } from "./runtime.ts";
 
+/** Where `copyArrayToDevice` / `toDevice` put the copy. */
 export type DeviceTarget = {
   /** Which runtime. */
   device: DeviceKind;

@@ -21,9 +21,13 @@ import { drainReleased, forgetUnused, retainForNative, whenReleased } from "../l
 import { DeviceEvent, DeviceMemory, hostAddress, type DeviceKind } from "./runtime.ts";
 import { targetDeviceType } from "./transfer.ts";
 
-/** A buffer: a raw address, device memory, a JS buffer, or none (NULL). */
-export type RawBuffer = number | bigint | ArrayBufferView | DeviceMemory | null;
+/** A buffer: a raw address, device memory, a JS buffer (a typed array or
+ * DataView), or none (NULL). */
+export type RawBuffer = number | bigint | NodeJS.ArrayBufferView | DeviceMemory | null;
 
+/** One node of an array described by its C fields (format, length,
+ * buffers, children, dictionary), for types or memory apache-arrow cannot
+ * describe. Buffers are exported as given: nothing is copied. */
 export type RawArrayNode = {
   /** C Data Interface format string, e.g. "i", "+vl", "+r". */
   format: string;
@@ -40,6 +44,7 @@ export type RawArrayNode = {
   dictionary?: RawArrayNode | null;
 };
 
+/** Options of `exportRawArray`. */
 export type RawExportOptions = {
   /** Arrow device type of every buffer (default CPU). */
   deviceType?: number;
@@ -132,14 +137,20 @@ export function exportRawArray(root: RawArrayNode, options: RawExportOptions = {
   }
 }
 
+/** Options of `wrapDeviceMemory`. */
 export type WrapOptions = {
+  /** The runtime that owns the memory. */
   device: DeviceKind;
   /** Device ordinal: the array's device_id. */
   id: number;
   /** Where the buffers live (default "device"). */
   memory?: "device" | "pinned" | "managed";
+  /** Event the consumer must wait on (a DeviceEvent or a `CUevent*` /
+   * `hipEvent_t*` address); kept alive with the export. */
   syncEvent?: DeviceEvent | number | null;
+  /** Runs on the JS thread after the consumer released the tree. */
   onRelease?: () => void;
+  /** Anything else to keep reachable until then. */
   keepAlive?: unknown;
 };
 

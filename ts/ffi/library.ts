@@ -8,10 +8,11 @@
  * closed: release callbacks and GC deallocators may call into it until the
  * process exits.
  */
-import { dlopen, suffix, CString, type Pointer } from "bun:ffi";
+import { suffix, CString } from "bun:ffi";
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { LibraryLoadError, errorFor } from "../errors.ts";
+import { openLibrary } from "./bun_ffi.ts";
 import { coreSymbols } from "./symbols_core.ts";
 import { ownerSymbols } from "./symbols_owners.ts";
 import { deviceSymbols } from "./symbols_device.ts";
@@ -31,6 +32,8 @@ const symbols = {
   ...deviceStreamSymbols,
 };
 
+/** The environment variable that names the library file to load instead of
+ * lib/<platform>/libarrow_device.<ext>. */
 export const libraryEnvVar = "ARROW_DEVICE_LIBRARY";
 export const buildCommand = "bash scripts/setup.sh";
 
@@ -44,6 +47,8 @@ export function defaultLibraryPath(): string {
   return join(root, "lib", platformDir(), `libarrow_device.${suffix}`);
 }
 
+/** The library file this process loads: $ARROW_DEVICE_LIBRARY, else
+ * lib/<platform>/libarrow_device.<ext> in this package. */
 export function libraryPath(): string {
   return process.env[libraryEnvVar] || defaultLibraryPath();
 }
@@ -58,7 +63,7 @@ function open() {
     );
   }
   try {
-    return dlopen(path, symbols);
+    return openLibrary(path, symbols);
   } catch (cause) {
     throw new LibraryLoadError(
       `could not load ${from} on ${platformDir()}: ${(cause as Error).message}. It may be built for another platform or be out of date; rebuild it with \`${buildCommand}\`.`,
@@ -84,5 +89,5 @@ export function check(status: number): void {
 }
 
 export function manifestText(): string {
-  return new CString(native.abd_layout_manifest() as Pointer).toString();
+  return new CString(native.abd_layout_manifest()).toString();
 }

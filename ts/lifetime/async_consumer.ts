@@ -33,9 +33,12 @@ import { reportLeak, track, untrack } from "./debug.ts";
 import { ImportedArray } from "./imported.ts";
 import { WakeSignal, holdEventLoop, registerWake, unregisterWake } from "./js_wake.ts";
 
+/** Batches kept in flight when `AsyncConsumerOptions.queueDepth` is not given. */
 export const defaultQueueDepth = 4;
-export const maxQueueDepth = 1 << 20;
+/** The largest `AsyncConsumerOptions.queueDepth` (2^20). */
+export const maxQueueDepth: number = 1 << 20;
 
+/** Options of `new AsyncStreamConsumer(options)`. */
 export type AsyncConsumerOptions = {
   /** Batches kept in flight: requested from the producer and not yet
    * taken by JS (1 .. 2^20, default 4). */
@@ -63,6 +66,7 @@ export type AsyncStreamInfo = {
   producerMetadata: Map<string, string> | null;
 };
 
+/** Task counts of one async stream so far (`AsyncStreamConsumer.stats`). */
 export type AsyncConsumerStats = {
   /** Sum of every request(n) made. */
   requested: number;
@@ -115,7 +119,7 @@ class ConsumerCore {
       check(status);
     }
     this.address = Number(out[0]);
-    this.slot = Number(native.abd_alloc_zeroed(slotBytes) ?? 0);
+    this.slot = native.abd_alloc_zeroed(slotBytes) ?? 0;
     if (!this.slot) {
       native.abd_async_consumer_close(asPointer(this.address), 0);
       unregisterWake(this.token);
@@ -283,10 +287,12 @@ export class AsyncStreamConsumer implements AsyncDisposable {
     return native.abd_async_consumer_handler(asPointer(core.address)) as Pointer;
   }
 
+  /** Batches kept in flight (the `queueDepth` option, or its default). */
   get queueDepth(): number {
     return this.#core.depth;
   }
 
+  /** Task counts so far (read from the native state). */
   get stats(): AsyncConsumerStats {
     const words = this.#core.poll();
     return { requested: words[W.requested], received: words[W.received], taken: words[W.taken], discarded: words[W.discarded] };

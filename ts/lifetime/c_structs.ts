@@ -44,17 +44,18 @@ export function addressOf(ref: StructRef | null | undefined): number {
   return Number(ref);
 }
 
-type Kind = "ArrowSchema" | "ArrowArray" | "ArrowDeviceArray";
+/** Which C struct a CStruct is. */
+export type CStructKind = "ArrowSchema" | "ArrowArray" | "ArrowDeviceArray";
 
-type OwnedSlot = { address: number; kind: Kind; token: number };
+type OwnedSlot = { address: number; kind: CStructKind; token: number };
 
-const sizes: Record<Kind, number> = {
+const sizes: Record<CStructKind, number> = {
   ArrowSchema: ArrowSchemaLayout.size,
   ArrowArray: ArrowArrayLayout.size,
   ArrowDeviceArray: ArrowDeviceArrayLayout.size,
 };
 
-function releaseAt(kind: Kind, address: number): void {
+function releaseAt(kind: CStructKind, address: number): void {
   const p = asPointer(address);
   if (kind === "ArrowSchema") native.abd_schema_release(p);
   else if (kind === "ArrowArray") native.abd_array_release(p);
@@ -67,13 +68,15 @@ const safetyNet = new FinalizationRegistry<OwnedSlot>((slot) => {
   native.abd_free(asPointer(slot.address));
 });
 
-abstract class CStruct implements Disposable {
+/** What CSchema, CArray and CDeviceArray share: an address, who owns the
+ * memory there, and release/move/dispose. */
+export abstract class CStruct implements Disposable {
   #address: number;
   #slot: OwnedSlot | null;
   /** The base struct this one is a child (or the array member) of. */
   readonly parent: CStruct | null;
 
-  protected constructor(readonly kind: Kind, address: number, owned: boolean, parent: CStruct | null) {
+  protected constructor(readonly kind: CStructKind, address: number, owned: boolean, parent: CStruct | null) {
     if (!address) throw new InvalidArgumentError(Status.invalid_argument, `${kind} pointer is NULL`);
     this.#address = address;
     this.parent = parent;
@@ -84,9 +87,9 @@ abstract class CStruct implements Disposable {
     }
   }
 
-  protected static allocateSlot(kind: Kind): number {
-    const address = Number(native.abd_alloc_zeroed(sizes[kind]));
-    if (!address) throw new OutOfMemoryError(Status.out_of_memory, `out of memory allocating an ${kind}`);
+  protected static allocateSlot(kind: CStructKind): number {
+    const address = native.abd_alloc_zeroed(sizes[kind]);
+    if (address === null) throw new OutOfMemoryError(Status.out_of_memory, `out of memory allocating an ${kind}`);
     return address;
   }
 
@@ -175,13 +178,20 @@ export class CSchema extends CStruct {
   }
 
   protected releasedField(address: number): boolean { return schemaFields.released(address); }
+  /** The format string (null for a NULL format). */
   get format(): string | null { return schemaFields.format(this.readable()); }
+  /** The field name (null for a NULL name). */
   get name(): string | null { return schemaFields.name(this.readable()); }
+  /** ArrowSchema.flags (see `Flags`). */
   get flags(): number { return schemaFields.flags(this.readable()); }
+  /** Whether the NULLABLE flag is set. */
   get nullable(): boolean { return (this.flags & 2) !== 0; }
   /** Metadata as a Map (the last value wins for repeated keys). */
   get metadata(): Map<string, string> { return new Map(this.metadataPairs); }
+  /** Metadata as every key/value pair in order, repeats kept (empty for
+   * NULL metadata); bounds-checked natively before it is read. */
   get metadataPairs(): [string, string][] { return readMetadata(schemaFields.metadataAddress(this.readable())); }
+  /** ArrowSchema.n_children. */
   get nChildren(): number { return schemaFields.nChildren(this.readable()); }
 
   /** A borrowed view of child `i` (valid while this struct is alive). */
@@ -191,10 +201,12 @@ export class CSchema extends CStruct {
     return new CSchema(schemaFields.child(this.readable(), i), false, this);
   }
 
+  /** Borrowed views of every child. */
   get children(): CSchema[] {
     return Array.from({ length: this.nChildren }, (_, i) => this.child(i));
   }
 
+  /** A borrowed view of the dictionary's schema, or null. */
   get dictionary(): CSchema | null {
     const address = schemaFields.dictionary(this.readable());
     return address ? new CSchema(address, false, this) : null;
@@ -234,10 +246,13 @@ export class CArray extends CStruct {
     super("ArrowArray", address, owned, parent);
   }
 
+  /** A new owned, zeroed (released) ArrowArray in native memory (e.g. for
+   * a producer to fill). */
   static allocate(): CArray {
     return new CArray(CStruct.allocateSlot("ArrowArray"), true, null);
   }
 
+  /** A borrowed view of the caller's ArrowArray at `address`. */
   static at(address: Pointer | number): CArray {
     return new CArray(Number(address), false, null);
   }
@@ -248,11 +263,15 @@ export class CArray extends CStruct {
   }
 
   protected releasedField(address: number): boolean { return arrayFields.released(address); }
+  /** ArrowArray.length. */
   get length(): number { return arrayFields.length(this.readable()); }
   /** -1 when the producer did not compute it. */
   get nullCount(): number { return arrayFields.nullCount(this.readable()); }
+  /** ArrowArray.offset. */
   get offset(): number { return arrayFields.offset(this.readable()); }
+  /** ArrowArray.n_buffers. */
   get nBuffers(): number { return arrayFields.nBuffers(this.readable()); }
+  /** ArrowArray.n_children. */
   get nChildren(): number { return arrayFields.nChildren(this.readable()); }
 
   /** Address of buffer `i` (0 for NULL). */
@@ -262,25 +281,31 @@ export class CArray extends CStruct {
     return arrayFields.buffer(this.readable(), i);
   }
 
+  /** Every buffer address, in order (0 for NULL). */
   get bufferAddresses(): number[] {
     return Array.from({ length: this.nBuffers }, (_, i) => this.bufferAddress(i));
   }
 
+  /** A borrowed view of child `i` (valid while this struct is alive). */
   child(i: number): CArray {
     const n = this.nChildren;
     if (!(Number.isInteger(i) && i >= 0 && i < n)) throw new OutOfRangeError(Status.out_of_range, `child ${i} is out of the array's ${n} children`);
     return new CArray(arrayFields.child(this.readable(), i), false, this);
   }
 
+  /** Borrowed views of every child. */
   get children(): CArray[] {
     return Array.from({ length: this.nChildren }, (_, i) => this.child(i));
   }
 
+  /** A borrowed view of the dictionary array, or null. */
   get dictionary(): CArray | null {
     const address = arrayFields.dictionary(this.readable());
     return address ? new CArray(address, false, this) : null;
   }
 
+  /** Moves this struct into `dest` (a new owned struct if omitted) and
+   * returns it; this one is left released. */
   move(dest?: CArray): CArray {
     const target = dest ?? CArray.allocate();
     try {
@@ -292,6 +317,8 @@ export class CArray extends CStruct {
     return target;
   }
 
+  /** Moves child `i` out into `dest` (a new owned struct if omitted). The
+   * parent must be released next; its release skips the moved child. */
   moveChild(i: number, dest?: CArray): CArray {
     const target = dest ?? CArray.allocate();
     try {
@@ -310,10 +337,13 @@ export class CDeviceArray extends CStruct {
     super("ArrowDeviceArray", address, owned, null);
   }
 
+  /** A new owned, zeroed (released) ArrowDeviceArray in native memory
+   * (e.g. for a producer to fill). */
   static allocate(): CDeviceArray {
     return new CDeviceArray(CStruct.allocateSlot("ArrowDeviceArray"), true);
   }
 
+  /** A borrowed view of the caller's ArrowDeviceArray at `address`. */
   static at(address: Pointer | number): CDeviceArray {
     return new CDeviceArray(Number(address), false);
   }
@@ -324,12 +354,17 @@ export class CDeviceArray extends CStruct {
   }
 
   protected releasedField(address: number): boolean { return arrayFields.released(address); }
+  /** ArrowDeviceArray.device_type. */
   get deviceType(): number { return deviceArrayFields.deviceType(this.readable()); }
+  /** `deviceType` by name, e.g. "CPU", "CUDA". */
   get deviceTypeName(): string { return deviceTypeName(this.deviceType); }
+  /** ArrowDeviceArray.device_id. */
   get deviceId(): number { return deviceArrayFields.deviceId(this.readable()); }
   /** Address of the producer's sync event (a pointer to the event), 0 if none. */
   get syncEvent(): number { return deviceArrayFields.syncEvent(this.readable()); }
 
+  /** Moves this struct into `dest` (a new owned struct if omitted) and
+   * returns it; this one is left released. */
   move(dest?: CDeviceArray): CDeviceArray {
     const target = dest ?? CDeviceArray.allocate();
     try {

@@ -7,6 +7,7 @@ import { counterNames, type CounterName } from "../abi/layout.ts";
 import { native } from "../ffi/library.ts";
 import { drainReleased, retainedCount } from "./keepalive.ts";
 
+/** Every live-object counter by name (see `counters()`). */
 export type Counters = Record<CounterName, number> & {
   /** Exports whose JS buffers the keepalive registry still holds. */
   js_retained_exports: number;

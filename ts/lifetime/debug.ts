@@ -5,7 +5,8 @@
  * the handles still alive when the process exits.
  */
 
-export const debugEnabled = process.env.ARROW_DEVICE_DEBUG === "1";
+/** Whether debug mode is on (ARROW_DEVICE_DEBUG=1 when this module loaded). */
+export const debugEnabled: boolean = process.env.ARROW_DEVICE_DEBUG === "1";
 
 type Live = { kind: string; stack: string };
 const live = new Map<number, Live>();

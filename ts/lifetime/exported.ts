@@ -84,6 +84,7 @@ export class ExportedArray implements Disposable {
     return read.ptr(this.array, ArrowArrayLayout.fields.release) === 0;
   }
 
+  /** True once `release()` ran: the struct addresses are no longer valid. */
   get released(): boolean {
     return this.#slot === null;
   }

@@ -48,6 +48,9 @@ const safetyNet = new FinalizationRegistry<Slot>((slot) => {
   releaseSlot(slot);
 });
 
+/** One ArrowArrayStream or ArrowDeviceArrayStream this library fills, in a
+ * native slot at a stable address (`stream`); see the module comment for
+ * who owns it when. */
 export class ExportedStream implements Disposable {
   #slot: Slot | null;
 
@@ -77,6 +80,7 @@ export class ExportedStream implements Disposable {
     return read.ptr(this.#slot.address as Pointer, releaseOffset(this.kind)) === 0;
   }
 
+  /** True once `release()` ran: the stream address is no longer valid. */
   get released(): boolean {
     return this.#slot === null;
   }

@@ -28,9 +28,9 @@ import { decodeMetadataBytes } from "../abi/metadata.ts";
 import { arrayFields, asPointer, deviceArrayFields, wrapNative } from "../abi/structs.ts";
 import {
   InvalidArgumentError, InvalidLayoutError, OutOfMemoryError, OutOfRangeError, ReleasedError, Status, UnknownDeviceError,
-  UnsupportedError, type ArrowDeviceError,
+  LibraryLoadError, UnsupportedError, type ArrowDeviceError,
 } from "../errors.ts";
-import { check, native } from "../ffi/library.ts";
+import { check, libraryPath, native } from "../ffi/library.ts";
 import { addressOf, type StructRef } from "./c_structs.ts";
 import { track, untrack, unwatch, watch } from "./debug.ts";
 import { reexport, type ReexportOptions } from "./reexport.ts";
@@ -38,20 +38,45 @@ import { selectWindow, type SliceRange, type Window } from "./selection.ts";
 import { type ExportedArray } from "./exported.ts";
 import { loadDeviceRuntime } from "../ffi/device_loader.ts";
 
-const deallocator = native.abd_view_deallocator();
+/** The native deallocator of every ArrayBuffer over an owner's memory: it
+ * drops the owner reference the buffer holds (zig/owner.zig). */
+const deallocator = viewDeallocator();
+
+function viewDeallocator(): Pointer {
+  const address = native.abd_view_deallocator();
+  if (address === null) throw new LibraryLoadError("libarrow_device returned no view deallocator (abd_view_deallocator)", libraryPath());
+  return address;
+}
 const typeIdNames = Object.fromEntries(Object.entries(TypeId).map(([k, v]) => [v, k])) as Record<number, TypeIdName>;
 
+/** Options of the imports (`ImportedArray.fromDeviceArray`, ...). */
 export type ImportOptions = {
   /** Validation level (nanoarrow's levels); "default" never reads out of
    * bounds. */
   validation?: ValidationLevelName;
 };
 
-export type TypedBuffer =
-  | Uint8Array | Int8Array | Int16Array | Uint16Array | Int32Array | Uint32Array
-  | BigInt64Array | BigUint64Array | Float32Array | Float64Array;
+/** Options of `ImportedArray.toHost` (and `toHost`). */
+export type ToHostOptions = {
+  /** The device stream the copies run on: a raw `CUstream` /
+   * `hipStream_t` address, or a `DeviceStream` (anything with its
+   * `handle`). Default: the runtime's default stream. The call returns
+   * when the copies are done either way. */
+  stream?: number | { handle: number };
+};
 
-type TypedArrayConstructor = new (buffer: ArrayBuffer, byteOffset?: number, length?: number) => TypedBuffer;
+/** A typed view of one imported buffer. Its ArrayBuffer wraps the native
+ * memory in place (never a SharedArrayBuffer); it is detached when the
+ * import is disposed. */
+export type TypedBuffer =
+  | Uint8Array<ArrayBuffer> | Int8Array<ArrayBuffer> | Int16Array<ArrayBuffer> | Uint16Array<ArrayBuffer>
+  | Int32Array<ArrayBuffer> | Uint32Array<ArrayBuffer> | BigInt64Array<ArrayBuffer> | BigUint64Array<ArrayBuffer>
+  | Float32Array<ArrayBuffer> | Float64Array<ArrayBuffer>;
+
+type TypedArrayConstructor = {
+  new (buffer: ArrayBuffer, byteOffset?: number, length?: number): TypedBuffer;
+  readonly BYTES_PER_ELEMENT: number;
+};
 
 /** The element type of a fixed-width data buffer, by type id. */
 const fixedElement: Partial<Record<number, TypedArrayConstructor>> = {
@@ -99,6 +124,7 @@ function decodeText(bytes: Uint8Array, at: number, length: number): string {
   if (length <= 64) {
     let ascii = true;
     for (let i = at; i < at + length; i++) if (bytes[i] >= 0x80) { ascii = false; break; }
+    // apply takes any array-like (a typed array too); lib.d.ts says number[].
     if (ascii) return String.fromCharCode.apply(null, bytes.subarray(at, at + length) as unknown as number[]);
   }
   return utf8.decode(bytes.subarray(at, at + length));
@@ -225,6 +251,7 @@ export class ImportedArray implements Disposable {
     if (this.#disposed) throw new ReleasedError(Status.released, "this imported array was disposed; its memory is released");
   }
 
+  /** True once `dispose()` ran: the handle's views are detached. */
   get disposed(): boolean {
     return this.#disposed;
   }
@@ -235,8 +262,11 @@ export class ImportedArray implements Disposable {
     return this.#owner;
   }
 
+  /** The producer's ArrowDeviceType (CPU for an imported ArrowArray). */
   get deviceType(): number { return this.#info[OwnerInfoWord.device_type]; }
+  /** `deviceType` by name, e.g. "CPU", "CUDA". */
   get deviceTypeName(): string { return deviceTypeName(this.deviceType); }
+  /** The producer's device_id (-1 for an imported ArrowArray). */
   get deviceId(): number { return this.#info[OwnerInfoWord.device_id]; }
   /** Address of the producer's sync event (0 when none). */
   get syncEvent(): number { return this.#info[OwnerInfoWord.sync_event]; }
@@ -244,9 +274,12 @@ export class ImportedArray implements Disposable {
   get hostReadable(): boolean { return this.#info[OwnerInfoWord.host_readable] === 1; }
   /** Sum of the known buffer sizes. */
   get byteLength(): number { return this.#info[OwnerInfoWord.bytes_held]; }
+  /** Nodes in the imported tree (every child and dictionary, preorder). */
   get nodeCount(): number { return this.#info[OwnerInfoWord.node_count]; }
-  /** The moved-in `ArrowSchema*` and `ArrowDeviceArray*` (owner memory). */
+  /** The moved-in `ArrowSchema*` (owner memory). */
   get schemaAddress(): number { this.#live(); return this.#info[OwnerInfoWord.schema]; }
+  /** The moved-in `ArrowDeviceArray*` (owner memory; an imported ArrowArray
+   * sits in one with device CPU). */
   get deviceArrayAddress(): number { this.#live(); return this.#info[OwnerInfoWord.device_array]; }
 
   /** The rows this handle covers (a copy); null for the whole array. */
@@ -306,6 +339,8 @@ export class ImportedArray implements Disposable {
     return reexport(this, options);
   }
 
+  /** Node `index` of the whole tree (0: the root, then preorder), whatever
+   * this handle covers. Throws OutOfRangeError for a bad index. */
   node(index: number): RawArray {
     this.#live();
     if (!(index >= 0 && index < this.nodeCount)) throw new OutOfRangeError(Status.out_of_range, `node ${index} is out of the ${this.nodeCount} nodes`);
@@ -447,7 +482,7 @@ export class ImportedArray implements Disposable {
    *   until the result is disposed.
    * Never dereferences device memory. Blocks the calling thread.
    */
-  toHost(options: { stream?: number | { handle: number } } = {}): ImportedArray {
+  toHost(options: ToHostOptions = {}): ImportedArray {
     this.#live();
     if (!this.hostReadable) check(loadDeviceRuntime(this.deviceType));
     const stream = typeof options.stream === "number" ? options.stream : options.stream?.handle ?? 0;
@@ -498,25 +533,40 @@ export class RawArray {
     return this.imported.nodeWord(this.index, word);
   }
 
+  /** This node's `ArrowSchema*` (owner memory). */
   get schemaAddress(): number { return this.#word(NodeWord.schema); }
+  /** This node's `ArrowArray*` (owner memory). */
   get arrayAddress(): number { return this.#word(NodeWord.array); }
+  /** The Arrow type, decoded from the format by validation. */
   get typeId(): TypeIdName { return typeIdNames[this.#word(NodeWord.type_id)]; }
+  /** The C Data Interface format string. */
   get format(): string { return this.imported.nodeSchema(this.index).format; }
+  /** The field name (null for a NULL name). */
   get name(): string | null { return this.imported.nodeSchema(this.index).name; }
+  /** ArrowSchema.flags (see `Flags`). */
   get flags(): number { return this.imported.nodeSchema(this.index).flags; }
+  /** Whether the NULLABLE flag is set. */
   get nullable(): boolean { return (this.flags & 2) !== 0; }
   /** Metadata as a Map (the last value wins for repeated keys). */
   get metadata(): Map<string, string> { return new Map(this.imported.nodeSchema(this.index).metadataPairs ?? []); }
   /** Metadata as every key/value pair, repeats kept. */
   get metadataPairs(): [string, string][] { return [...(this.imported.nodeSchema(this.index).metadataPairs ?? [])]; }
+  /** Rows (the window's for the root of a child or slice handle). */
   get length(): number { return this.window ? this.window.length : this.#word(NodeWord.length); }
   /** -1 when unknown (a slice of device memory). */
   get nullCount(): number { return this.window ? this.window.nullCount : this.#word(NodeWord.null_count); }
+  /** The C offset into the buffers (the window's for the root of a child
+   * or slice handle). */
   get offset(): number { return this.window ? this.window.offset : this.#word(NodeWord.offset); }
+  /** ArrowArray.n_buffers. */
   get nBuffers(): number { return this.#word(NodeWord.n_buffers); }
+  /** ArrowArray.n_children. */
   get nChildren(): number { return this.#word(NodeWord.n_children); }
+  /** The import's device type (every node shares it). */
   get deviceType(): number { return this.imported.deviceType; }
+  /** The import's device id. */
   get deviceId(): number { return this.imported.deviceId; }
+  /** The import's sync event address (0 when none). */
   get syncEvent(): number { return this.imported.syncEvent; }
   /** Whether the struct has been released (always false while the handle
    * lives: the owner keeps it). */
@@ -525,16 +575,19 @@ export class RawArray {
     return arrayFields.released(this.arrayAddress);
   }
 
+  /** Every child node, in order. */
   get children(): RawArray[] {
     const first = this.#word(NodeWord.first_child);
     return Array.from({ length: this.nChildren }, (_, i) => this.imported.node(first + i));
   }
 
+  /** Child node `i`; throws OutOfRangeError for a bad index. */
   child(i: number): RawArray {
     if (!(i >= 0 && i < this.nChildren)) throw new OutOfRangeError(Status.out_of_range, `child ${i} is out of ${this.nChildren} children of "${this.name ?? ""}" (${this.format})`);
     return this.imported.node(this.#word(NodeWord.first_child) + i);
   }
 
+  /** The dictionary node, or null when this node is not dictionary-encoded. */
   get dictionary(): RawArray | null {
     const index = this.#word(NodeWord.dictionary);
     return index < 0 ? null : this.imported.node(index);
@@ -546,13 +599,13 @@ export class RawArray {
     return this.#word(NodeWord.first_buffer) + i;
   }
 
+  /** The address of buffer `i` as the producer gave it (0 for NULL). */
   bufferAddress(i: number): number { return this.imported.bufferWord(this.bufferIndex(i), BufferWord.address); }
   /** Size in bytes implied by type, length and offset (-1: unknown, device). */
   bufferSize(i: number): number { return this.imported.bufferWord(this.bufferIndex(i), BufferWord.size_bytes); }
+  /** What buffer `i` holds (see `BufferKind`), from the node's type. */
   bufferKind(i: number): number { return this.imported.bufferWord(this.bufferIndex(i), BufferWord.kind); }
 
-  /** Buffer `i` as a typed array of its element type, over the producer's
-   * memory (no copy), covering offset + length slots. */
   /**
    * Size of buffer `i` in bytes. Sizes that validation left unknown (level
    * "minimal" reads no buffer) are read now: the last offset for value
@@ -592,15 +645,18 @@ export class RawArray {
     return this.imported.bufferMemory(index, known >= 0 ? undefined : this.byteLength(i));
   }
 
+  /** Buffer `i` as a typed array of its element type, over the producer's
+   * memory (no copy), covering offset + length slots. Throws for memory
+   * the host cannot read, naming the device. */
   buffer(i: number): TypedBuffer {
     const memory = this.memory(i);
     const kind = this.bufferKind(i);
     const element = kind === BufferKind.fixed ? fixedElement[this.#word(NodeWord.type_id)] ?? Uint8Array : kindElement[kind];
-    const bytesPer = (element as unknown as { BYTES_PER_ELEMENT: number }).BYTES_PER_ELEMENT;
     const bytes = memory.byteLength === 0 ? 0 : this.byteLength(i);
-    return new element(memory, 0, Math.floor(bytes / bytesPer));
+    return new element(memory, 0, Math.floor(bytes / element.BYTES_PER_ELEMENT));
   }
 
+  /** Every buffer, as `buffer(i)` gives it. */
   get buffers(): TypedBuffer[] {
     return Array.from({ length: this.nBuffers }, (_, i) => this.buffer(i));
   }

@@ -66,8 +66,11 @@ type PendingPull = {
   keepAlive: ReturnType<typeof setTimeout>;
 };
 
+/** A C stream moved in, read batch by batch as ImportedArray raw views;
+ * see the module comment for ownership and threads. */
 export class ImportedStream implements Disposable, Iterable<ImportedArray>, AsyncIterable<ImportedArray> {
   #native: Native | null;
+  /** Which struct was moved in: "stream" or "device_stream". */
   readonly kind: StreamKind;
   /** The stream's device_type (CPU for an ArrowArrayStream). */
   readonly deviceType: number;
@@ -110,6 +113,7 @@ export class ImportedStream implements Disposable, Iterable<ImportedArray>, Asyn
     return ImportedStream.#import(1, stream, options);
   }
 
+  /** The stream's device_type by name, e.g. "CPU", "CUDA". */
   get deviceTypeName(): string {
     return deviceTypeName(this.deviceType);
   }

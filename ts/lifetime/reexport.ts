@@ -17,6 +17,8 @@ import { check, native } from "../ffi/library.ts";
 import { ExportedArray } from "./exported.ts";
 import { encodeRequest, type Selection, type Window } from "./selection.ts";
 
+/** Options of `reexport` (and `ImportedArray.reexport`): what to hand on,
+ * and as which struct. */
 export type ReexportOptions = Selection & {
   /** "device_array" (default): an ArrowDeviceArray keeping the producer's
    * device_type, device_id and sync_event. "array": a plain ArrowArray,
@@ -45,6 +47,7 @@ export function reexport(source: ReexportSource, options: ReexportOptions = {}):
   return exported;
 }
 
+/** Options of `relay` and `relayArray`. */
 export type RelayOptions = {
   /** Validation of the producer's structs (default "default"); device memory
    * is never read whatever the level. */

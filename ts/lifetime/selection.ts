@@ -13,8 +13,11 @@ import { check, native } from "../ffi/library.ts";
  * (device memory the host cannot read). */
 export type Window = { node: number; offset: number; length: number; nullCount: number };
 
+/** Rows `offset .. offset + length`. */
 export type SliceRange = { offset: number; length: number };
 
+/** A part of an imported array: a child column, its dictionary, a slice
+ * of rows, or a combination, optionally reshaped. */
 export type Selection = {
   /** Child column `child` (of a struct: its rows under the parent's
    * window, as Arrow C++'s `field(i)`; other types: the whole child). */

@@ -1,0 +1,194 @@
+/**
+ * Checks that a module's public API is explicitly typed and documented,
+ * with the TypeScript compiler API (the pinned `typescript`):
+ *
+ * - every export has a doc comment, and so has every public member of an
+ *   exported class (except overrides, setters and `[Symbol.*]` protocol
+ *   members, documented where they are declared first);
+ * - exported functions, and public methods and getters of exported
+ *   classes, declare their return types; exported variables and public
+ *   properties declare their types unless a literal initializer says it;
+ * - option objects are named types: a parameter of a public function,
+ *   method or constructor is not an inline object type;
+ * - every named type of this project that a public signature mentions
+ *   (parameters, return types, property types) is exported too, so that
+ *   callers can name what they pass and get.
+ *
+ * "Public" is what the entry module exports; names starting with `_` or
+ * `#`, private or protected members, and members tagged `@internal` are
+ * not public.
+ */
+import ts from "typescript";
+import { relative, resolve } from "node:path";
+
+const root = resolve(import.meta.dir, "..", "..");
+
+/** The compiler options of tsconfig.json (its `include` is not used). */
+function compilerOptions(): ts.CompilerOptions {
+  const configPath = resolve(root, "tsconfig.json");
+  const config = ts.readConfigFile(configPath, ts.sys.readFile);
+  if (config.error) throw new Error(ts.flattenDiagnosticMessageText(config.error.messageText, "\n"));
+  return ts.parseJsonConfigFileContent(config.config, ts.sys, root).options;
+}
+
+function isOurs(node: ts.Node, ownDir: string): boolean {
+  const file = node.getSourceFile().fileName;
+  return !file.includes("/node_modules/") && resolve(file).startsWith(ownDir);
+}
+
+function where(node: ts.Node): string {
+  const file = node.getSourceFile();
+  const { line } = file.getLineAndCharacterOfPosition(node.getStart());
+  return `${relative(root, file.fileName)}:${line + 1}`;
+}
+
+function hasDoc(node: ts.Node): boolean {
+  // A variable's doc comment sits on its statement.
+  const target = ts.isVariableDeclaration(node) ? node.parent.parent : node;
+  return ts.getJSDocCommentsAndTags(target).some((doc) => ts.isJSDoc(doc));
+}
+
+function isInternal(node: ts.Node): boolean {
+  return ts.getJSDocTags(node).some((tag) => tag.tagName.text === "internal");
+}
+
+function isPublicMember(member: ts.ClassElement): boolean {
+  if (isInternal(member)) return false;
+  if (!member.name || ts.isPrivateIdentifier(member.name)) return false;
+  if (member.name.getText().startsWith("_")) return false;
+  const modifiers = ts.canHaveModifiers(member) ? ts.getModifiers(member) ?? [] : [];
+  return !modifiers.some((m) => m.kind === ts.SyntaxKind.PrivateKeyword || m.kind === ts.SyntaxKind.ProtectedKeyword);
+}
+
+/** A member whose meaning is documented elsewhere: an override (the base
+ * documents it), a setter (its getter does), or a protocol member such as
+ * `[Symbol.dispose]` or `[Symbol.iterator]`. */
+function inheritsDoc(member: ts.ClassElement): boolean {
+  if (ts.isSetAccessorDeclaration(member)) return true;
+  if (member.name && ts.isComputedPropertyName(member.name) && member.name.expression.getText().startsWith("Symbol.")) return true;
+  const modifiers = ts.canHaveModifiers(member) ? ts.getModifiers(member) ?? [] : [];
+  return modifiers.some((m) => m.kind === ts.SyntaxKind.OverrideKeyword);
+}
+
+/** An initializer whose type a reader sees at once. */
+function isLiteral(expression: ts.Expression | undefined): boolean {
+  if (!expression) return false;
+  if (ts.isAsExpression(expression) && expression.type.getText() === "const") return true;
+  return ts.isNumericLiteral(expression) || ts.isStringLiteral(expression) || ts.isNoSubstitutionTemplateLiteral(expression)
+    || expression.kind === ts.SyntaxKind.TrueKeyword || expression.kind === ts.SyntaxKind.FalseKeyword
+    || (ts.isPrefixUnaryExpression(expression) && ts.isNumericLiteral(expression.operand));
+}
+
+type Signature = ts.FunctionDeclaration | ts.MethodDeclaration | ts.ConstructorDeclaration | ts.GetAccessorDeclaration
+  | ts.SetAccessorDeclaration | ts.MethodSignature | ts.FunctionTypeNode | ts.ConstructorTypeNode | ts.CallSignatureDeclaration;
+
+/**
+ * The problems of the public API of `entry` (a path relative to the
+ * repository root), one line each, naming the file and line.
+ */
+export function publicApiProblems(entry: string, ownDir = resolve(root, "ts")): string[] {
+  const entryPath = resolve(root, entry);
+  const program = ts.createProgram([entryPath], compilerOptions());
+  const checker = program.getTypeChecker();
+  const source = program.getSourceFile(entryPath);
+  if (!source) throw new Error(`${entry} is not in the program`);
+  const moduleSymbol = checker.getSymbolAtLocation(source);
+  if (!moduleSymbol) throw new Error(`${entry} is not a module`);
+
+  const problems: string[] = [];
+  const exported = new Set<ts.Symbol>();
+  const publicDeclarations: [string, ts.Declaration][] = [];
+  for (const symbol of checker.getExportsOfModule(moduleSymbol)) {
+    const target = symbol.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(symbol) : symbol;
+    exported.add(target);
+    const declarations = target.declarations ?? [];
+    for (const declaration of declarations) {
+      // The implementation of an overloaded function is not callable as such.
+      const isImplementation = ts.isFunctionDeclaration(declaration) && declaration.body !== undefined && declarations.length > 1;
+      if (isOurs(declaration, ownDir) && !isImplementation) publicDeclarations.push([symbol.name, declaration]);
+    }
+  }
+
+  const mentioned = new Map<ts.Symbol, string>();
+  /** Records the project's named types that `type` mentions. */
+  const visitType = (type: ts.TypeNode | undefined, from: string): void => {
+    if (!type) return;
+    const visit = (node: ts.Node): void => {
+      if (ts.isTypeReferenceNode(node) || ts.isExpressionWithTypeArguments(node)) {
+        const name = ts.isTypeReferenceNode(node) ? node.typeName : node.expression;
+        let symbol = checker.getSymbolAtLocation(name);
+        if (symbol && symbol.flags & ts.SymbolFlags.Alias) symbol = checker.getAliasedSymbol(symbol);
+        const declaration = symbol?.declarations?.[0];
+        if (symbol && declaration && isOurs(declaration, ownDir) && !ts.isTypeParameterDeclaration(declaration) && !mentioned.has(symbol)) {
+          mentioned.set(symbol, from);
+        }
+      }
+      if (ts.isTypeQueryNode(node)) return; // `typeof x` names a value
+      ts.forEachChild(node, visit);
+    };
+    visit(type);
+  };
+  const visitSignature = (signature: Signature, name: string, needsReturnType: boolean): void => {
+    for (const parameter of signature.parameters) {
+      if (parameter.type && ts.isTypeLiteralNode(parameter.type)) {
+        problems.push(`${where(parameter)} ${name}: parameter ${parameter.name.getText()} has an inline object type; name it and export it`);
+      }
+      visitType(parameter.type, name);
+    }
+    if (needsReturnType && !signature.type) problems.push(`${where(signature)} ${name}: no explicit return type`);
+    visitType(signature.type, name);
+  };
+
+  for (const [name, declaration] of publicDeclarations) {
+    if (!hasDoc(declaration)) problems.push(`${where(declaration)} ${name}: no doc comment`);
+    if (ts.isFunctionDeclaration(declaration)) {
+      visitSignature(declaration, name, true);
+    } else if (ts.isVariableDeclaration(declaration)) {
+      if (!declaration.type && !isLiteral(declaration.initializer)) problems.push(`${where(declaration)} ${name}: no explicit type`);
+      visitType(declaration.type, name);
+    } else if (ts.isTypeAliasDeclaration(declaration)) {
+      visitType(declaration.type, name);
+    } else if (ts.isInterfaceDeclaration(declaration)) {
+      for (const member of declaration.members) {
+        if (ts.isPropertySignature(member)) visitType(member.type, `${name}.${member.name.getText()}`);
+        else if (ts.isMethodSignature(member)) visitSignature(member, `${name}.${member.name.getText()}`, true);
+      }
+    } else if (ts.isClassDeclaration(declaration)) {
+      for (const clause of declaration.heritageClauses ?? []) for (const type of clause.types) visitType(type, name);
+      for (const member of declaration.members) {
+        if (ts.isConstructorDeclaration(member)) {
+          // Parameter properties (`readonly x: T`) are public members.
+          for (const parameter of member.parameters) {
+            const modifiers = ts.getModifiers(parameter) ?? [];
+            const isProperty = modifiers.some((m) => m.kind === ts.SyntaxKind.ReadonlyKeyword || m.kind === ts.SyntaxKind.PublicKeyword);
+            const hidden = modifiers.some((m) => m.kind === ts.SyntaxKind.PrivateKeyword || m.kind === ts.SyntaxKind.ProtectedKeyword);
+            if (!isProperty || hidden) continue;
+            if (!parameter.type) problems.push(`${where(parameter)} ${name}.${parameter.name.getText()}: no explicit type`);
+            visitType(parameter.type, `${name}.${parameter.name.getText()}`);
+          }
+          const hidden = ts.getModifiers(member)?.some((m) => m.kind === ts.SyntaxKind.PrivateKeyword || m.kind === ts.SyntaxKind.ProtectedKeyword);
+          if (!hidden && !isInternal(member)) visitSignature(member, `new ${name}`, false);
+          continue;
+        }
+        if (!isPublicMember(member)) continue;
+        const memberName = `${name}.${member.name!.getText()}`;
+        if (!hasDoc(member) && !inheritsDoc(member)) problems.push(`${where(member)} ${memberName}: no doc comment`);
+        if (ts.isMethodDeclaration(member) || ts.isGetAccessorDeclaration(member)) {
+          visitSignature(member, memberName, true);
+        } else if (ts.isSetAccessorDeclaration(member)) {
+          visitSignature(member, memberName, false);
+        } else if (ts.isPropertyDeclaration(member)) {
+          if (!member.type && !isLiteral(member.initializer)) problems.push(`${where(member)} ${memberName}: no explicit type`);
+          visitType(member.type, memberName);
+        }
+      }
+    }
+  }
+
+  for (const [symbol, from] of mentioned) {
+    if (exported.has(symbol)) continue;
+    const declaration = symbol.declarations![0];
+    problems.push(`${where(declaration)} ${symbol.name}: used by the public ${from} but not exported from ${entry}`);
+  }
+  return problems;
+}
