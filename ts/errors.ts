@@ -136,23 +136,6 @@ export class StreamError extends CallbackError {
   }
 }
 
-/** The errno-compatible code a stream callback reports for a library
- * status (zig/status.zig `Status.errno`). */
-export function errnoOf(status: number): number {
-  switch (status) {
-    case Status.ok: return 0;
-    case Status.invalid_argument: case Status.invalid_format: case Status.invalid_layout:
-    case Status.out_of_range: case Status.released: return 22; // EINVAL
-    case Status.out_of_memory: return 12; // ENOMEM
-    case Status.unknown_device: case Status.unsupported: return 95; // EOPNOTSUPP
-    case Status.too_deep: return 7; // E2BIG
-    case Status.device_unavailable: return 19; // ENODEV
-    case Status.cancelled: return 125; // ECANCELED
-    case Status.wrong_thread: return 35; // EDEADLK
-    default: return 5; // EIO
-  }
-}
-
 /**
  * An async device stream failed. Either the producer reported it through
  * `on_error` (`errno`, `message` and `metadata` are its, copied before the

@@ -31,7 +31,8 @@ import { RecordBatch, RecordBatchReader, Schema, Table, util, type DataType, typ
 import { AsyncProducerWord, DeviceType, asyncProducerWords } from "../abi/layout.ts";
 import { encodeMetadata } from "../abi/metadata.ts";
 import { asPointer } from "../abi/structs.ts";
-import { ArrowDeviceError, AsyncStreamError, CallbackError, InvalidArgumentError, OutOfMemoryError, Status, errnoOf, errorFor } from "../errors.ts";
+import { AsyncStreamError, InvalidArgumentError, OutOfMemoryError, Status, errorFor } from "../errors.ts";
+import { errnoOfException } from "./errno.ts";
 import { check, lastError, native } from "../ffi/library.ts";
 import { ExportedArray } from "../lifetime/exported.ts";
 import { WakeSignal, registerWake, unregisterWake } from "../lifetime/js_wake.ts";
@@ -40,7 +41,6 @@ import { exportSchema, internal } from "./export.ts";
 
 const W = AsyncProducerWord;
 const EINVAL = 22;
-const EIO = 5;
 
 /** Key/value metadata, in any of the forms `encodeMetadata` takes. */
 export type MetadataInit = Map<string, string> | Record<string, string> | Iterable<[string, string]>;
@@ -107,10 +107,7 @@ function metadataBytes(init: MetadataInit | null | undefined): Uint8Array | null
 
 /** on_error's arguments for a JS exception. */
 function errorReport(error: unknown): { code: number; message: string; metadata: Uint8Array | null } {
-  let code = EIO;
-  if (error instanceof CallbackError && typeof error.errno === "number" && error.errno > 0) code = error.errno;
-  else if (error instanceof ArrowDeviceError) code = errnoOf(error.status);
-  else if (typeof (error as { errno?: unknown })?.errno === "number" && (error as { errno: number }).errno > 0) code = (error as { errno: number }).errno;
+  const code = errnoOfException(error);
   const name = error instanceof Error ? error.name : typeof error;
   const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
   const pairs: [string, string][] = [["error.name", name]];

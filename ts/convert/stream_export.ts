@@ -46,7 +46,8 @@ import { RecordBatch, RecordBatchReader, Schema, Struct, Table, util, type DataT
 import { JSCallback, read, type Pointer } from "bun:ffi";
 import { ArrowDeviceArrayLayout, DeviceType, StreamKind as NativeStreamKind, deviceTypeName } from "../abi/layout.ts";
 import { asPointer } from "../abi/structs.ts";
-import { ArrowDeviceError, InvalidArgumentError, Status, errorFor } from "../errors.ts";
+import { InvalidArgumentError, Status, errorFor } from "../errors.ts";
+import { errnoOfException } from "./errno.ts";
 import { lastError, native } from "../ffi/library.ts";
 import { ExportedStream, type StreamKind } from "../lifetime/exported_stream.ts";
 import { JsWorkTag, onJsWork } from "../lifetime/js_queue.ts";
@@ -93,7 +94,6 @@ export type StreamExportOptions = {
   deviceType?: number;
 };
 
-const errnoIO = 5;
 
 /** The JS side of one exported stream. Kept in the keepalive registry
  * until the consumer releases the stream. */
@@ -155,13 +155,6 @@ const records = new Map<number, SourceRecord>();
 
 const encoder = new TextEncoder();
 
-function errnoOf(error: unknown): number {
-  if (error instanceof ArrowDeviceError) return native.abd_status_errno(error.status);
-  const errno = (error as { errno?: unknown } | null)?.errno;
-  if (typeof errno === "number" && Number.isInteger(errno) && errno !== 0) return Math.abs(errno);
-  return errnoIO;
-}
-
 function messageOf(error: unknown): string {
   if (error instanceof Error) return error.message;
   return String(error);
@@ -176,7 +169,7 @@ function describe(value: unknown): string {
 /** Ends the stream with `error` (final: every later get_next repeats it). */
 function failProducer(record: SourceRecord | undefined, producer: number, error: unknown): void {
   const message = encoder.encode(messageOf(error));
-  native.abd_stream_export_fail(asPointer(producer), errnoOf(error), message, message.length);
+  native.abd_stream_export_fail(asPointer(producer), errnoOfException(error), message, message.length);
   record?.close();
 }
 

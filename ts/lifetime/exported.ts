@@ -14,7 +14,7 @@
  */
 import { read, type Pointer } from "bun:ffi";
 import { ArrowArrayLayout, ArrowDeviceArrayLayout, ArrowSchemaLayout } from "../abi/layout.ts";
-import { ReleasedError, Status } from "../errors.ts";
+import { OutOfMemoryError, ReleasedError, Status } from "../errors.ts";
 import { native } from "../ffi/library.ts";
 import { reportLeak, track, untrack } from "./debug.ts";
 import { drainReleased } from "./keepalive.ts";
@@ -50,7 +50,7 @@ export class ExportedArray implements Disposable {
   /** Allocates an empty (released) slot; the converter fills it. */
   constructor(readonly kind: ExportedKind, label = `exported ${kind === "schema" ? "ArrowSchema" : kind === "array" ? "ArrowArray" : "ArrowDeviceArray"}`) {
     const address = native.abd_alloc_zeroed(slotBytes);
-    if (!address) throw new ReleasedError(Status.out_of_memory, "out of memory allocating an export slot");
+    if (!address) throw new OutOfMemoryError(Status.out_of_memory, "out of memory allocating an export slot");
     this.#slot = { address, kind, token: track(label), label };
     safetyNet.register(this, this.#slot, this);
   }

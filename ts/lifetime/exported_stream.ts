@@ -14,7 +14,7 @@
  */
 import { read, type Pointer } from "bun:ffi";
 import { ArrowArrayStreamLayout, ArrowDeviceArrayStreamLayout } from "../abi/layout.ts";
-import { ReleasedError, Status } from "../errors.ts";
+import { OutOfMemoryError, ReleasedError, Status } from "../errors.ts";
 import { native } from "../ffi/library.ts";
 import { reportLeak, track, untrack } from "./debug.ts";
 import { drainReleased } from "./keepalive.ts";
@@ -57,7 +57,7 @@ export class ExportedStream implements Disposable {
   /** Allocates an empty (released) slot; the producer fills it. */
   constructor(readonly kind: StreamKind, label = `exported ${kind === "stream" ? "ArrowArrayStream" : "ArrowDeviceArrayStream"}`) {
     const address = native.abd_alloc_zeroed(slotBytes);
-    if (!address) throw new ReleasedError(Status.out_of_memory, "out of memory allocating a stream slot");
+    if (!address) throw new OutOfMemoryError(Status.out_of_memory, "out of memory allocating a stream slot");
     this.#slot = { address, kind, token: track(label), label };
     safetyNet.register(this, this.#slot, this);
   }
