@@ -86,7 +86,7 @@ for (const kind of deviceKinds) {
     });
 
     for (const file of files) {
-      test(`${file.dir}/${file.name}`, () => {
+      test(`${file.label}`, () => {
         const devices = deviceRuntime(kind).deviceCount;
         let batches = 0;
         if (file.name in unreadable) {

@@ -18,7 +18,7 @@ import {
 } from "../ts/index.ts";
 import { compareBatches, normalize, unsharedBuffers } from "./helpers/arrow_compare.ts";
 import { collectUntil } from "./helpers/gc.ts";
-import { goldCases, readJson, readStream, type GoldCase, type JsonColumn, type JsonField } from "./helpers/gold.ts";
+import { goldFiles, readJson, readStream, type GoldFile, type JsonColumn, type JsonField } from "./helpers/shared_gold.ts";
 import { bits, disposeProduced, produceArray, producerClean, type NodeSpec } from "./helpers/producer.ts";
 
 afterEach(async () => {
@@ -49,7 +49,7 @@ function importAndCompare(batch: RecordBatch): string[] {
   return compareBatches(back, batch, "importRecordBatch");
 }
 
-const cases = goldCases();
+const cases = goldFiles();
 const unreadable = new Set(["generated_list_view", "generated_run_end_encoded"]);
 
 test("both gold folders are there, with every case", () => {
@@ -217,7 +217,7 @@ function expectRawMatches(field: JsonField, column: JsonColumn, raw: ReturnType<
   }
 }
 
-function checkUnreadable(gold: GoldCase) {
+function checkUnreadable(gold: GoldFile) {
   const json = readJson(gold);
   expect(() => tableFromIPC(readStream(gold))).toThrow(); // apache-arrow 21 cannot read it
   json.batches.forEach((jsonBatch, b) => {

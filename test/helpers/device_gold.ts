@@ -1,8 +1,7 @@
 /**
  * The gold files (shared/gold/, read in place) for the device tests, and
  * the tools to compare a host copy with its original:
- * - `goldFiles()`: every `.stream` under shared/gold/*, where shared/ is
- *   `<repo>/../shared` or $ARROW_SHARED_DIR.
+ * - `goldFiles()` (from shared_gold.ts): every `.stream` of both gold folders.
  * - `rawBatchesFromJson()`: the batches of a gold file's integration JSON
  *   as raw nodes (format strings + JS buffers), for the files apache-arrow
  *   cannot read (list views, run-end encoded). Only the types those files
@@ -12,26 +11,13 @@
  */
 import { read, toArrayBuffer } from "bun:ffi";
 import { gunzipSync } from "node:zlib";
-import { readdirSync, readFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { readFileSync } from "node:fs";
 
 import { Flags, type ImportedArray, type RawArray, type RawArrayNode } from "../../ts/index.ts";
 
-export const sharedDir = process.env.ARROW_SHARED_DIR ?? resolve(import.meta.dir, "..", "..", "..", "shared");
-export const goldDir = join(sharedDir, "gold");
+import { goldFiles, type GoldFile } from "./shared_gold.ts";
 
-export type GoldFile = { dir: string; name: string; stream: string; json: string };
-
-export function goldFiles(): GoldFile[] {
-  const out: GoldFile[] = [];
-  for (const dir of readdirSync(goldDir, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name).sort()) {
-    for (const file of readdirSync(join(goldDir, dir)).filter((f) => f.endsWith(".stream")).sort()) {
-      const name = file.slice(0, -".stream".length);
-      out.push({ dir, name, stream: join(goldDir, dir, file), json: join(goldDir, dir, `${name}.json.gz`) });
-    }
-  }
-  return out;
-}
+export { goldFiles, type GoldFile };
 
 // ---------------------------------------------------------------------------
 // Integration JSON -> raw nodes

@@ -1,10 +1,10 @@
 /**
- * The gold files' IPC streams (helpers/gold.ts finds them) read with
+ * The gold files' IPC streams (helpers/shared_gold.ts finds them) read with
  * apache-arrow, as RecordBatches, for the async stream round trips.
  */
 import { RecordBatch, RecordBatchReader, Schema } from "apache-arrow";
 import { basename, relative } from "node:path";
-import { goldCases, readStream, sharedDir } from "./gold.ts";
+import { goldFiles as goldCases, readStream, sharedDir } from "./shared_gold.ts";
 
 /** Gold files apache-arrow 21.2 cannot read at all (types it lacks). */
 export const unreadableByApacheArrow = new Set(["generated_list_view.stream", "generated_run_end_encoded.stream"]);

@@ -5,7 +5,7 @@
  * async stream tests push these through both roles as raw arrays.
  */
 import { type CDeviceArray } from "../../ts/index.ts";
-import { goldCases, readJson, type JsonColumn, type JsonField } from "./gold.ts";
+import { goldFiles, readJson, type JsonColumn, type JsonField } from "./shared_gold.ts";
 import { bits, produceDevice, type NodeSpec, type Produced } from "./producer.ts";
 
 const encoder = new TextEncoder();
@@ -52,7 +52,7 @@ function spec(field: JsonField, column: JsonColumn): NodeSpec {
 
 /** The gold case `name` (e.g. "generated_list_view") of cpp-21.0.0. */
 function goldCase(name: string) {
-  const found = goldCases().find((c) => c.name === name);
+  const found = goldFiles().find((c) => c.name === name);
   if (!found) throw new Error(`no gold case ${name}`);
   return found;
 }

@@ -5,6 +5,7 @@
  * folder has no shared/), the main checkout's sibling shared/ is used.
  */
 import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { gunzipSync } from "node:zlib";
 import { dirname, join, resolve } from "node:path";
 
 export const sharedDirEnvVar = "ARROW_SHARED_DIR";
@@ -55,6 +56,10 @@ export type GoldFile = {
   label: string;
   /** Absolute path of the .stream file. */
   path: string;
+  /** The same path (the name the JSON-reading tests use). */
+  stream: string;
+  /** Absolute path of the case's integration JSON (.json.gz). */
+  json: string;
 };
 
 /** The gold folders, each expected to hold .stream files. */
@@ -68,7 +73,8 @@ export function goldFiles(): GoldFile[] {
     for (const entry of readdirSync(join(root, folder)).sort()) {
       if (!entry.endsWith(".stream")) continue;
       const name = entry.slice(0, -".stream".length);
-      files.push({ folder, name, label: `${folder}/${name}`, path: join(root, folder, entry) });
+      const path = join(root, folder, entry);
+      files.push({ folder, name, label: `${folder}/${name}`, path, stream: path, json: join(root, folder, `${name}.json.gz`) });
     }
   }
   return files;
@@ -84,3 +90,25 @@ export const rejectedByArrowCppValidation = new Set([
   "1.0.0-littleendian/generated_decimal256",
   "1.0.0-littleendian/generated_datetime",
 ]);
+
+/** The IPC stream bytes of a case. */
+export function readStream(gold: GoldFile): Uint8Array {
+  return new Uint8Array(readFileSync(gold.stream));
+}
+
+/** The integration JSON of a case (schema + batches of columns). */
+export function readJson(gold: GoldFile): GoldJson {
+  return JSON.parse(gunzipSync(readFileSync(gold.json)).toString("utf8")) as GoldJson;
+}
+
+export type JsonField = { name: string; type: { name: string; [key: string]: unknown }; nullable: boolean; children: JsonField[] };
+export type JsonColumn = {
+  name: string;
+  count: number;
+  VALIDITY?: number[];
+  DATA?: unknown[];
+  OFFSET?: (number | string)[];
+  SIZE?: (number | string)[];
+  children?: JsonColumn[];
+};
+export type GoldJson = { schema: { fields: JsonField[] }; batches: { count: number; columns: JsonColumn[] }[] };
