@@ -42,7 +42,7 @@ const releasesRun = releasedBefore - counters().live_array_exports;
 
 console.log("1. JS -> native, as ArrowSchema + ArrowDeviceArray");
 console.log(`   device: ${deviceTypeName(1)}, device_id -1, sync_event NULL`);
-console.log(`   export: ${fmt(exportNs)} (no data copied)   native validate (full) + checksum: ${fmt(consumeNs)}`);
+console.log(`   export: ${fmt(exportNs)} first call (no data copied)   native validate (full) + checksum: ${fmt(consumeNs)}`);
 const nativeBuffers = { "id values": report[2], "price validity": report[3], "price values": report[4] };
 let allSame = true;
 for (const [name, address] of Object.entries(js)) {
@@ -86,7 +86,7 @@ const backAddresses = {
 };
 const zeroCopyBack = Object.entries(backAddresses).every(([name, address]) => address === js[name as keyof typeof js]);
 console.log("2. native -> JS, imported without a copy, as an apache-arrow Table");
-console.log(`   import: ${fmt(importNs)}   to Table: ${fmt(convertNs)}   device: ${imported.deviceTypeName}, device_id ${imported.deviceId}`);
+console.log(`   import: ${fmt(importNs)}   to Table: ${fmt(convertNs)} (first calls)   device: ${imported.deviceTypeName}, device_id ${imported.deviceId}`);
 console.log(`   raw view: ${imported.root.children.map((c) => `${c.name}: ${c.format}`).join(", ")}; ${imported.root.length.toLocaleString()} rows; price nulls = ${price.nullCount}`);
 console.log(`   table: ${back.schema.fields.map((f) => `${f.name}: ${f.type}`).join(", ")}; ${back.numRows.toLocaleString()} rows; price[2] = ${back.getChild("price")!.get(2)}, price[3] = ${back.getChild("price")!.get(3)}`);
 for (const [name, address] of Object.entries(backAddresses)) {
@@ -95,7 +95,32 @@ for (const [name, address] of Object.entries(backAddresses)) {
 console.log(`   equal to the original table: ${sameValues ? "yes (schema, every value, null counts)" : "NO"}`);
 imported.dispose();
 
+// 4. Steady-state cost: the same round trip, warmed up, median of many.
+function median(samples: number[]): number {
+  samples.sort((a, b) => a - b);
+  return samples[samples.length >> 1];
+}
+const rounds = 2000;
+const exportTimes: number[] = [];
+const importTimes: number[] = [];
+const tableTimes: number[] = [];
+for (let round = 0; round < rounds; round++) {
+  let start = now();
+  const out = exportArray(batch);
+  exportTimes.push(now() - start);
+  start = now();
+  const into = ImportedArray.fromDeviceArray(out.schema, out.array);
+  importTimes.push(now() - start);
+  start = now();
+  toTable([into]);
+  tableTimes.push(now() - start);
+  into.dispose();
+  out.release();
+}
+console.log(`\n3. warmed up, median of ${rounds} round trips of the ${rows.toLocaleString()}-row batch (2 columns, 3 buffers)`);
+console.log(`   export ${fmt(median(exportTimes))}   import ${fmt(median(importTimes))}   to apache-arrow Table ${fmt(median(tableTimes))}   (no copy: independent of the row count)`);
+
 const c = counters();
 const live = Object.entries(c).filter(([, v]) => v !== 0);
-console.log(`\n3. after release: ${live.length === 0 ? "no live exports, owners, views or retained JS buffers" : `still live: ${JSON.stringify(Object.fromEntries(live))}`}`);
+console.log(`\n4. after release: ${live.length === 0 ? "no live exports, owners, views or retained JS buffers" : `still live: ${JSON.stringify(Object.fromEntries(live))}`}`);
 if (!allSame || !sameValues || !zeroCopyBack || live.length !== 0) process.exit(1);
