@@ -78,7 +78,7 @@ pub fn fail(status: Status, comptime fmt: []const u8, args: anytype) Status {
 
 /// Prefixes the current message with `prefix` (e.g. a field path), keeping
 /// the status. Used while unwinding nested validation.
-pub fn prefixMessage(comptime fmt: []const u8, args: anytype) void {
+pub fn prependToMessage(comptime fmt: []const u8, args: anytype) void {
     var old: [message_capacity]u8 = undefined;
     const old_len = std.mem.indexOfScalar(u8, &last_message, 0) orelse message_capacity;
     @memcpy(old[0..old_len], last_message[0..old_len]);
@@ -108,7 +108,7 @@ test "fail records the message and the status for this thread" {
     const s = fail(.invalid_format, "format \"{s}\" is unknown", .{"zz"});
     try std.testing.expectEqual(Status.invalid_format, s);
     try std.testing.expectEqualStrings("format \"zz\" is unknown", std.mem.span(lastMessage()));
-    prefixMessage("field \"{s}\": ", .{"a"});
+    prependToMessage("field \"{s}\": ", .{"a"});
     try std.testing.expectEqualStrings("field \"a\": format \"zz\" is unknown", std.mem.span(lastMessage()));
 }
 

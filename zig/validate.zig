@@ -149,7 +149,7 @@ const Walker = struct {
                 } catch break;
                 len += piece.len;
             }
-            status.prefixMessage("{s}: ", .{prefix[0..len]});
+            status.prependToMessage("{s}: ", .{prefix[0..len]});
         }
         return code;
     }
