@@ -14,10 +14,8 @@
  */
 import { read, type Pointer } from "bun:ffi";
 import { ArrowArrayStreamLayout, ArrowDeviceArrayStreamLayout } from "../abi/layout.ts";
-import { OutOfMemoryError, ReleasedError, Status } from "../errors.ts";
 import { native } from "../ffi/library.ts";
-import { reportLeak, track, untrack } from "./debug.ts";
-import { drainReleased } from "./keepalive.ts";
+import { NativeSlot } from "./native_slot.ts";
 
 /** "stream": struct ArrowArrayStream; "device_stream": struct
  * ArrowDeviceArrayStream. */
@@ -25,75 +23,52 @@ export type StreamKind = "stream" | "device_stream";
 
 const slotBytes = Math.max(ArrowArrayStreamLayout.size, ArrowDeviceArrayStreamLayout.size);
 
-type Slot = { address: number; kind: StreamKind; token: number; label: string };
-
 function releaseOffset(kind: StreamKind): number {
   return kind === "device_stream" ? ArrowDeviceArrayStreamLayout.fields.release : ArrowArrayStreamLayout.fields.release;
 }
 
-/** Calls the stream's release at `address` unless it is released. */
-export function releaseStreamAt(address: number, kind: StreamKind): void {
-  if (kind === "device_stream") native.abd_device_array_stream_release(address as Pointer);
-  else native.abd_array_stream_release(address as Pointer);
+/** Call the stream's release at `address` unless it is released. */
+function releaseArrayStreamAt(address: number): void {
+  native.abd_array_stream_release(address as Pointer);
 }
 
-function releaseSlot(slot: Slot): void {
-  releaseStreamAt(slot.address, slot.kind);
-  native.abd_free(slot.address as Pointer);
-  drainReleased();
+function releaseDeviceStreamAt(address: number): void {
+  native.abd_device_array_stream_release(address as Pointer);
 }
-
-const safetyNet = new FinalizationRegistry<Slot>((slot) => {
-  reportLeak(slot.token, slot.label);
-  releaseSlot(slot);
-});
 
 /** One ArrowArrayStream or ArrowDeviceArrayStream this library fills, in a
  * native slot at a stable address (`stream`); see the module comment for
  * who owns it when. */
 export class ExportedStream implements Disposable {
-  #slot: Slot | null;
+  #slot: NativeSlot;
 
   /** Allocates an empty (released) slot; the producer fills it. */
   constructor(readonly kind: StreamKind, label = `exported ${kind === "stream" ? "ArrowArrayStream" : "ArrowDeviceArrayStream"}`) {
-    const address = native.abd_alloc_zeroed(slotBytes);
-    if (!address) throw new OutOfMemoryError(Status.out_of_memory, "out of memory allocating a stream slot");
-    this.#slot = { address, kind, token: track(label), label };
-    safetyNet.register(this, this.#slot, this);
-  }
-
-  #live(): Slot {
-    if (!this.#slot) throw new ReleasedError(Status.released, "this stream handle was released; its struct address is no longer valid");
-    return this.#slot;
+    this.#slot = new NativeSlot(slotBytes, label, kind === "stream" ? releaseArrayStreamAt : releaseDeviceStreamAt);
   }
 
   /** `struct ArrowArrayStream*` (kind "stream") or `struct
    * ArrowDeviceArrayStream*` (kind "device_stream") for C. Valid until
    * `release()`. */
   get stream(): Pointer {
-    return this.#live().address as Pointer;
+    return this.#slot.address as Pointer;
   }
 
   /** True once a consumer moved the stream out, or it was released. */
   get streamReleased(): boolean {
-    if (!this.#slot) return true;
-    return read.ptr(this.#slot.address as Pointer, releaseOffset(this.kind)) === 0;
+    if (this.#slot.released) return true;
+    return read.ptr(this.stream, releaseOffset(this.kind)) === 0;
   }
 
   /** True once `release()` ran: the stream address is no longer valid. */
   get released(): boolean {
-    return this.#slot === null;
+    return this.#slot.released;
   }
 
   /** Releases the stream unless a consumer moved it, and frees the slot.
    * Idempotent. */
   release(): void {
-    const slot = this.#slot;
-    if (!slot) return;
-    this.#slot = null;
-    safetyNet.unregister(this);
-    untrack(slot.token);
-    releaseSlot(slot);
+    this.#slot.release();
   }
 
   [Symbol.dispose](): void {

@@ -1,0 +1,65 @@
+/**
+ * Zeroed native memory at a stable address, owned by one JS handle, for the
+ * base structs this library fills (exported arrays, exported streams).
+ *
+ * Ownership: the handle owns the memory. What the structs in it own is
+ * released by `releaseContents(address)`, which calls each struct's release
+ * only if no consumer moved it out (release == NULL then), and the memory is
+ * freed afterwards. `release()` does both, once (idempotent). A
+ * FinalizationRegistry does the same for a handle dropped without
+ * `release()`: a safety net (a warning under ARROW_DEVICE_DEBUG=1), never the
+ * intended path. JS thread only; what C moved out is released by C, from any
+ * thread.
+ */
+import { type Pointer } from "bun:ffi";
+import { OutOfMemoryError, ReleasedError, Status } from "../errors.ts";
+import { native } from "../ffi/library.ts";
+import { reportLeak, track, untrack } from "./debug.ts";
+import { drainReleased } from "./keepalive.ts";
+
+type Held = { address: number; token: number; label: string; releaseContents: (address: number) => void };
+
+function releaseHeld(held: Held): void {
+  held.releaseContents(held.address);
+  native.abd_free(held.address as Pointer);
+  drainReleased();
+}
+
+const safetyNet = new FinalizationRegistry<Held>((held) => {
+  reportLeak(held.token, held.label);
+  releaseHeld(held);
+});
+
+export class NativeSlot {
+  #held: Held | null;
+
+  /** Allocates `bytes` zeroed bytes for the handle described by `label`.
+   * `releaseContents` must be a function that captures no handle (it runs
+   * from the safety net too). */
+  constructor(bytes: number, readonly label: string, releaseContents: (address: number) => void) {
+    const address = native.abd_alloc_zeroed(bytes);
+    if (!address) throw new OutOfMemoryError(Status.out_of_memory, `out of memory allocating the slot of an ${label}`);
+    this.#held = { address, token: track(label), label, releaseContents };
+    safetyNet.register(this, this.#held, this);
+  }
+
+  /** The slot's address; throws ReleasedError once released. */
+  get address(): number {
+    if (!this.#held) throw new ReleasedError(Status.released, `this ${this.label} handle was released; its struct addresses are no longer valid`);
+    return this.#held.address;
+  }
+
+  get released(): boolean {
+    return this.#held === null;
+  }
+
+  /** Releases what no consumer moved and frees the memory. Idempotent. */
+  release(): void {
+    const held = this.#held;
+    if (!held) return;
+    this.#held = null;
+    safetyNet.unregister(this);
+    untrack(held.token);
+    releaseHeld(held);
+  }
+}
