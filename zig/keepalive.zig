@@ -12,6 +12,7 @@ const std = @import("std");
 const counters = @import("counters.zig");
 const Mutex = @import("sync.zig").Mutex;
 const js_queue = @import("js_queue.zig");
+const export_holds = @import("export_holds.zig");
 
 /// A void callback (a Bun threadsafe JSCallback) that wakes the JS thread.
 /// It is called at most once per empty-to-non-empty transition of the queue,
@@ -29,6 +30,9 @@ pub fn setNotifier(callback: ?Notifier) void {
 /// Queues `id` as released. Safe from any thread.
 pub fn finish(id: u64) void {
     if (id == 0) return;
+    // Import owners this export held (converted data): released now, on
+    // this thread; the JS side only drops its JS references later.
+    export_holds.drop(id);
     mutex.lock();
     const was_empty = finished.items.len == 0;
     // If memory is so short that one u64 cannot be queued, the JS side keeps

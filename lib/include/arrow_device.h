@@ -239,6 +239,11 @@ abd_status abd_device_array_build(const double* plan, size_t plan_words, double 
                                   struct ArrowDeviceArray* out);
 void abd_set_release_notifier(void (*notifier)(void));
 uint32_t abd_take_released(double* out, uint32_t capacity);
+/* The export built under `keepalive_id` holds one reference on each of the
+ * `n` import owners (addresses as doubles) until its release; drop_owners
+ * undoes a hold whose export was never built. */
+abd_status abd_export_hold_owners(double keepalive_id, const double* owners, uint32_t n);
+void abd_export_drop_owners(double keepalive_id);
 
 /* Import: moves `schema` and `array` in (they are left released, success or
  * not). On success *out holds one reference, the caller's. */

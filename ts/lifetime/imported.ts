@@ -17,7 +17,10 @@
  * their own over the same owner: each holds its own references (its own
  * table views and buffer views), so it outlives the handle it came from,
  * and disposing it ends only what it holds. Re-exports (`reexport()`,
- * lifetime/reexport.ts) hold a native reference each.
+ * lifetime/reexport.ts) hold a native reference each, and so does every
+ * export of data converted from the import (convert/export.ts finds the
+ * owner of each buffer with `importOwnerOf`): `dispose()` then ends the
+ * handle's own access, and the producer's release waits for the exports.
  */
 import { type Pointer } from "bun:ffi";
 import {
@@ -47,6 +50,17 @@ function viewDeallocator(): Pointer {
   if (address === null) throw new LibraryLoadError("libarrow_device returned no view deallocator (abd_view_deallocator)", libraryPath());
   return address;
 }
+/** The owner under every ArrayBuffer made over owner memory: exports of
+ * data converted from an import look their buffers up here and hold that
+ * owner for as long as their consumer holds the export (keepalive.ts). */
+const ownerOfMemory = new WeakMap<ArrayBuffer, number>();
+
+/** The import owner whose memory `buffer` wraps (undefined: JS memory).
+ * Valid while `buffer` is attached: its view holds a reference. */
+export function importOwnerOf(buffer: ArrayBufferLike): number | undefined {
+  return ownerOfMemory.get(buffer as ArrayBuffer);
+}
+
 const typeIdNames = Object.fromEntries(Object.entries(TypeId).map(([k, v]) => [v, k])) as Record<number, TypeIdName>;
 
 /** Options of the imports (`ImportedArray.fromDeviceArray`, ...). */
@@ -210,6 +224,7 @@ export class ImportedArray implements Disposable {
   #wrap(address: number, bytes: number): ArrayBuffer {
     const buffer = wrapNative(address, bytes, this.#owner, deallocator);
     this.#created.push(buffer);
+    ownerOfMemory.set(buffer, this.#owner);
     return buffer;
   }
 
@@ -499,7 +514,9 @@ export class ImportedArray implements Disposable {
   }
 
   /** Detaches every ArrayBuffer made over owner memory, which releases the
-   * producer's data now. Views read as empty afterwards. Idempotent. */
+   * producer's data now, unless an export of converted data still holds it
+   * (then its consumer's release does). Views read as empty afterwards.
+   * Idempotent. */
   dispose(): void {
     if (this.#disposed) return;
     this.#disposed = true;

@@ -10,7 +10,7 @@
  * reachable by C is ever collected or moved before C released it.
  */
 import { JSCallback } from "bun:ffi";
-import { native } from "../ffi/library.ts";
+import { check, native } from "../ffi/library.ts";
 
 const retained = new Map<number, unknown>();
 /** Callbacks to run, on the JS thread, once an id was released natively. */
@@ -38,10 +38,28 @@ export function whenReleased(id: number, released: () => void): void {
   if (retained.has(id)) onRelease.set(id, released);
 }
 
-/** Forgets an id whose native tree was never built (the build failed). */
+/** Ids that hold import owners natively (zig/export_holds.zig). */
+const holdingOwners = new Set<number>();
+let ownerScratch = new Float64Array(16);
+
+/** Makes the export built under `id` hold one reference on each import
+ * owner in `owners` (zig/export_holds.zig): its release, on any thread,
+ * drops them. Call before building the export, while the caller's views
+ * keep the owners alive. */
+export function holdOwners(id: number, owners: readonly number[]): void {
+  if (owners.length === 0) return;
+  if (ownerScratch.length < owners.length) ownerScratch = new Float64Array(owners.length * 2);
+  ownerScratch.set(owners);
+  check(native.abd_export_hold_owners(id, ownerScratch, owners.length));
+  holdingOwners.add(id);
+}
+
+/** Forgets an id whose native tree was never built (the build failed),
+ * with the import owners it held. */
 export function forgetUnused(id: number): void {
   retained.delete(id);
   onRelease.delete(id);
+  if (holdingOwners.delete(id)) native.abd_export_drop_owners(id);
 }
 
 function runReleased(id: number): void {
@@ -68,6 +86,7 @@ export function drainReleased(): number {
     const ids = n > 0 ? drainScratch.slice(0, n) : drainScratch.subarray(0, 0);
     for (let i = 0; i < n; i++) {
       if (retained.delete(ids[i])) dropped++;
+      holdingOwners.delete(ids[i]);
       runReleased(ids[i]);
     }
     if (n < drainScratch.length) return dropped;
