@@ -9,8 +9,10 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { Table, type Vector } from "apache-arrow";
 import {
-  CDeviceArray, CSchema, ExportedArray, ImportedArray, ReleasedError, exportArray, exportBatches, exportStream, nonZeroCounters, toVector,
+  CDeviceArray, CSchema, ExportedArray, ImportedArray, ReleasedError, exportArray, exportAsyncStream, exportBatches, exportSchema, exportStream,
+  nonZeroCounters, toVector,
 } from "../ts/index.ts";
+import { CSink } from "./helpers/async_peer.ts";
 import { peer, streamPeer, SP_HOLD } from "./helpers/fixtures.ts";
 import { collectUntil } from "./helpers/gc.ts";
 import { consumeInC } from "./helpers/streams.ts";
@@ -106,6 +108,28 @@ describe("exports of converted imports hold the import's owner", () => {
       streamPeer.sp_job_free(job);
     }
     expect(live()).toBe(0);
+  });
+
+  test("exportAsyncStream of converted batches: tasks the C consumer keeps outlive dispose", async () => {
+    const imported = importInts();
+    const table = new Table({ ints: toVector(imported) as Vector });
+    const sink = new CSink({ depth: 2, keep_arrays: 1 });
+    try {
+      const result = await exportAsyncStream(table.batches, sink.handler, { schema: table.schema }).done;
+      expect(result).toEqual({ outcome: "ended", sent: 1 });
+      sink.join();
+      expect(sink.kept).toBe(1);
+      imported.dispose();
+      expect(live()).toBe(1);
+      using announced = exportSchema(table.schema);
+      using again = ImportedArray.fromDeviceArray(announced.schema, sink.keptArray(0));
+      const values = again.root.child(0).buffer(1) as Int32Array;
+      expect(values.reduce((a, b) => a + b, 0)).toBe(expectedSum);
+      again.dispose();
+      expect(live()).toBe(0);
+    } finally {
+      sink.free();
+    }
   });
 
   test("converted data of a disposed import is refused: its views are detached", () => {
