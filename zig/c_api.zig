@@ -234,6 +234,13 @@ export fn abd_owner_retain_views(owner: *Owner, n: u32) void {
     counters.add(.live_imported_views, n);
 }
 
+/// Gives back `n` references paid by `abd_owner_retain_views` for views
+/// that were never made (their ArrayBuffer could not be created).
+export fn abd_owner_release_views(owner: *Owner, n: u32) void {
+    counters.add(.live_imported_views, -@as(i64, n));
+    for (0..n) |_| owner.release();
+}
+
 // ---------------------------------------------------------------------------
 // The built-in native consumer
 // ---------------------------------------------------------------------------

@@ -254,6 +254,7 @@ abd_status abd_import_array(struct ArrowSchema* schema, struct ArrowArray* array
 void abd_owner_retain(abd_owner* owner, uint32_t n);
 void abd_owner_release(abd_owner* owner);
 void abd_owner_retain_views(abd_owner* owner, uint32_t n);
+void abd_owner_release_views(abd_owner* owner, uint32_t n); /* views never made */
 void abd_owner_info(abd_owner* owner, double* out /* 11 words */);
 const void* abd_view_deallocator(void);
 

@@ -33,6 +33,7 @@ export const coreSymbols = {
   abd_owner_retain: { args: [ptr, u32], returns: none },
   abd_owner_release: { args: [ptr], returns: none },
   abd_owner_retain_views: { args: [ptr, u32], returns: none },
+  abd_owner_release_views: { args: [ptr, u32], returns: none },
   abd_owner_info: { args: [ptr, ptr], returns: none },
   abd_view_deallocator: { args: [], returns: ptr },
 

@@ -61,6 +61,10 @@ export function importOwnerOf(buffer: ArrayBufferLike): number | undefined {
   return ownerOfMemory.get(buffer as ArrayBuffer);
 }
 
+/** The largest ArrayBuffer Bun makes over native memory (measured: Bun
+ * 1.4.5's toArrayBuffer refuses one byte more with "Out of memory"). */
+const maxViewBytes = 2 ** 32;
+
 const typeIdNames = Object.fromEntries(Object.entries(TypeId).map(([k, v]) => [v, k])) as Record<number, TypeIdName>;
 
 /** Options of the imports (`ImportedArray.fromDeviceArray`, ...). */
@@ -219,6 +223,41 @@ export class ImportedArray implements Disposable {
     this.#nodes = new Float64Array(this.#wrap(info[OwnerInfoWord.nodes], info[OwnerInfoWord.node_count] * nodeStride * 8));
     this.#buffers = new Float64Array(this.#wrap(info[OwnerInfoWord.buffers], Math.max(1, info[OwnerInfoWord.buffer_count]) * bufferStride * 8));
     if (adoptImportReference) native.abd_owner_release(asPointer(owner));
+  }
+
+  /** Refuses, with a typed error naming the buffer, a buffer larger than
+   * a JS ArrayBuffer can be (Bun's toArrayBuffer throws a bare RangeError
+   * above `maxViewBytes`). */
+  #checkViewable(index: number, size: number): void {
+    if (size <= maxViewBytes) return;
+    throw new UnsupportedError(Status.unsupported, `${this.#bufferWhere(index)} is ${size} bytes; a JS ArrayBuffer holds at most ${maxViewBytes}, so it cannot be viewed or converted (its address and size stay readable through the raw view)`);
+  }
+
+  /** Wraps one buffer's region as a view paid for by one reference taken
+   * already; `unpaidAfter` references were taken for regions not wrapped
+   * yet, given back if this wrap fails (Bun runs the deallocator of a
+   * failed wrap itself, which gives back this one's). */
+  #wrapView(index: number, address: number, size: number, unpaidAfter: number): ArrayBuffer {
+    try {
+      return this.#wrap(address, size);
+    } catch (error) {
+      if (unpaidAfter > 0) native.abd_owner_release_views(asPointer(this.#owner), unpaidAfter);
+      throw new OutOfMemoryError(Status.out_of_memory, `${this.#bufferWhere(index)} (${size} bytes) could not be viewed from JS: ${(error as Error)?.message ?? String(error)}`);
+    }
+  }
+
+  /** "buffer i of node n "name" (format)", for errors about buffer `index`
+   * of the owner's table. */
+  #bufferWhere(index: number): string {
+    for (let node = 0; node < this.nodeCount; node++) {
+      const first = this.#nodes[node * nodeStride + NodeWord.first_buffer];
+      const count = this.#nodes[node * nodeStride + NodeWord.n_buffers];
+      if (index >= first && index < first + count) {
+        const schema = this.nodeSchema(node);
+        return `buffer ${index - first} of node ${node} "${schema.name ?? ""}" (${schema.format})`;
+      }
+    }
+    return `buffer ${index}`;
   }
 
   #wrap(address: number, bytes: number): ArrayBuffer {
@@ -412,8 +451,9 @@ export class ImportedArray implements Disposable {
     } else if (shared && shared.byteLength >= size) {
       memory = shared;
     } else {
+      this.#checkViewable(index, size);
       native.abd_owner_retain_views(asPointer(this.#owner), 1);
-      memory = this.#wrap(address, size);
+      memory = this.#wrapView(index, address, size, 0);
       this.#byAddress.set(address, memory);
     }
     this.#views.set(index, memory);
@@ -427,21 +467,30 @@ export class ImportedArray implements Disposable {
     if (!this.hostReadable) return;
     const buffers = this.#buffers;
     // Pass 1: the largest size wanted at each new start address.
-    const regions = new Map<number, number>();
+    // Each region remembers the buffer it was sized by (for errors).
+    const regions = new Map<number, { size: number; index: number }>();
     const wanted: number[] = [];
     for (const i of indices) {
       const base = i * bufferStride;
       const size = buffers[base + BufferWord.size_bytes];
       const address = buffers[base + BufferWord.address];
       if (!(size > 0) || address === 0 || this.#views.has(i)) continue;
+      // Before any reference is taken: a refusal leaves nothing to undo.
+      this.#checkViewable(i, size);
       wanted.push(i);
       const shared = this.#byAddress.get(address);
       if (shared && shared.byteLength >= size) continue;
-      if (!(regions.get(address)! >= size)) regions.set(address, size);
+      const region = regions.get(address);
+      if (!region || region.size < size) regions.set(address, { size, index: i });
     }
-    // Pass 2: one native call pays every new region's reference.
+    // Pass 2: one native call pays every new region's reference; a wrap
+    // that fails anyway gives back the references of the regions after it.
     if (regions.size > 0) native.abd_owner_retain_views(asPointer(this.#owner), regions.size);
-    for (const [address, size] of regions) this.#byAddress.set(address, this.#wrap(address, size));
+    let unpaid = regions.size;
+    for (const [address, { size, index }] of regions) {
+      unpaid--;
+      this.#byAddress.set(address, this.#wrapView(index, address, size, unpaid));
+    }
     for (const i of wanted) this.#views.set(i, this.#byAddress.get(buffers[i * bufferStride + BufferWord.address])!);
   }
 
