@@ -155,6 +155,17 @@ export fn abd_export_drop_owners(keepalive_id: f64) void {
     export_holds.drop(@intFromFloat(keepalive_id));
 }
 
+/// Called by the release notifier's JS side when it runs, before it drains:
+/// the next queued id may post a wake again.
+export fn abd_release_wake_done() void {
+    keepalive.wakeDone();
+}
+
+/// Wakes the release notifier was called for, in total.
+export fn abd_release_wakes_posted() f64 {
+    return @floatFromInt(keepalive.wakesPosted());
+}
+
 /// Moves up to `capacity` released keepalive ids into `out`.
 export fn abd_take_released(out: [*]f64, capacity: u32) u32 {
     return @intCast(keepalive.take(out[0..capacity]));

@@ -239,6 +239,10 @@ abd_status abd_device_array_build(const double* plan, size_t plan_words, double 
                                   struct ArrowDeviceArray* out);
 void abd_set_release_notifier(void (*notifier)(void));
 uint32_t abd_take_released(double* out, uint32_t capacity);
+/* At most one notifier call is pending: its JS side calls wake_done when it
+ * runs, before draining. wakes_posted counts the calls made. */
+void abd_release_wake_done(void);
+double abd_release_wakes_posted(void);
 /* The export built under `keepalive_id` holds one reference on each of the
  * `n` import owners (addresses as doubles) until its release; drop_owners
  * undoes a hold whose export was never built. */

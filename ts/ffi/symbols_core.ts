@@ -25,6 +25,8 @@ export const coreSymbols = {
   abd_device_array_build: { args: [ptr, usize, f64, i32, i32, ptr, ptr], returns: i32 },
   abd_set_release_notifier: { args: [ptr], returns: none },
   abd_take_released: { args: [ptr, u32], returns: u32 },
+  abd_release_wake_done: { args: [], returns: none },
+  abd_release_wakes_posted: { args: [], returns: f64 },
   abd_export_hold_owners: { args: [f64, ptr, u32], returns: i32 },
   abd_export_drop_owners: { args: [f64], returns: none },
 

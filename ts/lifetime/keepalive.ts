@@ -98,11 +98,19 @@ export function retainedCount(): number {
   return retained.size;
 }
 
+/** Wakes the library posted to this module so far (each one is a task
+ * Bun queues until the event loop turns). */
+export function releaseWakesPosted(): number {
+  return native.abd_release_wakes_posted();
+}
+
 // Wakes the JS thread after a release on any thread. Threadsafe callbacks
-// run later on the JS thread and return nothing to C; the library calls it
-// at most once per empty-to-non-empty transition of its queue. It is never
-// closed: releases can arrive until the process exits.
+// run later on the JS thread and return nothing to C; the library keeps at
+// most one call pending (zig/keepalive.zig), re-armed here before the drain
+// so that an id queued after it posts a new wake. It is never closed:
+// releases can arrive until the process exits.
 const wake = new JSCallback(() => {
+  native.abd_release_wake_done();
   drainReleased();
 }, { args: [], returns: "void", threadsafe: true });
 native.abd_set_release_notifier(wake.ptr);
