@@ -10,7 +10,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { Table, type Vector } from "apache-arrow";
 import {
   CDeviceArray, CSchema, ExportedArray, ImportedArray, ReleasedError, exportArray, exportAsyncStream, exportBatches, exportSchema, exportStream,
-  nonZeroCounters, toVector,
+  exportRawArray, nonZeroCounters, toVector,
 } from "../ts/index.ts";
 import { CSink } from "./helpers/async_peer.ts";
 import { peer, streamPeer, SP_HOLD } from "./helpers/fixtures.ts";
@@ -32,6 +32,7 @@ const live = () => Number(peer.peer_produced_live());
 
 afterEach(async () => {
   expect(await collectUntil(() => live() === 0 && Object.keys(nonZeroCounters()).length === 0)).toBe(true);
+  streamPeer.sp_reset_counts(); // counts are global to the process: leave none to the next file
 });
 
 /** Hands `exported` to the C consumer (moved) and frees the handle. */
@@ -130,6 +131,16 @@ describe("exports of converted imports hold the import's owner", () => {
     } finally {
       sink.free();
     }
+  });
+
+  test("exportRawArray over a raw view of an import holds its owner too", () => {
+    const imported = importInts();
+    const held = handOver(exportRawArray({ format: "i", length: rows, buffers: [null, imported.root.buffer(1)] }));
+    imported.dispose();
+    expect(live()).toBe(1);
+    expect(peer.peer_sum_primitive(held, -1)).toBe(expectedSum);
+    peer.peer_release_held(held);
+    expect(live()).toBe(0);
   });
 
   test("converted data of a disposed import is refused: its views are detached", () => {

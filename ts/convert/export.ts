@@ -38,7 +38,7 @@ import { encodeMetadata } from "../abi/metadata.ts";
 import { InvalidArgumentError, ReleasedError, Status, TooDeepError, UnsupportedError } from "../errors.ts";
 import { check, native } from "../ffi/library.ts";
 import { ExportedArray, type ExportedKind } from "../lifetime/exported.ts";
-import { drainReleased, forgetUnused, holdOwners, retainForNative } from "../lifetime/keepalive.ts";
+import { drainReleased, forgetUnused, retainWithOwners } from "../lifetime/keepalive.ts";
 import { importOwnerOf } from "../lifetime/imported.ts";
 import { maxNestingDepth } from "../abi/layout.ts";
 import { formatOf } from "./formats.ts";
@@ -497,14 +497,7 @@ function planArray(data: Data): { words: number; keepaliveId: number } {
   planLength = 0;
   const planner = new ArrayPlanner();
   planner.node(data, 0);
-  const keepaliveId = retainForNative(planner.retained);
-  try {
-    holdOwners(keepaliveId, planner.owners);
-  } catch (error) {
-    forgetUnused(keepaliveId);
-    throw error;
-  }
-  return { words: planLength, keepaliveId };
+  return { words: planLength, keepaliveId: retainWithOwners(planner.retained, planner.owners) };
 }
 
 /**

@@ -65,6 +65,17 @@ export function importOwnerOf(buffer: ArrayBufferLike): number | undefined {
  * 1.4.5's toArrayBuffer refuses one byte more with "Out of memory"). */
 const maxViewBytes = 2 ** 32;
 
+/** The import owners under the JS views among `values` (each once). */
+export function importOwnersOf(values: readonly unknown[]): number[] {
+  const owners: number[] = [];
+  for (const value of values) {
+    if (!ArrayBuffer.isView(value)) continue;
+    const owner = ownerOfMemory.get(value.buffer as ArrayBuffer);
+    if (owner !== undefined && !owners.includes(owner)) owners.push(owner);
+  }
+  return owners;
+}
+
 const typeIdNames = Object.fromEntries(Object.entries(TypeId).map(([k, v]) => [v, k])) as Record<number, TypeIdName>;
 
 /** Options of the imports (`ImportedArray.fromDeviceArray`, ...). */

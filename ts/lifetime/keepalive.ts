@@ -54,6 +54,20 @@ export function holdOwners(id: number, owners: readonly number[]): void {
   holdingOwners.add(id);
 }
 
+/** `retainForNative(objects)`, then `holdOwners` for `owners` (import
+ * owners under those objects): the id of an export that points into
+ * imports. Nothing is kept if holding fails. */
+export function retainWithOwners(objects: unknown, owners: readonly number[]): number {
+  const id = retainForNative(objects);
+  try {
+    holdOwners(id, owners);
+  } catch (error) {
+    forgetUnused(id);
+    throw error;
+  }
+  return id;
+}
+
 /** Forgets an id whose native tree was never built (the build failed),
  * with the import owners it held. */
 export function forgetUnused(id: number): void {
