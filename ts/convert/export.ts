@@ -24,7 +24,7 @@
  * Converted imports. A buffer may be a view of an import's memory
  * (convert/import.ts is zero-copy): the export then holds a native
  * reference on that import's owner, taken before the tree is built and
- * dropped by the consumer's release (keepalive.ts `holdOwners`), so the
+ * dropped by the consumer's release (keepalive.ts `retainWithOwners`), so the
  * import's `dispose()` never frees what a consumer still reads. A view
  * already detached by `dispose()` is refused (ReleasedError).
  */
