@@ -422,15 +422,28 @@ describe("the consumer's answers", () => {
     sink.free();
   });
 
-  test("on_next_task refused: the task is reclaimed here, only release follows", async () => {
+  test("on_next_task refused, never extracted (Arrow C++'s consumer): reclaimed at the release, only release follows", async () => {
     const sink = new CSink({ reject_task_at: 2, reject_code: 7 });
     const result = await exportAsyncStream(smallBatches(6), sink.handler).done;
     expect(result).toEqual({ outcome: "refused", code: 7, sent: 3 });
     checkSink(sink, 1);
     expect(sink.stat("received")).toBe(3);
     expect(sink.stat("extracted")).toBe(2);
+    expect(sink.stat("extracted_null")).toBe(0);
     expect(sink.stat("ends")).toBe(0);
     expect(sink.stat("errors")).toBe(0);
+    sink.free(); // afterEach: no task, array or JS buffer left (counters)
+  });
+
+  test("on_next_task refused, then extracted with NULL (the spec's consumer): the late extract is harmless, once", async () => {
+    const sink = new CSink({ reject_task_at: 2, reject_code: 7, extract_refused: 1 });
+    const result = await exportAsyncStream(smallBatches(6), sink.handler).done;
+    expect(result).toEqual({ outcome: "refused", code: 7, sent: 3 });
+    checkSink(sink);
+    expect(sink.stat("received")).toBe(3);
+    expect(sink.stat("extracted")).toBe(2);
+    expect(sink.stat("extracted_null")).toBe(1); // the refused task, in the handler's release
+    expect(sink.stat("extract_failed")).toBe(0);
     sink.free();
   });
 

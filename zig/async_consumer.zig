@@ -18,8 +18,11 @@
 //! stream is cancelled: on the JS thread for the tasks queued at that
 //! moment, and on the producer's thread, inside `on_next_task`, for tasks
 //! that arrive afterwards. A task refused by a non-zero return of
-//! `on_next_task` is never extracted: like Arrow C++, the producer keeps
-//! (and cleans up) a task the handler did not accept.
+//! `on_next_task` is extracted with NULL right there, before the return
+//! (on the producer's thread, outside our lock), as the spec asks: a
+//! producer that cleans up in extract_data does not leak, and one that
+//! reclaims refused tasks itself (Arrow C++) sees its task already
+//! extracted through the struct it passed (`private_data` is its own).
 //!
 //! Back-pressure. The consumer counts what it requested and what it
 //! received; a producer that sends more tasks than requested is refused
@@ -445,6 +448,13 @@ fn onNextTask(handler: *abi.ArrowAsyncDeviceStreamHandler, task: ?*abi.ArrowAsyn
         break :accept 0;
     };
     self.mutex.unlock();
+    if (rc != 0) {
+        // Refused: the producer's data is not wanted; the spec still wants
+        // it extracted (with NULL).
+        if (task) |t| {
+            if (t.extract_data) |extract| _ = extract(t, null);
+        }
+    }
     _ = self.waker.wake();
     return rc;
 }
@@ -598,6 +608,7 @@ test "an unrequested task is refused, and cancel discards the queue once" {
     try testing.expectEqual(@as(c_int, 0), h.on_next_task.?(h, &t1, null));
     var t2 = TestProducer.makeTask(2);
     try testing.expectEqual(EPROTO, h.on_next_task.?(h, &t2, null));
+    try testing.expectEqual(@as(u32, 1), TestProducer.instance.null_extracts); // refused: extracted with NULL
     var words: [state_words]f64 = undefined;
     c.poll(&words, true);
     try testing.expectEqual(@as(f64, 1), words[@intFromEnum(StateWord.errored)]);
@@ -605,7 +616,7 @@ test "an unrequested task is refused, and cancel discards the queue once" {
     try testing.expect(std.mem.indexOf(u8, c.string(.error_message).?, "only 1 were requested") != null);
     c.cancel();
     c.cancel();
-    try testing.expectEqual(@as(u32, 1), TestProducer.instance.null_extracts);
+    try testing.expectEqual(@as(u32, 2), TestProducer.instance.null_extracts); // and the queued one at cancel
     try testing.expectEqual(@as(u32, 0), TestProducer.instance.cancels); // failed streams are not cancelled
     h.release.?(h);
     c.close(true);

@@ -14,8 +14,17 @@
 //! tasks were sent than requested; `request(n <= 0)` and cancel are recorded
 //! for JS to act on (on_error EINVAL, or a quiet end); after cancel,
 //! `request` is a no-op; once a callback returned non-zero, only release
-//! follows. A task the consumer refused (non-zero from on_next_task) is
-//! reclaimed here, as Arrow C++ does.
+//! follows.
+//!
+//! Refused tasks. The spec says a consumer that does not want a task's data
+//! "must still call extract_data" (with NULL); Arrow C++'s consumer never
+//! extracts a task it refused with a non-zero return of on_next_task. Both
+//! work: a refused task stays valid, parked on the producer, until it is
+//! extracted (any thread; an array or NULL, either is harmless) or the
+//! handler is released, which reclaims whatever was not extracted. So a
+//! refused task is disposed of exactly once, never leaked, never read
+//! after it was freed, provided the consumer extracts before it releases
+//! the handler (which is when the spec lets a producer free everything).
 //!
 //! Lifetime. JS creates the producer and lets it go right after calling the
 //! handler's release. The `ArrowAsyncProducer` struct then lives on until
@@ -76,6 +85,9 @@ pub const Producer = struct {
     bad_request_n: i64 = 0,
     /// No more on_next_task/on_error will be sent: request/cancel are no-ops.
     finished: bool = false,
+    /// Refused tasks not extracted yet, reclaimed by the handler's release
+    /// (a list through `Task.next_parked`).
+    parked: ?*Task = null,
     /// JS's reference (dropped after the handler's release) and one per
     /// task not yet extracted or reclaimed.
     refs: std.atomic.Value(u32) = .init(1),
@@ -167,16 +179,63 @@ pub const Producer = struct {
         var c_task: abi.ArrowAsyncTask = .{ .extract_data = extractData, .private_data = task };
         const rc = self.handler.on_next_task.?(self.handler, &c_task, @ptrCast(metadata));
         if (rc != 0) {
-            // Refused: the consumer did not take the task (Arrow C++'s
-            // convention). Reclaim it unless it was extracted already.
-            if (!task.taken.swap(true, .acq_rel)) {
-                if (task.array.array.release) |release| release(&task.array.array);
-                task.unref();
+            // Refused. The consumer may still extract it (the spec's
+            // convention), now or later on any thread, or never (Arrow
+            // C++'s): park it until then or until the handler's release.
+            self.mutex.lock();
+            if (!task.taken.load(.acquire)) {
+                task.next_parked = self.parked;
+                task.is_parked = true;
+                self.parked = task;
             }
-            self.finish();
+            self.finished = true;
+            self.mutex.unlock();
         }
         task.unref(); // this function's reference
         return rc;
+    }
+
+    /// Takes `task` off the parked list if it is there.
+    fn unpark(self: *Producer, task: *Task) void {
+        self.mutex.lock();
+        defer self.mutex.unlock();
+        if (!task.is_parked) return;
+        task.is_parked = false;
+        var link = &self.parked;
+        while (link.*) |t| : (link = &t.next_parked) {
+            if (t == task) {
+                link.* = t.next_parked;
+                return;
+            }
+        }
+    }
+
+    /// Disposes of every parked task nobody extracted: releases its array
+    /// and drops the consumer's reference. JS thread, at the handler's
+    /// release.
+    fn reclaimParked(self: *Producer) void {
+        self.mutex.lock();
+        var list = self.parked;
+        self.parked = null;
+        // Decide under the lock who disposes of each task: a concurrent
+        // extract that already took one (and will find it unparked) drops
+        // its reference itself.
+        var mine: ?*Task = null;
+        while (list) |t| {
+            list = t.next_parked;
+            t.is_parked = false;
+            if (!t.taken.swap(true, .acq_rel)) {
+                t.next_parked = mine;
+                mine = t;
+            }
+        }
+        self.mutex.unlock();
+        while (mine) |t| {
+            mine = t.next_parked;
+            if (t.array.array.release) |release| release(&t.array.array);
+            t.array.array.release = null;
+            t.unref();
+        }
     }
 
     /// Sends the end of the stream (a NULL task).
@@ -196,6 +255,7 @@ pub const Producer = struct {
         self.finish();
         const handler = self.handler;
         if (handler.release) |release| release(handler);
+        self.reclaimParked();
         self.unref();
     }
 
@@ -222,8 +282,12 @@ const Task = struct {
     producer: *Producer,
     refs: std.atomic.Value(u32) = .init(2),
     /// Set by whoever disposes of `array` first (extract, or the reclaim of
-    /// a refused task).
+    /// a refused task at the handler's release).
     taken: std.atomic.Value(bool) = .init(false),
+    /// On the producer's parked list (refused, not extracted); guarded by
+    /// the producer's mutex, like `next_parked`.
+    is_parked: bool = false,
+    next_parked: ?*Task = null,
 
     fn create(producer: *Producer) ?*Task {
         const task = std.heap.c_allocator.create(Task) catch return null;
@@ -259,6 +323,7 @@ fn extractData(c_task: *abi.ArrowAsyncTask, out: ?*abi.ArrowDeviceArray) callcon
         release(&task.array.array);
     }
     task.array.array.release = null;
+    task.producer.unpark(task); // a refused task, extracted after all
     task.unref();
     return 0;
 }
@@ -377,10 +442,11 @@ const TestConsumer = struct {
             self.ended = true;
             return 0;
         };
-        if (self.refuse_tasks) return EINVAL;
+        // A refusing consumer keeps a copy too: the spec-literal one then
+        // extracts it with NULL, Arrow C++'s never does.
         self.tasks[self.n_tasks] = t.*;
         self.n_tasks += 1;
-        return 0;
+        return if (self.refuse_tasks) EINVAL else 0;
     }
     fn onError(h: *abi.ArrowAsyncDeviceStreamHandler, code: c_int, message: ?[*:0]const u8, metadata: ?[*:0]const u8) callconv(.c) void {
         _ = message;
@@ -482,9 +548,7 @@ test "the producer outlives the release while a task is out: a late request is a
     array.array.release.?(&array.array);
 }
 
-test "a refused task is reclaimed by the producer" {
-    var consumer: TestConsumer = .{ .request_in_schema = 1, .refuse_tasks = true };
-    const before = counters.get(.live_async);
+fn refusedTaskProducer(consumer: *TestConsumer) !*Producer {
     var out: ?*Producer = null;
     try testing.expectEqual(Status.ok, create(&consumer.handler, abi.device_cpu, "\x00\x00\x00\x00", 4, &out));
     const p = out.?;
@@ -495,8 +559,45 @@ test "a refused task is reclaimed by the producer" {
     var rc: c_int = 0;
     try testing.expectEqual(Status.ok, p.sendPlan(&[_]f64{ 1, 0, 0, 0, 0, 0 }, 0, null, &rc));
     try testing.expectEqual(EINVAL, rc);
-    try testing.expectEqual(before + 1, counters.get(.live_async)); // the producer only
+    return p;
+}
+
+test "a refused task nobody extracts (Arrow C++'s consumer) is reclaimed at the handler's release" {
+    var consumer: TestConsumer = .{ .request_in_schema = 1, .refuse_tasks = true };
+    const before = counters.get(.live_async);
+    const arrays_before = counters.get(.live_array_exports);
+    const p = try refusedTaskProducer(&consumer);
+    // Parked: the producer and the task, whose array is still alive.
+    try testing.expectEqual(before + 2, counters.get(.live_async));
+    try testing.expectEqual(arrays_before + 1, counters.get(.live_array_exports));
     p.releaseAndDestroy();
+    try testing.expectEqual(before, counters.get(.live_async));
+    try testing.expectEqual(arrays_before, counters.get(.live_array_exports));
+}
+
+test "a refused task extracted afterwards (the spec's consumer) is disposed of once, the late extract harmless" {
+    var consumer: TestConsumer = .{ .request_in_schema = 1, .refuse_tasks = true };
+    const before = counters.get(.live_async);
+    const arrays_before = counters.get(.live_array_exports);
+    const p = try refusedTaskProducer(&consumer);
+    try testing.expectEqual(@as(usize, 1), consumer.n_tasks);
+    // After on_next_task returned non-zero: still valid.
+    try testing.expectEqual(@as(c_int, 0), consumer.tasks[0].extract_data.?(&consumer.tasks[0], null));
+    try testing.expectEqual(arrays_before, counters.get(.live_array_exports));
+    try testing.expectEqual(before + 1, counters.get(.live_async)); // the producer only
+    p.releaseAndDestroy(); // nothing parked is left to reclaim
+    try testing.expectEqual(before, counters.get(.live_async));
+
+    // Extracting the data itself after refusing works too.
+    var consumer2: TestConsumer = .{ .request_in_schema = 1, .refuse_tasks = true };
+    const p2 = try refusedTaskProducer(&consumer2);
+    var array: abi.ArrowDeviceArray = undefined;
+    try testing.expectEqual(@as(c_int, 0), consumer2.tasks[0].extract_data.?(&consumer2.tasks[0], &array));
+    try testing.expectEqual(@as(i64, 1), array.array.length);
+    p2.releaseAndDestroy();
+    try testing.expectEqual(arrays_before + 1, counters.get(.live_array_exports)); // the consumer's now
+    array.array.release.?(&array.array);
+    try testing.expectEqual(arrays_before, counters.get(.live_array_exports));
     try testing.expectEqual(before, counters.get(.live_async));
 }
 

@@ -14,6 +14,7 @@ const status = @import("status.zig");
 const manifest = @import("manifest.zig");
 const counters = @import("counters.zig");
 const keepalive = @import("keepalive.zig");
+const export_holds = @import("export_holds.zig");
 const export_array = @import("export_array.zig");
 const export_schema = @import("export_schema.zig");
 const owner_mod = @import("owner.zig");
@@ -132,6 +133,39 @@ export fn abd_set_release_notifier(notifier: ?keepalive.Notifier) void {
     keepalive.setNotifier(notifier);
 }
 
+/// Takes one reference on each of the `n` import owners in `owners` (f64
+/// addresses; the caller holds references on them) for the export built
+/// under `keepalive_id`; its release drops them (any thread), as does
+/// `abd_export_drop_owners` for an export that was never built.
+export fn abd_export_hold_owners(keepalive_id: f64, owners: ?[*]const f64, n: u32) c_int {
+    const words = owners orelse return code(status.fail(.invalid_argument, "owners pointer is NULL", .{}));
+    const list = std.heap.c_allocator.alloc(*Owner, n) catch return code(status.fail(.out_of_memory, "out of memory listing {d} import owners", .{n}));
+    defer std.heap.c_allocator.free(list);
+    for (words[0..n], list) |word, *slot| {
+        const address: usize = if (word >= 1 and word <= 9007199254740992.0) @intFromFloat(word) else 0;
+        if (address == 0 or address % @alignOf(Owner) != 0) return code(status.fail(.invalid_argument, "import owner address {d} is not an owner", .{word}));
+        slot.* = @ptrFromInt(address);
+    }
+    return code(export_holds.hold(@intFromFloat(keepalive_id), list));
+}
+
+/// Drops what `abd_export_hold_owners` took for `keepalive_id` (an export
+/// whose tree was never built).
+export fn abd_export_drop_owners(keepalive_id: f64) void {
+    export_holds.drop(@intFromFloat(keepalive_id));
+}
+
+/// Called by the release notifier's JS side when it runs, before it drains:
+/// the next queued id may post a wake again.
+export fn abd_release_wake_done() void {
+    keepalive.wakeDone();
+}
+
+/// Wakes the release notifier was called for, in total.
+export fn abd_release_wakes_posted() f64 {
+    return @floatFromInt(keepalive.wakesPosted());
+}
+
 /// Moves up to `capacity` released keepalive ids into `out`.
 export fn abd_take_released(out: [*]f64, capacity: u32) u32 {
     return @intCast(keepalive.take(out[0..capacity]));
@@ -209,6 +243,13 @@ export fn abd_view_deallocator() *const anyopaque {
 export fn abd_owner_retain_views(owner: *Owner, n: u32) void {
     owner.retain(n);
     counters.add(.live_imported_views, n);
+}
+
+/// Gives back `n` references paid by `abd_owner_retain_views` for views
+/// that were never made (their ArrayBuffer could not be created).
+export fn abd_owner_release_views(owner: *Owner, n: u32) void {
+    counters.add(.live_imported_views, -@as(i64, n));
+    for (0..n) |_| owner.release();
 }
 
 // ---------------------------------------------------------------------------

@@ -12,15 +12,24 @@ const std = @import("std");
 const counters = @import("counters.zig");
 const Mutex = @import("sync.zig").Mutex;
 const js_queue = @import("js_queue.zig");
+const export_holds = @import("export_holds.zig");
 
 /// A void callback (a Bun threadsafe JSCallback) that wakes the JS thread.
-/// It is called at most once per empty-to-non-empty transition of the queue,
-/// with no lock held.
+/// At most one call is pending at a time (`wake_pending`), with no lock
+/// held: each call makes Bun queue a task (~160 bytes) that runs only when
+/// the event loop turns, so a loop that exports and releases without ever
+/// yielding must not post one per release.
 pub const Notifier = *const fn () callconv(.c) void;
 
 var mutex: Mutex = .{};
 var finished: std.ArrayList(u64) = .empty;
 var notifier: std.atomic.Value(?Notifier) = .init(null);
+/// Set when a wake is posted; cleared by JS (`wakeDone`) when the wake runs,
+/// before it drains, so an id queued after that drain posts a new wake.
+/// Drains by API calls leave it set: the posted wake is still coming.
+var wake_pending: std.atomic.Value(bool) = .init(false);
+/// Wakes posted (for tests).
+var wakes_posted: std.atomic.Value(u64) = .init(0);
 
 pub fn setNotifier(callback: ?Notifier) void {
     notifier.store(callback, .release);
@@ -29,8 +38,10 @@ pub fn setNotifier(callback: ?Notifier) void {
 /// Queues `id` as released. Safe from any thread.
 pub fn finish(id: u64) void {
     if (id == 0) return;
+    // Import owners this export held (converted data): released now, on
+    // this thread; the JS side only drops its JS references later.
+    export_holds.drop(id);
     mutex.lock();
-    const was_empty = finished.items.len == 0;
     // If memory is so short that one u64 cannot be queued, the JS side keeps
     // the buffers a little longer: a leak, never a use-after-free.
     finished.append(std.heap.c_allocator, id) catch {
@@ -41,9 +52,20 @@ pub fn finish(id: u64) void {
     mutex.unlock();
     // JS drains this queue too while it polls the JS work queue (and once
     // more after): no wake-up needed then.
-    if (was_empty and !js_queue.global.isPolling()) {
-        if (notifier.load(.acquire)) |wake| wake();
-    }
+    if (js_queue.global.isPolling()) return;
+    const wake = notifier.load(.acquire) orelse return;
+    if (wake_pending.swap(true, .acq_rel)) return; // one is on its way
+    _ = wakes_posted.fetchAdd(1, .monotonic);
+    wake();
+}
+
+/// Called by JS when a posted wake runs, before it drains the queue.
+pub fn wakeDone() void {
+    wake_pending.store(false, .release);
+}
+
+pub fn wakesPosted() u64 {
+    return wakes_posted.load(.monotonic);
 }
 
 /// Moves up to `out.len` finished ids into `out`; returns how many.
@@ -63,6 +85,29 @@ pub fn pending() usize {
     mutex.lock();
     defer mutex.unlock();
     return finished.items.len;
+}
+
+test "one wake is pending at a time, however many ids are queued" {
+    const Count = struct {
+        var calls: u32 = 0;
+        fn notify() callconv(.c) void {
+            calls += 1;
+        }
+    };
+    setNotifier(Count.notify);
+    defer setNotifier(null);
+    wakeDone();
+    var buffer: [4]f64 = undefined;
+    for (1..1001) |id| {
+        finish(id);
+        _ = take(&buffer); // an API call draining between releases
+    }
+    try std.testing.expectEqual(@as(u32, 1), Count.calls);
+    wakeDone(); // the wake ran
+    finish(5000);
+    try std.testing.expectEqual(@as(u32, 2), Count.calls);
+    wakeDone();
+    _ = take(&buffer);
 }
 
 test "ids queued on other threads are all taken once" {

@@ -24,6 +24,7 @@ test {
     _ = @import("validate_test.zig");
     _ = @import("tree_block.zig");
     _ = @import("keepalive.zig");
+    _ = @import("export_holds.zig");
     _ = @import("export_array.zig");
     _ = @import("export_schema.zig");
     _ = @import("owner.zig");

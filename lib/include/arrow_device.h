@@ -239,6 +239,15 @@ abd_status abd_device_array_build(const double* plan, size_t plan_words, double 
                                   struct ArrowDeviceArray* out);
 void abd_set_release_notifier(void (*notifier)(void));
 uint32_t abd_take_released(double* out, uint32_t capacity);
+/* At most one notifier call is pending: its JS side calls wake_done when it
+ * runs, before draining. wakes_posted counts the calls made. */
+void abd_release_wake_done(void);
+double abd_release_wakes_posted(void);
+/* The export built under `keepalive_id` holds one reference on each of the
+ * `n` import owners (addresses as doubles) until its release; drop_owners
+ * undoes a hold whose export was never built. */
+abd_status abd_export_hold_owners(double keepalive_id, const double* owners, uint32_t n);
+void abd_export_drop_owners(double keepalive_id);
 
 /* Import: moves `schema` and `array` in (they are left released, success or
  * not). On success *out holds one reference, the caller's. */
@@ -249,6 +258,7 @@ abd_status abd_import_array(struct ArrowSchema* schema, struct ArrowArray* array
 void abd_owner_retain(abd_owner* owner, uint32_t n);
 void abd_owner_release(abd_owner* owner);
 void abd_owner_retain_views(abd_owner* owner, uint32_t n);
+void abd_owner_release_views(abd_owner* owner, uint32_t n); /* views never made */
 void abd_owner_info(abd_owner* owner, double* out /* 11 words */);
 const void* abd_view_deallocator(void);
 

@@ -60,13 +60,13 @@ export const SourceStat = {
 export const SinkOption = {
   depth: 0, cancel_at: 1, cancel_where: 2, bad_request: 3, bad_n: 4, request_in_callback: 5, reject_schema: 6,
   reject_task_at: 7, reject_code: 8, delay_us: 9, discard_every: 10, keep_arrays: 11, release_on_thread: 12,
-  timestamps: 13,
+  timestamps: 13, extract_refused: 14,
 } as const;
-const sinkOptionCount = 14;
+const sinkOptionCount = 15;
 const sinkDefaults: Record<keyof typeof SinkOption, number> = {
   depth: 4, cancel_at: -1, cancel_where: 0, bad_request: 0, bad_n: 0, request_in_callback: 0, reject_schema: 0,
   reject_task_at: -1, reject_code: 22, delay_us: 0, discard_every: 0, keep_arrays: 0, release_on_thread: 0,
-  timestamps: 0,
+  timestamps: 0, extract_refused: 0,
 };
 /** Where the sink cancels (SinkOption.cancel_where). */
 export const CancelWhere = { worker: 0, in_next_task: 1, before_request: 2, after_end: 3 } as const;

@@ -70,6 +70,8 @@ export const fx = openLibrary(fixturePath("c_producer"), {
   fx_array_releases: { args: [], returns: i64 },
   fx_double_releases: { args: [], returns: i64 },
   fx_reset_counts: { args: [], returns: none },
+  fx_reserve: { args: [i64], returns: ptr },
+  fx_unreserve: { args: [ptr, i64], returns: none },
 }).symbols;
 
 /** fx_patch codes (c_producer.c). */

@@ -20,6 +20,13 @@
  * offset 0: its bitmaps are shifted into a fresh copy (the only copy this
  * module ever makes, bitmaps only) and its value buffers start at their JS
  * start.
+ *
+ * Converted imports. A buffer may be a view of an import's memory
+ * (convert/import.ts is zero-copy): the export then holds a native
+ * reference on that import's owner, taken before the tree is built and
+ * dropped by the consumer's release (keepalive.ts `retainWithOwners`), so the
+ * import's `dispose()` never frees what a consumer still reads. A view
+ * already detached by `dispose()` is refused (ReleasedError).
  */
 import { ptr, type Pointer } from "bun:ffi";
 import {
@@ -28,10 +35,11 @@ import {
 } from "apache-arrow";
 import { Flags, DeviceType } from "../abi/layout.ts";
 import { encodeMetadata } from "../abi/metadata.ts";
-import { InvalidArgumentError, Status, TooDeepError, UnsupportedError } from "../errors.ts";
+import { InvalidArgumentError, ReleasedError, Status, TooDeepError, UnsupportedError } from "../errors.ts";
 import { check, native } from "../ffi/library.ts";
 import { ExportedArray, type ExportedKind } from "../lifetime/exported.ts";
-import { drainReleased, forgetUnused, retainForNative } from "../lifetime/keepalive.ts";
+import { drainReleased, forgetUnused, retainWithOwners } from "../lifetime/keepalive.ts";
+import { importOwnerOf } from "../lifetime/imported.ts";
 import { maxNestingDepth } from "../abi/layout.ts";
 import { formatOf } from "./formats.ts";
 
@@ -229,7 +237,18 @@ const zeroOffset = new BigInt64Array(1);
 class ArrayPlanner {
   /** Everything C will point at, for the keepalive registry. */
   retained: unknown[] = [];
+  /** Import owners whose memory C will point at (each once). */
+  owners: number[] = [];
   depth = 0;
+
+  /** Notes `view`'s import owner, if it is a view of imported memory;
+   * refuses a view whose import was disposed. */
+  private source(view: NodeJS.ArrayBufferView): void {
+    const buffer = view.buffer as ArrayBuffer;
+    if (buffer.detached) throw new ReleasedError(Status.released, "cannot export data converted from an import that was disposed: its buffers are detached");
+    const owner = importOwnerOf(buffer);
+    if (owner !== undefined && !this.owners.includes(owner)) this.owners.push(owner);
+  }
 
   /** Address of a buffer exported `backSlots` slots before its JS start;
    * null when that memory is not in the same ArrayBuffer. */
@@ -240,6 +259,7 @@ class ArrayPlanner {
   }
 
   private backed(view: NodeJS.ArrayBufferView | undefined, backBytes: number): number | null {
+    if (view) this.source(view);
     if (!view || view.byteLength === 0) return 0;
     if (view.byteOffset < backBytes) return null;
     this.retained.push(view);
@@ -247,6 +267,7 @@ class ArrayPlanner {
   }
 
   private keep(view: NodeJS.ArrayBufferView | undefined | null): number {
+    if (view) this.source(view);
     if (!view || view.byteLength === 0) return 0;
     this.retained.push(view);
     return addressOf(view);
@@ -469,12 +490,14 @@ function dataOf(source: ArraySource): { data: Data; schema: SchemaSource } {
   throw new InvalidArgumentError(Status.invalid_argument, `cannot export ${String(source)}: expected an apache-arrow Data, Vector or RecordBatch`);
 }
 
-/** Plans `data` into the shared plan words and registers its buffers. */
+/** Plans `data` into the shared plan words and registers its buffers (and
+ * the import owners under them) under a keepalive id; a caller whose build
+ * fails passes the id to `forgetUnused`. */
 function planArray(data: Data): { words: number; keepaliveId: number } {
   planLength = 0;
   const planner = new ArrayPlanner();
   planner.node(data, 0);
-  return { words: planLength, keepaliveId: retainForNative(planner.retained) };
+  return { words: planLength, keepaliveId: retainWithOwners(planner.retained, planner.owners) };
 }
 
 /**

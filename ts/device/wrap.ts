@@ -17,7 +17,8 @@ import { schemaPlan } from "../abi/schema_plan.ts";
 import { InvalidArgumentError, Status, errorFor } from "../errors.ts";
 import { lastError, native } from "../ffi/library.ts";
 import { ExportedArray } from "../lifetime/exported.ts";
-import { drainReleased, forgetUnused, retainForNative, whenReleased } from "../lifetime/keepalive.ts";
+import { drainReleased, forgetUnused, retainWithOwners, whenReleased } from "../lifetime/keepalive.ts";
+import { importOwnersOf } from "../lifetime/imported.ts";
 import { DeviceEvent, DeviceMemory, hostAddress, type DeviceKind } from "./runtime.ts";
 import { targetDeviceType } from "./transfer.ts";
 
@@ -119,7 +120,9 @@ export function exportRawArray(root: RawArrayNode, options: RawExportOptions = {
     const schemaBytes = schemaPlan(withDefaultFlags(root));
     let status = native.abd_schema_build(schemaBytes, schemaBytes.length, handle.schema);
     if (status !== 0) throw errorFor(status, lastError());
-    const keepaliveId = retainForNative(retained);
+    // JS buffers that view an import's memory hold its owner (as exports
+    // of converted data do: convert/export.ts).
+    const keepaliveId = retainWithOwners(retained, importOwnersOf(retained));
     status = native.abd_device_array_build(plan, plan.length, keepaliveId, deviceType, deviceId, syncEvent ? asPointer(syncEvent) : null, handle.array);
     if (status !== 0) {
       const error = errorFor(status, lastError());

@@ -25,12 +25,17 @@ export const coreSymbols = {
   abd_device_array_build: { args: [ptr, usize, f64, i32, i32, ptr, ptr], returns: i32 },
   abd_set_release_notifier: { args: [ptr], returns: none },
   abd_take_released: { args: [ptr, u32], returns: u32 },
+  abd_release_wake_done: { args: [], returns: none },
+  abd_release_wakes_posted: { args: [], returns: f64 },
+  abd_export_hold_owners: { args: [f64, ptr, u32], returns: i32 },
+  abd_export_drop_owners: { args: [f64], returns: none },
 
   abd_import_device_array: { args: [ptr, ptr, i32, ptr], returns: i32 },
   abd_import_array: { args: [ptr, ptr, i32, ptr], returns: i32 },
   abd_owner_retain: { args: [ptr, u32], returns: none },
   abd_owner_release: { args: [ptr], returns: none },
   abd_owner_retain_views: { args: [ptr, u32], returns: none },
+  abd_owner_release_views: { args: [ptr, u32], returns: none },
   abd_owner_info: { args: [ptr, ptr], returns: none },
   abd_view_deallocator: { args: [], returns: ptr },
 

@@ -17,7 +17,10 @@
  * their own over the same owner: each holds its own references (its own
  * table views and buffer views), so it outlives the handle it came from,
  * and disposing it ends only what it holds. Re-exports (`reexport()`,
- * lifetime/reexport.ts) hold a native reference each.
+ * lifetime/reexport.ts) hold a native reference each, and so does every
+ * export of data converted from the import (convert/export.ts finds the
+ * owner of each buffer with `importOwnerOf`): `dispose()` then ends the
+ * handle's own access, and the producer's release waits for the exports.
  */
 import { type Pointer } from "bun:ffi";
 import {
@@ -47,6 +50,32 @@ function viewDeallocator(): Pointer {
   if (address === null) throw new LibraryLoadError("libarrow_device returned no view deallocator (abd_view_deallocator)", libraryPath());
   return address;
 }
+/** The owner under every ArrayBuffer made over owner memory: exports of
+ * data converted from an import look their buffers up here and hold that
+ * owner for as long as their consumer holds the export (keepalive.ts). */
+const ownerOfMemory = new WeakMap<ArrayBuffer, number>();
+
+/** The import owner whose memory `buffer` wraps (undefined: JS memory).
+ * Valid while `buffer` is attached: its view holds a reference. */
+export function importOwnerOf(buffer: ArrayBufferLike): number | undefined {
+  return ownerOfMemory.get(buffer as ArrayBuffer);
+}
+
+/** The largest ArrayBuffer Bun makes over native memory (measured: Bun
+ * 1.4.5's toArrayBuffer refuses one byte more with "Out of memory"). */
+const maxViewBytes = 2 ** 32;
+
+/** The import owners under the JS views among `values` (each once). */
+export function importOwnersOf(values: readonly unknown[]): number[] {
+  const owners: number[] = [];
+  for (const value of values) {
+    if (!ArrayBuffer.isView(value)) continue;
+    const owner = ownerOfMemory.get(value.buffer as ArrayBuffer);
+    if (owner !== undefined && !owners.includes(owner)) owners.push(owner);
+  }
+  return owners;
+}
+
 const typeIdNames = Object.fromEntries(Object.entries(TypeId).map(([k, v]) => [v, k])) as Record<number, TypeIdName>;
 
 /** Options of the imports (`ImportedArray.fromDeviceArray`, ...). */
@@ -207,9 +236,45 @@ export class ImportedArray implements Disposable {
     if (adoptImportReference) native.abd_owner_release(asPointer(owner));
   }
 
+  /** Refuses, with a typed error naming the buffer, a buffer larger than
+   * a JS ArrayBuffer can be (Bun's toArrayBuffer throws a bare RangeError
+   * above `maxViewBytes`). */
+  #checkViewable(index: number, size: number): void {
+    if (size <= maxViewBytes) return;
+    throw new UnsupportedError(Status.unsupported, `${this.#bufferWhere(index)} is ${size} bytes; a JS ArrayBuffer holds at most ${maxViewBytes}, so it cannot be viewed or converted (its address and size stay readable through the raw view)`);
+  }
+
+  /** Wraps one buffer's region as a view paid for by one reference taken
+   * already; `unpaidAfter` references were taken for regions not wrapped
+   * yet, given back if this wrap fails (Bun runs the deallocator of a
+   * failed wrap itself, which gives back this one's). */
+  #wrapView(index: number, address: number, size: number, unpaidAfter: number): ArrayBuffer {
+    try {
+      return this.#wrap(address, size);
+    } catch (error) {
+      if (unpaidAfter > 0) native.abd_owner_release_views(asPointer(this.#owner), unpaidAfter);
+      throw new OutOfMemoryError(Status.out_of_memory, `${this.#bufferWhere(index)} (${size} bytes) could not be viewed from JS: ${(error as Error)?.message ?? String(error)}`);
+    }
+  }
+
+  /** "buffer i of node n "name" (format)", for errors about buffer `index`
+   * of the owner's table. */
+  #bufferWhere(index: number): string {
+    for (let node = 0; node < this.nodeCount; node++) {
+      const first = this.#nodes[node * nodeStride + NodeWord.first_buffer];
+      const count = this.#nodes[node * nodeStride + NodeWord.n_buffers];
+      if (index >= first && index < first + count) {
+        const schema = this.nodeSchema(node);
+        return `buffer ${index - first} of node ${node} "${schema.name ?? ""}" (${schema.format})`;
+      }
+    }
+    return `buffer ${index}`;
+  }
+
   #wrap(address: number, bytes: number): ArrayBuffer {
     const buffer = wrapNative(address, bytes, this.#owner, deallocator);
     this.#created.push(buffer);
+    ownerOfMemory.set(buffer, this.#owner);
     return buffer;
   }
 
@@ -397,8 +462,9 @@ export class ImportedArray implements Disposable {
     } else if (shared && shared.byteLength >= size) {
       memory = shared;
     } else {
+      this.#checkViewable(index, size);
       native.abd_owner_retain_views(asPointer(this.#owner), 1);
-      memory = this.#wrap(address, size);
+      memory = this.#wrapView(index, address, size, 0);
       this.#byAddress.set(address, memory);
     }
     this.#views.set(index, memory);
@@ -412,21 +478,30 @@ export class ImportedArray implements Disposable {
     if (!this.hostReadable) return;
     const buffers = this.#buffers;
     // Pass 1: the largest size wanted at each new start address.
-    const regions = new Map<number, number>();
+    // Each region remembers the buffer it was sized by (for errors).
+    const regions = new Map<number, { size: number; index: number }>();
     const wanted: number[] = [];
     for (const i of indices) {
       const base = i * bufferStride;
       const size = buffers[base + BufferWord.size_bytes];
       const address = buffers[base + BufferWord.address];
       if (!(size > 0) || address === 0 || this.#views.has(i)) continue;
+      // Before any reference is taken: a refusal leaves nothing to undo.
+      this.#checkViewable(i, size);
       wanted.push(i);
       const shared = this.#byAddress.get(address);
       if (shared && shared.byteLength >= size) continue;
-      if (!(regions.get(address)! >= size)) regions.set(address, size);
+      const region = regions.get(address);
+      if (!region || region.size < size) regions.set(address, { size, index: i });
     }
-    // Pass 2: one native call pays every new region's reference.
+    // Pass 2: one native call pays every new region's reference; a wrap
+    // that fails anyway gives back the references of the regions after it.
     if (regions.size > 0) native.abd_owner_retain_views(asPointer(this.#owner), regions.size);
-    for (const [address, size] of regions) this.#byAddress.set(address, this.#wrap(address, size));
+    let unpaid = regions.size;
+    for (const [address, { size, index }] of regions) {
+      unpaid--;
+      this.#byAddress.set(address, this.#wrapView(index, address, size, unpaid));
+    }
     for (const i of wanted) this.#views.set(i, this.#byAddress.get(buffers[i * bufferStride + BufferWord.address])!);
   }
 
@@ -499,7 +574,9 @@ export class ImportedArray implements Disposable {
   }
 
   /** Detaches every ArrayBuffer made over owner memory, which releases the
-   * producer's data now. Views read as empty afterwards. Idempotent. */
+   * producer's data now, unless an export of converted data still holds it
+   * (then its consumer's release does). Views read as empty afterwards.
+   * Idempotent. */
   dispose(): void {
     if (this.#disposed) return;
     this.#disposed = true;

@@ -10,7 +10,7 @@
  * reachable by C is ever collected or moved before C released it.
  */
 import { JSCallback } from "bun:ffi";
-import { native } from "../ffi/library.ts";
+import { check, native } from "../ffi/library.ts";
 
 const retained = new Map<number, unknown>();
 /** Callbacks to run, on the JS thread, once an id was released natively. */
@@ -38,10 +38,42 @@ export function whenReleased(id: number, released: () => void): void {
   if (retained.has(id)) onRelease.set(id, released);
 }
 
-/** Forgets an id whose native tree was never built (the build failed). */
+/** Ids that hold import owners natively (zig/export_holds.zig). */
+const holdingOwners = new Set<number>();
+let ownerScratch = new Float64Array(16);
+
+/** Makes the export built under `id` hold one reference on each import
+ * owner in `owners` (zig/export_holds.zig): its release, on any thread,
+ * drops them. Call before building the export, while the caller's views
+ * keep the owners alive. */
+export function holdOwners(id: number, owners: readonly number[]): void {
+  if (owners.length === 0) return;
+  if (ownerScratch.length < owners.length) ownerScratch = new Float64Array(owners.length * 2);
+  ownerScratch.set(owners);
+  check(native.abd_export_hold_owners(id, ownerScratch, owners.length));
+  holdingOwners.add(id);
+}
+
+/** `retainForNative(objects)`, then `holdOwners` for `owners` (import
+ * owners under those objects): the id of an export that points into
+ * imports. Nothing is kept if holding fails. */
+export function retainWithOwners(objects: unknown, owners: readonly number[]): number {
+  const id = retainForNative(objects);
+  try {
+    holdOwners(id, owners);
+  } catch (error) {
+    forgetUnused(id);
+    throw error;
+  }
+  return id;
+}
+
+/** Forgets an id whose native tree was never built (the build failed),
+ * with the import owners it held. */
 export function forgetUnused(id: number): void {
   retained.delete(id);
   onRelease.delete(id);
+  if (holdingOwners.delete(id)) native.abd_export_drop_owners(id);
 }
 
 function runReleased(id: number): void {
@@ -68,6 +100,7 @@ export function drainReleased(): number {
     const ids = n > 0 ? drainScratch.slice(0, n) : drainScratch.subarray(0, 0);
     for (let i = 0; i < n; i++) {
       if (retained.delete(ids[i])) dropped++;
+      holdingOwners.delete(ids[i]);
       runReleased(ids[i]);
     }
     if (n < drainScratch.length) return dropped;
@@ -79,11 +112,19 @@ export function retainedCount(): number {
   return retained.size;
 }
 
+/** Wakes the library posted to this module so far (each one is a task
+ * Bun queues until the event loop turns). */
+export function releaseWakesPosted(): number {
+  return native.abd_release_wakes_posted();
+}
+
 // Wakes the JS thread after a release on any thread. Threadsafe callbacks
-// run later on the JS thread and return nothing to C; the library calls it
-// at most once per empty-to-non-empty transition of its queue. It is never
-// closed: releases can arrive until the process exits.
+// run later on the JS thread and return nothing to C; the library keeps at
+// most one call pending (zig/keepalive.zig), re-armed here before the drain
+// so that an id queued after it posts a new wake. It is never closed:
+// releases can arrive until the process exits.
 const wake = new JSCallback(() => {
+  native.abd_release_wake_done();
   drainReleased();
 }, { args: [], returns: "void", threadsafe: true });
 native.abd_set_release_notifier(wake.ptr);
