@@ -8,7 +8,7 @@
  * build/examples/): `doubler_run(input, output)` reads a table from one
  * ArrowArrayStream and fills another with a column "doubled" = 2 * x.
  */
-import { dlopen, FFIType, suffix } from "bun:ffi";
+import { dlopen, FFIType, ptr, suffix } from "bun:ffi";
 import { join } from "node:path";
 import { Float64, Table, vectorFromArray } from "apache-arrow";
 import { ImportedStream, exportStream, readTable } from "../ts/index.ts";
@@ -29,13 +29,13 @@ const table = new Table({ x }).concat(new Table({ x: vectorFromArray([10, 20], n
 using input = exportStream(table, { as: "stream" });
 // 4. C -> JS: C fills an ArrowArrayStream in memory we provide (5 pointers).
 const output = new BigUint64Array(5);
-const status = doubler.symbols.doubler_run(input.stream, output);
+const status = doubler.symbols.doubler_run(input.stream, ptr(output));
 if (status !== 0) throw new Error(`doubler_run failed (${status}): ${doubler.symbols.doubler_last_error()}`);
 
 // 5. Read the result as an apache-arrow Table: the stream is moved in and
 //    released once read; each batch's memory stays C's until its views are
 //    garbage-collected, then C's release frees it.
-const result = readTable(ImportedStream.fromArrayStream(output));
+const result = readTable(ImportedStream.fromArrayStream(ptr(output)));
 
 console.log(`sent ${table.numRows} rows in ${table.batches.length} batches: x = ${JSON.stringify([...table.getChild("x")!])}`);
 console.log(`got back ${result.numRows} rows in ${result.batches.length} batches, schema { ${result.schema.fields.map((f) => `${f.name}: ${f.type}`).join(", ")} }`);
