@@ -57,7 +57,10 @@ function panel(title: string, figures: Figure[], top: number): string {
   parts.push(`<text x="${legendX + 28}" y="${y0 + 12}" font-size="11">bun-arrow-device</text>`);
   parts.push(`<line x1="${legendX}" y1="${y0 + 28}" x2="${legendX + 22}" y2="${y0 + 28}" stroke="#888" stroke-width="2" stroke-dasharray="5 4"/>`);
   parts.push(`<text x="${legendX + 28}" y="${y0 + 32}" font-size="11">baseline</text>`);
-  parts.push(`<text x="${legendX}" y="${y0 + 50}" font-size="9" fill="#555">${escape(figures[0].baseline.what).slice(0, 60)}</text>`);
+  // The baseline's calls, one per line ("a + b + c"), to fit the legend column.
+  figures[0].baseline.what.split(" + ").slice(0, 6).forEach((call, i) => {
+    parts.push(`<text x="${legendX}" y="${y0 + 50 + i * 12}" font-size="9" fill="#555">${i > 0 ? "+ " : ""}${escape(call.slice(0, 30))}</text>`);
+  });
   return parts.join("\n");
 }
 
