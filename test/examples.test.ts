@@ -8,9 +8,31 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { schemaProblems } from "../ts/cli/bench_schema.ts";
-import { runScript } from "./helpers/cli_run.ts";
+import { repoRoot, runScript } from "./helpers/cli_run.ts";
+
+/** The examples this file runs; the README may link only to these. */
+const tested = ["examples/quick_start.ts", "examples/c_library.ts", "examples/gpu_roundtrip.ts", "examples/scripted_bench.ts"];
 
 describe("examples", () => {
+  test("the README links its quick start and every recipe to an example this file runs", () => {
+    const readme = readFileSync(join(repoRoot, "README.md"), "utf8");
+    const linked = [...new Set([...readme.matchAll(/\]\((examples\/[\w/]+\.ts)\)/g)].map((m) => m[1]))];
+    expect(linked.sort()).toEqual(tested.filter((f) => f !== "examples/quick_start.ts").sort());
+    for (const file of tested) expect(existsSync(join(repoRoot, file))).toBe(true);
+    // The quick start's code is the example's (the lines after the imports).
+    expect(readme).toContain("tableFromArrays({ id: Int32Array.of(1, 2, 3), price: Float64Array.of(9.5, 3, 7.25) })");
+    expect(readFileSync(join(repoRoot, "examples/quick_start.ts"), "utf8")).toContain("tableFromArrays({ id: Int32Array.of(1, 2, 3), price: Float64Array.of(9.5, 3, 7.25) })");
+  });
+
+  test("quick_start.ts: a Table out as a C stream and back, the README's printed result", () => {
+    const run = runScript("examples/quick_start.ts", [], "none");
+    expect(run.stderr).toBe("");
+    expect(run.exitCode).toBe(0);
+    expect(run.stdout).toBe(`[{"id":1,"price":9.5},{"id":2,"price":3},{"id":3,"price":7.25}]\n`);
+    const readme = readFileSync(join(repoRoot, "README.md"), "utf8");
+    expect(readme).toContain(`// ${run.stdout.trim()}`);
+  }, 60_000);
+
   test("c_library.ts: a Table goes to a C function and a new one comes back", () => {
     const run = runScript("examples/c_library.ts", [], "none");
     expect(run.stderr).toBe("");
