@@ -4,7 +4,7 @@
  * schema documented in docs/cli.md, and the SVG chart.
  */
 import { describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { benchJsonSchema, benchSchemaId, schemaProblems } from "../ts/cli/bench_schema.ts";
@@ -289,5 +289,23 @@ describe("CLI pieces", () => {
     silent.note("n");
     silent.finish();
     expect(quiet).toEqual([]);
+  });
+});
+
+describe("CLI packaging", () => {
+  test('package.json "bin" runs ts/cli.ts with bun, and the CLI imports only what the package ships', () => {
+    const pkg = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8"));
+    expect(pkg.bin).toEqual({ "bun-arrow-device": "ts/cli.ts" });
+    expect(pkg.files).toContain("ts");
+    expect(readFileSync(join(repoRoot, "ts", "cli.ts"), "utf8")).toStartWith("#!/usr/bin/env bun\n");
+    const modules = ["ts/cli.ts", ...readdirSync(join(repoRoot, "ts", "cli")).map((f) => `ts/cli/${f}`)];
+    for (const module of modules) {
+      const source = readFileSync(join(repoRoot, module), "utf8");
+      for (const [, specifier] of source.matchAll(/(?:from|import\()\s*"([^"]+)"/g)) {
+        const shipped = specifier.startsWith("./") || specifier.startsWith("../") && !specifier.includes("bench/") && !specifier.includes("test/");
+        const external = specifier === "apache-arrow" || specifier.startsWith("node:") || specifier.startsWith("bun:");
+        expect({ module, specifier, ok: shipped || external }).toEqual({ module, specifier, ok: true });
+      }
+    }
   });
 });
