@@ -8,6 +8,7 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "n
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { benchJsonSchema, benchSchemaId, schemaProblems } from "../ts/cli/bench_schema.ts";
+import { declaredFunctions, defaultHeaderPath } from "../ts/cli/doctor.ts";
 import { Progress } from "../ts/cli/progress.ts";
 import { isFakeDriver } from "../ts/cli/runtimes.ts";
 import { fakePaths, repoRoot, runCli } from "./helpers/cli_run.ts";
@@ -27,13 +28,13 @@ describe("CLI usage", () => {
   test("--help lists the commands and exits 0; no command prints it and exits 2", () => {
     const help = runCli(["--help"]);
     expect(help.exitCode).toBe(0);
-    for (const command of ["info", "bench", "chart"]) expect(help.stdout).toContain(`\n  ${command} `);
+    for (const command of ["info", "bench", "chart", "doctor"]) expect(help.stdout).toContain(`\n  ${command} `);
     const none = runCli([]);
     expect(none.exitCode).toBe(2);
     expect(none.stdout).toBe(help.stdout);
   }, 60_000);
 
-  for (const command of ["info", "bench", "chart"]) {
+  for (const command of ["info", "bench", "chart", "doctor"]) {
     test(`${command} --help and help ${command} print its usage and exit 0`, () => {
       const viaFlag = runCli([command, "--help"], "none");
       expect(viaFlag.exitCode).toBe(0);
@@ -45,7 +46,8 @@ describe("CLI usage", () => {
   }
 
   const usageErrors: [string[], string][] = [
-    [["frob"], `unknown command "frob". Commands: info, bench, chart`],
+    [["frob"], `unknown command "frob". Commands: info, bench, chart, doctor`],
+    [["doctor", "--library"], "doctor: --library needs a value"],
     [["help", "frob"], `help: unknown command "frob"`],
     [["info", "--verbose"], "info: unknown option --verbose"],
     [["info", "extra"], `info: unexpected argument "extra"`],
@@ -307,5 +309,52 @@ describe("CLI packaging", () => {
         expect({ module, specifier, ok: shipped || external }).toEqual({ module, specifier, ok: true });
       }
     }
+  });
+});
+
+describe("CLI doctor", () => {
+  test("the built library exports every function its header declares", () => {
+    const run = runCli(["doctor"], "none");
+    expect(run.exitCode).toBe(0);
+    const declared = declaredFunctions(readFileSync(defaultHeaderPath, "utf8"));
+    expect(declared.length).toBeGreaterThan(50);
+    expect(run.stdout).toContain(`exports all ${declared.length} functions ${defaultHeaderPath} declares`);
+  }, 60_000);
+
+  test("a function the library lacks is named, exit 1; so is every function of a foreign library", () => {
+    withTempDir((dir) => {
+      const header = join(dir, "arrow_device.h");
+      const text = readFileSync(defaultHeaderPath, "utf8");
+      writeFileSync(header, `${text}\nint abd_not_exported(void);\n`);
+      const total = declaredFunctions(text).length + 1;
+      const run = runCli(["doctor", "--header", header], "none");
+      expect(run.exitCode).toBe(1);
+      expect(run.stdout).toContain(`: 1 of the ${total} functions ${header} declares are missing:\n  abd_not_exported\n`);
+    });
+    const foreign = join(repoRoot, "build", "fixtures", "libc_peer.so");
+    const run = runCli(["doctor", "--library", foreign], "none");
+    expect(run.exitCode).toBe(1);
+    expect(run.stdout).toStartWith(`${foreign}: ${declaredFunctions(readFileSync(defaultHeaderPath, "utf8")).length} of the`);
+  }, 60_000);
+
+  test("a library that is not there: exit 1 naming the path", () => {
+    const child = Bun.spawnSync([process.execPath, join(repoRoot, "ts", "cli.ts"), "doctor"], {
+      env: { ...process.env, ARROW_DEVICE_LIBRARY: fakePaths.missing }, stdout: "pipe", stderr: "pipe",
+    });
+    expect(child.exitCode).toBe(1);
+    expect(child.stderr.toString()).toBe(`bun-arrow-device: doctor: no library at ${fakePaths.missing}\n`);
+  }, 60_000);
+
+  test("declarations are read from prototypes only: not comments, typedefs or macros", () => {
+    const header = [
+      "/* abd_in_comment(void) */",
+      "typedef void (*abd_callback)(int);",
+      "#define ABD_X abd_macro(1)",
+      "abd_status abd_first(const char* name,",
+      "                     int n);",
+      "void abd_second(void (*produce)(double key, void* abd_arg));",
+      "  abd_indented(void);",
+    ].join("\n");
+    expect(declaredFunctions(header)).toEqual(["abd_first", "abd_second"]);
   });
 });

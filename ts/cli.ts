@@ -5,6 +5,7 @@
  *   info     platform, library, versions, device runtimes
  *   bench    transfer and export/import benchmarks, text or JSON
  *   chart    an SVG chart of a `bench --out` file
+ *   doctor   the native library against its C header
  *
  * Results go to stdout, progress and errors to stderr. Exit codes: 0 done,
  * 1 failed (library not loadable, unreadable file), 2 wrong command line,
@@ -23,6 +24,8 @@ Commands:
   bench    host/device transfer and export/import benchmarks against their
            raw baselines (text, or JSON with --json / --out)
   chart    turn a bench JSON file into an SVG chart
+  doctor   check that the native library exports every function its C
+           header declares
 
 Run \`bun-arrow-device <command> --help\` for a command's options.
 Exit codes: 0 ok, 1 failed, 2 wrong command line, 3 --require-gpu without a GPU.`,
@@ -60,12 +63,21 @@ Draws throughput against size, ours against the baseline, one panel per
 suite, operation and runtime, from a \`bench --out\` (or --json) file.
 
   --out FILE   the SVG file to write (required)`,
+  doctor: `Usage: bun-arrow-device doctor [--library PATH] [--header PATH]
+
+Checks that the native library exports every function its C header
+(lib/include/arrow_device.h) declares; names each one missing. Exit 1 on a
+mismatch (a stale or foreign build).
+
+  --library PATH   the library to check (default: the one this package loads)
+  --header PATH    the header (default: the package's arrow_device.h)`,
 };
 
 const specs: Record<string, CommandSpec> = {
   info: { flags: ["json", "help"], values: [], positionals: 0 },
   bench: { flags: ["json", "require-gpu", "no-host", "no-device", "quiet", "help"], values: ["out", "kinds", "sizes", "rows", "repeats"], positionals: 0 },
   chart: { flags: ["help"], values: ["out"], positionals: 1 },
+  doctor: { flags: ["help"], values: ["library", "header"], positionals: 0 },
 };
 
 /** A failure that is not the user's command line: exit code 1. */
@@ -179,6 +191,33 @@ async function chart(args: ReturnType<typeof parseArgs>): Promise<number> {
   return 0;
 }
 
+async function runDoctor(args: ReturnType<typeof parseArgs>): Promise<number> {
+  let library = args.values.get("library");
+  if (library === undefined) {
+    // The library this package loads; if loading it fails, the one it tried.
+    const { LibraryLoadError } = await import("./errors.ts");
+    try {
+      library = (await import("./index.ts")).libraryPath();
+    } catch (error) {
+      if (!(error instanceof LibraryLoadError)) throw new CommandFailed(`doctor: ${(error as Error).message} (check another library with --library)`);
+      library = error.path;
+    }
+  }
+  const { doctor, defaultHeaderPath } = await import("./cli/doctor.ts");
+  let report;
+  try {
+    report = doctor(library, args.values.get("header") ?? defaultHeaderPath);
+  } catch (error) {
+    throw new CommandFailed(`doctor: ${(error as Error).message}`);
+  }
+  if (report.missing.length > 0) {
+    console.log(`${report.library}: ${report.missing.length} of the ${report.declared} functions ${report.header} declares are missing:\n  ${report.missing.join("\n  ")}`);
+    return 1;
+  }
+  console.log(`${report.library}: exports all ${report.declared} functions ${report.header} declares`);
+  return 0;
+}
+
 /** Runs the CLI on `argv` (without `bun` and the script) and returns the exit code. */
 export async function main(argv: readonly string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -205,6 +244,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     const args = parseArgs(command, rest, spec);
     if (command === "info") return await info(args.flags.has("json"));
     if (command === "bench") return await bench(args);
+    if (command === "doctor") return await runDoctor(args);
     return await chart(args);
   } catch (error) {
     if (error instanceof UsageError) {
