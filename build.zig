@@ -47,6 +47,7 @@ pub fn build(b: *std.Build) void {
     b.getInstallStep().dependOn(&install_library.step);
 
     addFixtures(b, target, optimize);
+    addExamples(b, target, optimize);
 
     const unit_tests = b.addTest(.{ .root_module = rootModule(b, target, .Debug) });
     const run_unit_tests = b.addRunArtifact(unit_tests);
@@ -70,6 +71,20 @@ fn addLibrary(b: *std.Build, target: std.Build.ResolvedTarget, optimize: std.bui
         .name = "arrow_device",
         .root_module = rootModule(b, target, optimize),
     });
+}
+
+/// The examples' C libraries: each examples/c/<name>.c becomes
+/// build/examples/lib<name>.so (examples/c_library.ts loads it).
+fn addExamples(b: *std.Build, target: std.Build.ResolvedTarget, optimize: std.builtin.OptimizeMode) void {
+    const examples = [_][]const u8{"doubler"};
+    for (examples) |name| {
+        const module = b.createModule(.{ .target = target, .optimize = optimize, .link_libc = true });
+        module.addCSourceFile(.{ .file = b.path(b.fmt("examples/c/{s}.c", .{name})), .flags = &.{ "-std=c11", "-Wall", "-Wextra", "-Werror" } });
+        module.addIncludePath(b.path("lib/include"));
+        const example = b.addLibrary(.{ .linkage = .dynamic, .name = name, .root_module = module });
+        const install = b.addInstallArtifact(example, .{ .dest_dir = .{ .override = .{ .custom = "build/examples" } } });
+        b.getInstallStep().dependOn(&install.step);
+    }
 }
 
 /// C fixtures the Bun tests load: each test/fixtures/<name>.c becomes

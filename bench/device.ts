@@ -20,27 +20,10 @@ import { makeVector } from "apache-arrow";
 import {
   ImportedArray, deviceAvailability, deviceRuntime, toDevice, type DeviceKind, type DeviceRuntime,
 } from "../ts/index.ts";
+import { gbPerSecond as gbps, timeMedian as time } from "../ts/cli/measure.ts";
+import { isFakeDriver } from "../ts/cli/runtimes.ts";
 
 const kinds = (process.env.ARROW_DEVICE_BENCH_KINDS ?? "cuda,rocm").split(",").filter((k): k is DeviceKind => k === "cuda" || k === "rocm");
-const now = () => Bun.nanoseconds();
-
-function median(samples: number[]): number {
-  const sorted = [...samples].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)];
-}
-
-function time(repeats: number, run: () => void): number {
-  run(); // warm-up
-  const samples: number[] = [];
-  for (let i = 0; i < repeats; i++) {
-    const t0 = now();
-    run();
-    samples.push(now() - t0);
-  }
-  return median(samples);
-}
-
-const gbps = (bytes: number, ns: number) => bytes / ns; // bytes per ns == GB/s
 const fmt = (x: number) => x.toFixed(2).padStart(8);
 
 function transfers(rt: DeviceRuntime, megabytes: number) {
@@ -102,7 +85,7 @@ for (const kind of kinds) {
   }
   const rt = deviceRuntime(kind);
   const device = rt.device(0);
-  const isFake = availability.library.includes("fake_");
+  const isFake = isFakeDriver(kind, availability.library);
   console.log(`\n${kind}: ${device.name}, ${(device.totalMemoryBytes / 2 ** 30).toFixed(0)} GiB, ${availability.library}, version ${availability.version}`);
   if (isFake) console.log("  *** FAKE DRIVER: a CPU stand-in for tests. These figures are NOT GPU figures; do not record them. ***");
   const sizes = (process.env.ARROW_DEVICE_BENCH_MB ?? (isFake ? "1,16" : "16,256,1024")).split(",").map(Number);

@@ -1,0 +1,43 @@
+/**
+ * Recipe 1: a Bun app hands an apache-arrow Table to a C function and takes
+ * a Table back, with no copy on the way out and none on the way in.
+ *
+ *   bun examples/c_library.ts
+ *
+ * The C side is examples/c/doubler.c (built by `zig build` into
+ * build/examples/): `doubler_run(input, output)` reads a table from one
+ * ArrowArrayStream and fills another with a column "doubled" = 2 * x.
+ */
+import { dlopen, FFIType, ptr, suffix } from "bun:ffi";
+import { join } from "node:path";
+import { Float64, Table, vectorFromArray } from "apache-arrow";
+import { ImportedStream, exportStream, readTable } from "../ts/index.ts";
+
+// 1. Open the C library (any library speaking the Arrow C stream interface).
+const libraryFile = join(import.meta.dir, "..", "build", "examples", `libdoubler.${suffix}`);
+const doubler = dlopen(libraryFile, {
+  doubler_run: { args: [FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
+  doubler_last_error: { args: [], returns: FFIType.cstring },
+});
+
+// 2. A table of two batches, with a null.
+const x = vectorFromArray([1.5, null, 3, 4.25], new Float64());
+const table = new Table({ x }).concat(new Table({ x: vectorFromArray([10, 20], new Float64()) }));
+
+// 3. JS -> C: the table goes out as an ArrowArrayStream. C pulls its batches
+//    zero-copy and moves the stream in (it releases it when done).
+using input = exportStream(table, { as: "stream" });
+// 4. C -> JS: C fills an ArrowArrayStream in memory we provide (5 pointers).
+const output = new BigUint64Array(5);
+const status = doubler.symbols.doubler_run(input.stream, ptr(output));
+if (status !== 0) throw new Error(`doubler_run failed (${status}): ${doubler.symbols.doubler_last_error()}`);
+
+// 5. Read the result as an apache-arrow Table: the stream is moved in and
+//    released once read; each batch's memory stays C's until its views are
+//    garbage-collected, then C's release frees it.
+const result = readTable(ImportedStream.fromArrayStream(ptr(output)));
+
+console.log(`sent ${table.numRows} rows in ${table.batches.length} batches: x = ${JSON.stringify([...table.getChild("x")!])}`);
+console.log(`got back ${result.numRows} rows in ${result.batches.length} batches, schema { ${result.schema.fields.map((f) => `${f.name}: ${f.type}`).join(", ")} }`);
+console.log(`doubled = ${JSON.stringify([...result.getChild("doubled")!])}`);
+console.log(`input stream released by C: ${input.streamReleased}`);

@@ -1,0 +1,360 @@
+/**
+ * The CLI (ts/cli.ts, package.json "bin"): output and exit codes under the
+ * fake drivers and with no driver at all, the bench JSON against the
+ * schema documented in docs/cli.md, and the SVG chart.
+ */
+import { describe, expect, test } from "bun:test";
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { benchJsonSchema, benchSchemaId, schemaProblems } from "../ts/cli/bench_schema.ts";
+import { declaredFunctions, defaultHeaderPath } from "../ts/cli/doctor.ts";
+import { Progress } from "../ts/cli/progress.ts";
+import { isFakeDriver } from "../ts/cli/runtimes.ts";
+import { fakePaths, repoRoot, runCli } from "./helpers/cli_run.ts";
+
+const quickBench = ["--sizes", "1", "--rows", "1000", "--repeats", "2"];
+
+function withTempDir<T>(run: (dir: string) => T): T {
+  const dir = mkdtempSync(join(tmpdir(), "h6-cli-"));
+  try {
+    return run(dir);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+describe("CLI usage", () => {
+  test("--help lists the commands and exits 0; no command prints it and exits 2", () => {
+    const help = runCli(["--help"]);
+    expect(help.exitCode).toBe(0);
+    for (const command of ["info", "bench", "chart", "doctor"]) expect(help.stdout).toContain(`\n  ${command} `);
+    const none = runCli([]);
+    expect(none.exitCode).toBe(2);
+    expect(none.stdout).toBe(help.stdout);
+  }, 60_000);
+
+  for (const command of ["info", "bench", "chart", "doctor"]) {
+    test(`${command} --help and help ${command} print its usage and exit 0`, () => {
+      const viaFlag = runCli([command, "--help"], "none");
+      expect(viaFlag.exitCode).toBe(0);
+      expect(viaFlag.stdout).toStartWith(`Usage: bun-arrow-device ${command}`);
+      const viaHelp = runCli(["help", command], "none");
+      expect(viaHelp.exitCode).toBe(0);
+      expect(viaHelp.stdout).toBe(viaFlag.stdout);
+    }, 60_000);
+  }
+
+  const usageErrors: [string[], string][] = [
+    [["frob"], `unknown command "frob". Commands: info, bench, chart, doctor`],
+    [["doctor", "--library"], "doctor: --library needs a value"],
+    [["help", "frob"], `help: unknown command "frob"`],
+    [["info", "--verbose"], "info: unknown option --verbose"],
+    [["info", "extra"], `info: unexpected argument "extra"`],
+    [["bench", "--sizes", "1,x"], `bench: --sizes must be a comma-separated list of positive numbers, got "1,x"`],
+    [["bench", "--sizes", "1.5"], `bench: --sizes takes whole numbers, got "1.5"`],
+    [["bench", "--kinds", "cuda,metal"], `bench: --kinds takes cuda and/or rocm, got "metal"`],
+    [["bench", "--out"], "bench: --out needs a value"],
+    [["bench", "--json=yes"], "bench: --json takes no value"],
+    [["chart", "--out", "x.svg"], "chart: which bench JSON file?"],
+    [["chart", "in.json"], "chart: --out FILE.svg is required"],
+  ];
+  for (const [args, message] of usageErrors) {
+    test(`${args.join(" ")}: a clear error and exit code 2`, () => {
+      const run = runCli(args, "none");
+      expect(run.exitCode).toBe(2);
+      expect(run.stdout).toBe("");
+      expect(run.stderr).toStartWith(`bun-arrow-device: ${message}`);
+    }, 60_000);
+  }
+});
+
+describe("CLI info", () => {
+  test("under the fake drivers: versions, library, and each runtime marked fake with its devices", () => {
+    const text = runCli(["info"], "fake");
+    expect(text.exitCode).toBe(0);
+    const version = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")).version;
+    const arrowVersion = JSON.parse(readFileSync(join(repoRoot, "node_modules", "apache-arrow", "package.json"), "utf8")).version;
+    expect(text.stdout).toContain(`bun-arrow-device ${version}\n`);
+    expect(text.stdout).toContain(`apache-arrow  ${arrowVersion}\n`);
+    expect(text.stdout).toContain("libarrow_device");
+    expect(text.stdout).toContain(`cuda          available: FAKE driver (a test stand-in, not a GPU), driver 12.4 (12040), ${fakePaths.cuda}, 2 device(s)`);
+    expect(text.stdout).toContain("0: Fake CUDA Device 0, 16.0 GiB");
+    expect(text.stdout).toContain("rocm          available: FAKE driver");
+
+    const json = runCli(["info", "--json"], "fake");
+    expect(json.exitCode).toBe(0);
+    const report = JSON.parse(json.stdout);
+    expect(report.package).toBe(version);
+    expect(report.apacheArrow).toBe(arrowVersion);
+    expect(report.platform).toMatch(/^(linux-(x64|arm64)-(gnu|musl)|darwin-(x64|arm64)|win32-x64)$/);
+    expect(report.runtimes.map((r: { kind: string; available: boolean; fake: boolean }) => [r.kind, r.available, r.fake]))
+      .toEqual([["cuda", true, true], ["rocm", true, true]]);
+    expect(report.runtimes[0].devices.map((d: { name: string }) => d.name)).toEqual(["Fake CUDA Device 0", "Fake CUDA Device 1"]);
+  }, 60_000);
+
+  test("with no driver at all: each runtime's reason names what was tried, and info still exits 0", () => {
+    const run = runCli(["info", "--json"], "none");
+    expect(run.exitCode).toBe(0);
+    const report = JSON.parse(run.stdout);
+    for (const runtime of report.runtimes) {
+      expect(runtime.available).toBe(false);
+      expect(runtime.reason).toContain(fakePaths.missing);
+      expect(runtime.devices).toEqual([]);
+    }
+    const text = runCli(["info"], "none");
+    expect(text.stdout).toContain("cuda          not available: CUDA is not available");
+    expect(text.stdout).toContain("rocm          not available: ROCm is not available");
+  }, 60_000);
+
+  test("a library that cannot be loaded is exit code 1 with the loader's message", () => {
+    const child = Bun.spawnSync([process.execPath, join(repoRoot, "ts", "cli.ts"), "info"], {
+      env: { ...process.env, ARROW_DEVICE_LIBRARY: fakePaths.missing }, stdout: "pipe", stderr: "pipe",
+    });
+    expect(child.exitCode).toBe(1);
+    expect(child.stderr.toString()).toStartWith("bun-arrow-device: the native library could not be loaded: ");
+    expect(child.stderr.toString()).toContain(fakePaths.missing);
+  }, 60_000);
+});
+
+describe("CLI bench", () => {
+  test("--json under a fake driver: valid against the schema, figures beside their baselines, marked fake", () => {
+    const run = runCli(["bench", "--json", ...quickBench], "fake-cuda");
+    expect(run.exitCode).toBe(0);
+    const result = JSON.parse(run.stdout); // stdout is the JSON alone
+    expect(schemaProblems(result)).toEqual([]);
+    expect(result.schema).toBe(benchSchemaId);
+    expect(result.realGpu).toBe(false);
+    expect(result.runtimes.map((r: { kind: string; fake: boolean; available: boolean }) => [r.kind, r.available, r.fake]))
+      .toEqual([["cuda", true, true], ["rocm", false, false]]);
+    const rows = result.figures.map((f: { suite: string; operation: string; runtime: string | null; fake: boolean; bytes: number; unit: string }) =>
+      [f.suite, f.operation, f.runtime, f.fake, f.bytes, f.unit]);
+    expect(rows).toEqual([
+      ["transfer", "host_to_device", "cuda", true, 2 ** 20, "GB/s"],
+      ["transfer", "device_to_host", "cuda", true, 2 ** 20, "GB/s"],
+      ["export_import", "round_trip", null, false, 8000, "GB/s"],
+    ]);
+    expect(result.figures[0].baseline.what).toBe("cuMemAlloc_v2 + cuMemcpyHtoD_v2 + cuMemFree_v2");
+    expect(result.figures[1].baseline.what).toBe("cuMemcpyDtoH_v2");
+    for (const f of result.figures) expect(f.ratio).toBeCloseTo(f.ours.value / f.baseline.value, 9);
+    expect(result.warnings).toEqual([`cuda: ${fakePaths.cuda} is a FAKE driver (a CPU stand-in for tests): its figures are NOT GPU figures`]);
+    expect(result.machine.cpuCores).toBeGreaterThan(0);
+    // Progress on stderr, one line per step when stderr is not a terminal.
+    expect(run.stderr).toContain("[1/2] cuda transfers, 1 MiB\n");
+    expect(run.stderr).toContain("[2/2] export/import, 1000 rows\n");
+  }, 120_000);
+
+  test("text output marks fake figures; --quiet leaves stderr empty", () => {
+    const run = runCli(["bench", "--quiet", "--kinds", "rocm", ...quickBench], "fake");
+    expect(run.exitCode).toBe(0);
+    expect(run.stderr).toBe("");
+    expect(run.stdout).toContain("*** FAKE DRIVER: not GPU figures ***");
+    expect(run.stdout).toContain("transfer       host_to_device  rocm*");
+    expect(run.stdout).toContain("hipMalloc + hipMemcpy + hipFree");
+    expect(run.stdout).toContain("* fake driver: a CPU stand-in for tests; these are NOT GPU figures.");
+  }, 120_000);
+
+  test("with no driver: host figures only, each runtime's reason in the JSON", () => {
+    const run = runCli(["bench", "--json", "--quiet", ...quickBench], "none");
+    expect(run.exitCode).toBe(0);
+    const result = JSON.parse(run.stdout);
+    expect(schemaProblems(result)).toEqual([]);
+    expect(result.figures.map((f: { suite: string }) => f.suite)).toEqual(["export_import"]);
+    expect(result.runtimes.every((r: { available: boolean; reason: string }) => !r.available && r.reason.includes(fakePaths.missing))).toBe(true);
+    expect(result.realGpu).toBe(false);
+  }, 120_000);
+
+  for (const drivers of ["fake", "none"] as const) {
+    test(`--require-gpu exits 3 before measuring (${drivers === "fake" ? "fake drivers are not GPUs" : "no driver"})`, () => {
+      const run = runCli(["bench", "--require-gpu", "--json", ...quickBench], drivers);
+      expect(run.exitCode).toBe(3);
+      expect(run.stdout).toBe("");
+      expect(run.stderr).toStartWith("bench: --require-gpu: no real GPU is usable here\n");
+      expect(run.stderr).toContain(drivers === "fake" ? `cuda: ${fakePaths.cuda} is a fake driver (a test stand-in), not a GPU` : "cuda: not available: CUDA is not available");
+      expect(run.stderr).not.toContain("[1/");
+    }, 60_000);
+  }
+
+  test("--out writes the JSON; chart turns it into an SVG with one panel per series, ours and the baseline", () => {
+    withTempDir((dir) => {
+      const jsonFile = join(dir, "bench.json");
+      const svgFile = join(dir, "chart.svg");
+      const bench = runCli(["bench", "--out", jsonFile, "--sizes", "1,2", "--rows", "1000,2000", "--repeats", "2"], "fake-cuda");
+      expect(bench.exitCode).toBe(0);
+      expect(bench.stderr).toContain(`bench: wrote ${jsonFile}`);
+      expect(bench.stdout).toContain("suite          operation");
+      const result = JSON.parse(readFileSync(jsonFile, "utf8"));
+      expect(schemaProblems(result)).toEqual([]);
+      expect(result.figures).toHaveLength(6);
+
+      const chart = runCli(["chart", jsonFile, "--out", svgFile], "none");
+      expect(chart.exitCode).toBe(0);
+      const svg = readFileSync(svgFile, "utf8");
+      expect(svg).toStartWith(`<svg xmlns="http://www.w3.org/2000/svg"`);
+      expect(svg.trimEnd()).toEndWith("</svg>");
+      const titles = [...svg.matchAll(/font-weight="bold">([^<]*)</g)].map((m) => m[1]);
+      expect(titles).toEqual([
+        "transfer host_to_device on cuda (FAKE DRIVER: not GPU figures)",
+        "transfer device_to_host on cuda (FAKE DRIVER: not GPU figures)",
+        "export_import round_trip (host)",
+      ]);
+      expect(svg.match(/<polyline /g)).toHaveLength(6); // ours and the baseline per panel
+      expect(svg.match(/<circle /g)).toHaveLength(12); // one per size per series
+      for (const call of [">cuMemAlloc_v2<", ">+ cuMemcpyHtoD_v2<", ">+ cuMemFree_v2<"]) expect(svg).toContain(call); // the baseline, in the legend
+    });
+  }, 120_000);
+
+  test("chart refuses a file that is not a bench result (exit 1, naming the fields)", () => {
+    withTempDir((dir) => {
+      const bad = join(dir, "bad.json");
+      writeFileSync(bad, JSON.stringify({ schema: benchSchemaId, figures: [{ unit: "MB" }] }));
+      const run = runCli(["chart", bad, "--out", join(dir, "x.svg")], "none");
+      expect(run.exitCode).toBe(1);
+      expect(run.stderr).toContain(`chart: ${bad} is not a bench result`);
+      expect(run.stderr).toContain(`$: missing "versions"`);
+      expect(run.stderr).toContain(`$.figures[0]: missing "suite"`);
+      expect(run.stderr).toContain("  ... 7 more\n"); // the first 10 problems, then a count
+      writeFileSync(bad, "{ not json");
+      const notJson = runCli(["chart", bad, "--out", join(dir, "x.svg")], "none");
+      expect(notJson.exitCode).toBe(1);
+      expect(notJson.stderr).toContain(`chart: cannot read ${bad} as JSON`);
+    });
+  }, 60_000);
+});
+
+describe("CLI pieces", () => {
+  test("docs/cli.md documents exactly the schema the CLI validates against", () => {
+    const doc = readFileSync(join(repoRoot, "docs", "cli.md"), "utf8");
+    const block = doc.match(/<!-- bench-schema -->\n```json\n([\s\S]*?)\n```/);
+    expect(block).not.toBeNull();
+    expect(JSON.parse(block![1])).toEqual(JSON.parse(JSON.stringify(benchJsonSchema)));
+  });
+
+  test("the schema validator reports each kind of problem with its path", () => {
+    expect(schemaProblems([])).toEqual(["$: expected object, found array"]);
+    const problems = schemaProblems({
+      schema: "other", createdAt: "t", versions: { package: "1", library: "l", bun: "b", apacheArrow: "a", extra: 1 },
+      machine: { os: "o", osRelease: "r", platform: "p", cpuModel: "c", cpuCores: 0, memoryBytes: 1.5 },
+      runtimes: [{ kind: "metal" }], realGpu: "no", figures: [], warnings: [3],
+    });
+    expect(problems).toEqual([
+      `$.schema: expected "${benchSchemaId}"`,
+      `$.versions: unexpected "extra"`,
+      "$.machine.cpuCores: 0 is below the minimum 1",
+      "$.machine.memoryBytes: expected integer, found number",
+      `$.runtimes[0]: missing "available"`,
+      `$.runtimes[0]: missing "reason"`,
+      `$.runtimes[0]: missing "library"`,
+      `$.runtimes[0]: missing "driverVersion"`,
+      `$.runtimes[0]: missing "driverVersionText"`,
+      `$.runtimes[0]: missing "fake"`,
+      `$.runtimes[0]: missing "devices"`,
+      `$.runtimes[0].kind: expected one of "cuda", "rocm"`,
+      "$.realGpu: expected boolean, found string",
+      "$.warnings[0]: expected string, found integer",
+    ]);
+  });
+
+  test("fake drivers are told from other libraries by the symbol only they export", () => {
+    expect(isFakeDriver("cuda", fakePaths.cuda)).toBe(true);
+    expect(isFakeDriver("rocm", fakePaths.rocm)).toBe(true);
+    expect(isFakeDriver("rocm", fakePaths.cuda)).toBe(false);
+    expect(isFakeDriver("cuda", join(repoRoot, "build", "fixtures", "libc_peer.so"))).toBe(false);
+    expect(isFakeDriver("cuda", fakePaths.missing)).toBe(false);
+  });
+
+  test("progress: a bar on a terminal once the run is long, lines elsewhere, nothing when quiet", () => {
+    const tty: string[] = [];
+    const bar = new Progress({ total: 4, tty: true, barAfterMs: 0, write: (t) => tty.push(t) });
+    bar.step("a");
+    bar.step("b");
+    bar.finish();
+    expect(tty).toEqual([
+      `\r\x1b[2K[${".".repeat(30)}] 0/4 a`,
+      `\r\x1b[2K[${"#".repeat(8)}${".".repeat(22)}] 1/4 b`,
+      "\r\x1b[2K",
+    ]);
+    const short: string[] = [];
+    const notYet = new Progress({ total: 2, tty: true, barAfterMs: 60_000, write: (t) => short.push(t) });
+    notYet.step("a");
+    notYet.finish();
+    expect(short).toEqual([]);
+    const lines: string[] = [];
+    const plain = new Progress({ total: 2, tty: false, write: (t) => lines.push(t) });
+    plain.step("a");
+    plain.note("warning");
+    plain.step("b");
+    expect(lines).toEqual(["[1/2] a\n", "warning\n", "[2/2] b\n"]);
+    const quiet: string[] = [];
+    const silent = new Progress({ total: 2, quiet: true, tty: true, barAfterMs: 0, write: (t) => quiet.push(t) });
+    silent.step("a");
+    silent.note("n");
+    silent.finish();
+    expect(quiet).toEqual([]);
+  });
+});
+
+describe("CLI packaging", () => {
+  test('package.json "bin" runs ts/cli.ts with bun, and the CLI imports only what the package ships', () => {
+    const pkg = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8"));
+    expect(pkg.bin).toEqual({ "bun-arrow-device": "ts/cli.ts" });
+    expect(pkg.files).toContain("ts");
+    expect(readFileSync(join(repoRoot, "ts", "cli.ts"), "utf8")).toStartWith("#!/usr/bin/env bun\n");
+    const modules = ["ts/cli.ts", ...readdirSync(join(repoRoot, "ts", "cli")).map((f) => `ts/cli/${f}`)];
+    for (const module of modules) {
+      const source = readFileSync(join(repoRoot, module), "utf8");
+      for (const [, specifier] of source.matchAll(/(?:from|import\()\s*"([^"]+)"/g)) {
+        const shipped = specifier.startsWith("./") || specifier.startsWith("../") && !specifier.includes("bench/") && !specifier.includes("test/");
+        const external = specifier === "apache-arrow" || specifier.startsWith("node:") || specifier.startsWith("bun:");
+        expect({ module, specifier, ok: shipped || external }).toEqual({ module, specifier, ok: true });
+      }
+    }
+  });
+});
+
+describe("CLI doctor", () => {
+  test("the built library exports every function its header declares", () => {
+    const run = runCli(["doctor"], "none");
+    expect(run.exitCode).toBe(0);
+    const declared = declaredFunctions(readFileSync(defaultHeaderPath, "utf8"));
+    expect(declared.length).toBeGreaterThan(50);
+    expect(run.stdout).toContain(`exports all ${declared.length} functions ${defaultHeaderPath} declares`);
+  }, 60_000);
+
+  test("a function the library lacks is named, exit 1; so is every function of a foreign library", () => {
+    withTempDir((dir) => {
+      const header = join(dir, "arrow_device.h");
+      const text = readFileSync(defaultHeaderPath, "utf8");
+      writeFileSync(header, `${text}\nint abd_not_exported(void);\n`);
+      const total = declaredFunctions(text).length + 1;
+      const run = runCli(["doctor", "--header", header], "none");
+      expect(run.exitCode).toBe(1);
+      expect(run.stdout).toContain(`: 1 of the ${total} functions ${header} declares are missing:\n  abd_not_exported\n`);
+    });
+    const foreign = join(repoRoot, "build", "fixtures", "libc_peer.so");
+    const run = runCli(["doctor", "--library", foreign], "none");
+    expect(run.exitCode).toBe(1);
+    expect(run.stdout).toStartWith(`${foreign}: ${declaredFunctions(readFileSync(defaultHeaderPath, "utf8")).length} of the`);
+  }, 60_000);
+
+  test("a library that is not there: exit 1 naming the path", () => {
+    const child = Bun.spawnSync([process.execPath, join(repoRoot, "ts", "cli.ts"), "doctor"], {
+      env: { ...process.env, ARROW_DEVICE_LIBRARY: fakePaths.missing }, stdout: "pipe", stderr: "pipe",
+    });
+    expect(child.exitCode).toBe(1);
+    expect(child.stderr.toString()).toBe(`bun-arrow-device: doctor: no library at ${fakePaths.missing}\n`);
+  }, 60_000);
+
+  test("declarations are read from prototypes only: not comments, typedefs or macros", () => {
+    const header = [
+      "/* abd_in_comment(void) */",
+      "typedef void (*abd_callback)(int);",
+      "#define ABD_X abd_macro(1)",
+      "abd_status abd_first(const char* name,",
+      "                     int n);",
+      "void abd_second(void (*produce)(double key, void* abd_arg));",
+      "  abd_indented(void);",
+    ].join("\n");
+    expect(declaredFunctions(header)).toEqual(["abd_first", "abd_second"]);
+  });
+});

@@ -1,0 +1,47 @@
+/**
+ * `bun-arrow-device doctor`: checks that a native library matches the C
+ * header it is used with: every function the header declares (the
+ * `abd_*` prototypes of lib/include/arrow_device.h) must be exported by
+ * the library. A mismatch means a stale or foreign build (another version,
+ * another platform package) and is reported by name.
+ */
+import { FFIType } from "bun:ffi";
+import { existsSync, readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { openLibrary } from "../ffi/bun_ffi.ts";
+
+/** The header shipped with the package. */
+export const defaultHeaderPath = join(resolve(import.meta.dir, "..", ".."), "lib", "include", "arrow_device.h");
+
+/** The function names `header` declares: lines that start a declaration
+ * (not comments, not typedefs) and name an `abd_*` function. */
+export function declaredFunctions(header: string): string[] {
+  const names = new Set<string>();
+  for (const line of header.split("\n")) {
+    if (!/^[A-Za-z_]/.test(line) || line.startsWith("typedef") || line.startsWith("#")) continue;
+    const match = /\b(abd_[A-Za-z0-9_]+)\s*\(/.exec(line);
+    if (match) names.add(match[1]);
+  }
+  return [...names];
+}
+
+/** Whether the library at `path` exports `name`. */
+function exports(path: string, name: string): boolean {
+  try {
+    // Declared with no arguments and never called: only the lookup matters.
+    openLibrary(path, { [name]: { args: [], returns: FFIType.void } }).close();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export type DoctorReport = { library: string; header: string; declared: number; missing: string[] };
+
+export function doctor(library: string, header: string): DoctorReport {
+  if (!existsSync(header)) throw new Error(`no header at ${header}`);
+  if (!existsSync(library)) throw new Error(`no library at ${library}`);
+  const declared = declaredFunctions(readFileSync(header, "utf8"));
+  if (declared.length === 0) throw new Error(`${header} declares no abd_* function: is it arrow_device.h?`);
+  return { library, header, declared: declared.length, missing: declared.filter((name) => !exports(library, name)) };
+}

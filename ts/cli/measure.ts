@@ -1,0 +1,36 @@
+/**
+ * Timing primitives shared by the CLI's `bench` and the repository's
+ * bench/*.ts scripts: medians of repeated runs after a warm-up, and
+ * throughput in GB/s.
+ */
+
+/** The median of `samples` (the upper one for an even count). */
+export function median(samples: number[]): number {
+  const sorted = [...samples].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)];
+}
+
+/** Median nanoseconds of `repeats` runs of `run`, after one warm-up run. */
+export function timeMedian(repeats: number, run: () => void): number {
+  run();
+  const samples: number[] = [];
+  for (let i = 0; i < repeats; i++) {
+    const t0 = Bun.nanoseconds();
+    run();
+    samples.push(Bun.nanoseconds() - t0);
+  }
+  return median(samples);
+}
+
+/** Decimal gigabytes per second of `bytes` moved in `ns` nanoseconds. */
+export function gbPerSecond(bytes: number, ns: number): number {
+  return bytes / ns;
+}
+
+/** 1536 -> "1.5 KiB", 2 ** 20 -> "1 MiB". */
+export function sizeLabel(bytes: number): string {
+  if (bytes >= 2 ** 30) return `${+(bytes / 2 ** 30).toFixed(1)} GiB`;
+  if (bytes >= 2 ** 20) return `${+(bytes / 2 ** 20).toFixed(1)} MiB`;
+  if (bytes >= 1024) return `${+(bytes / 1024).toFixed(1)} KiB`;
+  return `${bytes} B`;
+}

@@ -1,0 +1,69 @@
+/**
+ * What the CLI reports about this machine: the platform id (the names of
+ * the native packages: linux-x64-gnu, darwin-arm64, win32-x64, ...), the
+ * CPU, and the versions of the pieces in play.
+ */
+import { existsSync, readFileSync, readdirSync } from "node:fs";
+import { cpus, release, totalmem, type } from "node:os";
+import { join, resolve } from "node:path";
+
+/** `<os>-<arch>[-<libc>]`: linux adds gnu or musl. */
+export function platformId(): string {
+  const base = `${process.platform}-${process.arch}`;
+  if (process.platform !== "linux") return base;
+  return `${base}-${isMusl() ? "musl" : "gnu"}`;
+}
+
+function isMusl(): boolean {
+  try {
+    return readdirSync("/lib").some((name) => name.startsWith("ld-musl-"));
+  } catch {
+    return false;
+  }
+}
+
+/** The machine a benchmark ran on. */
+export type MachineInfo = {
+  os: string;
+  osRelease: string;
+  platform: string;
+  cpuModel: string;
+  cpuCores: number;
+  memoryBytes: number;
+};
+
+export function machineInfo(): MachineInfo {
+  const cores = cpus();
+  return {
+    os: type(),
+    osRelease: release(),
+    platform: platformId(),
+    cpuModel: cores[0]?.model.trim() || "unknown",
+    cpuCores: cores.length,
+    memoryBytes: totalmem(),
+  };
+}
+
+const packageRoot = resolve(import.meta.dir, "..", "..");
+
+/** This package's version (package.json), which is also its library's. */
+export function packageVersion(): string {
+  return readVersion(join(packageRoot, "package.json")) ?? "unknown";
+}
+
+/** The apache-arrow version this process resolves, or "not installed". */
+export function apacheArrowVersion(): string {
+  try {
+    const entry = Bun.resolveSync("apache-arrow/package.json", packageRoot);
+    return readVersion(entry) ?? "unknown";
+  } catch {
+    return "not installed";
+  }
+}
+
+function readVersion(path: string): string | null {
+  if (!existsSync(path)) return null;
+  const parsed: unknown = JSON.parse(readFileSync(path, "utf8"));
+  const version = (parsed as { version?: unknown }).version;
+  return typeof version === "string" ? version : null;
+}

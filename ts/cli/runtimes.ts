@@ -1,0 +1,70 @@
+/**
+ * Each device runtime as the CLI reports it: available or not (and why),
+ * its library, driver version and devices, and whether the library is one
+ * of the project's fake drivers (test/fixtures/fake_*.c), which are CPU
+ * stand-ins for tests: their figures are never GPU figures.
+ */
+import { FFIType } from "bun:ffi";
+import { openLibrary } from "../ffi/bun_ffi.ts";
+import { deviceAvailability, deviceRuntime, type DeviceInfo, type DeviceKind } from "../index.ts";
+
+/** Every runtime the library can load. */
+export const deviceKinds: readonly DeviceKind[] = ["cuda", "rocm"];
+
+export type RuntimeReport = {
+  kind: DeviceKind;
+  available: boolean;
+  /** Why it is not available (null when it is). */
+  reason: string | null;
+  /** The driver library that was loaded. */
+  library: string | null;
+  /** The driver's own version number (cuDriverGetVersion / hipDriverGetVersion). */
+  driverVersion: number | null;
+  /** The same as major.minor. */
+  driverVersionText: string | null;
+  /** True for the project's fake drivers: not a GPU. */
+  fake: boolean;
+  devices: DeviceInfo[];
+};
+
+/** The symbol each fake driver exports and no real driver does. */
+const fakeMarker: Record<DeviceKind, string> = { cuda: "fake_cuda_pending", rocm: "fake_hip_pending" };
+
+/** Whether the library at `path` is a fake driver of `kind`. */
+export function isFakeDriver(kind: DeviceKind, path: string): boolean {
+  try {
+    const probe = openLibrary(path, { [fakeMarker[kind]]: { args: [], returns: FFIType.i32 } });
+    probe.close();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** CUDA: 12040 -> "12.4"; HIP: 60342134 -> "6.3". */
+function versionText(kind: DeviceKind, version: number): string {
+  if (kind === "cuda") return `${Math.floor(version / 1000)}.${Math.floor((version % 1000) / 10)}`;
+  return `${Math.floor(version / 1e7)}.${Math.floor(version / 1e5) % 100}`;
+}
+
+export function runtimeReport(kind: DeviceKind): RuntimeReport {
+  const availability = deviceAvailability(kind);
+  if (!availability.available) {
+    return { kind, available: false, reason: availability.reason, library: null, driverVersion: null, driverVersionText: null, fake: false, devices: [] };
+  }
+  return {
+    kind,
+    available: true,
+    reason: null,
+    library: availability.library,
+    driverVersion: availability.version,
+    driverVersionText: versionText(kind, availability.version),
+    fake: isFakeDriver(kind, availability.library),
+    devices: deviceRuntime(kind).devices(),
+  };
+}
+
+/** A runtime a benchmark may call a GPU. */
+export function isRealGpu(report: RuntimeReport): boolean {
+  return report.available && !report.fake && report.devices.length > 0;
+}
