@@ -39,6 +39,21 @@ function cleanExceptDuckDBSchemas(observed: Observed): void {
 }
 
 describe("DuckDB's C library", () => {
+  test("examples/duckdb.ts runs: SQL over apache-arrow tables, the result read in place, the deadlock refused", () => {
+    const result = Bun.spawnSync([process.execPath, join(import.meta.dir, "..", "examples", "duckdb.ts")], { stdout: "pipe", stderr: "pipe" });
+    const stdout = result.stdout.toString();
+    expect(result.stderr.toString()).toBe("");
+    expect(result.exitCode).toBe(0);
+    expect(stdout.trim().split("\n")).toEqual([
+      "Ada: 2500 orders, 30000",
+      "Grace: 2500 orders, 30625",
+      "Edsger: 2500 orders, 31250",
+      "Barbara: 2500 orders, 31875",
+      "result read in place from DuckDB's memory: true",
+      "refused instead of hanging: WrongThreadError",
+    ]);
+  }, 120_000);
+
   test("SQL over an exported Table, threads = 1, on the JS thread; results imported zero-copy", () => {
     const observed = run("scan-js-thread");
     expect(observed.result).toEqual(answer(observed));

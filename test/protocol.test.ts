@@ -8,7 +8,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { ptr } from "bun:ffi";
 import {
-  Dictionary, Field, Int32, Int64, LargeUtf8, RecordBatch, Schema, Table, Type, Utf8, Vector, makeVector, tableFromArrays, vectorFromArray,
+  Dictionary, Field, Int32, Int64, LargeUtf8, RecordBatch, Schema, Table, Type, Utf8, Utf8View, Vector, makeVector, tableFromArrays, vectorFromArray,
 } from "apache-arrow";
 import {
   ArrowCArray, ArrowCDeviceArray, ArrowCDeviceStream, ArrowCSchema, ArrowCStream, CSchema, ImportedArray, ImportedStream,
@@ -125,6 +125,14 @@ describe("a foreign producer", () => {
     clean();
   });
 
+  test("a method that returns no capsule, or the wrong kind, is refused with InvalidArgumentError", () => {
+    expect(() => importVector({ [ArrowCArray]: () => ({ kind: "nonsense" }) } as never)).toThrow(InvalidArgumentError);
+    let disposed = 0;
+    const streamCapsule = { kind: "arrow_array_stream", stream: 8, [Symbol.dispose]: () => { disposed++; } };
+    expect(() => importVector({ [ArrowCArray]: () => streamCapsule } as never)).toThrow(InvalidArgumentError);
+    expect(disposed).toBe(1); // refused, and still disposed
+  });
+
   test("device data: this library's import offers the device methods only", () => {
     fx.fx_reset_counts();
     const foreign = new ForeignColumn([1, 2], 2); // CUDA: the buffers are never read
@@ -213,7 +221,7 @@ describe("requestedSchema", () => {
     expect(ptr(back.getChildAt(0)!.data[0].values)).toBe(ptr(batch.getChildAt(0)!.data[0].values));
   });
 
-  test("honoured by copying: dictionary decoding and 32 -> 64-bit offsets", () => {
+  test("honoured by copying: dictionary decoding, 32 -> 64-bit offsets, non-view <-> view", () => {
     const dict = vectorFromArray(["a", "b", "a", null], new Dictionary(new Utf8(), new Int32()));
     const strings = vectorFromArray(["p", "q"], new Utf8());
     using asUtf8 = request(new Schema([new Field("d", new Utf8(), true)]));
@@ -224,6 +232,14 @@ describe("requestedSchema", () => {
     const large = importRecordBatch(arrowProtocol(batchOf({ s: strings }))[ArrowCArray]!({ requestedSchema: asLarge }));
     expect(large.getChildAt(0)!.type.typeId).toBe(Type.LargeUtf8);
     expect(large.getChildAt(0)!.toArray()).toEqual(["p", "q"]);
+    using asView = request(new Schema([new Field("s", new Utf8View(), true)]));
+    const view = importRecordBatch(arrowProtocol(batchOf({ s: strings }))[ArrowCArray]!({ requestedSchema: asView }));
+    expect(view.getChildAt(0)!.type.typeId).toBe(Type.Utf8View);
+    expect([...view.getChildAt(0)!]).toEqual(["p", "q"]);
+    using backToUtf8 = request(new Schema([new Field("s", new Utf8(), true)]));
+    const plain = importRecordBatch(arrowProtocol(view)[ArrowCArray]!({ requestedSchema: backToUtf8 }));
+    expect(plain.getChildAt(0)!.type.typeId).toBe(Type.Utf8);
+    expect([...plain.getChildAt(0)!]).toEqual(["p", "q"]);
   });
 
   test("ignored when the cast is not one this producer makes: the consumer gets the producer's schema", () => {
@@ -265,6 +281,7 @@ describe("the kwargs rule", () => {
     const batch = batchOf({ a: makeVector(Int32Array.from([1])) });
     const producer = arrowProtocol(batch);
     expect(() => producer[ArrowCDeviceArray]!({ stream: 5 })).toThrow(UnsupportedError);
+    expect(() => producer[ArrowCSchema]!({ requestedSchema: 1 })).toThrow(UnsupportedError); // the schema method takes none
     expect(() => producer[ArrowCArray]!({ requestedSchema: undefined, future: "x" })).toThrow(UnsupportedError);
     const fine = producer[ArrowCArray]!({ requestedSchema: undefined, future: undefined });
     fine[Symbol.dispose]();

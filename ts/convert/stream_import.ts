@@ -67,10 +67,20 @@ function onHost(imported: ImportedArray, copy: boolean): ImportedArray {
  * imported (device method preferred) and then read like one. */
 export type StreamInput = ImportedStream | StreamProducer | ArrowCapsule;
 
-function streamOf(source: StreamInput, what: string): ImportedStream {
-  if (source instanceof ImportedStream) return source;
-  if (isStreamProducer(source)) return ImportedStream.fromDeviceArrayStream(source);
-  throw new InvalidArgumentError(Status.invalid_argument, `${what}: expected an ImportedStream or an object implementing the Arrow stream protocol (docs/protocol.md)`);
+/** The ImportedStream to read and whether to copy its batches to the host.
+ * A stream imported here from a producer is released if it cannot be read. */
+function openInput(source: StreamInput, options: StreamConvertOptions, what: string): { stream: ImportedStream; copy: boolean } {
+  if (source instanceof ImportedStream) return { stream: source, copy: needsCopy(source, options, what) };
+  if (!isStreamProducer(source)) {
+    throw new InvalidArgumentError(Status.invalid_argument, `${what}: expected an ImportedStream or an object implementing the Arrow stream protocol (docs/protocol.md)`);
+  }
+  const stream = ImportedStream.fromDeviceArrayStream(source);
+  try {
+    return { stream, copy: needsCopy(stream, options, what) };
+  } catch (error) {
+    stream.release();
+    throw error;
+  }
 }
 
 /** Converts one pulled batch; its memory then belongs to the GC. */
@@ -89,16 +99,14 @@ function convert(pulled: ImportedArray, options: ConvertOptions, copy: boolean):
 /** Every remaining batch of `stream` as an apache-arrow RecordBatch,
  * pulled on the JS thread. */
 export function* recordBatches(input: StreamInput, options: StreamConvertOptions = {}): Generator<RecordBatch, void, undefined> {
-  const stream = streamOf(input, "recordBatches");
-  const copy = needsCopy(stream, options, "recordBatches");
+  const { stream, copy } = openInput(input, options, "recordBatches");
   for (const imported of stream) yield convert(imported, options, copy);
 }
 
 /** Every remaining batch of `stream`, pulled on the stream's worker
  * thread (`for await`). */
 export async function* recordBatchesAsync(input: StreamInput, options: StreamConvertOptions = {}): AsyncGenerator<RecordBatch, void, undefined> {
-  const stream = streamOf(input, "recordBatchesAsync");
-  const copy = needsCopy(stream, options, "recordBatchesAsync");
+  const { stream, copy } = openInput(input, options, "recordBatchesAsync");
   for await (const imported of stream) yield convert(imported, options, copy);
 }
 
@@ -131,8 +139,7 @@ function tableOf(pulled: ImportedArray[], schema: Schema | null, options: Conver
 /** Reads the whole stream into one Table (its schema is the first batch's,
  * or the stream's when it has none) and releases the stream. */
 export function readTable(input: StreamInput, options: StreamConvertOptions = {}): Table {
-  const stream = streamOf(input, "readTable");
-  const copy = needsCopy(stream, options, "readTable");
+  const { stream, copy } = openInput(input, options, "readTable");
   const pulled: ImportedArray[] = [];
   let schema: Schema | null = null;
   try {
@@ -154,8 +161,7 @@ export function readTable(input: StreamInput, options: StreamConvertOptions = {}
 
 /** Like `readTable`, pulling on the stream's worker thread. */
 export async function readTableAsync(input: StreamInput, options: StreamConvertOptions = {}): Promise<Table> {
-  const stream = streamOf(input, "readTableAsync");
-  const copy = needsCopy(stream, options, "readTableAsync");
+  const { stream, copy } = openInput(input, options, "readTableAsync");
   const pulled: ImportedArray[] = [];
   let schema: Schema | null = null;
   try {

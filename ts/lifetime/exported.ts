@@ -44,7 +44,7 @@ const releaseContents: Record<ExportedKind, (address: number) => void> = {
 export class ExportedArray implements Disposable {
 
   /** Protocol (docs/protocol.md): an "arrow_schema" capsule; undefined where not offered. */
-  declare readonly [ArrowCSchema]?: () => ArrowCapsule;
+  declare readonly [ArrowCSchema]?: (options?: ProtocolOptions) => ArrowCapsule;
   /** Protocol (docs/protocol.md): an "arrow_array" capsule, CPU data only; undefined where not offered. */
   declare readonly [ArrowCArray]?: (options?: ProtocolOptions) => ArrowCapsule;
   /** Protocol (docs/protocol.md): an "arrow_device_array" capsule; undefined where not offered. */

@@ -175,7 +175,7 @@ export function hostAccessError(deviceType: number, deviceId: number, what: stri
 export class ImportedArray implements Disposable {
 
   /** Protocol (docs/protocol.md): an "arrow_schema" capsule; undefined where not offered. */
-  declare readonly [ArrowCSchema]?: () => ArrowCapsule;
+  declare readonly [ArrowCSchema]?: (options?: ProtocolOptions) => ArrowCapsule;
   /** Protocol (docs/protocol.md): an "arrow_array" capsule, CPU data only; undefined where not offered. */
   declare readonly [ArrowCArray]?: (options?: ProtocolOptions) => ArrowCapsule;
   /** Protocol (docs/protocol.md): an "arrow_device_array" capsule; undefined where not offered. */

@@ -21,9 +21,14 @@ function isAddress(value: unknown): value is number {
   return typeof value === "number" && Number.isSafeInteger(value) && value > 0;
 }
 
-function call(source: object, symbol: symbol, what: string): ArrowCapsule {
-  const capsule = (source as Record<symbol, () => unknown>)[symbol]();
-  if (!isCapsule(capsule)) throw new InvalidArgumentError(Status.invalid_argument, `${what} returned ${describe(capsule)}, not a capsule (an object with kind and [Symbol.dispose])`);
+/** `source` itself when it is a capsule, else what its device method (or,
+ * without one, its CPU method) returns. */
+function capsuleFrom(source: object, device: symbol, cpu: symbol): ArrowCapsule {
+  if (isCapsule(source)) return source;
+  const methods = source as Record<symbol, (() => unknown) | undefined>;
+  const symbol = typeof methods[device] === "function" ? device : cpu;
+  const capsule = methods[symbol]!();
+  if (!isCapsule(capsule)) throw new InvalidArgumentError(Status.invalid_argument, `[${String(symbol)}]() returned ${describe(capsule)}, not a capsule (an object with kind and [Symbol.dispose])`);
   return capsule;
 }
 
@@ -35,10 +40,7 @@ function describe(value: unknown): string {
 /** Runs `use` on the array structs of `source` (a producer or an array
  * capsule), then disposes the capsule, whatever `use` did. */
 export function withArrayCapsule<T>(source: ArrayProducer | ArrowCapsule, use: (structs: ArrayStructs) => T): T {
-  let capsule: ArrowCapsule;
-  if (isCapsule(source)) capsule = source;
-  else if (typeof source[ArrowCDeviceArray] === "function") capsule = call(source, ArrowCDeviceArray, "[Symbol.for(\"__arrow_c_device_array__\")]()");
-  else capsule = call(source, ArrowCArray, "[Symbol.for(\"__arrow_c_array__\")]()");
+  const capsule = capsuleFrom(source, ArrowCDeviceArray, ArrowCArray);
   try {
     const device = capsule.kind === "arrow_device_array";
     if (!device && capsule.kind !== "arrow_array") {
@@ -57,10 +59,7 @@ export function withArrayCapsule<T>(source: ArrayProducer | ArrowCapsule, use: (
 /** Runs `use` on the stream struct of `source` (a producer or a stream
  * capsule), then disposes the capsule, whatever `use` did. */
 export function withStreamCapsule<T>(source: StreamProducer | ArrowCapsule, use: (structs: StreamStructs) => T): T {
-  let capsule: ArrowCapsule;
-  if (isCapsule(source)) capsule = source;
-  else if (typeof source[ArrowCDeviceStream] === "function") capsule = call(source, ArrowCDeviceStream, "[Symbol.for(\"__arrow_c_device_stream__\")]()");
-  else capsule = call(source, ArrowCStream, "[Symbol.for(\"__arrow_c_stream__\")]()");
+  const capsule = capsuleFrom(source, ArrowCDeviceStream, ArrowCStream);
   try {
     const device = capsule.kind === "arrow_device_array_stream";
     if (!device && capsule.kind !== "arrow_array_stream") {

@@ -34,7 +34,7 @@ export type ArrowSource = Table | RecordBatch | Vector | Data;
 
 /** The methods a producer offers (some may be absent). */
 export type ProtocolMethods = {
-  [ArrowCSchema]?: () => ArrowCapsule;
+  [ArrowCSchema]?: (options?: ProtocolOptions) => ArrowCapsule;
   [ArrowCArray]?: (options?: ProtocolOptions) => ArrowCapsule;
   [ArrowCDeviceArray]?: (options?: ProtocolOptions) => ArrowCapsule;
   [ArrowCStream]?: (options?: ProtocolOptions) => ArrowCapsule;
@@ -56,8 +56,8 @@ function singleChunk(vector: Vector): Data {
   return vector.data[0];
 }
 
-function arrowSchemaCapsule(source: ArrowSource): ArrowCapsule {
-  checkOptions(undefined, [], "__arrow_c_schema__");
+function arrowSchemaCapsule(source: ArrowSource, options: unknown): ArrowCapsule {
+  checkOptions(options, [], "__arrow_c_schema__");
   if (source instanceof Table || source instanceof RecordBatch) return new LibraryCapsule(exportSchema(source.schema));
   return new LibraryCapsule(exportSchema(columnOf(source).field));
 }
@@ -87,7 +87,7 @@ function arrowStreamCapsule(source: Table, as: "stream" | "device_stream", optio
  * and the two streams; a RecordBatch, Vector or Data schema and the two
  * arrays. */
 function arrowMethods(source: ArrowSource): ProtocolMethods {
-  const schema = () => arrowSchemaCapsule(source);
+  const schema = (options?: ProtocolOptions) => arrowSchemaCapsule(source, options);
   if (source instanceof Table) {
     return {
       [ArrowCSchema]: schema,

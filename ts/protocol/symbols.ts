@@ -56,7 +56,7 @@ export type ProtocolOptions = {
 };
 
 /** An object with the schema method. */
-export type SchemaProducer = { [ArrowCSchema](): ArrowCapsule };
+export type SchemaProducer = { [ArrowCSchema](options?: ProtocolOptions): ArrowCapsule };
 /** An object with an array method (CPU or device). */
 export type ArrayProducer = { [ArrowCArray]?(options?: ProtocolOptions): ArrowCapsule; [ArrowCDeviceArray]?(options?: ProtocolOptions): ArrowCapsule };
 /** An object with a stream method (CPU or device). */
