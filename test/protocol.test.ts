@@ -281,7 +281,7 @@ describe("the kwargs rule", () => {
     const batch = batchOf({ a: makeVector(Int32Array.from([1])) });
     const producer = arrowProtocol(batch);
     expect(() => producer[ArrowCDeviceArray]!({ stream: 5 })).toThrow(UnsupportedError);
-    expect(() => producer[ArrowCSchema]!({ requestedSchema: 1 })).toThrow(UnsupportedError); // the schema method takes none
+    expect(() => producer[ArrowCSchema]!({ requestedSchema: undefined, copy: true })).toThrow(UnsupportedError); // the schema method takes none
     expect(() => producer[ArrowCArray]!({ requestedSchema: undefined, future: "x" })).toThrow(UnsupportedError);
     const fine = producer[ArrowCArray]!({ requestedSchema: undefined, future: undefined });
     fine[Symbol.dispose]();
