@@ -338,6 +338,19 @@ describe("this library's export handles", () => {
     expect(() => importRecordBatch(exported)).toThrow();
   });
 
+  test("an ImportedStream hands its producer's stream on, either kind, unconverted", async () => {
+    const table = tableFromArrays({ n: Int32Array.from([4, 5, 6]) });
+    const imported = ImportedStream.fromArrayStream(exportStream(table, { as: "stream" }));
+    expect(imported.kind).toBe("stream");
+    const asDevice = imported[ArrowCDeviceStream]!();
+    expect(asDevice.kind).toBe("arrow_device_array_stream");
+    expect(imported.released).toBe(true); // moved on
+    const read = readTable(asDevice);
+    expect(read.getChild("n")!.toArray()).toEqual(Int32Array.from([4, 5, 6]));
+    expect(ptr(read.getChild("n")!.data[0].values)).toBe(ptr(table.getChild("n")!.data[0].values));
+    await settled();
+  });
+
   test("an ExportedStream offers the method of its kind only", async () => {
     const table = tableFromArrays({ n: Int32Array.from([1]) });
     using exported = exportStream(table, { as: "stream" });
