@@ -32,7 +32,8 @@ if [ ! -x "$zig_dir/ziglang/zig" ]; then
   pip_install "$zig_dir" "ziglang==$ZIG_VERSION"
 fi
 
-# Bun, apache-arrow, bun-types and typescript, exactly as package-lock.json
+# Bun, apache-arrow, bun-types, typescript and DuckDB's C library (a test
+# peer: @duckdb/node-bindings-linux-x64), exactly as package-lock.json
 # pins them. Skipped when node_modules already holds every package the lock
 # pins at its pinned version (npm's own record, node_modules/.package-lock.json),
 # or when the lock is byte-identical to the one last installed (.lock-hash).
@@ -53,7 +54,7 @@ lock_installed() {
     }' 2>/dev/null
 }
 if [ "$(cat node_modules/.lock-hash 2>/dev/null)" != "$lock_hash" ] && ! lock_installed; then
-  echo "setup: installing npm packages (bun, apache-arrow, bun-types, typescript)"
+  echo "setup: installing npm packages (bun, apache-arrow, bun-types, typescript, @duckdb/node-bindings-linux-x64)"
   npm ci --no-audit --no-fund --loglevel=error
   echo "$lock_hash" > node_modules/.lock-hash
 fi

@@ -64,3 +64,6 @@ export { setJsWorkSpin } from "./lifetime/js_queue.ts";
 export { AsyncRecordBatchStream, type AsyncRecordBatchStreamOptions, type AsyncBatch } from "./convert/async_stream.ts";
 export { type StreamItem } from "./convert/stream_export.ts";
 export { type StreamConvertOptions } from "./convert/stream_import.ts";
+export * from "./protocol/index.ts";
+export { type StreamInput } from "./convert/stream_import.ts";
+export { callBlocking } from "./lifetime/blocking.ts";

@@ -680,6 +680,18 @@ export fn abd_set_spin_ns(nanoseconds: f64) void {
     js_queue.spin_ns.store(@intFromFloat(@max(0, nanoseconds)), .monotonic);
 }
 
+/// JS enters (true) or leaves (false) a synchronous native call that may
+/// wait for consumers of JS-produced streams; returns the number of get_next
+/// calls refused so far (stream_export.zig `js_blocked`). JS thread.
+export fn abd_js_blocking(enter: bool) f64 {
+    if (enter) {
+        _ = stream_export.js_blocked.fetchAdd(1, .acq_rel);
+    } else {
+        _ = stream_export.js_blocked.fetchSub(1, .acq_rel);
+    }
+    return @floatFromInt(stream_export.blocked_refusals.load(.acquire));
+}
+
 /// Registers the non-threadsafe JS callback that answers get_next calls
 /// made on the JS thread.
 export fn abd_stream_export_set_producer(callback: ?stream_export.SyncProducer) void {

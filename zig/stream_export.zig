@@ -23,7 +23,9 @@
 //!   (`deliver` / `end` / `fail`), spinning briefly first (js_queue.zig
 //!   `spin_ns`). This needs the JS event loop to run: a
 //!   JS thread blocked in a native call that waits for this consumer
-//!   deadlocks, as would any such wait.
+//!   deadlocks, as would any such wait. JS marks such calls
+//!   (`js_blocked`, ts `callBlocking`): get_next from another thread
+//!   then fails at once with EDEADLK instead of waiting.
 //! - deliver, end, fail (the answers): the JS thread only.
 //! Calls on one stream must be serialized by the consumer (the spec's
 //! rule); a get_next that overlaps another fails with EINVAL.
@@ -56,6 +58,14 @@ fn copyZ(bytes: []const u8) ?[:0]u8 {
 }
 
 pub const Kind = abi.StreamKind;
+
+/// How many synchronous native calls JS is inside that may wait for
+/// consumers of JS-produced streams (ts `callBlocking`; nested calls count).
+/// While non-zero, get_next from other threads fails with EDEADLK.
+pub var js_blocked = std.atomic.Value(u32).init(0);
+/// get_next calls refused because of `js_blocked`, ever (JS compares before
+/// and after a call).
+pub var blocked_refusals = std.atomic.Value(u64).init(0);
 
 /// The non-threadsafe JS callback that answers a get_next made on the JS
 /// thread: it must call `deliver`, `end` or `fail` before returning.
@@ -216,6 +226,16 @@ pub const Producer = struct {
                 return self.callFailed(fail(.internal, "the JS stream source returned without answering get_next", .{}));
             }
         } else {
+            // Another thread, while JS is inside a synchronous native call
+            // that said it may wait for consumers (`callBlocking`): JS
+            // cannot answer before that call returns, so waiting would
+            // deadlock. Refuse at once instead.
+            if (js_blocked.load(.acquire) > 0) {
+                _ = blocked_refusals.fetchAdd(1, .monotonic);
+                self.mutex.unlock();
+                self.writeEnd(out);
+                return self.callFailed(fail(.wrong_thread, "get_next was called on a native thread while the JS thread is blocked in a synchronous native call (callBlocking) that waits for this consumer; JS cannot produce the batch until that call returns. Run the call on a native thread (JS free to answer), or let the consumer call get_next on the calling thread only (DuckDB: SET threads = 1)", .{}));
+            }
             // Another thread: queue the request, wake JS, wait for the answer.
             self.request = &request;
             const posted = js_queue.global.post(.{ .tag = .stream_export_request, .key = self.js_key, .address = @intFromPtr(self) });

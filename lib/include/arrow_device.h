@@ -418,6 +418,11 @@ uint32_t abd_js_work_pending(void);
 void abd_js_queue_polling(bool on);
 /* How long threads waiting across the JS hand-off spin before sleeping. */
 void abd_set_spin_ns(double nanoseconds);
+/* JS enters (true) / leaves (false) a synchronous native call that may wait
+ * for consumers of JS-produced streams: meanwhile get_next from another
+ * thread fails at once with EDEADLK instead of deadlocking. Returns the
+ * number of get_next calls refused so far. JS thread only. */
+double abd_js_blocking(bool enter);
 
 /* JS-produced streams. `kind` 0: ArrowArrayStream, 1: ArrowDeviceArrayStream.
  * get_schema, get_last_error and release may be called on any thread;

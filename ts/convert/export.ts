@@ -450,6 +450,9 @@ export type ExportOptions = {
   /** "device_array" (default): ArrowSchema + ArrowDeviceArray on the CPU
    * device. "array": ArrowSchema + ArrowArray. */
   as?: Exclude<ExportedKind, "schema">;
+  /** The field a Data or Vector exports as (its name, nullability and
+   * metadata; its type must be the data's). Default: unnamed, nullable. */
+  field?: Field;
 };
 
 const repeatedNames = new WeakMap<Schema, boolean>();
@@ -517,9 +520,13 @@ export function exportArray(source: ArraySource, options: ExportOptions = {}): E
   drainReleased();
   const kind = options.as ?? "device_array";
   const { data, schema } = dataOf(source);
+  const field = options.field;
+  if (field !== undefined && (source instanceof RecordBatch || !(field instanceof Field) || field.type.typeId !== data.type.typeId)) {
+    throw new InvalidArgumentError(Status.invalid_argument, "options.field must be an apache-arrow Field with the data's own type, for a Data or Vector source");
+  }
   const handle = new ExportedArray(kind);
   try {
-    buildSchema(schema, handle.schema);
+    buildSchema(field ?? schema, handle.schema);
     const { words, keepaliveId } = planArray(data);
     const status = kind === "device_array"
       ? native.abd_device_array_build(planWords, words, keepaliveId, DeviceType.CPU, -1, null, handle.array)

@@ -30,6 +30,7 @@ import {
 import { InvalidArgumentError, InvalidLayoutError, Status } from "../errors.ts";
 import { ImportedArray, hostAccessError, type ImportOptions, type RawArray } from "../lifetime/imported.ts";
 import type { StructRef } from "../lifetime/c_structs.ts";
+import { isArrayProducer, type ArrayProducer, type ArrowCapsule } from "../protocol/symbols.ts";
 import { listViewToList, runEndToPlain } from "./materialize.ts";
 import { describeNode, toDataType, toSchema, typeSignature, type ConvertOptions } from "./types.ts";
 
@@ -283,12 +284,22 @@ export type ImportConvertOptions = ImportOptions & ConvertOptions & {
   as?: "array" | "device_array";
 };
 
-function importWith<T>(schema: StructRef, array: StructRef, options: ImportConvertOptions, kind: "array" | "device_array", convert: (imported: ImportedArray) => T): T {
-  const imported = (options.as ?? kind) === "array"
-    ? ImportedArray.fromArray(schema, array, options)
-    : ImportedArray.fromDeviceArray(schema, array, options);
+function importWith<T>(schema: StructRef | ArrayProducer | ArrowCapsule, array: StructRef | ImportConvertOptions | undefined, given: ImportConvertOptions, kind: "array" | "device_array", convert: (imported: ImportedArray, options: ImportConvertOptions) => T): T {
+  let imported: ImportedArray;
+  let options = given;
+  if (isArrayProducer(schema)) {
+    options = (array as ImportConvertOptions | undefined) ?? {};
+    imported = ImportedArray.fromDeviceArray(schema, options);
+  } else {
+    if (typeof schema === "object" && schema !== null && !("address" in schema)) {
+      throw new InvalidArgumentError(Status.invalid_argument, `expected an ArrowSchema address (or CSchema) and an array address, or an object implementing the Arrow array protocol (docs/protocol.md); got a ${(schema as object).constructor?.name ?? "object"}`);
+    }
+    imported = (options.as ?? kind) === "array"
+      ? ImportedArray.fromArray(schema as StructRef, array as StructRef, options)
+      : ImportedArray.fromDeviceArray(schema as StructRef, array as StructRef, options);
+  }
   try {
-    const result = convert(imported);
+    const result = convert(imported, options);
     imported.releaseToGC();
     return result;
   } catch (error) {
@@ -304,14 +315,22 @@ function importWith<T>(schema: StructRef, array: StructRef, options: ImportConve
  * the last view of its memory is collected. For an explicit end, use
  * `ImportedArray` + `toVector` and `dispose()` instead.
  */
-export function importVector(schemaPtr: StructRef, arrayPtr: StructRef, options: ImportConvertOptions = {}): Vector {
-  return importWith(schemaPtr, arrayPtr, options, "array", (imported) => toVector(imported, options));
+export function importVector(schemaPtr: StructRef, arrayPtr: StructRef, options?: ImportConvertOptions): Vector;
+/** Takes the array of any protocol producer or array capsule
+ * (docs/protocol.md), preferring its device method. */
+export function importVector(source: ArrayProducer | ArrowCapsule, options?: ImportConvertOptions): Vector;
+export function importVector(schemaPtr: StructRef | ArrayProducer | ArrowCapsule, arrayPtr?: StructRef | ImportConvertOptions, options: ImportConvertOptions = {}): Vector {
+  return importWith(schemaPtr, arrayPtr, options, "array", (imported, chosen) => toVector(imported, chosen));
 }
 
 /** Like `importVector`, for a record batch (a struct root), from an
  * `ArrowDeviceArray*` by default. */
-export function importRecordBatch(schemaPtr: StructRef, deviceArrayPtr: StructRef, options: ImportConvertOptions = {}): RecordBatch {
-  return importWith(schemaPtr, deviceArrayPtr, options, "device_array", (imported) => toRecordBatch(imported, options));
+export function importRecordBatch(schemaPtr: StructRef, deviceArrayPtr: StructRef, options?: ImportConvertOptions): RecordBatch;
+/** Takes the array of any protocol producer or array capsule
+ * (docs/protocol.md), preferring its device method. */
+export function importRecordBatch(source: ArrayProducer | ArrowCapsule, options?: ImportConvertOptions): RecordBatch;
+export function importRecordBatch(schemaPtr: StructRef | ArrayProducer | ArrowCapsule, deviceArrayPtr?: StructRef | ImportConvertOptions, options: ImportConvertOptions = {}): RecordBatch {
+  return importWith(schemaPtr, deviceArrayPtr, options, "device_array", (imported, chosen) => toRecordBatch(imported, chosen));
 }
 
 export { toDataType, toField, toSchema } from "./types.ts";

@@ -24,9 +24,10 @@
  */
 import { Table, type RecordBatch, type Schema } from "apache-arrow";
 import { deviceTypeName, isHostAccessible } from "../abi/layout.ts";
-import { Status, UnknownDeviceError, UnsupportedError } from "../errors.ts";
+import { InvalidArgumentError, Status, UnknownDeviceError, UnsupportedError } from "../errors.ts";
 import { type ImportedArray } from "../lifetime/imported.ts";
-import { type ImportedStream } from "../lifetime/imported_stream.ts";
+import { ImportedStream } from "../lifetime/imported_stream.ts";
+import { isStreamProducer, type ArrowCapsule, type StreamProducer } from "../protocol/symbols.ts";
 import { toRecordBatch, toSchema, toTable } from "./import.ts";
 import { type ConvertOptions } from "./types.ts";
 
@@ -61,6 +62,27 @@ function onHost(imported: ImportedArray, copy: boolean): ImportedArray {
   }
 }
 
+/** What the stream readers accept: an ImportedStream, or any protocol
+ * stream producer or stream capsule (docs/protocol.md), whose stream is
+ * imported (device method preferred) and then read like one. */
+export type StreamInput = ImportedStream | StreamProducer | ArrowCapsule;
+
+/** The ImportedStream to read and whether to copy its batches to the host.
+ * A stream imported here from a producer is released if it cannot be read. */
+function openInput(source: StreamInput, options: StreamConvertOptions, what: string): { stream: ImportedStream; copy: boolean } {
+  if (source instanceof ImportedStream) return { stream: source, copy: needsCopy(source, options, what) };
+  if (!isStreamProducer(source)) {
+    throw new InvalidArgumentError(Status.invalid_argument, `${what}: expected an ImportedStream or an object implementing the Arrow stream protocol (docs/protocol.md)`);
+  }
+  const stream = ImportedStream.fromDeviceArrayStream(source);
+  try {
+    return { stream, copy: needsCopy(stream, options, what) };
+  } catch (error) {
+    stream.release();
+    throw error;
+  }
+}
+
 /** Converts one pulled batch; its memory then belongs to the GC. */
 function convert(pulled: ImportedArray, options: ConvertOptions, copy: boolean): RecordBatch {
   const imported = onHost(pulled, copy);
@@ -76,15 +98,15 @@ function convert(pulled: ImportedArray, options: ConvertOptions, copy: boolean):
 
 /** Every remaining batch of `stream` as an apache-arrow RecordBatch,
  * pulled on the JS thread. */
-export function* recordBatches(stream: ImportedStream, options: StreamConvertOptions = {}): Generator<RecordBatch, void, undefined> {
-  const copy = needsCopy(stream, options, "recordBatches");
+export function* recordBatches(input: StreamInput, options: StreamConvertOptions = {}): Generator<RecordBatch, void, undefined> {
+  const { stream, copy } = openInput(input, options, "recordBatches");
   for (const imported of stream) yield convert(imported, options, copy);
 }
 
 /** Every remaining batch of `stream`, pulled on the stream's worker
  * thread (`for await`). */
-export async function* recordBatchesAsync(stream: ImportedStream, options: StreamConvertOptions = {}): AsyncGenerator<RecordBatch, void, undefined> {
-  const copy = needsCopy(stream, options, "recordBatchesAsync");
+export async function* recordBatchesAsync(input: StreamInput, options: StreamConvertOptions = {}): AsyncGenerator<RecordBatch, void, undefined> {
+  const { stream, copy } = openInput(input, options, "recordBatchesAsync");
   for await (const imported of stream) yield convert(imported, options, copy);
 }
 
@@ -116,8 +138,8 @@ function tableOf(pulled: ImportedArray[], schema: Schema | null, options: Conver
 
 /** Reads the whole stream into one Table (its schema is the first batch's,
  * or the stream's when it has none) and releases the stream. */
-export function readTable(stream: ImportedStream, options: StreamConvertOptions = {}): Table {
-  const copy = needsCopy(stream, options, "readTable");
+export function readTable(input: StreamInput, options: StreamConvertOptions = {}): Table {
+  const { stream, copy } = openInput(input, options, "readTable");
   const pulled: ImportedArray[] = [];
   let schema: Schema | null = null;
   try {
@@ -138,8 +160,8 @@ export function readTable(stream: ImportedStream, options: StreamConvertOptions 
 }
 
 /** Like `readTable`, pulling on the stream's worker thread. */
-export async function readTableAsync(stream: ImportedStream, options: StreamConvertOptions = {}): Promise<Table> {
-  const copy = needsCopy(stream, options, "readTableAsync");
+export async function readTableAsync(input: StreamInput, options: StreamConvertOptions = {}): Promise<Table> {
+  const { stream, copy } = openInput(input, options, "readTableAsync");
   const pulled: ImportedArray[] = [];
   let schema: Schema | null = null;
   try {

@@ -14,6 +14,7 @@ export const streamSymbols = {
   abd_js_work_pending: { args: [], returns: u32 },
   abd_js_queue_polling: { args: [bool], returns: none },
   abd_set_spin_ns: { args: [f64], returns: none },
+  abd_js_blocking: { args: [bool], returns: f64 },
 
   abd_stream_export_set_producer: { args: [ptr], returns: none },
   abd_stream_export_create: { args: [i32, i32, ptr, usize, bool, f64, ptr], returns: i32 },

@@ -17,6 +17,7 @@ import { ArrowArrayLayout, ArrowDeviceArrayLayout, ArrowSchemaLayout } from "../
 import { ReleasedError, Status } from "../errors.ts";
 import { native } from "../ffi/library.ts";
 import { NativeSlot } from "./native_slot.ts";
+import { ArrowCArray, ArrowCDeviceArray, ArrowCSchema, type ArrowCapsule, type ProtocolOptions } from "../protocol/symbols.ts";
 
 /** What the slot holds besides the schema: nothing ("schema"), an
  * ArrowArray ("array") or an ArrowDeviceArray ("device_array"). */
@@ -41,6 +42,13 @@ const releaseContents: Record<ExportedKind, (address: number) => void> = {
 /** An exported ArrowSchema (kind "schema"), optionally with its ArrowArray
  * or ArrowDeviceArray. */
 export class ExportedArray implements Disposable {
+
+  /** Protocol (docs/protocol.md): an "arrow_schema" capsule; undefined where not offered. */
+  declare readonly [ArrowCSchema]?: (options?: ProtocolOptions) => ArrowCapsule;
+  /** Protocol (docs/protocol.md): an "arrow_array" capsule, CPU data only; undefined where not offered. */
+  declare readonly [ArrowCArray]?: (options?: ProtocolOptions) => ArrowCapsule;
+  /** Protocol (docs/protocol.md): an "arrow_device_array" capsule; undefined where not offered. */
+  declare readonly [ArrowCDeviceArray]?: (options?: ProtocolOptions) => ArrowCapsule;
   #slot: NativeSlot;
 
   /** Allocates an empty (released) slot; the converter fills it. */

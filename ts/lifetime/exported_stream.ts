@@ -16,6 +16,7 @@ import { read, type Pointer } from "bun:ffi";
 import { ArrowArrayStreamLayout, ArrowDeviceArrayStreamLayout } from "../abi/layout.ts";
 import { native } from "../ffi/library.ts";
 import { NativeSlot } from "./native_slot.ts";
+import { ArrowCDeviceStream, ArrowCStream, type ArrowCapsule, type ProtocolOptions } from "../protocol/symbols.ts";
 
 /** "stream": struct ArrowArrayStream; "device_stream": struct
  * ArrowDeviceArrayStream. */
@@ -40,6 +41,11 @@ function releaseDeviceStreamAt(address: number): void {
  * native slot at a stable address (`stream`); see the module comment for
  * who owns it when. */
 export class ExportedStream implements Disposable {
+
+  /** Protocol (docs/protocol.md): an "arrow_array_stream" capsule, CPU data only; undefined where not offered. */
+  declare readonly [ArrowCStream]?: (options?: ProtocolOptions) => ArrowCapsule;
+  /** Protocol (docs/protocol.md): an "arrow_device_array_stream" capsule; undefined where not offered. */
+  declare readonly [ArrowCDeviceStream]?: (options?: ProtocolOptions) => ArrowCapsule;
   #slot: NativeSlot;
 
   /** Allocates an empty (released) slot; the producer fills it. */

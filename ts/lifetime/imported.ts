@@ -40,6 +40,8 @@ import { reexport, type ReexportOptions } from "./reexport.ts";
 import { selectWindow, type SliceRange, type Window } from "./selection.ts";
 import { type ExportedArray } from "./exported.ts";
 import { loadDeviceRuntime } from "../ffi/device_loader.ts";
+import { withArrayCapsule } from "../protocol/consume.ts";
+import { ArrowCArray, ArrowCDeviceArray, ArrowCSchema, isArrayProducer, type ArrayProducer, type ArrowCapsule, type ProtocolOptions } from "../protocol/symbols.ts";
 
 /** The native deallocator of every ArrayBuffer over an owner's memory: it
  * drops the owner reference the buffer holds (zig/owner.zig). */
@@ -200,6 +202,13 @@ export function hostAccessError(deviceType: number, deviceId: number, what: stri
  * convert it with convert/import.ts (apache-arrow objects).
  */
 export class ImportedArray implements Disposable {
+
+  /** Protocol (docs/protocol.md): an "arrow_schema" capsule; undefined where not offered. */
+  declare readonly [ArrowCSchema]?: (options?: ProtocolOptions) => ArrowCapsule;
+  /** Protocol (docs/protocol.md): an "arrow_array" capsule, CPU data only; undefined where not offered. */
+  declare readonly [ArrowCArray]?: (options?: ProtocolOptions) => ArrowCapsule;
+  /** Protocol (docs/protocol.md): an "arrow_device_array" capsule; undefined where not offered. */
+  declare readonly [ArrowCDeviceArray]?: (options?: ProtocolOptions) => ArrowCapsule;
   #owner: number;
   #info: OwnerInfo;
   #nodes: Float64Array;
@@ -281,7 +290,23 @@ export class ImportedArray implements Disposable {
   /** Moves `schema` + `deviceArray` (C `ArrowSchema*`, `ArrowDeviceArray*`)
    * in and validates them. The caller's structs are left released, whether
    * or not this succeeds. */
-  static fromDeviceArray(schema: StructRef | null, deviceArray: StructRef | null, options: ImportOptions = {}): ImportedArray {
+  static fromDeviceArray(schema: StructRef | null, deviceArray: StructRef | null, options?: ImportOptions): ImportedArray;
+  /** Takes the array of any protocol producer or array capsule
+   * (docs/protocol.md), preferring its device method. */
+  static fromDeviceArray(source: ArrayProducer | ArrowCapsule, options?: ImportOptions): ImportedArray;
+  /** Either form above. */
+  static fromDeviceArray(schema: StructRef | ArrayProducer | ArrowCapsule | null, deviceArray?: StructRef | ImportOptions | null, options: ImportOptions = {}): ImportedArray {
+    if (isArrayProducer(schema)) return ImportedArray.#fromProducer(schema, deviceArray as ImportOptions | undefined);
+    return ImportedArray.#fromDeviceStructs(schema as StructRef | null, deviceArray as StructRef | null, options);
+  }
+
+  static #fromProducer(source: ArrayProducer | ArrowCapsule, options: ImportOptions = {}): ImportedArray {
+    return withArrayCapsule(source, ({ schema, array, device }) => device
+      ? ImportedArray.#fromDeviceStructs(schema, array, options)
+      : ImportedArray.#fromStructs(schema, array, options));
+  }
+
+  static #fromDeviceStructs(schema: StructRef | null, deviceArray: StructRef | null, options: ImportOptions): ImportedArray {
     const out = new BigUint64Array(1);
     const level = ValidationLevel[options.validation ?? "default"];
     if (level === undefined) {
@@ -300,7 +325,17 @@ export class ImportedArray implements Disposable {
   }
 
   /** Like `fromDeviceArray` for a plain `ArrowArray*` (a CPU array). */
-  static fromArray(schema: StructRef | null, array: StructRef | null, options: ImportOptions = {}): ImportedArray {
+  static fromArray(schema: StructRef | null, array: StructRef | null, options?: ImportOptions): ImportedArray;
+  /** Takes the array of any protocol producer or array capsule
+   * (docs/protocol.md), preferring its device method. */
+  static fromArray(source: ArrayProducer | ArrowCapsule, options?: ImportOptions): ImportedArray;
+  /** Either form above. */
+  static fromArray(schema: StructRef | ArrayProducer | ArrowCapsule | null, array?: StructRef | ImportOptions | null, options: ImportOptions = {}): ImportedArray {
+    if (isArrayProducer(schema)) return ImportedArray.#fromProducer(schema, array as ImportOptions | undefined);
+    return ImportedArray.#fromStructs(schema as StructRef | null, array as StructRef | null, options);
+  }
+
+  static #fromStructs(schema: StructRef | null, array: StructRef | null, options: ImportOptions): ImportedArray {
     const out = new BigUint64Array(1);
     const level = ValidationLevel[options.validation ?? "default"];
     if (level === undefined) {

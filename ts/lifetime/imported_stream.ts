@@ -31,6 +31,8 @@ import { reportLeak, track, untrack } from "./debug.ts";
 import { ExportedStream, type StreamKind } from "./exported_stream.ts";
 import { ImportedArray, type ImportOptions } from "./imported.ts";
 import { JsWorkTag, jsWorkSpin, onJsWork } from "./js_queue.ts";
+import { withStreamCapsule } from "../protocol/consume.ts";
+import { ArrowCDeviceStream, ArrowCStream, isStreamProducer, type ArrowCapsule, type ProtocolOptions, type StreamProducer } from "../protocol/symbols.ts";
 
 type Native = { handle: number; token: number; label: string };
 
@@ -69,6 +71,11 @@ type PendingPull = {
 /** A C stream moved in, read batch by batch as ImportedArray raw views;
  * see the module comment for ownership and threads. */
 export class ImportedStream implements Disposable, Iterable<ImportedArray>, AsyncIterable<ImportedArray> {
+
+  /** Protocol (docs/protocol.md): an "arrow_array_stream" capsule, CPU data only; undefined where not offered. */
+  declare readonly [ArrowCStream]?: (options?: ProtocolOptions) => ArrowCapsule;
+  /** Protocol (docs/protocol.md): an "arrow_device_array_stream" capsule; undefined where not offered. */
+  declare readonly [ArrowCDeviceStream]?: (options?: ProtocolOptions) => ArrowCapsule;
   #native: Native | null;
   /** Which struct was moved in: "stream" or "device_stream". */
   readonly kind: StreamKind;
@@ -103,13 +110,21 @@ export class ImportedStream implements Disposable, Iterable<ImportedArray>, Asyn
 
   /** Moves the `ArrowArrayStream*` in. Its batches are CPU arrays,
    * validated at `options.validation` ("default"). */
-  static fromArrayStream(stream: Pointer | number | null, options: ImportOptions = {}): ImportedStream {
+  static fromArrayStream(stream: Pointer | number | null | StreamProducer | ArrowCapsule, options: ImportOptions = {}): ImportedStream {
+    if (isStreamProducer(stream)) return ImportedStream.#fromProducer(stream, options);
     return ImportedStream.#import(0, stream, options);
+  }
+
+  /** Takes the stream of any protocol producer or stream capsule
+   * (docs/protocol.md), preferring its device method. */
+  static #fromProducer(source: StreamProducer | ArrowCapsule, options: ImportOptions): ImportedStream {
+    return withStreamCapsule(source, ({ stream, device }) => ImportedStream.#import(device ? 1 : 0, stream, options));
   }
 
   /** Moves the `ArrowDeviceArrayStream*` in. Each batch's device_type is
    * checked against the stream's (device_id may vary). */
-  static fromDeviceArrayStream(stream: Pointer | number | null, options: ImportOptions = {}): ImportedStream {
+  static fromDeviceArrayStream(stream: Pointer | number | null | StreamProducer | ArrowCapsule, options: ImportOptions = {}): ImportedStream {
+    if (isStreamProducer(stream)) return ImportedStream.#fromProducer(stream, options);
     return ImportedStream.#import(1, stream, options);
   }
 
