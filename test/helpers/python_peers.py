@@ -105,3 +105,38 @@ def nanoarrow_stream(obj):
 def same(a, b):
     """pyarrow equality where NaN equals NaN (pyarrow's equals says NaN != NaN)."""
     return a.equals(b) or (a.schema == b.schema and repr(a.to_pylist()) == repr(b.to_pylist()))
+
+def polars_all_types():
+    """A Polars DataFrame with a column of most Polars dtypes, with nulls."""
+    import datetime as dt
+    return pl.DataFrame({
+        "b": [True, None, False], "i8": pl.Series([1, None, 3], dtype=pl.Int8), "u16": pl.Series([1, None, 3], dtype=pl.UInt16),
+        "i32": pl.Series([1, None, 3], dtype=pl.Int32), "i64": [1, None, 3], "u64": pl.Series([1, None, 3], dtype=pl.UInt64),
+        "f32": pl.Series([1.5, None, 3.5], dtype=pl.Float32), "f64": [1.5, None, 3.5],
+        "s": ["a", None, "a string longer than twelve"], "bin": [b"x", None, b"yz"],
+        "date": [dt.date(2020, 1, 1), None, dt.date(2021, 2, 3)], "time": [dt.time(1, 2, 3), None, dt.time(4, 5, 6)],
+        "ts": [dt.datetime(2020, 1, 1, 1), None, dt.datetime(2021, 1, 1)],
+        "ts_tz": pl.Series([dt.datetime(2020, 1, 1), None, dt.datetime(2021, 1, 1)]).dt.replace_time_zone("Europe/Paris"),
+        "dur": [dt.timedelta(seconds=5), None, dt.timedelta(days=1)],
+        "dec": pl.Series(["1.25", None, "-3.50"]).cast(pl.Decimal(10, 2)),
+        "cat": pl.Series(["x", None, "y"], dtype=pl.Categorical), "enum": pl.Series(["lo", None, "hi"], dtype=pl.Enum(["lo", "hi"])),
+        "list": [[1, 2], None, []], "arr": pl.Series([[1, 2], None, [3, 4]], dtype=pl.Array(pl.Int32, 2)),
+        "struct": [{"a": 1, "b": "x"}, None, {"a": 3, "b": None}],
+    })
+
+DUCKDB_ALL_TYPES = """select * from (values
+  (true, 1::tinyint, 2::smallint, 3::integer, 4::bigint, 5::hugeint, 6::utinyint, 7::usmallint, 8::uinteger, 9::ubigint, 10::uhugeint,
+   1.5::float, 2.5::double, 12.34::decimal(4, 2), 123456789.123::decimal(18, 3), 1234567890123456789.12345::decimal(38, 5),
+   'short', 'a string longer than twelve bytes', 'blob'::blob, date '2020-01-02', time '01:02:03', timestamp '2020-01-02 03:04:05.678901',
+   timestamptz '2020-01-02 03:04:05+00', timestamp_s '2020-01-02 03:04:05', timestamp_ms '2020-01-02 03:04:05.678', timestamp_ns '2020-01-02 03:04:05.678901234',
+   interval 3 day, [1, 2, 3], [['a'], [], null], {'x': 1, 'y': 'z'}, map {'k': 1}, 'f8a3d1f4-1a2b-4c5d-8e9f-0123456789ab'::uuid,
+   'b'::enum_t, [1, 2]::integer[2], 'bit string'::varchar),
+  (null, null, null, null, null, null, null, null, null, null, null, null, null, null, null, null, null, null, null, null, null, null,
+   null, null, null, null, null, null, null, null, null, null, null, null, null)
+) t(bool, i8, i16, i32, i64, i128, u8, u16, u32, u64, u128, f32, f64, dec16, dec64, dec128, s_short, s_long, blob, date, time, ts,
+    tstz, ts_s, ts_ms, ts_ns, itv, list, nested, struct, map, uuid, enum, arr, v)"""
+
+def duckdb_all_types():
+    con = duckdb.connect()
+    con.execute("create type enum_t as enum ('a', 'b')")
+    return con, con.sql(DUCKDB_ALL_TYPES)
