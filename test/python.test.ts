@@ -9,9 +9,9 @@ import { chmodSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ptr, type Pointer } from "bun:ffi";
-import { Data, RecordBatch, Table, Utf8, makeData, tableFromArrays, tableToIPC, vectorFromArray, type Vector } from "apache-arrow";
+import { Data, Table, Utf8, makeData, tableFromArrays, tableToIPC, vectorFromArray } from "apache-arrow";
 import {
-  ImportedArray, ImportedStream, counters, drainReleased, exportArray, exportStream, readTable, toRecordBatch, type RawArray,
+  ImportedArray, ImportedStream, counters, drainReleased, exportArray, exportStream, readTable, type RawArray,
 } from "../ts/index.ts";
 import {
   PyObject, PythonError, PythonUnavailableError, fromPython, locatePython, schemaFromPython, toPython,
@@ -35,10 +35,10 @@ function rawAddresses(node: RawArray, out = new Set<number>()): Set<number> {
 
 /** Every buffer address of an apache-arrow Data tree (stable once exported). */
 function jsAddresses(data: Data, out = new Set<number>()): Set<number> {
-  for (const buffer of [data.values, data.valueOffsets, data.nullBitmap, data.typeIds] as (ArrayBufferView | undefined)[]) {
+  for (const buffer of [data.values, data.valueOffsets, data.nullBitmap, data.typeIds] as (Uint8Array | undefined)[]) {
     if (buffer && buffer.byteLength > 0) out.add(ptr(buffer));
   }
-  for (const buffer of (data as { variadicBuffers?: ArrayBufferView[] }).variadicBuffers ?? []) if (buffer.byteLength > 0) out.add(ptr(buffer));
+  for (const buffer of (data as unknown as { variadicBuffers?: readonly Uint8Array[] }).variadicBuffers ?? []) if (buffer.byteLength > 0) out.add(ptr(buffer));
   for (const child of data.children) jsAddresses(child, out);
   if (data.dictionary) for (const d of data.dictionary.data) jsAddresses(d, out);
   return out;
@@ -247,13 +247,14 @@ describe("JS to pyarrow (toPython)", () => {
 
   test("capsules dropped unconsumed are released by their destructor, once", () => {
     const batch = tableFromArrays({ v: new Int32Array([1, 2, 3]) }).batches[0];
+    const before = counters();
     const { delta } = shimDelta(() => {
       using o = toPython(batch);
+      expect(counters().js_retained_exports).toBe(before.js_retained_exports + 1); // the JS buffers, held for Python
       py.exec("s, a = o.__arrow_c_array__()\nd = o.__arrow_c_device_array__()\nsc = o.__arrow_c_schema__()\ndel s, a, d, sc", { o });
     });
-    drainReleased();
     expect(delta).toMatchObject({ capsulesMade: 5, capsulesFreed: 5, capsulesReleased: 5, sourcesLive: 0 });
-    expect(counters().live_exports ?? 0).toBe(0);
+    expect(counters()).toEqual(before); // every export and owner released
   });
 
   test("requested_schema is accepted and ignored; unknown keyword arguments are refused (the kwargs rule)", () => {
@@ -272,6 +273,25 @@ describe("JS to pyarrow (toPython)", () => {
     expect(pyJson(py, "pa.table(o).column('v').to_pylist()", { o })).toEqual([1, 2, 3, 4, 1, 2, 3, 4]);
     expect(() => py.exec("pa.table(o)", { o })).toThrow(/ValueError: bun_arrow_device: this stream was already exported/);
     pythonGc();
+  });
+
+  test("this library's Python objects read back with fromPython: device methods preferred, the same memory", () => {
+    const table = tableFromArrays({ v: new Int32Array([3, 4, 5]) });
+    using batch = toPython(table.batches[0]);
+    using array = fromPython(batch) as ImportedArray;
+    expect(array).toBeInstanceOf(ImportedArray);
+    expect(array.root.child(0).bufferAddress(1)).toBe(ptr(table.getChild("v")!.data[0].values));
+    using plain = fromPython(batch, { method: "array" }) as ImportedArray;
+    expect(plain.deviceId).toBe(-1); // a plain ArrowArray import
+    using stream = toPython(table);
+    using imported = fromPython(stream) as ImportedStream;
+    expect(imported.kind).toBe("device_stream");
+    const raw = imported.next()!;
+    expect(raw.root.child(0).bufferAddress(1)).toBe(ptr(table.getChild("v")!.data[0].values));
+    raw.dispose();
+    using plainStream = fromPython(stream, { method: "stream" }) as ImportedStream;
+    expect(plainStream.kind).toBe("stream");
+    expect(() => fromPython(batch, { method: "stream" })).toThrow(/has no __arrow_c_stream__ method/);
   });
 
   test("schemas and this library's own handles", () => {
@@ -455,9 +475,10 @@ describe("nanoarrow validates everything toPython produces (strictest level its 
 
 describe("no leaks", () => {
   test("1e5 cycles JS -> pyarrow -> JS: exact counters, producer memory back to baseline, bounded RSS", () => {
-    const batch = tableFromArrays({ v: new Int32Array([1, 2, 3, 4]), s: vectorFromArray(["a", "b", null, "d"], new Utf8()) }).batches[0];
+    const batch = new Table({ v: vectorFromArray(new Int32Array([1, 2, 3, 4])), s: vectorFromArray(["a", "b", null, "d"], new Utf8()) }).batches[0];
     py.exec("base = pa.total_allocated_bytes()");
     const before = py.counters();
+    const libraryBefore = counters();
     const cycle = () => {
       using o = toPython(batch);
       using got = py.eval("pa.record_batch(o)", { o });
@@ -481,6 +502,7 @@ describe("no leaks", () => {
     expect(after.wrappedReleases - before.wrappedReleases).toBe(110_000 * 2);
     expect(after.sourcesLive).toBe(0);
     expect(pyJson<number>(py, "pa.total_allocated_bytes() - base")).toBe(0);
+    expect(counters()).toEqual(libraryBefore);
     expect(grownMiB).toBeLessThan(48);
     console.log(`python leak check: RSS grew ${grownMiB.toFixed(1)} MiB over 1e5 cycles`);
   }, 600_000);
