@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { ptr, type Pointer } from "bun:ffi";
 import { Data, Table, Utf8, makeData, tableFromArrays, tableToIPC, vectorFromArray } from "apache-arrow";
 import {
-  ImportedArray, ImportedStream, counters, drainReleased, exportArray, exportStream, readTable, type RawArray,
+  ImportedArray, ImportedStream, InvalidLayoutError, counters, drainReleased, exportArray, exportStream, readTable, type RawArray,
 } from "../ts/index.ts";
 import {
   PyObject, PythonError, PythonUnavailableError, fromPython, locatePython, schemaFromPython, toPython,
@@ -423,6 +423,18 @@ describe("Polars and DuckDB to JS", () => {
       py.exec("con.close()\ndel con");
     });
   }
+
+  test("Polars' Null column (n_buffers = 1, the spec says 0) is refused with a typed error; everything is still released once", () => {
+    using df = py.eval("pl.DataFrame({'n': [None, None], 'v': [1, 2]})");
+    const { delta } = shimDelta(() => {
+      using stream = fromPython(df) as ImportedStream;
+      expect(() => stream.next()).toThrow(InvalidLayoutError);
+      expect(() => readTable(fromPython(df) as ImportedStream)).toThrow(/field "n": n_buffers is 1 but format "n" needs 0/);
+    });
+    pythonGc();
+    // Two streams, two schemas, two refused arrays: each released once, under the GIL.
+    expect(delta).toMatchObject({ imports: 2, wrappedReleases: 6 });
+  });
 
   test("apache-arrow reads DuckDB's results through readTable", () => {
     using rel = py.eval("duckdb.sql('select range::integer as i, range::varchar as s from range(5)')");
