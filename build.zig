@@ -46,6 +46,15 @@ pub fn build(b: *std.Build) void {
     });
     b.getInstallStep().dependOn(&install_library.step);
 
+    // The optional CPython shim of `bun-arrow-device/python`, beside the
+    // library. It links neither libpython nor the library: both are opened
+    // at run time (native/abd_python.c).
+    const python_shim = addPythonShim(b, target, optimize);
+    const install_python_shim = b.addInstallArtifact(python_shim, .{
+        .dest_dir = .{ .override = .{ .custom = b.fmt("lib/{s}", .{platform}) } },
+    });
+    b.getInstallStep().dependOn(&install_python_shim.step);
+
     addFixtures(b, target, optimize);
     addExamples(b, target, optimize);
 
@@ -85,6 +94,13 @@ fn addExamples(b: *std.Build, target: std.Build.ResolvedTarget, optimize: std.bu
         const install = b.addInstallArtifact(example, .{ .dest_dir = .{ .override = .{ .custom = "build/examples" } } });
         b.getInstallStep().dependOn(&install.step);
     }
+}
+
+fn addPythonShim(b: *std.Build, target: std.Build.ResolvedTarget, optimize: std.builtin.OptimizeMode) *std.Build.Step.Compile {
+    const module = b.createModule(.{ .target = target, .optimize = optimize, .link_libc = true });
+    module.addCSourceFile(.{ .file = b.path("native/abd_python.c"), .flags = &.{ "-std=c11", "-Wall", "-Wextra", "-Werror", "-pthread" } });
+    module.addIncludePath(b.path("lib/include"));
+    return b.addLibrary(.{ .linkage = .dynamic, .name = "arrow_device_python", .root_module = module });
 }
 
 /// C fixtures the Bun tests load: each test/fixtures/<name>.c becomes

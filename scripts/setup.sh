@@ -4,7 +4,8 @@
 # fast: each step is skipped when what it would install is already there.
 #
 #   bash scripts/setup.sh           Zig, Bun + npm packages, build
-#   bash scripts/setup.sh --test    also pyarrow (Arrow C++ reference tests)
+#   bash scripts/setup.sh --test    also pyarrow (Arrow C++ reference tests) and the
+#                                   Python peers (Polars, DuckDB, nanoarrow; a shared libpython)
 #
 # Needs only python3 (pip), node (npm) and a network path to PyPI and npm.
 set -euo pipefail
@@ -17,11 +18,12 @@ want_test_tools=0
 
 toolchain=.toolchain
 mkdir -p "$toolchain"
-pip_install() { # <target dir> <requirement>
+pip_install() { # <target dir> <requirement> [pip options]
   local target=$1 requirement=$2
+  shift 2
   rm -rf "$target.partial"
   python3 -m pip install --quiet --disable-pip-version-check --no-warn-script-location \
-    --root-user-action=ignore --target "$target.partial" "$requirement"
+    --root-user-action=ignore --target "$target.partial" "$@" "$requirement"
   mv "$target.partial" "$target"
 }
 
@@ -71,6 +73,30 @@ if [ "$want_test_tools" = 1 ]; then
   if [ ! -d "$pyarrow_dir/pyarrow" ]; then
     echo "setup: installing pyarrow $PYARROW_VERSION into $pyarrow_dir"
     pip_install "$pyarrow_dir" "pyarrow==$PYARROW_VERSION"
+  fi
+  # Python peers of test/python.test.ts: binary wheels only (nanoarrow's
+  # sdist needs meson), each into its own ignored folder.
+  for peer in "polars==$POLARS_VERSION" "duckdb==$DUCKDB_PYTHON_VERSION" "nanoarrow==$NANOARROW_PYTHON_VERSION"; do
+    peer_dir="$toolchain/${peer%%==*}-${peer##*==}"
+    if [ ! -d "$peer_dir/${peer%%==*}" ]; then
+      echo "setup: installing $peer into $peer_dir"
+      pip_install "$peer_dir" "$peer" --only-binary=:all:
+    fi
+  done
+  # A shared libpython for bun-arrow-device/python (see toolchain.env).
+  if ! python3 -c 'import os, sys, sysconfig as s
+v = s.get_config_var
+names = [n for n in (v("INSTSONAME"), v("LDLIBRARY")) if n and not n.endswith(".a")]
+dirs = [d for d in (v("LIBDIR"), os.path.join(v("LIBDIR") or "", v("MULTIARCH") or ""), os.path.join(sys.base_prefix, "lib")) if d]
+sys.exit(0 if any(os.path.exists(os.path.join(d, n)) for d in dirs for n in names) else 1)'; then
+    minor=$(python3 -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
+    echo "setup: python3 has no shared libpython; installing Debian's libpython$minor"
+    if [ ! -f "$toolchain/libpython-path" ]; then
+      apt-get update -qq && apt-get install -y -qq --no-install-recommends "libpython$minor" >/dev/null
+      found=$(ls /usr/lib/*/libpython"$minor".so.1* 2>/dev/null | head -1)
+      [ -n "$found" ] || { echo "setup: no libpython$minor after installing it"; exit 1; }
+      echo "$found" > "$toolchain/libpython-path"
+    fi
   fi
 fi
 

@@ -1,0 +1,27 @@
+/**
+ * Typed errors of `bun-arrow-device/python`.
+ */
+
+/** No usable libpython: none found, a static-only Python build, or the
+ * shim or the interpreter could not be loaded. `tried` lists every place
+ * looked at and why it was refused, in order. */
+export class PythonUnavailableError extends Error {
+  override name = "PythonUnavailableError";
+  constructor(message: string, readonly tried: string[]) {
+    super(tried.length > 0 ? `${message}\n  tried:\n    ${tried.join("\n    ")}` : message);
+  }
+}
+
+/** Python raised: `pythonType` is the exception's class name, `pythonMessage`
+ * its str(). */
+export class PythonError extends Error {
+  override name = "PythonError";
+  readonly pythonType: string;
+  readonly pythonMessage: string;
+  constructor(what: string, raised: string) {
+    super(`${what}: ${raised}`);
+    const colon = raised.indexOf(": ");
+    this.pythonType = colon > 0 ? raised.slice(0, colon) : "Exception";
+    this.pythonMessage = colon > 0 ? raised.slice(colon + 2) : raised;
+  }
+}
