@@ -176,7 +176,7 @@ describe("JS-produced streams pulled by C", () => {
     streamPeer.sp_job_free(b.job);
     expect(b.summary.batches).toBe(1);
     expect(b.summary.error).toBe(22); // EINVAL
-    expect(b.summary.message).toContain("batch 1 has the schema");
+    expect(b.summary.message).toContain("batch 1's schema differs from the stream's");
 
     function* notBatches() {
       yield intBatch(0, 1);

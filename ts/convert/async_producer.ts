@@ -27,7 +27,8 @@
  * Every path ends with exactly one release; `done` then settles.
  */
 import { type Pointer } from "bun:ffi";
-import { RecordBatch, RecordBatchReader, Schema, Table, util, type DataType, type Struct } from "apache-arrow";
+import { RecordBatch, RecordBatchReader, Schema, Table, type DataType, type Struct } from "apache-arrow";
+import { typeDifference } from "./types.ts";
 import { AsyncProducerWord, DeviceType, asyncProducerWords } from "../abi/layout.ts";
 import { encodeMetadata } from "../abi/metadata.ts";
 import { asPointer } from "../abi/structs.ts";
@@ -140,7 +141,7 @@ function release(item: AsyncExportItem | undefined): void {
 function matchesSchema(batch: RecordBatch, schema: Schema): boolean {
   const columns = batch.data.children;
   if (columns.length !== schema.fields.length) return false;
-  return schema.fields.every((field, i) => util.compareTypes(field.type, columns[i].type));
+  return schema.fields.every((field, i) => typeDifference(field.type, columns[i].type) === null);
 }
 
 /** A batch's schema from its data type: apache-arrow's `RecordBatch.schema`

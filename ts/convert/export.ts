@@ -199,7 +199,7 @@ function addressOf(view: NodeJS.ArrayBufferView): number {
 
 /** Bytes per slot of a node's `values` buffer (0 for bit-packed booleans). */
 function slotBytes(data: Data): number {
-  if (data.typeId === Type.Bool) return 0;
+  if (data.type.typeId === Type.Bool) return 0;
   const values = data.values as NodeJS.TypedArray;
   return data.stride * values.BYTES_PER_ELEMENT;
 }
@@ -283,7 +283,7 @@ class ArrayPlanner {
     // node's own C offset alone.
     const start = rebase ? 0 : data.offset;
     const type = data.type;
-    const typeId = data.typeId;
+    const typeId = data.type.typeId; // not data.typeId: a second apache-arrow instance's Data may lack the getter
     const isUnion = typeId === Type.Union;
     // C offset vs. the JS start of value buffers: `lead` slots before it.
     const lead = rebase ? 0 : data.offset;

@@ -42,7 +42,8 @@
  * When the consumer releases the stream, the source's iterator is closed
  * (`return()`), so generators and readers run their cleanup.
  */
-import { RecordBatch, RecordBatchReader, Schema, Struct, Table, util, type DataType } from "apache-arrow";
+import { RecordBatch, RecordBatchReader, Schema, Struct, Table, type DataType } from "apache-arrow";
+import { typeDifference } from "./types.ts";
 import { JSCallback, read, type Pointer } from "bun:ffi";
 import { ArrowDeviceArrayLayout, DeviceType, StreamKind as NativeStreamKind, deviceTypeName } from "../abi/layout.ts";
 import { asPointer } from "../abi/structs.ts";
@@ -209,8 +210,9 @@ function deliver(record: SourceRecord, producer: number, batch: unknown): void {
   }
   const type = batch.data.type;
   if (type !== record.acceptedType) {
-    if (!util.compareTypes(record.structType, type)) {
-      throw new InvalidArgumentError(Status.invalid_argument, `batch ${record.index} has the schema ${String(type)}, but the stream's schema is ${String(record.structType)}`);
+    const difference = typeDifference(record.structType, type);
+    if (difference) {
+      throw new InvalidArgumentError(Status.invalid_argument, `batch ${record.index}'s schema differs from the stream's: ${difference}`);
     }
     record.acceptedType = type;
   }

@@ -185,3 +185,49 @@ export function typeSignature(type: DataType): string {
   const children = type.children?.length ? `<${fields(type.children)}>` : "";
   return `${type.typeId}${params.length ? `(${params.join(",")})` : ""}${children}`;
 }
+
+function sameMetadata(a: Map<string, string> | undefined, b: Map<string, string> | undefined): boolean {
+  const sizeA = a?.size ?? 0;
+  if (sizeA !== (b?.size ?? 0)) return false;
+  if (sizeA === 0) return true;
+  for (const [key, value] of a!) if (b!.get(key) !== value) return false;
+  return true;
+}
+
+function clipText(text: string, limit = 60): string {
+  return text.length <= limit ? text : `${text.slice(0, limit - 1)}…`;
+}
+
+/**
+ * Where `actual` differs from `expected`, structurally: type ids and every
+ * parameter (`typeSignature`), child names, nullability and metadata. Null
+ * when they are the same. Never uses identity, `instanceof` or
+ * `toString`, so types from two apache-arrow instances compare equal when
+ * they describe the same data. The description is bounded (a path and two
+ * clipped signatures), never a whole schema.
+ */
+export function typeDifference(expected: DataType, actual: DataType, path = ""): string | null {
+  if (expected === actual) return null;
+  const here = path || "the root";
+  const childrenA = expected.children ?? [];
+  const childrenB = actual.children ?? [];
+  if (expected.typeId !== actual.typeId || childrenA.length !== childrenB.length) {
+    return `${here} is ${clipText(typeSignature(actual))}, expected ${clipText(typeSignature(expected))}`;
+  }
+  for (let i = 0; i < childrenA.length; i++) {
+    const [a, b] = [childrenA[i], childrenB[i]];
+    const where = `${path ? `${path}.` : ""}${JSON.stringify(clipText(String(a.name), 40))}`;
+    if (a.name !== b.name) return `field ${i} of ${here} is named ${JSON.stringify(clipText(String(b.name), 40))}, expected ${where}`;
+    if (a.nullable !== b.nullable) return `${where} is ${b.nullable ? "" : "not "}nullable, expected ${a.nullable ? "" : "not "}nullable`;
+    if (!sameMetadata(a.metadata, b.metadata)) return `${where} has different field metadata`;
+    const inner = typeDifference(a.type, b.type, where);
+    if (inner) return inner;
+  }
+  // Children agree; the node's own parameters (and a dictionary's types).
+  const strip = (t: DataType) => typeSignature(t).replace(/<.*$/s, "");
+  if (strip(expected) !== strip(actual)) return `${here} is ${clipText(typeSignature(actual))}, expected ${clipText(typeSignature(expected))}`;
+  if (DataType.isDictionary(expected) && DataType.isDictionary(actual)) {
+    return typeDifference(expected.dictionary, actual.dictionary, `${here} (dictionary)`);
+  }
+  return null;
+}

@@ -30,8 +30,9 @@ import {
   InvalidArgumentError, InvalidLayoutError, OutOfMemoryError, OutOfRangeError, ReleasedError, Status, UnknownDeviceError,
   LibraryLoadError, UnsupportedError, type ArrowDeviceError,
 } from "../errors.ts";
+import { addressArg, argumentError, integerArg, isPlainObject, stringArg, validationLevelArg } from "../args.ts";
 import { check, libraryPath, native } from "../ffi/library.ts";
-import { addressOf, type StructRef } from "./c_structs.ts";
+import { movedStructs, type CStructKind, type StructRef } from "./c_structs.ts";
 import { track, untrack, unwatch, watch } from "./debug.ts";
 import { reexport, type ReexportOptions } from "./reexport.ts";
 import { selectWindow, type SliceRange, type Window } from "./selection.ts";
@@ -154,10 +155,31 @@ function readSchemas(owner: number): NodeSchema[] {
   return out;
 }
 
+const importOptionKeys = ["validation"] as const;
+
+/** The checked arguments of an import (see `movedStructs`); a bad
+ * option is `error` too, with the structs still to be moved in. */
+function importArguments(
+  fn: string, arrayParam: string, arrayKind: CStructKind, schema: unknown, array: unknown, options: ImportOptions,
+): { schema: number; array: number; level: number; error: Error | null } {
+  const moved = movedStructs(fn, [["schema", schema, "ArrowSchema"], [arrayParam, array, arrayKind]]);
+  let level = -1;
+  let error = moved.error;
+  try {
+    level = validationLevelArg(fn, options);
+  } catch (caught) {
+    error ??= caught as Error;
+  }
+  return { schema: moved.addresses[0], array: moved.addresses[1], level, error };
+}
+
 /** The typed error for reading memory the host cannot read: unknown device
  * types get UnknownDeviceError, known devices UnsupportedError. Both name
  * the device. */
-export function hostAccessError(deviceType: number, deviceId: number, what: string): ArrowDeviceError {
+export function hostAccessError(deviceType: number, deviceId: number | bigint, what: string): ArrowDeviceError {
+  integerArg("hostAccessError", "deviceType", deviceType, -(2 ** 31), 2 ** 31 - 1);
+  if (typeof deviceId !== "bigint") integerArg("hostAccessError", "deviceId", deviceId);
+  stringArg("hostAccessError", "what", what);
   const name = deviceTypeName(deviceType);
   if (name.startsWith("unknown")) {
     return new UnknownDeviceError(Status.unknown_device, `${what}: the data is on device type ${deviceType}, which this library does not know; it can only be read as opaque raw views (addresses, lengths), not converted to host objects`);
@@ -218,32 +240,32 @@ export class ImportedArray implements Disposable {
    * or not this succeeds. */
   static fromDeviceArray(schema: StructRef | null, deviceArray: StructRef | null, options: ImportOptions = {}): ImportedArray {
     const out = new BigUint64Array(1);
-    const level = ValidationLevel[options.validation ?? "default"];
-    if (level === undefined) {
+    const args = importArguments("ImportedArray.fromDeviceArray", "deviceArray", "ArrowDeviceArray", schema, deviceArray, options);
+    if (args.error) {
       // Still moved in (and released): the contract holds for every error.
-      native.abd_import_device_array(addressOf(schema) as Pointer, addressOf(deviceArray) as Pointer, -1, out);
-      throw new InvalidArgumentError(Status.invalid_argument, `unknown validation level "${options.validation}" (none, minimal, default, full); the structs were released`);
+      native.abd_import_device_array(asPointer(args.schema), asPointer(args.array), -1, out);
+      throw args.error;
     }
-    check(native.abd_import_device_array(addressOf(schema) as Pointer, addressOf(deviceArray) as Pointer, level, out));
+    check(native.abd_import_device_array(asPointer(args.schema), asPointer(args.array), args.level, out));
     return new ImportedArray(Number(out[0]), null, "ImportedArray", true);
   }
 
   /** @internal Adopts one reference to a native owner (a batch pulled
    * from an imported stream); the handle then holds the owner. */
   static adoptOwner(owner: number): ImportedArray {
-    return new ImportedArray(owner, null, "ImportedArray", true);
+    return new ImportedArray(addressArg("ImportedArray.adoptOwner", "owner", owner), null, "ImportedArray", true);
   }
 
   /** Like `fromDeviceArray` for a plain `ArrowArray*` (a CPU array). */
   static fromArray(schema: StructRef | null, array: StructRef | null, options: ImportOptions = {}): ImportedArray {
     const out = new BigUint64Array(1);
-    const level = ValidationLevel[options.validation ?? "default"];
-    if (level === undefined) {
+    const args = importArguments("ImportedArray.fromArray", "array", "ArrowArray", schema, array, options);
+    if (args.error) {
       // Still moved in (and released): the contract holds for every error.
-      native.abd_import_array(addressOf(schema) as Pointer, addressOf(array) as Pointer, -1, out);
-      throw new InvalidArgumentError(Status.invalid_argument, `unknown validation level "${options.validation}" (none, minimal, default, full); the structs were released`);
+      native.abd_import_array(asPointer(args.schema), asPointer(args.array), -1, out);
+      throw args.error;
     }
-    check(native.abd_import_array(addressOf(schema) as Pointer, addressOf(array) as Pointer, level, out));
+    check(native.abd_import_array(asPointer(args.schema), asPointer(args.array), args.level, out));
     return new ImportedArray(Number(out[0]), null, "ImportedArray", true);
   }
 
@@ -527,7 +549,11 @@ export class ImportedArray implements Disposable {
 export class RawArray {
   /** `window`, when given, overrides the node's offset, length and null
    * count (the root of a child or slice handle). */
-  constructor(readonly imported: ImportedArray, readonly index: number, readonly window: Window | null = null) {}
+  constructor(readonly imported: ImportedArray, readonly index: number, readonly window: Window | null = null) {
+    if (!(imported instanceof ImportedArray)) throw argumentError("RawArray", "imported", "an ImportedArray", imported);
+    integerArg("RawArray", "index", index, 0, imported.nodeCount - 1);
+    if (window !== null && !isPlainObject(window)) throw argumentError("RawArray", "window", "a Window or null", window);
+  }
 
   #word(word: number): number {
     return this.imported.nodeWord(this.index, word);

@@ -22,7 +22,7 @@
  */
 import { CString, type Pointer } from "bun:ffi";
 import { ValidationLevel, deviceTypeName } from "../abi/layout.ts";
-import { schemaFields } from "../abi/structs.ts";
+import { asPointer, schemaFields } from "../abi/structs.ts";
 import {
   InvalidArgumentError, ReleasedError, Status, StreamError, errorFor, type ArrowDeviceError,
 } from "../errors.ts";
@@ -31,6 +31,7 @@ import { reportLeak, track, untrack } from "./debug.ts";
 import { ExportedStream, type StreamKind } from "./exported_stream.ts";
 import { ImportedArray, type ImportOptions } from "./imported.ts";
 import { JsWorkTag, jsWorkSpin, onJsWork } from "./js_queue.ts";
+import { addressArg, validationLevelArg } from "../args.ts";
 
 type Native = { handle: number; token: number; label: string };
 
@@ -89,14 +90,22 @@ export class ImportedStream implements Disposable, Iterable<ImportedArray>, Asyn
     safetyNet.register(this, this.#native, this);
   }
 
-  static #import(kind: 0 | 1, stream: Pointer | number | null, options: ImportOptions): ImportedStream {
-    const level = ValidationLevel[options.validation ?? "default"];
+  static #import(fn: string, kind: 0 | 1, stream: Pointer | number | null, options: ImportOptions): ImportedStream {
+    const address = addressArg(fn, "stream", stream, true);
+    let level = -1;
+    let error: unknown = null;
+    try {
+      level = validationLevelArg(fn, options);
+    } catch (caught) {
+      error = caught;
+    }
     const out = new BigUint64Array(1);
-    check(native.abd_stream_import(kind, stream as Pointer, out));
+    // Moved in even when an option is bad: an import owns what it is given.
+    check(native.abd_stream_import(kind, asPointer(address), out));
     const handle = Number(out[0]);
-    if (level === undefined) {
+    if (error) {
       native.abd_stream_import_release(handle as Pointer);
-      throw new InvalidArgumentError(Status.invalid_argument, `unknown validation level "${options.validation}"`);
+      throw error;
     }
     return new ImportedStream(handle, level);
   }
@@ -104,13 +113,13 @@ export class ImportedStream implements Disposable, Iterable<ImportedArray>, Asyn
   /** Moves the `ArrowArrayStream*` in. Its batches are CPU arrays,
    * validated at `options.validation` ("default"). */
   static fromArrayStream(stream: Pointer | number | null, options: ImportOptions = {}): ImportedStream {
-    return ImportedStream.#import(0, stream, options);
+    return ImportedStream.#import("ImportedStream.fromArrayStream", 0, stream, options);
   }
 
   /** Moves the `ArrowDeviceArrayStream*` in. Each batch's device_type is
    * checked against the stream's (device_id may vary). */
   static fromDeviceArrayStream(stream: Pointer | number | null, options: ImportOptions = {}): ImportedStream {
-    return ImportedStream.#import(1, stream, options);
+    return ImportedStream.#import("ImportedStream.fromDeviceArrayStream", 1, stream, options);
   }
 
   /** The stream's device_type by name, e.g. "CPU", "CUDA". */
