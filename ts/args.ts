@@ -5,15 +5,14 @@
  * throws InvalidArgumentError. A message never contains the value itself
  * (its toString may be megabytes: a whole Table), only its kind, bounded by
  * `describeValue`. This module knows no apache-arrow and no native code: it
- * sits beside errors.ts, over abi/layout.ts only, under every other layer.
+ * sits beside errors.ts, under every other layer.
  */
-import { ValidationLevel } from "./abi/layout.ts";
 import { InvalidArgumentError, Status } from "./errors.ts";
 
 /** Longest description `describeValue` returns. */
 export const maxDescription = 100;
 
-function clip(text: string, limit: number): string {
+export function clip(text: string, limit: number): string {
   return text.length <= limit ? text : `${text.slice(0, limit - 1)}…`;
 }
 
@@ -151,14 +150,11 @@ export function objectArg(fn: string, param: string, value: unknown, expected: s
   return value;
 }
 
-/** `options.validation` of `fn` (default "default") as a level number,
- * after checking that `options` holds only `known` keys. */
-export function validationLevelArg(fn: string, options: unknown, known: readonly string[] = ["validation"]): number {
-  const checked = optionsArg(fn, "options", options as object | undefined, known) as { validation?: unknown };
-  const name = checked.validation ?? "default";
-  if (typeof name !== "string" || !Object.hasOwn(ValidationLevel, name)) {
-    const shown = typeof name === "string" ? JSON.stringify(clip(name, 40)) : describeValue(name);
-    throw new InvalidArgumentError(Status.invalid_argument, `${fn}: unknown validation level ${shown} (none, minimal, default, full)`);
+/** An ArrowDeviceType: a positive int32 (CPU is 1; 0 and below are not a
+ * device type). */
+export function deviceTypeArg(fn: string, param: string, value: unknown): number {
+  if (!isInteger(value) || value < 1 || value > 2 ** 31 - 1) {
+    throw argumentError(fn, param, "an Arrow device type, a positive int32 (0 and below are not a device type)", value);
   }
-  return ValidationLevel[name as keyof typeof ValidationLevel];
+  return value;
 }

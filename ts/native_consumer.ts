@@ -8,9 +8,10 @@ import { type Pointer } from "bun:ffi";
 import { ValidationLevel, type ValidationLevelName } from "./abi/layout.ts";
 import { check, native } from "./ffi/library.ts";
 import { drainReleased } from "./lifetime/keepalive.ts";
-import { argumentError, validationLevelArg } from "./args.ts";
+import { argumentError } from "./args.ts";
+import { validationLevelArg } from "./abi/layout.ts";
 import { asPointer } from "./abi/structs.ts";
-import { movedStructs } from "./lifetime/c_structs.ts";
+import { takeStructs } from "./lifetime/c_structs.ts";
 
 /** One buffer as the native consumer saw it: its address, its size in
  * bytes and its FNV-1a checksum (-1 when the host cannot read it). */
@@ -23,21 +24,12 @@ const report = new Float64Array(1 + 3 * 16384);
 /** Consumes (moves in, validates, checksums, releases) the given structs.
  * Checksums are -1 for memory the host cannot read. */
 export function consumeNatively(schema: Pointer | number, deviceArray: Pointer | number, validation: ValidationLevelName = "full"): NativeBufferReport[] {
-  const moved = movedStructs("consumeNatively", [["schema", schema, "ArrowSchema"], ["deviceArray", deviceArray, "ArrowDeviceArray"]]);
-  let level = -1;
-  let error = moved.error;
-  try {
+  let level = 0;
+  // Taken (released) even when an argument is bad.
+  const [schemaAddress, arrayAddress] = takeStructs("consumeNatively", [["schema", schema, "ArrowSchema"], ["deviceArray", deviceArray, "ArrowDeviceArray"]], () => {
     level = validationLevelArg("consumeNatively", { validation });
-  } catch (caught) {
-    error ??= caught as Error;
-  }
-  // Moved in (and released) even when an argument is bad.
-  const [schemaAddress, arrayAddress] = moved.addresses.map(asPointer);
-  const status = native.abd_consume_device_array(schemaAddress, arrayAddress, error ? -1 : level, report, report.length);
-  if (error) {
-    drainReleased();
-    throw error;
-  }
+  }).map(asPointer);
+  const status = native.abd_consume_device_array(schemaAddress, arrayAddress, level, report, report.length);
   drainReleased();
   check(status);
   const n = report[0];

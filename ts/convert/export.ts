@@ -28,7 +28,9 @@ import {
 } from "apache-arrow";
 import { Flags, DeviceType } from "../abi/layout.ts";
 import { encodeMetadata } from "../abi/metadata.ts";
+import { argumentError, oneOfArg, optionsArg } from "../args.ts";
 import { InvalidArgumentError, Status, TooDeepError, UnsupportedError } from "../errors.ts";
+import { arrowArg, arrowKindError, isDataType } from "./arrow_args.ts";
 import { check, native } from "../ffi/library.ts";
 import { ExportedArray, type ExportedKind } from "../lifetime/exported.ts";
 import { drainReleased, forgetUnused, retainForNative } from "../lifetime/keepalive.ts";
@@ -139,8 +141,8 @@ function schemaNodeOf(source: SchemaSource): SchemaNode {
     };
   }
   if (source instanceof Field) return nodeForField(source, 0);
-  if (source instanceof DataType) return nodeForType(source, "", true, null, 0);
-  throw new InvalidArgumentError(Status.invalid_argument, `cannot export ${String(source)} as an ArrowSchema: expected an apache-arrow DataType, Field or Schema`);
+  if (isDataType(source)) return nodeForType(source, "", true, null, 0);
+  throw arrowKindError("exportSchema", "source", source, schemaKinds);
 }
 
 /** The schema plan of `source` (zig/export_schema.zig), for native code
@@ -266,7 +268,7 @@ class ArrayPlanner {
       this.retained.length = retainedMark;
       if (shift !== 0) return false;
       const rebased = this.tryNode(data, 0, true);
-      if (!rebased) throw new UnsupportedError(Status.internal, `could not export ${String(data.type)} at offset ${data.offset}`);
+      if (!rebased) throw new UnsupportedError(Status.internal, `could not export type id ${data.type.typeId} at offset ${data.offset}`);
       return true;
     } finally {
       this.depth--;
@@ -384,7 +386,7 @@ class ArrayPlanner {
         break;
       }
       default:
-        throw new UnsupportedError(Status.unsupported, `cannot export apache-arrow type ${String(type)}`);
+        throw new UnsupportedError(Status.unsupported, `cannot export apache-arrow type id ${typeId}`);
     }
     planWords[header + 3] = nBuffers;
     planWords[header + 4] = children.length;
@@ -443,6 +445,17 @@ function repeatsNames(schema: Schema): boolean {
   return repeats;
 }
 
+const arrayKinds = ["Data", "Vector", "RecordBatch"] as const;
+const schemaKinds = ["DataType", "Field", "Schema"] as const;
+
+const exportOptionKeys = ["as"] as const;
+
+/** Checks exportArray-style options for `fn`; returns the struct kind. */
+function exportKindArg(fn: string, options: ExportOptions | undefined): Exclude<ExportedKind, "schema"> {
+  const checked = optionsArg(fn, "options", options, exportOptionKeys);
+  return oneOfArg(fn, "options.as", checked.as ?? "device_array", ["device_array", "array"]);
+}
+
 /** The single Data (plus its field) that `source` exports as. */
 function dataOf(source: ArraySource): { data: Data; schema: SchemaSource } {
   if (source instanceof RecordBatch) {
@@ -466,7 +479,7 @@ function dataOf(source: ArraySource): { data: Data; schema: SchemaSource } {
     return { data: source.data[0], schema: new Field("", source.type, true) };
   }
   if (source instanceof Data) return { data: source, schema: new Field("", source.type, true) };
-  throw new InvalidArgumentError(Status.invalid_argument, `cannot export ${String(source)}: expected an apache-arrow Data, Vector or RecordBatch`);
+  throw arrowKindError("exportArray", "source", source, arrayKinds);
 }
 
 /** Plans `data` into the shared plan words and registers its buffers. */
@@ -491,8 +504,12 @@ function planArray(data: Data): { words: number; keepaliveId: number } {
  * not moved.
  */
 export function exportArray(source: ArraySource, options: ExportOptions = {}): ExportedArray {
+  return exportArrayAs("exportArray", source, exportKindArg("exportArray", options));
+}
+
+function exportArrayAs(fn: string, source: ArraySource, kind: Exclude<ExportedKind, "schema">): ExportedArray {
+  arrowArg(fn, "source", source, arrayKinds);
   drainReleased();
-  const kind = options.as ?? "device_array";
   const { data, schema } = dataOf(source);
   const handle = new ExportedArray(kind);
   try {
@@ -512,11 +529,12 @@ export function exportArray(source: ArraySource, options: ExportOptions = {}): E
 
 /** `exportArray(source, { as: "device_array" })`. */
 export function exportDeviceArray(source: ArraySource): ExportedArray {
-  return exportArray(source, { as: "device_array" });
+  return exportArrayAs("exportDeviceArray", source, "device_array");
 }
 
 /** Exports a DataType, Field or Schema as an ArrowSchema. */
 export function exportSchema(source: SchemaSource): ExportedArray {
+  arrowArg("exportSchema", "source", source, schemaKinds);
   const handle = new ExportedArray("schema");
   try {
     buildSchema(source, handle.schema);
@@ -529,9 +547,18 @@ export function exportSchema(source: SchemaSource): ExportedArray {
 
 /** Exports every batch of a table; one handle per batch. */
 export function exportBatches(batches: Iterable<RecordBatch>, options: ExportOptions = {}): ExportedArray[] {
+  const fn = "exportBatches";
+  const kind = exportKindArg(fn, options);
+  if (typeof batches !== "object" || batches === null || typeof (batches as Iterable<RecordBatch>)[Symbol.iterator] !== "function") {
+    throw argumentError(fn, "batches", "an iterable of apache-arrow RecordBatch (e.g. table.batches, or a Table)", batches);
+  }
   const out: ExportedArray[] = [];
   try {
-    for (const batch of batches) out.push(exportArray(batch, options));
+    let i = 0;
+    for (const batch of batches) {
+      arrowArg(fn, `batches[${i++}]`, batch, ["RecordBatch"]);
+      out.push(exportArrayAs(fn, batch, kind));
+    }
     return out;
   } catch (error) {
     for (const handle of out) handle.release();

@@ -27,11 +27,12 @@ import {
   Data, DataType, IntervalUnit, RecordBatch, Schema, Struct, Table, Type, UnionMode, Vector,
   type Decimal, type Dictionary, type FixedSizeBinary, type FixedSizeList, type Interval, type Union,
 } from "apache-arrow";
+import { argumentError, oneOfArg } from "../args.ts";
 import { InvalidArgumentError, InvalidLayoutError, Status } from "../errors.ts";
 import { ImportedArray, hostAccessError, type ImportOptions, type RawArray } from "../lifetime/imported.ts";
-import type { StructRef } from "../lifetime/c_structs.ts";
+import { takeStructs, type StructRef } from "../lifetime/c_structs.ts";
 import { listViewToList, runEndToPlain } from "./materialize.ts";
-import { describeNode, toDataType, toSchema, typeSignature, type ConvertOptions } from "./types.ts";
+import { convertArgs, convertOptionsArg, dataTypeOf, describeNode, schemaOf, typeSignature, type ConvertOptions } from "./types.ts";
 
 /** A typed array constructor, used to view imported memory in place. */
 type ViewConstructor<T extends NodeJS.TypedArray> = {
@@ -202,13 +203,21 @@ class DataBuilder {
 /** apache-arrow Data for `raw` (any node of an ImportedArray, taken with
  * its own offset). Zero-copy; see the module comment. */
 export function toData(raw: RawArray, options: ConvertOptions = {}): Data {
-  const type = toDataType(raw, options);
+  return rawDataOf(raw, convertArgs("toData", "raw", raw, "RawArray", options));
+}
+
+function rawDataOf(raw: RawArray, options: ConvertOptions): Data {
+  const type = dataTypeOf(raw, options);
   return new DataBuilder(raw.imported, options).node(raw, type, 0, raw.length);
 }
 
 /** The imported array (its root) as an apache-arrow Vector. */
 export function toVector(imported: ImportedArray, options: ConvertOptions = {}): Vector {
-  return new Vector([toData(imported.root, options)]);
+  return vectorOf(imported, convertArgs("toVector", "imported", imported, "ImportedArray", options));
+}
+
+function vectorOf(imported: ImportedArray, options: ConvertOptions): Vector {
+  return new Vector([rawDataOf(imported.root, options)]);
 }
 
 /**
@@ -248,7 +257,12 @@ function batchWith(imported: ImportedArray, schema: Schema, options: ConvertOpti
  * become the columns, its metadata the schema metadata. Zero-copy.
  */
 export function toRecordBatch(imported: ImportedArray, options: ConvertOptions = {}): RecordBatch {
-  return batchWith(imported, toSchema(imported.root, options), options);
+  return recordBatchOf(imported, convertArgs("toRecordBatch", "imported", imported, "ImportedArray", options));
+}
+
+/** `toRecordBatch` without the argument checks (for this layer). */
+export function recordBatchOf(imported: ImportedArray, options: ConvertOptions): RecordBatch {
+  return batchWith(imported, schemaOf(imported.root, options), options);
 }
 
 /**
@@ -258,13 +272,26 @@ export function toRecordBatch(imported: ImportedArray, options: ConvertOptions =
  * InvalidArgumentError naming the first batch whose structure differs.
  */
 export function toTable(importedList: Iterable<ImportedArray>, options: ConvertOptions = {}): Table {
+  const fn = "toTable";
+  const checked = convertOptionsArg(fn, options);
+  if (typeof importedList !== "object" || importedList === null || typeof (importedList as Iterable<ImportedArray>)[Symbol.iterator] !== "function") {
+    throw argumentError(fn, "importedList", "an iterable of ImportedArray", importedList);
+  }
   const list = [...importedList];
+  list.forEach((imported, i) => {
+    if (!(imported instanceof ImportedArray)) throw argumentError(fn, `importedList[${i}]`, "an ImportedArray", imported);
+  });
+  return tableOf(list, checked);
+}
+
+/** `toTable` without the argument checks (for this layer). */
+export function tableOf(list: ImportedArray[], options: ConvertOptions): Table {
   if (list.length === 0) return new Table();
-  const first = toRecordBatch(list[0], options);
+  const first = recordBatchOf(list[0], options);
   const signature = typeSignature(new Struct(first.schema.fields));
   const batches = [first];
   for (let i = 1; i < list.length; i++) {
-    const own = toSchema(list[i].root, options);
+    const own = schemaOf(list[i].root, options);
     const ownSignature = typeSignature(new Struct(own.fields));
     if (ownSignature !== signature) {
       throw new InvalidArgumentError(Status.invalid_argument, `batch ${i} has schema ${ownSignature}, but batch 0 has ${signature}; a Table needs one schema`);
@@ -283,12 +310,25 @@ export type ImportConvertOptions = ImportOptions & ConvertOptions & {
   as?: "array" | "device_array";
 };
 
-function importWith<T>(schema: StructRef, array: StructRef, options: ImportConvertOptions, kind: "array" | "device_array", convert: (imported: ImportedArray) => T): T {
-  const imported = (options.as ?? kind) === "array"
-    ? ImportedArray.fromArray(schema, array, options)
-    : ImportedArray.fromDeviceArray(schema, array, options);
+function importWith<T>(
+  fn: string, schema: StructRef, array: StructRef, options: ImportConvertOptions, kind: "array" | "device_array",
+  convert: (imported: ImportedArray, options: ConvertOptions) => T,
+): T {
+  let as = kind;
+  let convertOptions: ConvertOptions = {};
+  let validation: ImportOptions = {};
+  // The structs are taken (released) even when an argument is bad.
+  const arrayKind = ((options as ImportConvertOptions | null)?.as ?? kind) === "array" ? "ArrowArray" : "ArrowDeviceArray";
+  const [schemaAddress, arrayAddress] = takeStructs(fn, [["schemaPtr", schema, "ArrowSchema"], ["arrayPtr", array, arrayKind]], () => {
+    convertOptions = convertOptionsArg(fn, options, ["validation", "as"]);
+    as = oneOfArg(fn, "options.as", options.as ?? kind, ["array", "device_array"]);
+    validation = { validation: options.validation };
+  });
+  const imported = as === "array"
+    ? ImportedArray.fromArray(schemaAddress, arrayAddress, validation)
+    : ImportedArray.fromDeviceArray(schemaAddress, arrayAddress, validation);
   try {
-    const result = convert(imported);
+    const result = convert(imported, convertOptions);
     imported.releaseToGC();
     return result;
   } catch (error) {
@@ -305,13 +345,13 @@ function importWith<T>(schema: StructRef, array: StructRef, options: ImportConve
  * `ImportedArray` + `toVector` and `dispose()` instead.
  */
 export function importVector(schemaPtr: StructRef, arrayPtr: StructRef, options: ImportConvertOptions = {}): Vector {
-  return importWith(schemaPtr, arrayPtr, options, "array", (imported) => toVector(imported, options));
+  return importWith("importVector", schemaPtr, arrayPtr, options, "array", vectorOf);
 }
 
 /** Like `importVector`, for a record batch (a struct root), from an
  * `ArrowDeviceArray*` by default. */
 export function importRecordBatch(schemaPtr: StructRef, deviceArrayPtr: StructRef, options: ImportConvertOptions = {}): RecordBatch {
-  return importWith(schemaPtr, deviceArrayPtr, options, "device_array", (imported) => toRecordBatch(imported, options));
+  return importWith("importRecordBatch", schemaPtr, deviceArrayPtr, options, "device_array", recordBatchOf);
 }
 
 export { toDataType, toField, toSchema } from "./types.ts";

@@ -24,11 +24,12 @@
  */
 import { Table, type RecordBatch, type Schema } from "apache-arrow";
 import { deviceTypeName, isHostAccessible } from "../abi/layout.ts";
+import { argumentError, booleanArg } from "../args.ts";
 import { Status, UnknownDeviceError, UnsupportedError } from "../errors.ts";
 import { type ImportedArray } from "../lifetime/imported.ts";
-import { type ImportedStream } from "../lifetime/imported_stream.ts";
-import { toRecordBatch, toSchema, toTable } from "./import.ts";
-import { type ConvertOptions } from "./types.ts";
+import { ImportedStream } from "../lifetime/imported_stream.ts";
+import { recordBatchOf, tableOf } from "./import.ts";
+import { convertOptionsArg, schemaOf, type ConvertOptions } from "./types.ts";
 
 /** Options of the stream-to-apache-arrow helpers (`recordBatches`,
  * `readTable` and their async forms). */
@@ -51,6 +52,15 @@ function needsCopy(stream: ImportedStream, options: StreamConvertOptions, what: 
   throw new UnsupportedError(Status.unsupported, `${what}: the stream's device_type is ${name} (${stream.deviceType}), memory the host cannot read; pass { toHost: true } to copy each batch to the host, or iterate the ImportedStream for raw device arrays`);
 }
 
+/** Checks `fn`'s stream and options; then whether batches are copied to
+ * the host (see needsCopy) and the conversion options. */
+function streamArgs(fn: string, stream: ImportedStream, options: StreamConvertOptions): { copy: boolean; convert: ConvertOptions } {
+  if (!(stream instanceof ImportedStream)) throw argumentError(fn, "stream", "an ImportedStream", stream);
+  const convert = convertOptionsArg(fn, options, ["toHost"]);
+  booleanArg(fn, "options.toHost", options.toHost, true);
+  return { copy: needsCopy(stream, options, fn), convert };
+}
+
 /** `imported`, or its host copy (then `imported` is disposed). */
 function onHost(imported: ImportedArray, copy: boolean): ImportedArray {
   if (!copy) return imported;
@@ -65,7 +75,7 @@ function onHost(imported: ImportedArray, copy: boolean): ImportedArray {
 function convert(pulled: ImportedArray, options: ConvertOptions, copy: boolean): RecordBatch {
   const imported = onHost(pulled, copy);
   try {
-    const batch = toRecordBatch(imported, options);
+    const batch = recordBatchOf(imported, options);
     imported.releaseToGC();
     return batch;
   } catch (error) {
@@ -76,24 +86,34 @@ function convert(pulled: ImportedArray, options: ConvertOptions, copy: boolean):
 
 /** Every remaining batch of `stream` as an apache-arrow RecordBatch,
  * pulled on the JS thread. */
-export function* recordBatches(stream: ImportedStream, options: StreamConvertOptions = {}): Generator<RecordBatch, void, undefined> {
-  const copy = needsCopy(stream, options, "recordBatches");
-  for (const imported of stream) yield convert(imported, options, copy);
+export function recordBatches(stream: ImportedStream, options: StreamConvertOptions = {}): Generator<RecordBatch, void, undefined> {
+  // Checked now, not at the first next(): a generator body runs late.
+  const { copy, convert: convertOptions } = streamArgs("recordBatches", stream, options);
+  return (function* () {
+    for (const imported of stream) yield convert(imported, convertOptions, copy);
+  })();
 }
 
 /** Every remaining batch of `stream`, pulled on the stream's worker
  * thread (`for await`). */
-export async function* recordBatchesAsync(stream: ImportedStream, options: StreamConvertOptions = {}): AsyncGenerator<RecordBatch, void, undefined> {
-  const copy = needsCopy(stream, options, "recordBatchesAsync");
-  for await (const imported of stream) yield convert(imported, options, copy);
+export function recordBatchesAsync(stream: ImportedStream, options: StreamConvertOptions = {}): AsyncGenerator<RecordBatch, void, undefined> {
+  const { copy, convert: convertOptions } = streamArgs("recordBatchesAsync", stream, options);
+  return (async function* () {
+    for await (const imported of stream) yield convert(imported, convertOptions, copy);
+  })();
 }
 
 /** The stream's schema as an apache-arrow Schema (read from a zero-length
  * batch; the stream's position is unchanged). */
 export function streamSchema(stream: ImportedStream, options: ConvertOptions = {}): Schema {
+  if (!(stream instanceof ImportedStream)) throw argumentError("streamSchema", "stream", "an ImportedStream", stream);
+  return schemaOfStream(stream, convertOptionsArg("streamSchema", options));
+}
+
+function schemaOfStream(stream: ImportedStream, options: ConvertOptions): Schema {
   const empty = stream.emptyBatch();
   try {
-    return toSchema(empty.root, options);
+    return schemaOf(empty.root, options);
   } finally {
     empty.dispose();
   }
@@ -102,10 +122,10 @@ export function streamSchema(stream: ImportedStream, options: ConvertOptions = {
 /** One Table of the pulled batches (their dictionaries share the first
  * batch's types, as apache-arrow's Table requires), or an empty Table
  * with the stream's schema. Owns `pulled`: on error it disposes them. */
-function tableOf(pulled: ImportedArray[], schema: Schema | null, options: ConvertOptions): Table {
+function tableOfPulled(pulled: ImportedArray[], schema: Schema | null, options: ConvertOptions): Table {
   if (pulled.length === 0) return new Table(schema!);
   try {
-    const table = toTable(pulled, options);
+    const table = tableOf(pulled, options);
     for (const imported of pulled) imported.releaseToGC();
     return table;
   } catch (error) {
@@ -117,7 +137,7 @@ function tableOf(pulled: ImportedArray[], schema: Schema | null, options: Conver
 /** Reads the whole stream into one Table (its schema is the first batch's,
  * or the stream's when it has none) and releases the stream. */
 export function readTable(stream: ImportedStream, options: StreamConvertOptions = {}): Table {
-  const copy = needsCopy(stream, options, "readTable");
+  const { copy, convert: convertOptions } = streamArgs("readTable", stream, options);
   const pulled: ImportedArray[] = [];
   let schema: Schema | null = null;
   try {
@@ -127,19 +147,19 @@ export function readTable(stream: ImportedStream, options: StreamConvertOptions 
       pulled.push(onHost(imported, copy));
     }
     // Only needed when no batch came; read while the stream is open.
-    if (pulled.length === 0) schema = streamSchema(stream, options);
+    if (pulled.length === 0) schema = schemaOfStream(stream, convertOptions);
   } catch (error) {
     for (const imported of pulled) imported.dispose();
     throw error;
   } finally {
     stream.release();
   }
-  return tableOf(pulled, schema, options);
+  return tableOfPulled(pulled, schema, convertOptions);
 }
 
 /** Like `readTable`, pulling on the stream's worker thread. */
 export async function readTableAsync(stream: ImportedStream, options: StreamConvertOptions = {}): Promise<Table> {
-  const copy = needsCopy(stream, options, "readTableAsync");
+  const { copy, convert: convertOptions } = streamArgs("readTableAsync", stream, options);
   const pulled: ImportedArray[] = [];
   let schema: Schema | null = null;
   try {
@@ -148,12 +168,12 @@ export async function readTableAsync(stream: ImportedStream, options: StreamConv
       if (!imported) break;
       pulled.push(onHost(imported, copy));
     }
-    if (pulled.length === 0) schema = streamSchema(stream, options);
+    if (pulled.length === 0) schema = schemaOfStream(stream, convertOptions);
   } catch (error) {
     for (const imported of pulled) imported.dispose();
     throw error;
   } finally {
     stream.release();
   }
-  return tableOf(pulled, schema, options);
+  return tableOfPulled(pulled, schema, convertOptions);
 }

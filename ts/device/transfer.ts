@@ -23,7 +23,7 @@ import { ExportedArray } from "../lifetime/exported.ts";
 import { drainReleased } from "../lifetime/keepalive.ts";
 import { DeviceStream, deviceRuntime, ordinalArg, type DeviceKind } from "./runtime.ts";
 import { addressArg, oneOfArg, optionsArg } from "../args.ts";
-import { movedStructs } from "../lifetime/c_structs.ts";
+import { takeStructs } from "../lifetime/c_structs.ts";
 
 /** Where `copyArrayToDevice` / `toDevice` put the copy. */
 export type DeviceTarget = {
@@ -81,22 +81,15 @@ export function streamHandle(device: DeviceKind, stream: DeviceStream | number |
  */
 export function copyArrayToDevice(schemaRef: Pointer | number, arrayRef: Pointer | number, target: DeviceTarget): ExportedArray {
   const fn = "copyArrayToDevice";
-  const moved = movedStructs(fn, [["schema", schemaRef, "ArrowSchema"], ["array", arrayRef, "ArrowDeviceArray"]]);
-  const [schema, array] = moved.addresses;
   let deviceType = 0;
   let stream = 0;
-  try {
-    if (moved.error) throw moved.error;
+  // The input is consumed whatever happens, as promised.
+  const [schema, array] = takeStructs(fn, [["schema", schemaRef, "ArrowSchema"], ["array", arrayRef, "ArrowDeviceArray"]], () => {
     checkTarget(fn, target);
     deviceType = targetDeviceType(target.device, target.memory);
     stream = streamHandle(target.device, target.stream);
     deviceRuntime(target.device); // loads it with the path from the environment
-  } catch (error) {
-    // The input is still consumed, as promised.
-    if (array) native.abd_device_array_release(asPointer(array));
-    if (schema) native.abd_schema_release(asPointer(schema));
-    throw error;
-  }
+  });
   const out = new ExportedArray("device_array", `${target.device} ArrowDeviceArray`);
   const status = native.abd_device_array_to_device(asPointer(schema), asPointer(array), deviceType, target.id ?? 0, asPointer(stream), out.schema, out.array);
   if (status !== 0) {

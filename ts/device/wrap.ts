@@ -20,7 +20,7 @@ import { ExportedArray } from "../lifetime/exported.ts";
 import { drainReleased, forgetUnused, retainForNative, whenReleased } from "../lifetime/keepalive.ts";
 import { DeviceEvent, DeviceMemory, hostAddress, type DeviceKind } from "./runtime.ts";
 import { checkTarget, targetDeviceType, type DeviceTarget } from "./transfer.ts";
-import { addressArg, argumentError, functionArg, int64Arg, integerArg, optionsArg, stringArg } from "../args.ts";
+import { addressArg, argumentError, deviceTypeArg, functionArg, int64Arg, integerArg, optionsArg, stringArg } from "../args.ts";
 
 /** A buffer: a raw address, device memory, a JS buffer (a typed array or
  * DataView), or none (NULL). */
@@ -129,7 +129,7 @@ export function exportRawArray(root: RawArrayNode, options: RawExportOptions = {
   checkNode(root, "root", 0);
   optionsArg(fn, "options", options, ["deviceType", "deviceId", "syncEvent", "onRelease", "keepAlive"]);
   // An ArrowDeviceType is positive (CPU is 1); 0 and below name nothing.
-  const deviceType = integerArg(fn, "options.deviceType", options.deviceType ?? DeviceType.CPU, 1, 2 ** 31 - 1);
+  const deviceType = deviceTypeArg(fn, "options.deviceType", options.deviceType ?? DeviceType.CPU);
   const deviceId = int64Arg(fn, "options.deviceId", options.deviceId ?? (deviceType === DeviceType.CPU ? -1 : 0));
   functionArg(fn, "options.onRelease", options.onRelease, true);
   const event = options.syncEvent;

@@ -59,22 +59,38 @@ export function structAddress(fn: string, param: string, ref: unknown, kind: CSt
   return addressArg(fn, param, ref, nullable);
 }
 
-/** The checked addresses of C structs a call takes ownership of (an
- * import, a relay). A bad argument becomes `error` and address 0, so that
- * the caller can still move in (and release) the good ones: such calls own
- * what they are given even when they fail. NULL is allowed (the native
- * side reports it, after moving the other struct in). */
-export function movedStructs(fn: string, refs: [param: string, ref: unknown, kind: CStructKind][]): { addresses: number[]; error: Error | null } {
-  let error: Error | null = null;
+/**
+ * The checked addresses of C structs a call takes ownership of (an import,
+ * a relay, a device copy), with the call's other checks (`checkRest`).
+ * Such a call owns what it is given even when it fails: when any argument
+ * is bad, the good structs are released here and the first error thrown.
+ * NULL is allowed (0; the native side reports it, after moving the other
+ * struct in).
+ */
+export function takeStructs(fn: string, refs: [param: string, ref: unknown, kind: CStructKind][], checkRest: () => void = () => {}): number[] {
+  let error: unknown = null;
   const addresses = refs.map(([param, ref, kind]) => {
     try {
       return structAddress(fn, param, ref, kind, true);
     } catch (caught) {
-      error ??= caught as Error;
+      error ??= caught;
       return 0;
     }
   });
-  return { addresses, error };
+  if (!error) {
+    try {
+      checkRest();
+    } catch (caught) {
+      error = caught;
+    }
+  }
+  if (error) {
+    refs.forEach(([, , kind], i) => {
+      if (addresses[i]) releaseAt(kind, addresses[i]);
+    });
+    throw error;
+  }
+  return addresses;
 }
 
 /** Which C struct a CStruct is. */

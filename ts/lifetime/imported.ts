@@ -30,9 +30,10 @@ import {
   InvalidArgumentError, InvalidLayoutError, OutOfMemoryError, OutOfRangeError, ReleasedError, Status, UnknownDeviceError,
   LibraryLoadError, UnsupportedError, type ArrowDeviceError,
 } from "../errors.ts";
-import { addressArg, argumentError, integerArg, isPlainObject, stringArg, validationLevelArg } from "../args.ts";
+import { addressArg, argumentError, integerArg, isPlainObject, optionsArg, stringArg } from "../args.ts";
+import { validationLevelArg } from "../abi/layout.ts";
 import { check, libraryPath, native } from "../ffi/library.ts";
-import { movedStructs, type CStructKind, type StructRef } from "./c_structs.ts";
+import { takeStructs, type StructRef } from "./c_structs.ts";
 import { track, untrack, unwatch, watch } from "./debug.ts";
 import { reexport, type ReexportOptions } from "./reexport.ts";
 import { selectWindow, type SliceRange, type Window } from "./selection.ts";
@@ -157,22 +158,6 @@ function readSchemas(owner: number): NodeSchema[] {
 
 const importOptionKeys = ["validation"] as const;
 
-/** The checked arguments of an import (see `movedStructs`); a bad
- * option is `error` too, with the structs still to be moved in. */
-function importArguments(
-  fn: string, arrayParam: string, arrayKind: CStructKind, schema: unknown, array: unknown, options: ImportOptions,
-): { schema: number; array: number; level: number; error: Error | null } {
-  const moved = movedStructs(fn, [["schema", schema, "ArrowSchema"], [arrayParam, array, arrayKind]]);
-  let level = -1;
-  let error = moved.error;
-  try {
-    level = validationLevelArg(fn, options);
-  } catch (caught) {
-    error ??= caught as Error;
-  }
-  return { schema: moved.addresses[0], array: moved.addresses[1], level, error };
-}
-
 /** The typed error for reading memory the host cannot read: unknown device
  * types get UnknownDeviceError, known devices UnsupportedError. Both name
  * the device. */
@@ -239,14 +224,13 @@ export class ImportedArray implements Disposable {
    * in and validates them. The caller's structs are left released, whether
    * or not this succeeds. */
   static fromDeviceArray(schema: StructRef | null, deviceArray: StructRef | null, options: ImportOptions = {}): ImportedArray {
+    const fn = "ImportedArray.fromDeviceArray";
+    let level = 0;
+    const [s, a] = takeStructs(fn, [["schema", schema, "ArrowSchema"], ["deviceArray", deviceArray, "ArrowDeviceArray"]], () => {
+      level = validationLevelArg(fn, options);
+    });
     const out = new BigUint64Array(1);
-    const args = importArguments("ImportedArray.fromDeviceArray", "deviceArray", "ArrowDeviceArray", schema, deviceArray, options);
-    if (args.error) {
-      // Still moved in (and released): the contract holds for every error.
-      native.abd_import_device_array(asPointer(args.schema), asPointer(args.array), -1, out);
-      throw args.error;
-    }
-    check(native.abd_import_device_array(asPointer(args.schema), asPointer(args.array), args.level, out));
+    check(native.abd_import_device_array(asPointer(s), asPointer(a), level, out));
     return new ImportedArray(Number(out[0]), null, "ImportedArray", true);
   }
 
@@ -258,14 +242,13 @@ export class ImportedArray implements Disposable {
 
   /** Like `fromDeviceArray` for a plain `ArrowArray*` (a CPU array). */
   static fromArray(schema: StructRef | null, array: StructRef | null, options: ImportOptions = {}): ImportedArray {
+    const fn = "ImportedArray.fromArray";
+    let level = 0;
+    const [s, a] = takeStructs(fn, [["schema", schema, "ArrowSchema"], ["array", array, "ArrowArray"]], () => {
+      level = validationLevelArg(fn, options);
+    });
     const out = new BigUint64Array(1);
-    const args = importArguments("ImportedArray.fromArray", "array", "ArrowArray", schema, array, options);
-    if (args.error) {
-      // Still moved in (and released): the contract holds for every error.
-      native.abd_import_array(asPointer(args.schema), asPointer(args.array), -1, out);
-      throw args.error;
-    }
-    check(native.abd_import_array(asPointer(args.schema), asPointer(args.array), args.level, out));
+    check(native.abd_import_array(asPointer(s), asPointer(a), level, out));
     return new ImportedArray(Number(out[0]), null, "ImportedArray", true);
   }
 
@@ -505,9 +488,15 @@ export class ImportedArray implements Disposable {
    * Never dereferences device memory. Blocks the calling thread.
    */
   toHost(options: ToHostOptions = {}): ImportedArray {
+    optionsArg("toHost", "options", options, ["stream"]);
+    const given = options.stream;
+    if (given !== undefined && typeof given !== "number" && !(typeof given === "object" && given !== null && Number.isSafeInteger(given.handle))) {
+      throw argumentError("toHost", "options.stream", "a stream handle or a DeviceStream", given);
+    }
+    if (typeof given === "number") addressArg("toHost", "options.stream", given, true);
     this.#live();
     if (!this.hostReadable) check(loadDeviceRuntime(this.deviceType));
-    const stream = typeof options.stream === "number" ? options.stream : options.stream?.handle ?? 0;
+    const stream = typeof given === "number" ? given : given?.handle ?? 0;
     // Schema then device array, in one native slot, moved into the result.
     const slot = native.abd_alloc_zeroed(ArrowSchemaLayout.size + ArrowDeviceArrayLayout.size);
     if (!slot) throw new OutOfMemoryError(Status.out_of_memory, "out of memory allocating a host copy slot");

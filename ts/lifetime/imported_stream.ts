@@ -31,7 +31,8 @@ import { reportLeak, track, untrack } from "./debug.ts";
 import { ExportedStream, type StreamKind } from "./exported_stream.ts";
 import { ImportedArray, type ImportOptions } from "./imported.ts";
 import { JsWorkTag, jsWorkSpin, onJsWork } from "./js_queue.ts";
-import { addressArg, validationLevelArg } from "../args.ts";
+import { addressArg } from "../args.ts";
+import { validationLevelArg } from "../abi/layout.ts";
 
 type Native = { handle: number; token: number; label: string };
 

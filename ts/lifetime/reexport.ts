@@ -16,9 +16,10 @@ import { InvalidArgumentError, Status } from "../errors.ts";
 import { check, native } from "../ffi/library.ts";
 import { ExportedArray } from "./exported.ts";
 import { encodeRequest, selectionArg, type Selection, type Window } from "./selection.ts";
-import { addressArg, argumentError, oneOfArg, optionsArg, validationLevelArg } from "../args.ts";
+import { addressArg, argumentError, oneOfArg, optionsArg } from "../args.ts";
+import { validationLevelArg } from "../abi/layout.ts";
 import { asPointer } from "../abi/structs.ts";
-import { movedStructs } from "./c_structs.ts";
+import { takeStructs } from "./c_structs.ts";
 
 /** Options of `reexport` (and `ImportedArray.reexport`): what to hand on,
  * and as which struct. */
@@ -80,22 +81,10 @@ export function relayArray(schema: Pointer | number | null, array: Pointer | num
 
 function relayInto(fn: string, kind: "device_array" | "array", schemaRef: Pointer | number | null, arrayRef: Pointer | number | null, options: RelayOptions): ExportedArray {
   const arrayParam = kind === "array" ? "array" : "deviceArray";
-  const moved = movedStructs(fn, [["schema", schemaRef, "ArrowSchema"], [arrayParam, arrayRef, kind === "array" ? "ArrowArray" : "ArrowDeviceArray"]]);
-  const [schema, array] = moved.addresses.map(asPointer);
-  let level = -1;
-  let error = moved.error;
-  try {
+  let level = 0;
+  const [schema, array] = takeStructs(fn, [["schema", schemaRef, "ArrowSchema"], [arrayParam, arrayRef, kind === "array" ? "ArrowArray" : "ArrowDeviceArray"]], () => {
     level = validationLevelArg(fn, options);
-  } catch (caught) {
-    error ??= caught as Error;
-  }
-  if (error) {
-    // The inputs are moved whatever happens: release them here.
-    if (schema) native.abd_schema_release(schema);
-    if (array && kind === "device_array") native.abd_device_array_release(array);
-    else if (array) native.abd_array_release(array);
-    throw error;
-  }
+  }).map(asPointer);
   const exported = new ExportedArray(kind, `relayed ${kind === "array" ? "ArrowArray" : "ArrowDeviceArray"}`);
   const move = kind === "array" ? native.abd_relay_array : native.abd_relay_device_array;
   const status = move(schema as Pointer, array as Pointer, level, exported.schema, exported.array);
