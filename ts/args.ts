@@ -92,7 +92,7 @@ export function addressArg(fn: string, param: string, value: unknown, nullable =
   let address: number | null = null;
   if (isInteger(value) && value >= 0) address = value;
   else if (typeof value === "bigint" && value >= 0n && value <= BigInt(Number.MAX_SAFE_INTEGER)) address = Number(value);
-  const what = `${nullable ? "" : "a non-zero, "}8-byte aligned address (a non-negative safe integer or bigint)${nullable ? " or null" : ""}`;
+  const what = `${nullable ? "an" : "a non-zero,"} 8-byte aligned address (a non-negative safe integer or bigint)${nullable ? " or null" : ""}`;
   if (address === null || (address === 0 && !nullable) || address % 8 !== 0) throw argumentError(fn, param, what, value);
   return address;
 }
@@ -132,9 +132,11 @@ export function isPlainObject(value: unknown): value is Record<string, unknown> 
 
 /** An options object: undefined (gives {}) or a plain object whose keys
  * are all in `known`. A misspelt key is named in the error. */
-export function optionsArg<T extends object>(fn: string, param: string, value: T | undefined, known: readonly string[], required = false): T {
+export function optionsArg<T extends object>(
+  fn: string, param: string, value: T | undefined, known: readonly string[], required = false, expected = "an options object",
+): T {
   if (value === undefined && !required) return {} as T;
-  if (!isPlainObject(value)) throw argumentError(fn, param, required ? "an options object" : "an options object or undefined", value);
+  if (!isPlainObject(value)) throw argumentError(fn, param, required ? expected : `${expected} or undefined`, value);
   for (const key of Object.keys(value)) {
     if (!known.includes(key)) {
       throw new InvalidArgumentError(Status.invalid_argument, `${fn}: ${param} has an unknown key "${clip(key, 40)}" (known: ${known.join(", ")})`);

@@ -103,7 +103,7 @@ export type AsyncExportResult = {
 /** True for what `open` can read: a Table, a reader, or a (sync or
  * async) iterable that is not a string. */
 function isStreamable(source: unknown): boolean {
-  if (typeof source !== "object" || source === null) return false;
+  if (typeof source !== "object" || source === null || ArrayBuffer.isView(source)) return false;
   return source instanceof Table || source instanceof RecordBatchReader
     || typeof (source as AsyncIterable<unknown>)[Symbol.asyncIterator] === "function"
     || typeof (source as Iterable<unknown>)[Symbol.iterator] === "function";
@@ -399,6 +399,8 @@ export class AsyncExport {
 
   /** @internal */
   constructor(driver: ProducerDriver, done: Promise<AsyncExportResult>) {
+    if (!(driver instanceof ProducerDriver)) throw argumentError("AsyncExport", "driver", "the driver exportAsyncStream makes", driver);
+    if (!(done instanceof Promise)) throw argumentError("AsyncExport", "done", "a Promise", done);
     this.#driver = driver;
     this.done = done;
   }

@@ -550,7 +550,7 @@ export function exportBatches(batches: Iterable<RecordBatch>, options: ExportOpt
   const fn = "exportBatches";
   const kind = exportKindArg(fn, options);
   if (typeof batches !== "object" || batches === null || typeof (batches as Iterable<RecordBatch>)[Symbol.iterator] !== "function") {
-    throw argumentError(fn, "batches", "an iterable of apache-arrow RecordBatch (e.g. table.batches, or a Table)", batches);
+    throw argumentError(fn, "batches", "an iterable of apache-arrow RecordBatch (e.g. table.batches)", batches);
   }
   const out: ExportedArray[] = [];
   try {

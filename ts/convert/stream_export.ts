@@ -476,12 +476,15 @@ const streamOptionKeys = ["as", "schema", "device", "deviceType"] as const;
  * passed as the options of exportArrayStream is refused before it is
  * spread (hence the check there too). */
 function streamArgs(fn: string, source: unknown, options: StreamExportOptions, withAs = true): void {
-  const isSource = typeof source === "object" && source !== null
+  const isSource = typeof source === "object" && source !== null && !ArrayBuffer.isView(source)
     && (source instanceof Table || source instanceof RecordBatchReader || Array.isArray(source) || isIterable(source) || isAsyncIterable(source));
   if (!isSource) {
     throw argumentError(fn, "source", "an apache-arrow Table, RecordBatchReader, an array of RecordBatch or ExportedArray, or a (sync or async) iterable of them", source);
   }
   optionsArg(fn, "options", options, withAs ? streamOptionKeys : streamOptionKeys.filter((key) => key !== "as"));
+  if (Array.isArray(source) && source.length === 0 && options.schema === undefined) {
+    throw argumentError(fn, "source", "a non-empty array of batches (an empty one has no schema: pass options.schema)", source);
+  }
   if (options.as !== undefined) oneOfArg(fn, "options.as", options.as, ["stream", "device_stream"]);
   if (options.schema !== undefined) arrowArg(fn, "options.schema", options.schema, ["Schema"]);
   if (options.device !== undefined) checkTarget(fn, options.device, "options.device");

@@ -29,7 +29,7 @@ import { DeviceUnavailableError, InvalidArgumentError, ReleasedError, Status, Un
 import { deviceLibraryEnvVars, loadDeviceRuntime } from "../ffi/device_loader.ts";
 import { check, lastError, native } from "../ffi/library.ts";
 import { reportLeak, track, untrack } from "../lifetime/debug.ts";
-import { addressArg, argumentError, integerArg, oneOfArg, optionsArg } from "../args.ts";
+import { addressArg, argumentError, integerArg, oneOfArg, optionsArg, stringArg } from "../args.ts";
 
 /** A device runtime: "cuda" (the CUDA driver API) or "rocm" (HIP). */
 export type DeviceKind = "cuda" | "rocm";
@@ -188,7 +188,10 @@ export class DeviceRuntime {
     readonly version: number,
     readonly deviceCount: number,
   ) {
-    this.deviceType = runtimeDeviceType[kind];
+    this.deviceType = checkKind("DeviceRuntime", kind);
+    stringArg("DeviceRuntime", "library", library);
+    integerArg("DeviceRuntime", "version", version, 0);
+    integerArg("DeviceRuntime", "deviceCount", deviceCount, 0);
   }
 
   /** Name and memory size of device `id`. */
@@ -282,6 +285,14 @@ const safetyNet = new FinalizationRegistry<Freeable>((held) => {
   }
 });
 
+/** Checks what a DeviceMemory/Stream/Event is made of (made by
+ * DeviceRuntime; the constructors are reachable from JS all the same). */
+function handleArgs(fn: string, runtime: unknown, deviceId: unknown, address: unknown, addressParam = "address"): void {
+  if (!(runtime instanceof DeviceRuntime)) throw argumentError(fn, "runtime", "a DeviceRuntime (from deviceRuntime())", runtime);
+  ordinalArg(fn, "deviceId", deviceId);
+  integerArg(fn, addressParam, address, 0);
+}
+
 /** Memory allocated through a runtime: device, pinned host or managed. */
 export class DeviceMemory implements Disposable {
   #freed = false;
@@ -292,6 +303,9 @@ export class DeviceMemory implements Disposable {
   readonly deviceType: number;
 
   constructor(readonly runtime: DeviceRuntime, readonly deviceId: number, readonly memory: MemoryKindName, readonly address: number, readonly byteLength: number) {
+    handleArgs("DeviceMemory", runtime, deviceId, address);
+    oneOfArg("DeviceMemory", "memory", memory, ["device", "pinned", "managed"]);
+    integerArg("DeviceMemory", "byteLength", byteLength, 0);
     this.deviceType = memory === "device" ? runtime.deviceType
       : memory === "pinned" ? (runtime.kind === "cuda" ? DeviceType.CUDA_HOST : DeviceType.ROCM_HOST)
       : DeviceType.CUDA_MANAGED;
@@ -343,6 +357,7 @@ export class DeviceStream implements Disposable {
   #token: number;
 
   constructor(readonly runtime: DeviceRuntime, readonly deviceId: number, /** CUstream / hipStream_t */ readonly handle: number) {
+    handleArgs("DeviceStream", runtime, deviceId, handle, "handle");
     const label = `${runtime.kind} stream`;
     this.#token = track(label);
     const deviceType = runtime.deviceType;
@@ -396,6 +411,7 @@ export class DeviceEvent implements Disposable {
   #token: number;
 
   constructor(readonly runtime: DeviceRuntime, readonly deviceId: number, readonly address: number) {
+    handleArgs("DeviceEvent", runtime, deviceId, address);
     const label = `${runtime.kind} event`;
     this.#token = track(label);
     safetyNet.register(this, { free: () => check(native.abd_device_event_destroy(asPointer(address))), token: this.#token, label }, this);

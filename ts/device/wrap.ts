@@ -82,9 +82,8 @@ const nodeKeys = ["format", "name", "metadata", "flags", "length", "nullCount", 
 
 /** Checks the kinds of a node's fields (`where` names it: "root",
  * "root.children[1]", ...); the structure is checked natively. */
-function checkNode(node: RawArrayNode, where: string, depth: number): void {
-  const fn = "exportRawArray";
-  optionsArg(fn, where, node, nodeKeys, true);
+function checkNode(fn: string, node: RawArrayNode, where: string, depth: number): void {
+  optionsArg(fn, where, node, nodeKeys, true, "a RawArrayNode { format, length, buffers, ... }");
   stringArg(fn, `${where}.format`, node.format);
   if (node.name !== undefined && node.name !== null) stringArg(fn, `${where}.name`, node.name);
   if (node.flags !== undefined) integerArg(fn, `${where}.flags`, node.flags, 0);
@@ -94,8 +93,8 @@ function checkNode(node: RawArrayNode, where: string, depth: number): void {
   if (!Array.isArray(node.buffers)) throw argumentError(fn, `${where}.buffers`, "an array", node.buffers);
   if (node.children !== undefined && !Array.isArray(node.children)) throw argumentError(fn, `${where}.children`, "an array or undefined", node.children);
   if (depth > 64) throw argumentError(fn, where, "nested at most 64 levels deep", node);
-  node.children?.forEach((child, i) => checkNode(child, `${where}.children[${i}]`, depth + 1));
-  if (node.dictionary !== undefined && node.dictionary !== null) checkNode(node.dictionary, `${where}.dictionary`, depth + 1);
+  node.children?.forEach((child, i) => checkNode(fn, child, `${where}.children[${i}]`, depth + 1));
+  if (node.dictionary !== undefined && node.dictionary !== null) checkNode(fn, node.dictionary, `${where}.dictionary`, depth + 1);
 }
 
 function planOf(root: RawArrayNode, retained: unknown[]): Float64Array {
@@ -126,7 +125,7 @@ function withDefaultFlags(node: RawArrayNode): RawArrayNode {
  * counts per format, lengths); the data is not. */
 export function exportRawArray(root: RawArrayNode, options: RawExportOptions = {}): ExportedArray {
   const fn = "exportRawArray";
-  checkNode(root, "root", 0);
+  checkNode(fn, root, "root", 0);
   optionsArg(fn, "options", options, ["deviceType", "deviceId", "syncEvent", "onRelease", "keepAlive"]);
   // An ArrowDeviceType is positive (CPU is 1); 0 and below name nothing.
   const deviceType = deviceTypeArg(fn, "options.deviceType", options.deviceType ?? DeviceType.CPU);
@@ -192,6 +191,7 @@ export type WrapOptions = {
  * (CUDA / CUDA_HOST / CUDA_MANAGED, ROCM / ROCM_HOST), with your event as
  * `sync_event` and `onRelease` telling you when the consumer is done. */
 export function wrapDeviceMemory(root: RawArrayNode, options: WrapOptions): ExportedArray {
+  checkNode("wrapDeviceMemory", root, "root", 0);
   checkTarget("wrapDeviceMemory", options as DeviceTarget, "options", ["syncEvent", "onRelease", "keepAlive"]);
   if (options.id === undefined) throw argumentError("wrapDeviceMemory", "options.id", "a device ordinal", options.id);
   return exportRawArray(root, {

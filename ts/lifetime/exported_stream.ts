@@ -16,6 +16,7 @@ import { read, type Pointer } from "bun:ffi";
 import { ArrowArrayStreamLayout, ArrowDeviceArrayStreamLayout } from "../abi/layout.ts";
 import { native } from "../ffi/library.ts";
 import { NativeSlot } from "./native_slot.ts";
+import { oneOfArg, stringArg } from "../args.ts";
 
 /** "stream": struct ArrowArrayStream; "device_stream": struct
  * ArrowDeviceArrayStream. */
@@ -44,6 +45,8 @@ export class ExportedStream implements Disposable {
 
   /** Allocates an empty (released) slot; the producer fills it. */
   constructor(readonly kind: StreamKind, label = `exported ${kind === "stream" ? "ArrowArrayStream" : "ArrowDeviceArrayStream"}`) {
+    oneOfArg("ExportedStream", "kind", kind, ["stream", "device_stream"]);
+    stringArg("ExportedStream", "label", label);
     this.#slot = new NativeSlot(slotBytes, label, kind === "stream" ? releaseArrayStreamAt : releaseDeviceStreamAt);
   }
 

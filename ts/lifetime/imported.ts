@@ -30,7 +30,7 @@ import {
   InvalidArgumentError, InvalidLayoutError, OutOfMemoryError, OutOfRangeError, ReleasedError, Status, UnknownDeviceError,
   LibraryLoadError, UnsupportedError, type ArrowDeviceError,
 } from "../errors.ts";
-import { addressArg, argumentError, integerArg, isPlainObject, optionsArg, stringArg } from "../args.ts";
+import { addressArg, argumentError, booleanArg, integerArg, isPlainObject, optionsArg, stringArg } from "../args.ts";
 import { validationLevelArg } from "../abi/layout.ts";
 import { check, libraryPath, native } from "../ffi/library.ts";
 import { takeStructs, type StructRef } from "./c_structs.ts";
@@ -158,6 +158,9 @@ function readSchemas(owner: number): NodeSchema[] {
 
 const importOptionKeys = ["validation"] as const;
 
+/** Proves a constructor call comes from this module. */
+const internalToken = Symbol("ImportedArray");
+
 /** The typed error for reading memory the host cannot read: unknown device
  * types get UnknownDeviceError, known devices UnsupportedError. Both name
  * the device. */
@@ -198,7 +201,14 @@ export class ImportedArray implements Disposable {
   /** Takes `window` of `owner` (null: the whole array). The caller holds a
    * reference for the duration of the call; `adoptImportReference` says it
    * is the import's own, which this handle then drops. */
-  private constructor(owner: number, window: Window | null, kind: string, adoptImportReference: boolean) {
+  private constructor(token: symbol, owner: number, window: Window | null, kind: string, adoptImportReference: boolean) {
+    // Private in TS, reachable from JS: only this module may make one (an
+    // owner address from elsewhere could be anything).
+    if (token !== internalToken) throw argumentError("ImportedArray", "the constructor", "not called: use ImportedArray.fromArray or fromDeviceArray", token);
+    addressArg("ImportedArray", "owner", owner);
+    if (window !== null && !isPlainObject(window)) throw argumentError("ImportedArray", "window", "a Window or null", window);
+    stringArg("ImportedArray", "kind", kind);
+    booleanArg("ImportedArray", "adoptImportReference", adoptImportReference);
     this.#owner = owner;
     this.#window = window;
     this.#token = track(kind);
@@ -231,13 +241,13 @@ export class ImportedArray implements Disposable {
     });
     const out = new BigUint64Array(1);
     check(native.abd_import_device_array(asPointer(s), asPointer(a), level, out));
-    return new ImportedArray(Number(out[0]), null, "ImportedArray", true);
+    return new ImportedArray(internalToken, Number(out[0]), null, "ImportedArray", true);
   }
 
   /** @internal Adopts one reference to a native owner (a batch pulled
    * from an imported stream); the handle then holds the owner. */
   static adoptOwner(owner: number): ImportedArray {
-    return new ImportedArray(addressArg("ImportedArray.adoptOwner", "owner", owner), null, "ImportedArray", true);
+    return new ImportedArray(internalToken, addressArg("ImportedArray.adoptOwner", "owner", owner), null, "ImportedArray", true);
   }
 
   /** Like `fromDeviceArray` for a plain `ArrowArray*` (a CPU array). */
@@ -249,7 +259,7 @@ export class ImportedArray implements Disposable {
     });
     const out = new BigUint64Array(1);
     check(native.abd_import_array(asPointer(s), asPointer(a), level, out));
-    return new ImportedArray(Number(out[0]), null, "ImportedArray", true);
+    return new ImportedArray(internalToken, Number(out[0]), null, "ImportedArray", true);
   }
 
   #live(): void {
@@ -329,7 +339,7 @@ export class ImportedArray implements Disposable {
   #derive(selection: { child?: number; slice?: SliceRange; dictionary?: boolean }, kind: string): ImportedArray {
     this.#live(); // our table views hold references: the owner is alive
     const window = selectWindow(this.#owner, this.#window, selection);
-    return new ImportedArray(this.#owner, window, kind, false);
+    return new ImportedArray(internalToken, this.#owner, window, kind, false);
   }
 
   /**
