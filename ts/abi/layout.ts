@@ -217,6 +217,7 @@ export const asyncProducerWords = 6;
 
 type Manifest = {
   abi: number;
+  errno?: Record<string, number>;
   pointer_size: number;
   structs: Record<string, { size: number; fields: Record<string, number> }>;
   device_types: Record<string, number>;
@@ -363,6 +364,7 @@ export function layoutProblems(manifestJson: string, ours: LayoutTables = tsLayo
   compareRecord("async_consumer_words", ours.asyncConsumerWords, manifest.async_consumer_words, problems);
   compareRecord("async_consumer_strings", ours.asyncConsumerStrings, manifest.async_consumer_strings, problems);
   compareRecord("async_producer_words", ours.asyncProducerWords, manifest.async_producer_words, problems);
+  if (typeof manifest.errno !== "object" || manifest.errno === null) problems.push("errno: the library's manifest has no errno table");
   if (manifest.node_stride !== ours.nodeStride) problems.push(`node_stride: TS has ${ours.nodeStride}, the library has ${manifest.node_stride}`);
   if (manifest.buffer_stride !== ours.bufferStride) problems.push(`buffer_stride: TS has ${ours.bufferStride}, the library has ${manifest.buffer_stride}`);
   if (manifest.max_nesting_depth !== ours.maxNestingDepth) problems.push(`max_nesting_depth: TS has ${ours.maxNestingDepth}, the library has ${manifest.max_nesting_depth}`);
@@ -376,3 +378,15 @@ export function assertLayoutMatchesLibrary(): void {
 }
 
 assertLayoutMatchesLibrary();
+
+/** The errno names the library reports through stream and async callbacks. */
+export type ErrnoName = "EIO" | "E2BIG" | "EDEADLK" | "ENOMEM" | "ENODEV" | "EINVAL" | "EOPNOTSUPP" | "ECANCELED" | "EPROTO";
+
+/**
+ * Their values on the platform the loaded library was built for, read from
+ * its manifest (zig/errno.zig), never written here: EDEADLK is 35 on
+ * Linux, 11 on macOS, 36 on Windows.
+ */
+export const Errno: Readonly<Record<ErrnoName, number>> = Object.freeze(
+  (JSON.parse(manifestText()) as { errno: Record<ErrnoName, number> }).errno,
+);

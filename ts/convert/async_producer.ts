@@ -29,7 +29,7 @@
 import { type Pointer } from "bun:ffi";
 import { RecordBatch, RecordBatchReader, Schema, Table, type DataType, type Struct } from "apache-arrow";
 import { typeDifference } from "./types.ts";
-import { AsyncProducerWord, DeviceType, asyncProducerWords } from "../abi/layout.ts";
+import { AsyncProducerWord, DeviceType, Errno, asyncProducerWords } from "../abi/layout.ts";
 import { encodeMetadata } from "../abi/metadata.ts";
 import { asPointer } from "../abi/structs.ts";
 import { AsyncStreamError, InvalidArgumentError, OutOfMemoryError, Status, errorFor } from "../errors.ts";
@@ -43,7 +43,7 @@ import { addressArg, argumentError, describeValue, deviceTypeArg, optionsArg } f
 import { arrowArg } from "./arrow_args.ts";
 
 const W = AsyncProducerWord;
-const EINVAL = 22;
+const EINVAL = Errno.EINVAL;
 
 /** Key/value metadata, in any of the forms `encodeMetadata` takes. */
 export type MetadataInit = Map<string, string> | Record<string, string> | Iterable<[string, string]>;
