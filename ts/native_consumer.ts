@@ -5,12 +5,11 @@
  * FNV-1a checksum as C sees them, and calls release.
  */
 import { type Pointer } from "bun:ffi";
-import { ValidationLevel, type ValidationLevelName } from "./abi/layout.ts";
+import { validationLevelArg, type ValidationLevelName } from "./abi/layout.ts";
+import { asPointer } from "./abi/structs.ts";
+import { argumentError } from "./args.ts";
 import { check, native } from "./ffi/library.ts";
 import { drainReleased } from "./lifetime/keepalive.ts";
-import { argumentError } from "./args.ts";
-import { validationLevelArg } from "./abi/layout.ts";
-import { asPointer } from "./abi/structs.ts";
 import { takeStructs } from "./lifetime/c_structs.ts";
 
 /** One buffer as the native consumer saw it: its address, its size in

@@ -14,7 +14,7 @@
 import { DeviceType, Flags } from "../abi/layout.ts";
 import { asPointer } from "../abi/structs.ts";
 import { schemaPlan } from "../abi/schema_plan.ts";
-import { InvalidArgumentError, Status, errorFor } from "../errors.ts";
+import { errorFor } from "../errors.ts";
 import { lastError, native } from "../ffi/library.ts";
 import { ExportedArray } from "../lifetime/exported.ts";
 import { drainReleased, forgetUnused, retainForNative, whenReleased } from "../lifetime/keepalive.ts";

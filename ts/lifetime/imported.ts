@@ -21,13 +21,13 @@
  */
 import { type Pointer } from "bun:ffi";
 import {
-  ArrowDeviceArrayLayout, ArrowSchemaLayout, BufferKind, BufferWord, NodeWord, OwnerInfoWord, TypeId, ValidationLevel, bufferStride, deviceTypeName,
+  ArrowDeviceArrayLayout, ArrowSchemaLayout, BufferKind, BufferWord, NodeWord, OwnerInfoWord, TypeId, bufferStride, deviceTypeName,
   nodeStride, ownerInfoWords, type TypeIdName, type ValidationLevelName,
 } from "../abi/layout.ts";
 import { decodeMetadataBytes } from "../abi/metadata.ts";
 import { arrayFields, asPointer, deviceArrayFields, wrapNative } from "../abi/structs.ts";
 import {
-  InvalidArgumentError, InvalidLayoutError, OutOfMemoryError, OutOfRangeError, ReleasedError, Status, UnknownDeviceError,
+  InvalidLayoutError, OutOfMemoryError, OutOfRangeError, ReleasedError, Status, UnknownDeviceError,
   LibraryLoadError, UnsupportedError, type ArrowDeviceError,
 } from "../errors.ts";
 import { addressArg, argumentError, booleanArg, integerArg, isPlainObject, optionsArg, stringArg } from "../args.ts";
@@ -155,8 +155,6 @@ function readSchemas(owner: number): NodeSchema[] {
   }
   return out;
 }
-
-const importOptionKeys = ["validation"] as const;
 
 /** Proves a constructor call comes from this module. */
 const internalToken = Symbol("ImportedArray");

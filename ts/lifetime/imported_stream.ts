@@ -21,7 +21,7 @@
  * read one batch ahead. One call at a time per stream.
  */
 import { CString, type Pointer } from "bun:ffi";
-import { ValidationLevel, deviceTypeName } from "../abi/layout.ts";
+import { deviceTypeName, validationLevelArg } from "../abi/layout.ts";
 import { asPointer, schemaFields } from "../abi/structs.ts";
 import {
   InvalidArgumentError, ReleasedError, Status, StreamError, errorFor, type ArrowDeviceError,
@@ -32,7 +32,6 @@ import { ExportedStream, type StreamKind } from "./exported_stream.ts";
 import { ImportedArray, type ImportOptions } from "./imported.ts";
 import { JsWorkTag, jsWorkSpin, onJsWork } from "./js_queue.ts";
 import { addressArg } from "../args.ts";
-import { validationLevelArg } from "../abi/layout.ts";
 
 type Native = { handle: number; token: number; label: string };
 

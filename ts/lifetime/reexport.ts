@@ -11,14 +11,12 @@
  * ImportedArray the re-export came from does not end the re-export.
  */
 import { type Pointer } from "bun:ffi";
-import { ValidationLevel, type ValidationLevelName } from "../abi/layout.ts";
-import { InvalidArgumentError, Status } from "../errors.ts";
+import { validationLevelArg, type ValidationLevelName } from "../abi/layout.ts";
+import { asPointer } from "../abi/structs.ts";
+import { addressArg, argumentError, oneOfArg, optionsArg } from "../args.ts";
 import { check, native } from "../ffi/library.ts";
 import { ExportedArray } from "./exported.ts";
 import { encodeRequest, selectionArg, type Selection, type Window } from "./selection.ts";
-import { addressArg, argumentError, oneOfArg, optionsArg } from "../args.ts";
-import { validationLevelArg } from "../abi/layout.ts";
-import { asPointer } from "../abi/structs.ts";
 import { takeStructs } from "./c_structs.ts";
 
 /** Options of `reexport` (and `ImportedArray.reexport`): what to hand on,
