@@ -374,7 +374,7 @@ describe("errors", () => {
     const result = await exportAsyncStream([42 as never], sink.handler, { schema: smallBatches(1)[0].schema }).done;
     expect(result).toMatchObject({ outcome: "failed", code: EINVAL });
     checkSink(sink);
-    expect(sink.errorMessage).toContain("yielded 42");
+    expect(sink.errorMessage).toContain("yielded the number 42");
     sink.free();
   });
 

@@ -4,7 +4,12 @@
  * test/fixtures/layout_probe.c), and the TS tables (ts/abi/layout.ts).
  */
 import { describe, expect, test } from "bun:test";
-import { layoutProblems, structLayouts, tsLayout } from "../ts/abi/layout.ts";
+import { constants } from "node:os";
+import { Errno, layoutProblems, structLayouts, tsLayout, type ErrnoName } from "../ts/abi/layout.ts";
+import { Status } from "../ts/errors.ts";
+import { EIO, errnoOfException } from "../ts/convert/errno.ts";
+import { ArrowDeviceError } from "../ts/errors.ts";
+import { native } from "../ts/ffi/library.ts";
 import { manifestText } from "../ts/ffi/library.ts";
 import { fixtureText, probe } from "./helpers/fixtures.ts";
 
@@ -66,5 +71,31 @@ describe("layout manifest", () => {
     expect(problems).toContain("device_types.ROCM");
     expect(problems).toContain("status.released");
     expect(problems).toContain("counters.live_owners");
+  });
+});
+
+describe("errno values come from the library, for its platform", () => {
+  test("TS reads the errno table from the library's manifest, and it is this platform's (node:os agrees)", () => {
+    const manifest = JSON.parse(manifestText()).errno as Record<ErrnoName, number>;
+    expect(Errno).toEqual(manifest);
+    const names = Object.keys(Errno) as ErrnoName[];
+    expect(names.sort()).toEqual(["E2BIG", "ECANCELED", "EDEADLK", "EINVAL", "EIO", "ENODEV", "ENOMEM", "EOPNOTSUPP", "EPROTO"]);
+    const host = constants.errno as Record<string, number>;
+    for (const name of names) expect({ name, value: Errno[name] }).toEqual({ name, value: host[name] });
+  });
+
+  test("statuses map to those errno values, in Zig and in TS", () => {
+    expect(native.abd_status_errno(Status.wrong_thread)).toBe(Errno.EDEADLK);
+    expect(native.abd_status_errno(Status.unsupported)).toBe(Errno.EOPNOTSUPP);
+    expect(native.abd_status_errno(Status.cancelled)).toBe(Errno.ECANCELED);
+    expect(errnoOfException(new ArrowDeviceError(Status.invalid_layout, "x"))).toBe(Errno.EINVAL);
+    expect(errnoOfException(new Error("no errno"))).toBe(EIO);
+    expect(EIO).toBe(Errno.EIO);
+  });
+
+  test("a manifest without the errno table is reported", () => {
+    const edited = JSON.parse(manifestText());
+    delete edited.errno;
+    expect(layoutProblems(JSON.stringify(edited))).toContain("errno: the library's manifest has no errno table");
   });
 });

@@ -99,12 +99,16 @@ const classes: Record<number, new (status: number, message: string) => ArrowDevi
 
 /** The name of `status`; "internal" for a number the library never returns. */
 export function statusName(status: number): StatusName {
+  if (typeof status !== "number") throw new InvalidArgumentError(Status.invalid_argument, `statusName: status must be a number, not ${status === null ? "null" : typeof status}`);
   for (const [name, value] of Object.entries(Status)) if (value === status) return name as StatusName;
   return "internal";
 }
 
 /** The typed error for `status` with `message`. */
 export function errorFor(status: number, message: string): ArrowDeviceError {
+  // Checked here, not with ts/args.ts (which builds on this module).
+  if (typeof status !== "number") throw new InvalidArgumentError(Status.invalid_argument, `errorFor: status must be a number, not ${status === null ? "null" : typeof status}`);
+  if (typeof message !== "string") throw new InvalidArgumentError(Status.invalid_argument, `errorFor: message must be a string, not ${message === null ? "null" : typeof message}`);
   const ErrorClass = classes[status] ?? InternalError;
   return new ErrorClass(status, message || `libarrow_device failed with status ${status} (${statusName(status)})`);
 }

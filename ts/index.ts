@@ -7,7 +7,7 @@
  */
 export * from "./errors.ts";
 export {
-  DeviceType, Flags, ValidationLevel, TypeId, BufferKind, deviceTypeName, isHostAccessible,
+  DeviceType, Flags, ValidationLevel, TypeId, BufferKind, Errno, deviceTypeName, isHostAccessible, type ErrnoName,
   structLayouts, layoutProblems, type DeviceTypeName, type ValidationLevelName, type CounterName, type LayoutTables,
   type TypeIdName,
 } from "./abi/layout.ts";

@@ -5,9 +5,12 @@
  * FNV-1a checksum as C sees them, and calls release.
  */
 import { type Pointer } from "bun:ffi";
-import { ValidationLevel, type ValidationLevelName } from "./abi/layout.ts";
+import { validationLevelArg, type ValidationLevelName } from "./abi/layout.ts";
+import { asPointer } from "./abi/structs.ts";
+import { argumentError } from "./args.ts";
 import { check, native } from "./ffi/library.ts";
 import { drainReleased } from "./lifetime/keepalive.ts";
+import { takeStructs } from "./lifetime/c_structs.ts";
 
 /** One buffer as the native consumer saw it: its address, its size in
  * bytes and its FNV-1a checksum (-1 when the host cannot read it). */
@@ -20,7 +23,12 @@ const report = new Float64Array(1 + 3 * 16384);
 /** Consumes (moves in, validates, checksums, releases) the given structs.
  * Checksums are -1 for memory the host cannot read. */
 export function consumeNatively(schema: Pointer | number, deviceArray: Pointer | number, validation: ValidationLevelName = "full"): NativeBufferReport[] {
-  const status = native.abd_consume_device_array(schema as Pointer, deviceArray as Pointer, ValidationLevel[validation], report, report.length);
+  let level = 0;
+  // Taken (released) even when an argument is bad.
+  const [schemaAddress, arrayAddress] = takeStructs("consumeNatively", [["schema", schema, "ArrowSchema"], ["deviceArray", deviceArray, "ArrowDeviceArray"]], () => {
+    level = validationLevelArg("consumeNatively", { validation });
+  }).map(asPointer);
+  const status = native.abd_consume_device_array(schemaAddress, arrayAddress, level, report, report.length);
   drainReleased();
   check(status);
   const n = report[0];
@@ -29,6 +37,7 @@ export function consumeNatively(schema: Pointer | number, deviceArray: Pointer |
 
 /** FNV-1a 32-bit, the checksum the native consumer reports. */
 export function fnv1a32(bytes: Uint8Array): number {
+  if (!(bytes instanceof Uint8Array)) throw argumentError("fnv1a32", "bytes", "a Uint8Array", bytes);
   let hash = 0x811c9dc5;
   for (let i = 0; i < bytes.length; i++) {
     hash ^= bytes[i];

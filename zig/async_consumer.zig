@@ -45,9 +45,9 @@ const Gate = @import("producer_gate.zig").Gate;
 const Status = status.Status;
 const fail = status.fail;
 
-const EINVAL: c_int = 22;
-const ENOMEM: c_int = 12;
-const EPROTO: c_int = 71;
+const EINVAL: c_int = @import("errno.zig").native.EINVAL;
+const ENOMEM: c_int = @import("errno.zig").native.ENOMEM;
+const EPROTO: c_int = @import("errno.zig").native.EPROTO;
 
 /// Longest error message kept from a producer; longer ones are cut.
 pub const max_message_bytes = 1 << 16;

@@ -48,7 +48,7 @@ const export_array = @import("export_array.zig");
 const Status = status.Status;
 const fail = status.fail;
 
-const EINVAL: c_int = 22;
+const EINVAL: c_int = @import("errno.zig").native.EINVAL;
 
 /// Words of the state snapshot `poll` writes (f64 each), shared with TS
 /// through the layout manifest.

@@ -118,7 +118,7 @@ export fn abd_array_build(plan: ?[*]const f64, plan_words: usize, keepalive_id: 
 }
 
 /// Like `abd_array_build` for an ArrowDeviceArray; `reserved` is zeroed.
-export fn abd_device_array_build(plan: ?[*]const f64, plan_words: usize, keepalive_id: f64, device_type: i32, device_id: i32, sync_event: ?*anyopaque, out: ?*abi.ArrowDeviceArray) c_int {
+export fn abd_device_array_build(plan: ?[*]const f64, plan_words: usize, keepalive_id: f64, device_type: i32, device_id: i64, sync_event: ?*anyopaque, out: ?*abi.ArrowDeviceArray) c_int {
     const target = out orelse return code(status.fail(.invalid_argument, "out device array pointer is NULL", .{}));
     const words: []const f64 = if (plan) |p| p[0..plan_words] else &.{};
     return code(export_array.buildDevice(words, .{ .keepalive_id = @intFromFloat(keepalive_id) }, .{
@@ -676,8 +676,11 @@ export fn abd_js_queue_polling(on: bool) void {
 
 /// How long threads waiting across the JS hand-off spin before sleeping
 /// (js_queue.zig `spin_ns`); 0 disables spinning.
+/// Any f64 is taken: NaN and negatives give 0, values above
+/// `js_queue.max_spin_ns` (and +Infinity) give that maximum, so no input
+/// reaches @intFromFloat out of range.
 export fn abd_set_spin_ns(nanoseconds: f64) void {
-    js_queue.spin_ns.store(@intFromFloat(@max(0, nanoseconds)), .monotonic);
+    js_queue.spin_ns.store(js_queue.clampSpin(nanoseconds), .monotonic);
 }
 
 /// JS enters (true) or leaves (false) a synchronous native call that may
@@ -710,7 +713,7 @@ export fn abd_stream_export_create(kind: c_int, device_type: i32, schema_plan: ?
 
 /// Answers the producer's pending get_next with a batch built from `plan`
 /// (as `abd_array_build`). On failure the stream fails with that error.
-export fn abd_stream_export_deliver(producer: *stream_export.Producer, plan: ?[*]const f64, plan_words: usize, keepalive_id: f64, device_id: i32) c_int {
+export fn abd_stream_export_deliver(producer: *stream_export.Producer, plan: ?[*]const f64, plan_words: usize, keepalive_id: f64, device_id: i64) c_int {
     const words: []const f64 = if (plan) |p| p[0..plan_words] else &.{};
     return code(stream_export.deliver(producer, words, @intFromFloat(keepalive_id), device_id));
 }

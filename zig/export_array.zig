@@ -206,8 +206,13 @@ pub const DeviceFields = struct {
     sync_event: ?*anyopaque = null,
 };
 
-/// Like `build`, for an ArrowDeviceArray; `reserved` is zeroed.
+/// Like `build`, for an ArrowDeviceArray; `reserved` is zeroed. Refuses
+/// (before building anything) what a consumer could not take: a device
+/// type of 0 or below, and a sync event on a CPU array (there is nothing
+/// to wait on in CPU memory), as stream exports do.
 pub fn buildDevice(plan: []const f64, options: Options, device: DeviceFields, out: *abi.ArrowDeviceArray) Status {
+    if (device.device_type <= 0) return fail(.invalid_argument, "device_type {d} is not an Arrow device type (they are positive)", .{device.device_type});
+    if (device.device_type == abi.device_cpu and device.sync_event != null) return fail(.invalid_argument, "a CPU array cannot carry a sync_event", .{});
     var array: abi.ArrowArray = .empty;
     const s = build(plan, options, &array);
     if (s != .ok) return s;
@@ -287,4 +292,18 @@ test "device fields are set and reserved is zeroed" {
     out.array.release.?(&out.array);
     var ids: [4]f64 = undefined;
     _ = keepalive.take(&ids);
+}
+
+test "buildDevice refuses device type 0, negative ones and a sync event on the CPU; device_id is an int64" {
+    var data: [2]i32 = .{ 1, 2 };
+    const plan = [_]f64{ 2, 0, 0, 2, 0, 0, 0, @floatFromInt(@intFromPtr(&data)) };
+    var out: abi.ArrowDeviceArray = undefined;
+    try testing.expectEqual(Status.invalid_argument, buildDevice(&plan, .{}, .{ .device_type = 0 }, &out));
+    try testing.expectEqual(Status.invalid_argument, buildDevice(&plan, .{}, .{ .device_type = -3 }, &out));
+    var event: u64 = 0;
+    try testing.expectEqual(Status.invalid_argument, buildDevice(&plan, .{}, .{ .sync_event = &event }, &out));
+    const big: i64 = (1 << 32) + 5;
+    try testing.expectEqual(Status.ok, buildDevice(&plan, .{}, .{ .device_type = abi.device_cpu, .device_id = big }, &out));
+    try testing.expectEqual(big, out.device_id);
+    out.array.release.?(&out.array);
 }

@@ -124,6 +124,25 @@ pub var global: Queue = .{};
 /// instead of a wake-up per batch. Bounded, so a slow peer costs at most
 /// this much CPU per wait. The TS layer sets it (`setJsWorkSpin`).
 pub var spin_ns: std.atomic.Value(u64) = .init(20_000);
+/// The longest spin window accepted (1 s); longer requests are clamped.
+pub const max_spin_ns: u64 = 1_000_000_000;
+
+/// `nanoseconds` as a spin window: NaN and negatives give 0, anything
+/// above `max_spin_ns` (+Infinity too) gives `max_spin_ns`.
+pub fn clampSpin(nanoseconds: f64) u64 {
+    if (!(nanoseconds > 0)) return 0; // NaN, -Infinity, negatives, 0
+    if (nanoseconds >= @as(f64, @floatFromInt(max_spin_ns))) return max_spin_ns;
+    return @intFromFloat(nanoseconds);
+}
+
+test "clampSpin takes every f64 without a panic" {
+    try std.testing.expectEqual(@as(u64, 0), clampSpin(std.math.nan(f64)));
+    try std.testing.expectEqual(@as(u64, 0), clampSpin(-std.math.inf(f64)));
+    try std.testing.expectEqual(@as(u64, 0), clampSpin(-5));
+    try std.testing.expectEqual(max_spin_ns, clampSpin(std.math.inf(f64)));
+    try std.testing.expectEqual(max_spin_ns, clampSpin(1e300));
+    try std.testing.expectEqual(@as(u64, 1234), clampSpin(1234.9));
+}
 
 pub fn monotonicNs() u64 {
     var now: std.c.timespec = undefined;

@@ -22,6 +22,7 @@ const device_runtime = @import("device/runtime.zig");
 const js_queue = @import("js_queue.zig");
 const async_consumer = @import("async_consumer.zig");
 const async_producer = @import("async_producer.zig");
+const errno = @import("errno.zig");
 
 /// Bumped when the library's own C API changes incompatibly.
 pub const api_version = 1;
@@ -66,7 +67,12 @@ pub const json: [:0]const u8 = build: {
     out = out ++ enumObject("async_consumer_words", async_consumer.StateWord);
     out = out ++ enumObject("async_consumer_strings", async_consumer.StringId);
     out = out ++ enumObject("async_producer_words", async_producer.StateWord);
-    out = out ++ "}";
+    out = out ++ ",\"errno\":{";
+    for (@typeInfo(errno.Errno).@"struct".field_names, 0..) |name, i| {
+        if (i > 0) out = out ++ ",";
+        out = out ++ std.fmt.comptimePrint("\"{s}\":{d}", .{ name, @field(errno.native, name) });
+    }
+    out = out ++ "}}";
     const terminated = (out ++ "\x00").*;
     break :build terminated[0..out.len :0];
 };

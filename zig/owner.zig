@@ -74,8 +74,9 @@ pub fn import(schema: ?*abi.ArrowSchema, device_array: ?*abi.ArrowDeviceArray, l
         if (moved_schema.release == null) break :blk fail(.released, "schema is released (its release callback is NULL)", .{});
         if (moved_array.array.release == null) break :blk fail(.released, "array is released (its release callback is NULL)", .{});
         if (moved_array.device_type <= 0) break :blk fail(.unknown_device, "device_type {d} is not a device type", .{moved_array.device_type});
-        if (moved_array.device_type == abi.device_cpu and moved_array.device_id != -1 and moved_array.device_id != 0)
-            break :blk fail(.invalid_argument, "CPU array has device_id {d} (must be -1)", .{moved_array.device_id});
+        // A CPU array's device_id is only recommended to be -1 (the spec's
+        // word); any value is taken, as this library's own exporter may
+        // emit one (exportRawArray with a deviceId).
         break :blk null;
     };
     if (problem) |code| {

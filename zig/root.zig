@@ -16,6 +16,7 @@ comptime {
 test {
     _ = @import("abi.zig");
     _ = @import("status.zig");
+    _ = @import("errno.zig");
     _ = @import("sync.zig");
     _ = @import("counters.zig");
     _ = @import("manifest.zig");

@@ -6,6 +6,7 @@
 //! Each one carries the errno that stream callbacks report for it.
 
 const std = @import("std");
+const E = @import("errno.zig").native;
 
 pub const Status = enum(c_int) {
     ok = 0,
@@ -43,14 +44,14 @@ pub const Status = enum(c_int) {
     pub fn errno(status: Status) c_int {
         return switch (status) {
             .ok => 0,
-            .invalid_argument, .invalid_format, .invalid_layout, .out_of_range, .released => 22, // EINVAL
-            .out_of_memory => 12, // ENOMEM
-            .unknown_device, .unsupported => 95, // EOPNOTSUPP
-            .too_deep => 7, // E2BIG
-            .device_unavailable => 19, // ENODEV
-            .device_error, .callback_error, .internal => 5, // EIO
-            .cancelled => 125, // ECANCELED
-            .wrong_thread => 35, // EDEADLK
+            .invalid_argument, .invalid_format, .invalid_layout, .out_of_range, .released => E.EINVAL,
+            .out_of_memory => E.ENOMEM,
+            .unknown_device, .unsupported => E.EOPNOTSUPP,
+            .too_deep => E.E2BIG,
+            .device_unavailable => E.ENODEV,
+            .device_error, .callback_error, .internal => E.EIO,
+            .cancelled => E.ECANCELED,
+            .wrong_thread => E.EDEADLK,
         };
     }
 };

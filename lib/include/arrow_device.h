@@ -235,7 +235,7 @@ abd_status abd_schema_build(const uint8_t* plan, size_t plan_bytes, struct Arrow
 abd_status abd_array_build(const double* plan, size_t plan_words, double keepalive_id,
                            struct ArrowArray* out);
 abd_status abd_device_array_build(const double* plan, size_t plan_words, double keepalive_id,
-                                  int32_t device_type, int32_t device_id, void* sync_event,
+                                  int32_t device_type, int64_t device_id, void* sync_event,
                                   struct ArrowDeviceArray* out);
 void abd_set_release_notifier(void (*notifier)(void));
 uint32_t abd_take_released(double* out, uint32_t capacity);
@@ -416,7 +416,8 @@ uint32_t abd_js_queue_take(double* out, uint32_t capacity);
 uint32_t abd_js_work_pending(void);
 /* JS polls both queues (no wake-ups needed) / stopped polling. */
 void abd_js_queue_polling(bool on);
-/* How long threads waiting across the JS hand-off spin before sleeping. */
+/* How long threads waiting across the JS hand-off spin before sleeping.
+ * Any double: NaN and negatives give 0, more than 1 s gives 1 s. */
 void abd_set_spin_ns(double nanoseconds);
 /* JS enters (true) / leaves (false) a synchronous native call that may wait
  * for consumers of JS-produced streams: meanwhile get_next from another
@@ -435,7 +436,7 @@ abd_status abd_stream_export_create(int kind, int32_t device_type, const uint8_t
                                     size_t plan_bytes, bool source_is_async, double js_key,
                                     void* out_stream);
 abd_status abd_stream_export_deliver(abd_stream_producer* producer, const double* plan,
-                                     size_t plan_words, double keepalive_id, int32_t device_id);
+                                     size_t plan_words, double keepalive_id, int64_t device_id);
 abd_status abd_stream_export_end(abd_stream_producer* producer);
 abd_status abd_stream_export_fail(abd_stream_producer* producer, int errno_code,
                                   const char* message, size_t message_bytes);

@@ -5,7 +5,8 @@
  * (zig/manifest.zig); any difference throws `LayoutMismatchError`, so TS and
  * Zig can never drift apart silently.
  */
-import { LayoutMismatchError, Status } from "../errors.ts";
+import { argumentError, clip, describeValue, integerArg, optionsArg, stringArg } from "../args.ts";
+import { InvalidArgumentError, LayoutMismatchError, Status } from "../errors.ts";
 import { manifestText } from "../ffi/library.ts";
 
 export const ArrowSchemaLayout = {
@@ -84,12 +85,14 @@ export type DeviceTypeName = keyof typeof DeviceType;
 /** The name of ArrowDeviceType `value`; `unknown(<value>)` for a number
  * the C Device Data Interface does not define. */
 export function deviceTypeName(value: number): DeviceTypeName | `unknown(${number})` {
+  integerArg("deviceTypeName", "value", value, -(2 ** 31), 2 ** 31 - 1);
   for (const [name, v] of Object.entries(DeviceType)) if (v === value) return name as DeviceTypeName;
   return `unknown(${value})`;
 }
 
 /** True when the host may read the buffers (after waiting on the event). */
 export function isHostAccessible(deviceType: number): boolean {
+  integerArg("isHostAccessible", "deviceType", deviceType, -(2 ** 31), 2 ** 31 - 1);
   return deviceType === DeviceType.CPU || deviceType === DeviceType.CUDA_HOST ||
     deviceType === DeviceType.ROCM_HOST || deviceType === DeviceType.CUDA_MANAGED;
 }
@@ -102,6 +105,19 @@ export const ValidationLevel = { none: 0, minimal: 1, default: 2, full: 3 } as c
 /** A validation level by name: "none", "minimal", "default" or "full"
  * (nanoarrow's levels; "default" never reads out of bounds). */
 export type ValidationLevelName = keyof typeof ValidationLevel;
+
+/** `options.validation` of `fn` (default "default") as a level number,
+ * after checking that `options` holds only `known` keys. */
+export function validationLevelArg(fn: string, options: unknown, known: readonly string[] = ["validation"]): number {
+  const checked = optionsArg(fn, "options", options as object | undefined, known) as { validation?: unknown };
+  const name = checked.validation ?? "default";
+  if (typeof name !== "string" || !Object.hasOwn(ValidationLevel, name)) {
+    const shown = typeof name === "string" ? JSON.stringify(clip(name, 40)) : describeValue(name);
+    throw new InvalidArgumentError(Status.invalid_argument, `${fn}: unknown validation level ${shown} (none, minimal, default, full)`);
+  }
+  return ValidationLevel[name as keyof typeof ValidationLevel];
+}
+
 
 /** Words of one node record of an owner's node table (zig/validate.zig). */
 export const NodeWord = {
@@ -201,6 +217,7 @@ export const asyncProducerWords = 6;
 
 type Manifest = {
   abi: number;
+  errno?: Record<string, number>;
   pointer_size: number;
   structs: Record<string, { size: number; fields: Record<string, number> }>;
   device_types: Record<string, number>;
@@ -304,7 +321,14 @@ function compareRecord(what: string, ours: Record<string, number>, theirs: Recor
 
 /** Every difference between `ours` and the manifest JSON, as sentences. */
 export function layoutProblems(manifestJson: string, ours: LayoutTables = tsLayout): string[] {
-  const manifest = JSON.parse(manifestJson) as Manifest;
+  stringArg("layoutProblems", "manifestJson", manifestJson);
+  if (typeof ours !== "object" || ours === null || typeof ours.structs !== "object") throw argumentError("layoutProblems", "ours", "LayoutTables", ours);
+  let manifest: Manifest;
+  try {
+    manifest = JSON.parse(manifestJson) as Manifest;
+  } catch {
+    throw argumentError("layoutProblems", "manifestJson", "the library's layout manifest (JSON)", manifestJson);
+  }
   const problems: string[] = [];
   if (manifest.pointer_size !== 8) problems.push(`pointer_size: the library has ${manifest.pointer_size}, TS supports 8`);
   for (const [name, layout] of Object.entries(ours.structs)) {
@@ -340,6 +364,7 @@ export function layoutProblems(manifestJson: string, ours: LayoutTables = tsLayo
   compareRecord("async_consumer_words", ours.asyncConsumerWords, manifest.async_consumer_words, problems);
   compareRecord("async_consumer_strings", ours.asyncConsumerStrings, manifest.async_consumer_strings, problems);
   compareRecord("async_producer_words", ours.asyncProducerWords, manifest.async_producer_words, problems);
+  if (typeof manifest.errno !== "object" || manifest.errno === null) problems.push("errno: the library's manifest has no errno table");
   if (manifest.node_stride !== ours.nodeStride) problems.push(`node_stride: TS has ${ours.nodeStride}, the library has ${manifest.node_stride}`);
   if (manifest.buffer_stride !== ours.bufferStride) problems.push(`buffer_stride: TS has ${ours.bufferStride}, the library has ${manifest.buffer_stride}`);
   if (manifest.max_nesting_depth !== ours.maxNestingDepth) problems.push(`max_nesting_depth: TS has ${ours.maxNestingDepth}, the library has ${manifest.max_nesting_depth}`);
@@ -353,3 +378,15 @@ export function assertLayoutMatchesLibrary(): void {
 }
 
 assertLayoutMatchesLibrary();
+
+/** The errno names the library reports through stream and async callbacks. */
+export type ErrnoName = "EIO" | "E2BIG" | "EDEADLK" | "ENOMEM" | "ENODEV" | "EINVAL" | "EOPNOTSUPP" | "ECANCELED" | "EPROTO";
+
+/**
+ * Their values on the platform the loaded library was built for, read from
+ * its manifest (zig/errno.zig), never written here: EDEADLK is 35 on
+ * Linux, 11 on macOS, 36 on Windows.
+ */
+export const Errno: Readonly<Record<ErrnoName, number>> = Object.freeze(
+  (JSON.parse(manifestText()) as { errno: Record<ErrnoName, number> }).errno,
+);

@@ -5,6 +5,7 @@
  * and values are UTF-8; keys may repeat, so decoding keeps the last value
  * and `decodeMetadataPairs` keeps them all.
  */
+import { argumentError } from "../args.ts";
 import { InvalidLayoutError, Status } from "../errors.ts";
 
 const encoder = new TextEncoder();
@@ -12,8 +13,17 @@ const decoder = new TextDecoder("utf-8", { fatal: false });
 
 /** Encodes `entries`; returns null for no entries (metadata NULL). */
 export function encodeMetadata(entries: Iterable<[string, string]> | null | undefined): Uint8Array | null {
-  if (!entries) return null;
-  const pairs = [...entries].map(([k, v]) => [encoder.encode(k), encoder.encode(v)] as const);
+  const fn = "encodeMetadata";
+  if (entries === null || entries === undefined) return null;
+  if (typeof entries !== "object" || typeof (entries as Iterable<unknown>)[Symbol.iterator] !== "function") {
+    throw argumentError(fn, "entries", "an iterable of [key, value] string pairs (e.g. a Map) or null", entries);
+  }
+  const pairs = [...entries].map((pair, i) => {
+    if (!Array.isArray(pair) || typeof pair[0] !== "string" || typeof pair[1] !== "string") {
+      throw argumentError(fn, `entries[${i}]`, "a [key, value] pair of strings", pair);
+    }
+    return [encoder.encode(pair[0]), encoder.encode(pair[1])] as const;
+  });
   if (pairs.length === 0) return null;
   let size = 4;
   for (const [k, v] of pairs) size += 8 + k.length + v.length;
@@ -58,6 +68,7 @@ export function decodeMetadataPairs(read: (offset: number, length: number) => Ui
  * keys and values) into key/value pairs in order, repeats kept. Throws
  * InvalidLayoutError when the bytes end early. */
 export function decodeMetadataBytes(bytes: Uint8Array): [string, string][] {
+  if (!(bytes instanceof Uint8Array)) throw argumentError("decodeMetadataBytes", "bytes", "a Uint8Array", bytes);
   return decodeMetadataPairs((offset, length) => {
     if (offset + length > bytes.length) throw new InvalidLayoutError(Status.invalid_layout, "metadata is truncated");
     return bytes.subarray(offset, offset + length);

@@ -27,8 +27,9 @@
  * Every path ends with exactly one release; `done` then settles.
  */
 import { type Pointer } from "bun:ffi";
-import { RecordBatch, RecordBatchReader, Schema, Table, util, type DataType, type Struct } from "apache-arrow";
-import { AsyncProducerWord, DeviceType, asyncProducerWords } from "../abi/layout.ts";
+import { RecordBatch, RecordBatchReader, Schema, Table, type DataType, type Struct } from "apache-arrow";
+import { typeDifference } from "./types.ts";
+import { AsyncProducerWord, DeviceType, Errno, asyncProducerWords } from "../abi/layout.ts";
 import { encodeMetadata } from "../abi/metadata.ts";
 import { asPointer } from "../abi/structs.ts";
 import { AsyncStreamError, InvalidArgumentError, OutOfMemoryError, Status, errorFor } from "../errors.ts";
@@ -38,9 +39,11 @@ import { ExportedArray } from "../lifetime/exported.ts";
 import { WakeSignal, registerWake, unregisterWake } from "../lifetime/js_wake.ts";
 import { drainReleased, forgetUnused } from "../lifetime/keepalive.ts";
 import { exportSchema, internal } from "./export.ts";
+import { addressArg, argumentError, describeValue, deviceTypeArg, optionsArg } from "../args.ts";
+import { arrowArg } from "./arrow_args.ts";
 
 const W = AsyncProducerWord;
-const EINVAL = 22;
+const EINVAL = Errno.EINVAL;
 
 /** Key/value metadata, in any of the forms `encodeMetadata` takes. */
 export type MetadataInit = Map<string, string> | Record<string, string> | Iterable<[string, string]>;
@@ -97,8 +100,26 @@ export type AsyncExportResult = {
   error?: unknown;
 };
 
-function metadataBytes(init: MetadataInit | null | undefined): Uint8Array | null {
-  if (!init) return null;
+/** True for what `open` can read: a Table, a reader, or a (sync or
+ * async) iterable that is not a string. */
+function isStreamable(source: unknown): boolean {
+  if (typeof source !== "object" || source === null || ArrayBuffer.isView(source)) return false;
+  return source instanceof Table || source instanceof RecordBatchReader
+    || typeof (source as AsyncIterable<unknown>)[Symbol.asyncIterator] === "function"
+    || typeof (source as Iterable<unknown>)[Symbol.iterator] === "function";
+}
+
+/** Releases a valid `handler` that is refused for bad arguments, as the
+ * contract says: the native create fails on device type 0 after checking
+ * the handler, and releases it. */
+function refuseHandler(handler: number): void {
+  const out = new BigUint64Array(1);
+  native.abd_async_producer_create(asPointer(handler), 0, null, 0, 0, out);
+}
+
+function metadataBytes(fn: string, param: string, init: MetadataInit | null | undefined): Uint8Array | null {
+  if (init === undefined || init === null) return null;
+  if (typeof init !== "object") throw argumentError(fn, param, "a Map, an iterable of [key, value] or a record of strings", init);
   const entries = init instanceof Map || Symbol.iterator in Object(init)
     ? (init as Iterable<[string, string]>)
     : Object.entries(init as Record<string, string>);
@@ -124,9 +145,9 @@ type Unwrapped = { batch: RecordBatch | ExportedArray; metadata: Uint8Array | nu
 function unwrap(item: AsyncExportItem): Unwrapped {
   if (item instanceof RecordBatch || item instanceof ExportedArray) return { batch: item, metadata: null };
   if (item && typeof item === "object" && "batch" in item && (item.batch instanceof RecordBatch || item.batch instanceof ExportedArray)) {
-    return { batch: item.batch, metadata: metadataBytes(item.metadata) };
+    return { batch: item.batch, metadata: metadataBytes("exportAsyncStream", "an item's metadata", item.metadata) };
   }
-  throw new InvalidArgumentError(Status.invalid_argument, `an async stream source yielded ${String(item)}: expected a RecordBatch, an ExportedArray, or { batch, metadata }`);
+  throw new InvalidArgumentError(Status.invalid_argument, `an async stream source yielded ${describeValue(item)}: expected a RecordBatch, an ExportedArray, or { batch, metadata }`);
 }
 
 function release(item: AsyncExportItem | undefined): void {
@@ -140,7 +161,7 @@ function release(item: AsyncExportItem | undefined): void {
 function matchesSchema(batch: RecordBatch, schema: Schema): boolean {
   const columns = batch.data.children;
   if (columns.length !== schema.fields.length) return false;
-  return schema.fields.every((field, i) => util.compareTypes(field.type, columns[i].type));
+  return schema.fields.every((field, i) => typeDifference(field.type, columns[i].type) === null);
 }
 
 /** A batch's schema from its data type: apache-arrow's `RecordBatch.schema`
@@ -252,7 +273,7 @@ async function open(source: AsyncExportSource, options: AsyncExportOptions): Pro
   } else if (source && typeof (source as Iterable<AsyncExportItem>)[Symbol.iterator] === "function") {
     iterator = (source as Iterable<AsyncExportItem>)[Symbol.iterator]();
   } else {
-    throw new InvalidArgumentError(Status.invalid_argument, `cannot stream ${String(source)}: expected an async or sync iterable of RecordBatch, a Table or a RecordBatchReader`);
+    throw argumentError("exportAsyncStream", "source", "an async or sync iterable of RecordBatch, a Table or a RecordBatchReader", source);
   }
   if (schema) return { schema, iterator };
   const first = await iterator.next();
@@ -378,6 +399,8 @@ export class AsyncExport {
 
   /** @internal */
   constructor(driver: ProducerDriver, done: Promise<AsyncExportResult>) {
+    if (!(driver instanceof ProducerDriver)) throw argumentError("AsyncExport", "driver", "the driver exportAsyncStream makes", driver);
+    if (!(done instanceof Promise)) throw argumentError("AsyncExport", "done", "a Promise", done);
     this.#driver = driver;
     this.done = done;
   }
@@ -397,8 +420,23 @@ export class AsyncExport {
  * callback or the options are invalid.
  */
 export function exportAsyncStream(source: AsyncExportSource, handler: Pointer | number, options: AsyncExportOptions = {}): AsyncExport {
-  const deviceType = options.deviceType ?? DeviceType.CPU;
-  const driver = new ProducerDriver(Number(handler), deviceType, metadataBytes(options.metadata));
+  const fn = "exportAsyncStream";
+  const address = addressArg(fn, "handler", handler); // not an address: nothing can be released
+  let deviceType: number = DeviceType.CPU;
+  let metadata: Uint8Array | null = null;
+  try {
+    if (!isStreamable(source)) {
+      throw argumentError(fn, "source", "an apache-arrow Table or RecordBatchReader, or a (sync or async) iterable of RecordBatch or ExportedArray", source);
+    }
+    optionsArg(fn, "options", options, ["schema", "metadata", "deviceType"]);
+    if (options.schema !== undefined) arrowArg(fn, "options.schema", options.schema, ["Schema"]);
+    deviceType = deviceTypeArg(fn, "options.deviceType", options.deviceType ?? DeviceType.CPU);
+    metadata = metadataBytes(fn, "options.metadata", options.metadata);
+  } catch (error) {
+    refuseHandler(address);
+    throw error;
+  }
+  const driver = new ProducerDriver(address, deviceType, metadata);
   const done = drive(driver, source, options);
   return new AsyncExport(driver, done);
 }

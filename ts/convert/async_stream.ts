@@ -10,10 +10,10 @@
  * ImportedArray handles with `dispose()`) for explicit control.
  */
 import { RecordBatch } from "apache-arrow";
-import { AsyncStreamConsumer, type AsyncArray, type AsyncConsumerOptions } from "../lifetime/async_consumer.ts";
+import { AsyncStreamConsumer, consumerOptionsArg, type AsyncArray, type AsyncConsumerOptions } from "../lifetime/async_consumer.ts";
 import { type ImportedArray } from "../lifetime/imported.ts";
-import { toRecordBatch } from "./import.ts";
-import { type ConvertOptions } from "./types.ts";
+import { recordBatchOf } from "./import.ts";
+import { convertOptionsArg, type ConvertOptions } from "./types.ts";
 
 /** Options of `new AsyncRecordBatchStream(options)`: the consumer's and
  * the conversion's. */
@@ -47,8 +47,11 @@ export class AsyncRecordBatchStream extends AsyncStreamConsumer implements Async
   readonly #convert: ConvertOptions;
 
   constructor(options: AsyncRecordBatchStreamOptions = {}) {
-    super(options);
-    this.#convert = { materialize: options.materialize };
+    const fn = "AsyncRecordBatchStream";
+    const { depth, validation } = consumerOptionsArg(fn, options, ["materialize"]);
+    const convert = convertOptionsArg(fn, options, ["queueDepth", "validation"]);
+    super({ queueDepth: depth, validation });
+    this.#convert = convert;
   }
 
   /** The batches with their task metadata and memory handles. One
@@ -62,7 +65,7 @@ export class AsyncRecordBatchStream extends AsyncStreamConsumer implements Async
     const convert = this.#convert;
     const toBatch = (item: AsyncArray): AsyncBatch => {
       try {
-        const batch = toRecordBatch(item.array, convert);
+        const batch = recordBatchOf(item.array, convert);
         if (toGC) item.array.releaseToGC(); // the batch's views keep the memory
         return { batch, array: item.array, metadata: item.metadata, index: item.index };
       } catch (error) {

@@ -15,7 +15,9 @@
 import { Data, RecordBatch, Table, Vector } from "apache-arrow";
 import { ExportedArray } from "../lifetime/exported.ts";
 import { ImportedArray, type ToHostOptions } from "../lifetime/imported.ts";
-import { copyArrayToDevice, type DeviceTarget } from "../device/transfer.ts";
+import { checkTarget, copyArrayToDevice, type DeviceTarget } from "../device/transfer.ts";
+import { argumentError } from "../args.ts";
+import { arrowArg } from "./arrow_args.ts";
 import { exportArray } from "./export.ts";
 
 /** Options of `toDevice`: which runtime and device (see DeviceTarget). */
@@ -36,6 +38,8 @@ export function toDevice(source: Table, options: ToDeviceOptions): ExportedArray
  * Table overload for ownership and errors). */
 export function toDevice(source: Data | Vector | RecordBatch, options: ToDeviceOptions): ExportedArray;
 export function toDevice(source: Data | Vector | RecordBatch | Table, options: ToDeviceOptions): ExportedArray | ExportedArray[] {
+  arrowArg("toDevice", "source", source, ["Data", "Vector", "RecordBatch", "Table"]);
+  checkTarget("toDevice", options, "options");
   if (source instanceof Table) {
     const out: ExportedArray[] = [];
     try {
@@ -57,5 +61,6 @@ export function toDevice(source: Data | Vector | RecordBatch | Table, options: T
 /** `imported.toHost(options)`: device data copied to the host, or
  * host-visible data viewed in place, as a CPU import. */
 export function toHost(imported: ImportedArray, options: ToHostOptions = {}): ImportedArray {
+  if (!(imported instanceof ImportedArray)) throw argumentError("toHost", "imported", "an ImportedArray", imported);
   return imported.toHost(options);
 }

@@ -3,10 +3,11 @@
  * into C (a stream's get_next, an async producer's on_error).
  */
 import { ArrowDeviceError, CallbackError } from "../errors.ts";
+import { Errno } from "../abi/layout.ts";
 import { native } from "../ffi/library.ts";
 
-/** EIO: what an exception without a better code becomes. */
-export const EIO = 5;
+/** EIO (this platform's): what an exception without a better code becomes. */
+export const EIO = Errno.EIO;
 
 /**
  * A callback error's own errno (what a C peer reported); a library error's

@@ -35,7 +35,9 @@ import {
 } from "apache-arrow";
 import { Flags, DeviceType } from "../abi/layout.ts";
 import { encodeMetadata } from "../abi/metadata.ts";
+import { argumentError, oneOfArg, optionsArg } from "../args.ts";
 import { InvalidArgumentError, ReleasedError, Status, TooDeepError, UnsupportedError } from "../errors.ts";
+import { arrowArg, arrowKindError, arrowKindOf, isDataType } from "./arrow_args.ts";
 import { check, native } from "../ffi/library.ts";
 import { ExportedArray, type ExportedKind } from "../lifetime/exported.ts";
 import { drainReleased, forgetUnused, retainWithOwners } from "../lifetime/keepalive.ts";
@@ -147,8 +149,8 @@ function schemaNodeOf(source: SchemaSource): SchemaNode {
     };
   }
   if (source instanceof Field) return nodeForField(source, 0);
-  if (source instanceof DataType) return nodeForType(source, "", true, null, 0);
-  throw new InvalidArgumentError(Status.invalid_argument, `cannot export ${String(source)} as an ArrowSchema: expected an apache-arrow DataType, Field or Schema`);
+  if (isDataType(source)) return nodeForType(source, "", true, null, 0);
+  throw arrowKindError("exportSchema", "source", source, schemaKinds);
 }
 
 /** The schema plan of `source` (zig/export_schema.zig), for native code
@@ -207,7 +209,7 @@ function addressOf(view: NodeJS.ArrayBufferView): number {
 
 /** Bytes per slot of a node's `values` buffer (0 for bit-packed booleans). */
 function slotBytes(data: Data): number {
-  if (data.typeId === Type.Bool) return 0;
+  if (data.type.typeId === Type.Bool) return 0;
   const values = data.values as NodeJS.TypedArray;
   return data.stride * values.BYTES_PER_ELEMENT;
 }
@@ -287,7 +289,7 @@ class ArrayPlanner {
       this.retained.length = retainedMark;
       if (shift !== 0) return false;
       const rebased = this.tryNode(data, 0, true);
-      if (!rebased) throw new UnsupportedError(Status.internal, `could not export ${String(data.type)} at offset ${data.offset}`);
+      if (!rebased) throw new UnsupportedError(Status.internal, `could not export type id ${data.type.typeId} at offset ${data.offset}`);
       return true;
     } finally {
       this.depth--;
@@ -304,7 +306,7 @@ class ArrayPlanner {
     // node's own C offset alone.
     const start = rebase ? 0 : data.offset;
     const type = data.type;
-    const typeId = data.typeId;
+    const typeId = data.type.typeId; // not data.typeId: a second apache-arrow instance's Data may lack the getter
     const isUnion = typeId === Type.Union;
     // C offset vs. the JS start of value buffers: `lead` slots before it.
     const lead = rebase ? 0 : data.offset;
@@ -405,7 +407,7 @@ class ArrayPlanner {
         break;
       }
       default:
-        throw new UnsupportedError(Status.unsupported, `cannot export apache-arrow type ${String(type)}`);
+        throw new UnsupportedError(Status.unsupported, `cannot export apache-arrow type id ${typeId}`);
     }
     planWords[header + 3] = nBuffers;
     planWords[header + 4] = children.length;
@@ -467,6 +469,18 @@ function repeatsNames(schema: Schema): boolean {
   return repeats;
 }
 
+const arrayKinds = ["Data", "Vector", "RecordBatch"] as const;
+const schemaKinds = ["DataType", "Field", "Schema"] as const;
+
+const exportOptionKeys = ["as"] as const;
+const exportArrayOptionKeys = ["as", "field"] as const;
+
+/** Checks exportBatches-style options for `fn`; returns the struct kind. */
+function exportKindArg(fn: string, options: ExportOptions | undefined, keys: readonly string[] = exportOptionKeys): Exclude<ExportedKind, "schema"> {
+  const checked = optionsArg(fn, "options", options, keys);
+  return oneOfArg(fn, "options.as", checked.as ?? "device_array", ["device_array", "array"]);
+}
+
 /** The single Data (plus its field) that `source` exports as. */
 function dataOf(source: ArraySource): { data: Data; schema: SchemaSource } {
   if (source instanceof RecordBatch) {
@@ -490,7 +504,7 @@ function dataOf(source: ArraySource): { data: Data; schema: SchemaSource } {
     return { data: source.data[0], schema: new Field("", source.type, true) };
   }
   if (source instanceof Data) return { data: source, schema: new Field("", source.type, true) };
-  throw new InvalidArgumentError(Status.invalid_argument, `cannot export ${String(source)}: expected an apache-arrow Data, Vector or RecordBatch`);
+  throw arrowKindError("exportArray", "source", source, arrayKinds);
 }
 
 /** Plans `data` into the shared plan words and registers its buffers (and
@@ -517,12 +531,21 @@ function planArray(data: Data): { words: number; keepaliveId: number } {
  * not moved.
  */
 export function exportArray(source: ArraySource, options: ExportOptions = {}): ExportedArray {
+  const kind = exportKindArg("exportArray", options, exportArrayOptionKeys);
+  return exportArrayAs("exportArray", source, kind, options?.field);
+}
+
+function exportArrayAs(fn: string, source: ArraySource, kind: Exclude<ExportedKind, "schema">, field?: Field): ExportedArray {
+  const sourceKind = arrowArg(fn, "source", source, arrayKinds);
+  if (field !== undefined) {
+    if (sourceKind === "RecordBatch" || arrowKindOf(field, ["Field"]) === null) {
+      throw argumentError(fn, "options.field", "an apache-arrow Field (for a Data or Vector source)", field);
+    }
+  }
   drainReleased();
-  const kind = options.as ?? "device_array";
   const { data, schema } = dataOf(source);
-  const field = options.field;
-  if (field !== undefined && (source instanceof RecordBatch || !(field instanceof Field) || field.type.typeId !== data.type.typeId)) {
-    throw new InvalidArgumentError(Status.invalid_argument, "options.field must be an apache-arrow Field with the data's own type, for a Data or Vector source");
+  if (field !== undefined && field.type.typeId !== data.type.typeId) {
+    throw new InvalidArgumentError(Status.invalid_argument, `${fn}: options.field must have the data's own type`);
   }
   const handle = new ExportedArray(kind);
   try {
@@ -542,11 +565,12 @@ export function exportArray(source: ArraySource, options: ExportOptions = {}): E
 
 /** `exportArray(source, { as: "device_array" })`. */
 export function exportDeviceArray(source: ArraySource): ExportedArray {
-  return exportArray(source, { as: "device_array" });
+  return exportArrayAs("exportDeviceArray", source, "device_array");
 }
 
 /** Exports a DataType, Field or Schema as an ArrowSchema. */
 export function exportSchema(source: SchemaSource): ExportedArray {
+  arrowArg("exportSchema", "source", source, schemaKinds);
   const handle = new ExportedArray("schema");
   try {
     buildSchema(source, handle.schema);
@@ -559,9 +583,18 @@ export function exportSchema(source: SchemaSource): ExportedArray {
 
 /** Exports every batch of a table; one handle per batch. */
 export function exportBatches(batches: Iterable<RecordBatch>, options: ExportOptions = {}): ExportedArray[] {
+  const fn = "exportBatches";
+  const kind = exportKindArg(fn, options);
+  if (typeof batches !== "object" || batches === null || typeof (batches as Iterable<RecordBatch>)[Symbol.iterator] !== "function") {
+    throw argumentError(fn, "batches", "an iterable of apache-arrow RecordBatch (e.g. table.batches)", batches);
+  }
   const out: ExportedArray[] = [];
   try {
-    for (const batch of batches) out.push(exportArray(batch, options));
+    let i = 0;
+    for (const batch of batches) {
+      arrowArg(fn, `batches[${i++}]`, batch, ["RecordBatch"]);
+      out.push(exportArrayAs(fn, batch, kind));
+    }
     return out;
   } catch (error) {
     for (const handle of out) handle.release();

@@ -8,6 +8,7 @@ import {
   type Int, type Interval, type Time, type Timestamp, type Union,
 } from "apache-arrow";
 import { Status, UnsupportedError } from "../errors.ts";
+import { arrowKindError, isDataType } from "./arrow_args.ts";
 
 const unitChar: Record<number, string> = {
   [TimeUnit.SECOND]: "s",
@@ -29,6 +30,7 @@ function intFormat(type: Int): string {
 
 /** The format string of `type`; for a dictionary, that of its indices. */
 export function formatOf(type: DataType): string {
+  if (!isDataType(type)) throw arrowKindError("formatOf", "type", type, ["DataType"]);
   switch (type.typeId) {
     case Type.Null: return "n";
     case Type.Bool: return "b";
@@ -70,5 +72,5 @@ export function formatOf(type: DataType): string {
     }
     case Type.Dictionary: return intFormat((type as Dictionary).indices);
   }
-  throw new UnsupportedError(Status.unsupported, `apache-arrow type ${String(type)} (type id ${type.typeId}) has no C Data Interface format`);
+  throw new UnsupportedError(Status.unsupported, `apache-arrow type id ${type.typeId} has no C Data Interface format`);
 }

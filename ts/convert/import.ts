@@ -27,12 +27,13 @@ import {
   Data, DataType, IntervalUnit, RecordBatch, Schema, Struct, Table, Type, UnionMode, Vector,
   type Decimal, type Dictionary, type FixedSizeBinary, type FixedSizeList, type Interval, type Union,
 } from "apache-arrow";
+import { argumentError, oneOfArg } from "../args.ts";
 import { InvalidArgumentError, InvalidLayoutError, Status } from "../errors.ts";
 import { ImportedArray, hostAccessError, type ImportOptions, type RawArray } from "../lifetime/imported.ts";
-import type { StructRef } from "../lifetime/c_structs.ts";
+import { takeStructs, type StructRef } from "../lifetime/c_structs.ts";
 import { isArrayProducer, type ArrayProducer, type ArrowCapsule } from "../protocol/symbols.ts";
 import { listViewToList, runEndToPlain } from "./materialize.ts";
-import { describeNode, toDataType, toSchema, typeSignature, type ConvertOptions } from "./types.ts";
+import { convertArgs, convertOptionsArg, dataTypeOf, describeNode, schemaOf, typeSignature, type ConvertOptions } from "./types.ts";
 
 /** A typed array constructor, used to view imported memory in place. */
 type ViewConstructor<T extends NodeJS.TypedArray> = {
@@ -203,13 +204,21 @@ class DataBuilder {
 /** apache-arrow Data for `raw` (any node of an ImportedArray, taken with
  * its own offset). Zero-copy; see the module comment. */
 export function toData(raw: RawArray, options: ConvertOptions = {}): Data {
-  const type = toDataType(raw, options);
+  return rawDataOf(raw, convertArgs("toData", "raw", raw, "RawArray", options));
+}
+
+function rawDataOf(raw: RawArray, options: ConvertOptions): Data {
+  const type = dataTypeOf(raw, options);
   return new DataBuilder(raw.imported, options).node(raw, type, 0, raw.length);
 }
 
 /** The imported array (its root) as an apache-arrow Vector. */
 export function toVector(imported: ImportedArray, options: ConvertOptions = {}): Vector {
-  return new Vector([toData(imported.root, options)]);
+  return vectorOf(imported, convertArgs("toVector", "imported", imported, "ImportedArray", options));
+}
+
+function vectorOf(imported: ImportedArray, options: ConvertOptions): Vector {
+  return new Vector([rawDataOf(imported.root, options)]);
 }
 
 /**
@@ -249,7 +258,12 @@ function batchWith(imported: ImportedArray, schema: Schema, options: ConvertOpti
  * become the columns, its metadata the schema metadata. Zero-copy.
  */
 export function toRecordBatch(imported: ImportedArray, options: ConvertOptions = {}): RecordBatch {
-  return batchWith(imported, toSchema(imported.root, options), options);
+  return recordBatchOf(imported, convertArgs("toRecordBatch", "imported", imported, "ImportedArray", options));
+}
+
+/** `toRecordBatch` without the argument checks (for this layer). */
+export function recordBatchOf(imported: ImportedArray, options: ConvertOptions): RecordBatch {
+  return batchWith(imported, schemaOf(imported.root, options), options);
 }
 
 /**
@@ -259,13 +273,26 @@ export function toRecordBatch(imported: ImportedArray, options: ConvertOptions =
  * InvalidArgumentError naming the first batch whose structure differs.
  */
 export function toTable(importedList: Iterable<ImportedArray>, options: ConvertOptions = {}): Table {
+  const fn = "toTable";
+  const checked = convertOptionsArg(fn, options);
+  if (typeof importedList !== "object" || importedList === null || typeof (importedList as Iterable<ImportedArray>)[Symbol.iterator] !== "function") {
+    throw argumentError(fn, "importedList", "an iterable of ImportedArray", importedList);
+  }
   const list = [...importedList];
+  list.forEach((imported, i) => {
+    if (!(imported instanceof ImportedArray)) throw argumentError(fn, `importedList[${i}]`, "an ImportedArray", imported);
+  });
+  return tableOf(list, checked);
+}
+
+/** `toTable` without the argument checks (for this layer). */
+export function tableOf(list: ImportedArray[], options: ConvertOptions): Table {
   if (list.length === 0) return new Table();
-  const first = toRecordBatch(list[0], options);
+  const first = recordBatchOf(list[0], options);
   const signature = typeSignature(new Struct(first.schema.fields));
   const batches = [first];
   for (let i = 1; i < list.length; i++) {
-    const own = toSchema(list[i].root, options);
+    const own = schemaOf(list[i].root, options);
     const ownSignature = typeSignature(new Struct(own.fields));
     if (ownSignature !== signature) {
       throw new InvalidArgumentError(Status.invalid_argument, `batch ${i} has schema ${ownSignature}, but batch 0 has ${signature}; a Table needs one schema`);
@@ -284,22 +311,36 @@ export type ImportConvertOptions = ImportOptions & ConvertOptions & {
   as?: "array" | "device_array";
 };
 
-function importWith<T>(schema: StructRef | ArrayProducer | ArrowCapsule, array: StructRef | ImportConvertOptions | undefined, given: ImportConvertOptions, kind: "array" | "device_array", convert: (imported: ImportedArray, options: ImportConvertOptions) => T): T {
+function importWith<T>(
+  fn: string, schema: StructRef | ArrayProducer | ArrowCapsule, array: StructRef | ImportConvertOptions | undefined,
+  given: ImportConvertOptions, kind: "array" | "device_array",
+  convert: (imported: ImportedArray, options: ConvertOptions) => T,
+): T {
   let imported: ImportedArray;
-  let options = given;
+  let convertOptions: ConvertOptions = {};
   if (isArrayProducer(schema)) {
-    options = (array as ImportConvertOptions | undefined) ?? {};
-    imported = ImportedArray.fromDeviceArray(schema, options);
+    // A protocol producer or capsule: (source, options?). Its structs are
+    // only taken once the options are known good.
+    const options = (array as ImportConvertOptions | undefined) ?? {};
+    convertOptions = convertOptionsArg(fn, options, ["validation", "as"]);
+    imported = ImportedArray.fromDeviceArray(schema, { validation: options.validation });
   } else {
-    if (typeof schema === "object" && schema !== null && !("address" in schema)) {
-      throw new InvalidArgumentError(Status.invalid_argument, `expected an ArrowSchema address (or CSchema) and an array address, or an object implementing the Arrow array protocol (docs/protocol.md); got a ${(schema as object).constructor?.name ?? "object"}`);
-    }
-    imported = (options.as ?? kind) === "array"
-      ? ImportedArray.fromArray(schema as StructRef, array as StructRef, options)
-      : ImportedArray.fromDeviceArray(schema as StructRef, array as StructRef, options);
+    const options = given;
+    let as = kind;
+    let validation: ImportOptions = {};
+    // The structs are taken (released) even when an argument is bad.
+    const arrayKind = ((options as ImportConvertOptions | null)?.as ?? kind) === "array" ? "ArrowArray" : "ArrowDeviceArray";
+    const [schemaAddress, arrayAddress] = takeStructs(fn, [["schemaPtr", schema, "ArrowSchema"], ["arrayPtr", array as StructRef, arrayKind]], () => {
+      convertOptions = convertOptionsArg(fn, options, ["validation", "as"]);
+      as = oneOfArg(fn, "options.as", options.as ?? kind, ["array", "device_array"]);
+      validation = { validation: options.validation };
+    });
+    imported = as === "array"
+      ? ImportedArray.fromArray(schemaAddress, arrayAddress, validation)
+      : ImportedArray.fromDeviceArray(schemaAddress, arrayAddress, validation);
   }
   try {
-    const result = convert(imported, options);
+    const result = convert(imported, convertOptions);
     imported.releaseToGC();
     return result;
   } catch (error) {
@@ -320,7 +361,7 @@ export function importVector(schemaPtr: StructRef, arrayPtr: StructRef, options?
  * (docs/protocol.md), preferring its device method. */
 export function importVector(source: ArrayProducer | ArrowCapsule, options?: ImportConvertOptions): Vector;
 export function importVector(schemaPtr: StructRef | ArrayProducer | ArrowCapsule, arrayPtr?: StructRef | ImportConvertOptions, options: ImportConvertOptions = {}): Vector {
-  return importWith(schemaPtr, arrayPtr, options, "array", (imported, chosen) => toVector(imported, chosen));
+  return importWith("importVector", schemaPtr, arrayPtr, options, "array", vectorOf);
 }
 
 /** Like `importVector`, for a record batch (a struct root), from an
@@ -330,7 +371,7 @@ export function importRecordBatch(schemaPtr: StructRef, deviceArrayPtr: StructRe
  * (docs/protocol.md), preferring its device method. */
 export function importRecordBatch(source: ArrayProducer | ArrowCapsule, options?: ImportConvertOptions): RecordBatch;
 export function importRecordBatch(schemaPtr: StructRef | ArrayProducer | ArrowCapsule, deviceArrayPtr?: StructRef | ImportConvertOptions, options: ImportConvertOptions = {}): RecordBatch {
-  return importWith(schemaPtr, deviceArrayPtr, options, "device_array", (imported, chosen) => toRecordBatch(imported, chosen));
+  return importWith("importRecordBatch", schemaPtr, deviceArrayPtr, options, "device_array", recordBatchOf);
 }
 
 export { toDataType, toField, toSchema } from "./types.ts";

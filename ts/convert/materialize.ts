@@ -142,7 +142,7 @@ export function take(data: Data, indices: Indices): Data {
       return new Data(type, 0, n, 0, [valueOffsets, undefined, undefined, typeIds], children);
     }
   }
-  throw new UnsupportedError(Status.unsupported, `cannot copy values of type ${String(type)}`);
+  throw new UnsupportedError(Status.unsupported, `cannot copy values of type id ${type.typeId}`);
 }
 
 /**

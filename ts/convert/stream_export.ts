@@ -42,10 +42,11 @@
  * When the consumer releases the stream, the source's iterator is closed
  * (`return()`), so generators and readers run their cleanup.
  */
-import { RecordBatch, RecordBatchReader, Schema, Struct, Table, util, type DataType } from "apache-arrow";
+import { RecordBatch, RecordBatchReader, Schema, Struct, Table, type DataType } from "apache-arrow";
 import { JSCallback, read, type Pointer } from "bun:ffi";
 import { ArrowDeviceArrayLayout, DeviceType, StreamKind as NativeStreamKind, deviceTypeName } from "../abi/layout.ts";
 import { asPointer } from "../abi/structs.ts";
+import { argumentError, describeValue, deviceTypeArg, oneOfArg, optionsArg } from "../args.ts";
 import { InvalidArgumentError, Status, errorFor } from "../errors.ts";
 import { errnoOfException } from "./errno.ts";
 import { lastError, native } from "../ffi/library.ts";
@@ -54,9 +55,11 @@ import { JsWorkTag, onJsWork } from "../lifetime/js_queue.ts";
 import { drainReleased, forgetUnused, retainForNative } from "../lifetime/keepalive.ts";
 import { ExportedArray } from "../lifetime/exported.ts";
 import { deviceRuntime } from "../device/runtime.ts";
-import { targetDeviceType, type DeviceTarget } from "../device/transfer.ts";
+import { checkTarget, targetDeviceType, type DeviceTarget } from "../device/transfer.ts";
 import { toDevice } from "./device.ts";
+import { arrowArg } from "./arrow_args.ts";
 import { internal } from "./export.ts";
+import { typeDifference } from "./types.ts";
 
 /** What a stream source yields: apache-arrow batches, or arrays made
  * elsewhere (`ExportedArray` of kind "device_array", e.g. from `toDevice`),
@@ -160,11 +163,6 @@ function messageOf(error: unknown): string {
   return String(error);
 }
 
-function describe(value: unknown): string {
-  if (value === null || value === undefined) return String(value);
-  const name = (value as object).constructor?.name;
-  return name ? `a ${name}` : typeof value;
-}
 
 /** Ends the stream with `error` (final: every later get_next repeats it). */
 function failProducer(record: SourceRecord | undefined, producer: number, error: unknown): void {
@@ -202,15 +200,16 @@ function deliverArray(record: SourceRecord, producer: number, handle: ExportedAr
 function deliver(record: SourceRecord, producer: number, batch: unknown): void {
   if (batch instanceof ExportedArray) return deliverArray(record, producer, batch, true);
   if (!(batch instanceof RecordBatch)) {
-    throw new InvalidArgumentError(Status.invalid_argument, `the stream source yielded ${describe(batch)} as batch ${record.index}, not an apache-arrow RecordBatch or an ExportedArray`);
+    throw new InvalidArgumentError(Status.invalid_argument, `the stream source yielded ${describeValue(batch)} as batch ${record.index}, not an apache-arrow RecordBatch or an ExportedArray`);
   }
   if (!record.schema) {
     throw new InvalidArgumentError(Status.invalid_argument, `batch ${record.index} is an apache-arrow RecordBatch, but the stream's schema came from an ExportedArray's C schema: pass options.schema to mix them`);
   }
   const type = batch.data.type;
   if (type !== record.acceptedType) {
-    if (!util.compareTypes(record.structType, type)) {
-      throw new InvalidArgumentError(Status.invalid_argument, `batch ${record.index} has the schema ${String(type)}, but the stream's schema is ${String(record.structType)}`);
+    const difference = typeDifference(record.structType, type);
+    if (difference) {
+      throw new InvalidArgumentError(Status.invalid_argument, `batch ${record.index}'s schema differs from the stream's: ${difference}`);
     }
     record.acceptedType = type;
   }
@@ -323,7 +322,7 @@ type Opened = {
 function schemaOfItem(item: unknown): Schema | null {
   if (item instanceof ExportedArray) return null;
   if (!(item instanceof RecordBatch)) {
-    throw new InvalidArgumentError(Status.invalid_argument, `the stream source yielded ${describe(item)}, not an apache-arrow RecordBatch or an ExportedArray`);
+    throw new InvalidArgumentError(Status.invalid_argument, `the stream source yielded ${describeValue(item)}, not an apache-arrow RecordBatch or an ExportedArray`);
   }
   return new Schema((item.data.type as Struct).children, item.schema.metadata);
 }
@@ -383,7 +382,7 @@ function openNow(source: StreamSource, options: StreamExportOptions): Opened | u
     if (!given) return undefined;
     return { iterator: source[Symbol.asyncIterator](), isAsync: true, schema: given, buffered: null, first: null };
   }
-  throw new InvalidArgumentError(Status.invalid_argument, `cannot export ${describe(source)} as a stream: expected an apache-arrow Table, RecordBatchReader, an array of RecordBatch or ExportedArray, or a (sync or async) iterable of them`);
+  throw new InvalidArgumentError(Status.invalid_argument, `cannot export ${describeValue(source)} as a stream: expected an apache-arrow Table, RecordBatchReader, an array of RecordBatch or ExportedArray, or a (sync or async) iterable of them`);
 }
 
 /** Opens an async source, awaiting what it must (the reader's schema, or
@@ -412,9 +411,6 @@ function deviceOf(opened: Opened, options: StreamExportOptions): { deviceType: n
     return { deviceType, target: options.device };
   }
   if (options.deviceType !== undefined) {
-    if (!Number.isInteger(options.deviceType) || options.deviceType <= 0) {
-      throw new InvalidArgumentError(Status.invalid_argument, `options.deviceType must be an ArrowDeviceType (a positive integer), not ${String(options.deviceType)}`);
-    }
     return { deviceType: options.deviceType, target: null };
   }
   const first = opened.first;
@@ -470,6 +466,33 @@ function create(opened: Opened, options: StreamExportOptions): ExportedStream {
  * `options.schema` here; `exportStreamAsync` can find it instead.
  */
 export function exportStream(source: StreamSource, options: StreamExportOptions = {}): ExportedStream {
+  return exportStreamNamed("exportStream", source, options);
+}
+
+const streamOptionKeys = ["as", "schema", "device", "deviceType"] as const;
+
+/** Checks `fn`'s source and options (`withAs`: options may name the
+ * kind). The items themselves are checked as they are pulled. An array
+ * passed as the options of exportArrayStream is refused before it is
+ * spread (hence the check there too). */
+function streamArgs(fn: string, source: unknown, options: StreamExportOptions, withAs = true): void {
+  const isSource = typeof source === "object" && source !== null && !ArrayBuffer.isView(source)
+    && (source instanceof Table || source instanceof RecordBatchReader || Array.isArray(source) || isIterable(source) || isAsyncIterable(source));
+  if (!isSource) {
+    throw argumentError(fn, "source", "an apache-arrow Table, RecordBatchReader, an array of RecordBatch or ExportedArray, or a (sync or async) iterable of them", source);
+  }
+  optionsArg(fn, "options", options, withAs ? streamOptionKeys : streamOptionKeys.filter((key) => key !== "as"));
+  if (Array.isArray(source) && source.length === 0 && options.schema === undefined) {
+    throw argumentError(fn, "source", "a non-empty array of batches (an empty one has no schema: pass options.schema)", source);
+  }
+  if (options.as !== undefined) oneOfArg(fn, "options.as", options.as, ["stream", "device_stream"]);
+  if (options.schema !== undefined) arrowArg(fn, "options.schema", options.schema, ["Schema"]);
+  if (options.device !== undefined) checkTarget(fn, options.device, "options.device");
+  if (options.deviceType !== undefined) deviceTypeArg(fn, "options.deviceType", options.deviceType);
+}
+
+function exportStreamNamed(fn: string, source: StreamSource, options: StreamExportOptions): ExportedStream {
+  streamArgs(fn, source, options);
   drainReleased();
   const opened = openNow(source, options);
   if (!opened) needsSchema("an async source's schema is only known after awaiting it");
@@ -480,6 +503,7 @@ export function exportStream(source: StreamSource, options: StreamExportOptions 
  * (an async reader's `open()`, or an async iterable's first batch, which
  * is then the stream's first batch). */
 export async function exportStreamAsync(source: StreamSource, options: StreamExportOptions = {}): Promise<ExportedStream> {
+  streamArgs("exportStreamAsync", source, options);
   drainReleased();
   const opened = openNow(source, options) ?? await openAsync(source, options);
   return create(opened, options);
@@ -487,12 +511,14 @@ export async function exportStreamAsync(source: StreamSource, options: StreamExp
 
 /** `exportStream(source, { ...options, as: "stream" })`. */
 export function exportArrayStream(source: StreamSource, options: Omit<StreamExportOptions, "as"> = {}): ExportedStream {
-  return exportStream(source, { ...options, as: "stream" });
+  optionsArg("exportArrayStream", "options", options, streamOptionKeys.filter((key) => key !== "as"));
+  return exportStreamNamed("exportArrayStream", source, { ...options, as: "stream" });
 }
 
 /** `exportStream(source, { ...options, as: "device_stream" })`. */
 export function exportDeviceArrayStream(source: StreamSource, options: Omit<StreamExportOptions, "as"> = {}): ExportedStream {
-  return exportStream(source, { ...options, as: "device_stream" });
+  optionsArg("exportDeviceArrayStream", "options", options, streamOptionKeys.filter((key) => key !== "as"));
+  return exportStreamNamed("exportDeviceArrayStream", source, { ...options, as: "device_stream" });
 }
 
 /** JS sources whose stream has not been released yet (for tests). */

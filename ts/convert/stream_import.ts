@@ -24,12 +24,13 @@
  */
 import { Table, type RecordBatch, type Schema } from "apache-arrow";
 import { deviceTypeName, isHostAccessible } from "../abi/layout.ts";
-import { InvalidArgumentError, Status, UnknownDeviceError, UnsupportedError } from "../errors.ts";
+import { argumentError, booleanArg } from "../args.ts";
+import { Status, UnknownDeviceError, UnsupportedError } from "../errors.ts";
 import { type ImportedArray } from "../lifetime/imported.ts";
 import { ImportedStream } from "../lifetime/imported_stream.ts";
 import { isStreamProducer, type ArrowCapsule, type StreamProducer } from "../protocol/symbols.ts";
-import { toRecordBatch, toSchema, toTable } from "./import.ts";
-import { type ConvertOptions } from "./types.ts";
+import { recordBatchOf, tableOf } from "./import.ts";
+import { convertOptionsArg, schemaOf, type ConvertOptions } from "./types.ts";
 
 /** Options of the stream-to-apache-arrow helpers (`recordBatches`,
  * `readTable` and their async forms). */
@@ -52,6 +53,28 @@ function needsCopy(stream: ImportedStream, options: StreamConvertOptions, what: 
   throw new UnsupportedError(Status.unsupported, `${what}: the stream's device_type is ${name} (${stream.deviceType}), memory the host cannot read; pass { toHost: true } to copy each batch to the host, or iterate the ImportedStream for raw device arrays`);
 }
 
+/** What the stream readers accept: an ImportedStream, or any protocol
+ * stream producer or stream capsule (docs/protocol.md), whose stream is
+ * imported (device method preferred) and then read like one. */
+export type StreamInput = ImportedStream | StreamProducer | ArrowCapsule;
+
+/** Checks `fn`'s input and options; returns the ImportedStream to read,
+ * whether batches are copied to the host (see needsCopy) and the
+ * conversion options. A stream imported here from a producer is released
+ * if it cannot be read. */
+function openInput(fn: string, input: StreamInput, options: StreamConvertOptions): { stream: ImportedStream; copy: boolean; convert: ConvertOptions } {
+  const isImported = input instanceof ImportedStream;
+  if (!isImported && !isStreamProducer(input)) {
+    throw argumentError(fn, "stream", "an ImportedStream or an object implementing the Arrow stream protocol (docs/protocol.md)", input);
+  }
+  const convert = convertOptionsArg(fn, options, ["toHost"]);
+  booleanArg(fn, "options.toHost", options.toHost, true);
+  if (isImported) return { stream: input, copy: needsCopy(input, options, fn), convert };
+  const stream = ImportedStream.fromDeviceArrayStream(input);
+  // needsCopy releases the stream itself when it refuses it.
+  return { stream, copy: needsCopy(stream, options, fn), convert };
+}
+
 /** `imported`, or its host copy (then `imported` is disposed). */
 function onHost(imported: ImportedArray, copy: boolean): ImportedArray {
   if (!copy) return imported;
@@ -62,32 +85,11 @@ function onHost(imported: ImportedArray, copy: boolean): ImportedArray {
   }
 }
 
-/** What the stream readers accept: an ImportedStream, or any protocol
- * stream producer or stream capsule (docs/protocol.md), whose stream is
- * imported (device method preferred) and then read like one. */
-export type StreamInput = ImportedStream | StreamProducer | ArrowCapsule;
-
-/** The ImportedStream to read and whether to copy its batches to the host.
- * A stream imported here from a producer is released if it cannot be read. */
-function openInput(source: StreamInput, options: StreamConvertOptions, what: string): { stream: ImportedStream; copy: boolean } {
-  if (source instanceof ImportedStream) return { stream: source, copy: needsCopy(source, options, what) };
-  if (!isStreamProducer(source)) {
-    throw new InvalidArgumentError(Status.invalid_argument, `${what}: expected an ImportedStream or an object implementing the Arrow stream protocol (docs/protocol.md)`);
-  }
-  const stream = ImportedStream.fromDeviceArrayStream(source);
-  try {
-    return { stream, copy: needsCopy(stream, options, what) };
-  } catch (error) {
-    stream.release();
-    throw error;
-  }
-}
-
 /** Converts one pulled batch; its memory then belongs to the GC. */
 function convert(pulled: ImportedArray, options: ConvertOptions, copy: boolean): RecordBatch {
   const imported = onHost(pulled, copy);
   try {
-    const batch = toRecordBatch(imported, options);
+    const batch = recordBatchOf(imported, options);
     imported.releaseToGC();
     return batch;
   } catch (error) {
@@ -98,24 +100,34 @@ function convert(pulled: ImportedArray, options: ConvertOptions, copy: boolean):
 
 /** Every remaining batch of `stream` as an apache-arrow RecordBatch,
  * pulled on the JS thread. */
-export function* recordBatches(input: StreamInput, options: StreamConvertOptions = {}): Generator<RecordBatch, void, undefined> {
-  const { stream, copy } = openInput(input, options, "recordBatches");
-  for (const imported of stream) yield convert(imported, options, copy);
+export function recordBatches(input: StreamInput, options: StreamConvertOptions = {}): Generator<RecordBatch, void, undefined> {
+  // Checked now, not at the first next(): a generator body runs late.
+  const { stream, copy, convert: convertOptions } = openInput("recordBatches", input, options);
+  return (function* () {
+    for (const imported of stream) yield convert(imported, convertOptions, copy);
+  })();
 }
 
 /** Every remaining batch of `stream`, pulled on the stream's worker
  * thread (`for await`). */
-export async function* recordBatchesAsync(input: StreamInput, options: StreamConvertOptions = {}): AsyncGenerator<RecordBatch, void, undefined> {
-  const { stream, copy } = openInput(input, options, "recordBatchesAsync");
-  for await (const imported of stream) yield convert(imported, options, copy);
+export function recordBatchesAsync(input: StreamInput, options: StreamConvertOptions = {}): AsyncGenerator<RecordBatch, void, undefined> {
+  const { stream, copy, convert: convertOptions } = openInput("recordBatchesAsync", input, options);
+  return (async function* () {
+    for await (const imported of stream) yield convert(imported, convertOptions, copy);
+  })();
 }
 
 /** The stream's schema as an apache-arrow Schema (read from a zero-length
  * batch; the stream's position is unchanged). */
 export function streamSchema(stream: ImportedStream, options: ConvertOptions = {}): Schema {
+  if (!(stream instanceof ImportedStream)) throw argumentError("streamSchema", "stream", "an ImportedStream", stream);
+  return schemaOfStream(stream, convertOptionsArg("streamSchema", options));
+}
+
+function schemaOfStream(stream: ImportedStream, options: ConvertOptions): Schema {
   const empty = stream.emptyBatch();
   try {
-    return toSchema(empty.root, options);
+    return schemaOf(empty.root, options);
   } finally {
     empty.dispose();
   }
@@ -124,10 +136,10 @@ export function streamSchema(stream: ImportedStream, options: ConvertOptions = {
 /** One Table of the pulled batches (their dictionaries share the first
  * batch's types, as apache-arrow's Table requires), or an empty Table
  * with the stream's schema. Owns `pulled`: on error it disposes them. */
-function tableOf(pulled: ImportedArray[], schema: Schema | null, options: ConvertOptions): Table {
+function tableOfPulled(pulled: ImportedArray[], schema: Schema | null, options: ConvertOptions): Table {
   if (pulled.length === 0) return new Table(schema!);
   try {
-    const table = toTable(pulled, options);
+    const table = tableOf(pulled, options);
     for (const imported of pulled) imported.releaseToGC();
     return table;
   } catch (error) {
@@ -139,7 +151,7 @@ function tableOf(pulled: ImportedArray[], schema: Schema | null, options: Conver
 /** Reads the whole stream into one Table (its schema is the first batch's,
  * or the stream's when it has none) and releases the stream. */
 export function readTable(input: StreamInput, options: StreamConvertOptions = {}): Table {
-  const { stream, copy } = openInput(input, options, "readTable");
+  const { stream, copy, convert: convertOptions } = openInput("readTable", input, options);
   const pulled: ImportedArray[] = [];
   let schema: Schema | null = null;
   try {
@@ -149,19 +161,19 @@ export function readTable(input: StreamInput, options: StreamConvertOptions = {}
       pulled.push(onHost(imported, copy));
     }
     // Only needed when no batch came; read while the stream is open.
-    if (pulled.length === 0) schema = streamSchema(stream, options);
+    if (pulled.length === 0) schema = schemaOfStream(stream, convertOptions);
   } catch (error) {
     for (const imported of pulled) imported.dispose();
     throw error;
   } finally {
     stream.release();
   }
-  return tableOf(pulled, schema, options);
+  return tableOfPulled(pulled, schema, convertOptions);
 }
 
 /** Like `readTable`, pulling on the stream's worker thread. */
 export async function readTableAsync(input: StreamInput, options: StreamConvertOptions = {}): Promise<Table> {
-  const { stream, copy } = openInput(input, options, "readTableAsync");
+  const { stream, copy, convert: convertOptions } = openInput("readTableAsync", input, options);
   const pulled: ImportedArray[] = [];
   let schema: Schema | null = null;
   try {
@@ -170,12 +182,12 @@ export async function readTableAsync(input: StreamInput, options: StreamConvertO
       if (!imported) break;
       pulled.push(onHost(imported, copy));
     }
-    if (pulled.length === 0) schema = streamSchema(stream, options);
+    if (pulled.length === 0) schema = schemaOfStream(stream, convertOptions);
   } catch (error) {
     for (const imported of pulled) imported.dispose();
     throw error;
   } finally {
     stream.release();
   }
-  return tableOf(pulled, schema, options);
+  return tableOfPulled(pulled, schema, convertOptions);
 }

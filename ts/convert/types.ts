@@ -27,7 +27,9 @@ import {
 } from "apache-arrow";
 import { Flags } from "../abi/layout.ts";
 import { InvalidArgumentError, InvalidFormatError, Status, UnsupportedError } from "../errors.ts";
-import type { RawArray } from "../lifetime/imported.ts";
+import { booleanArg, argumentError, optionsArg } from "../args.ts";
+import { ImportedArray, RawArray } from "../lifetime/imported.ts";
+import { arrowKindError, isDataType } from "./arrow_args.ts";
 
 /** Options of the conversions to apache-arrow (`toVector`, `toTable`, ...). */
 export type ConvertOptions = {
@@ -40,6 +42,40 @@ export type ConvertOptions = {
    */
   materialize?: boolean;
 };
+
+const convertOptionKeys = ["materialize"] as const;
+
+/** Checks `fn`'s RawArray (`param`) and ConvertOptions (plus `extraKeys`,
+ * which the caller checks); returns clean ConvertOptions. */
+export function convertArgs(fn: string, param: string, raw: unknown, rawKind: "RawArray" | "ImportedArray", options: unknown, extraKeys: readonly string[] = []): ConvertOptions {
+  const ok = rawKind === "RawArray" ? raw instanceof RawArray : raw instanceof ImportedArray;
+  if (!ok) throw argumentError(fn, param, rawKind === "RawArray" ? "a RawArray (e.g. imported.root)" : "an ImportedArray", raw);
+  return convertOptionsArg(fn, options, extraKeys);
+}
+
+/** Checks `fn`'s ConvertOptions (plus `extraKeys`); returns clean ones. */
+export function convertOptionsArg(fn: string, options: unknown, extraKeys: readonly string[] = []): ConvertOptions {
+  const checked = optionsArg(fn, "options", options as ConvertOptions | undefined, [...convertOptionKeys, ...extraKeys]);
+  booleanArg(fn, "options.materialize", checked.materialize, true);
+  return { materialize: checked.materialize };
+}
+
+/** The apache-arrow type of `raw` (a dictionary type if it has a dictionary). */
+export function toDataType(raw: RawArray, options: ConvertOptions = {}): DataType {
+  return dataTypeOf(raw, convertArgs("toDataType", "raw", raw, "RawArray", options));
+}
+
+/** The apache-arrow field of `raw`: name ("" for NULL), type, nullability
+ * (ARROW_FLAG_NULLABLE) and metadata (extension keys included). */
+export function toField(raw: RawArray, options: ConvertOptions = {}): Field {
+  return fieldOf(raw, convertArgs("toField", "raw", raw, "RawArray", options));
+}
+
+/** The apache-arrow schema of a struct node (a record batch's root): its
+ * children become the fields, its metadata the schema metadata. */
+export function toSchema(raw: RawArray, options: ConvertOptions = {}): Schema {
+  return schemaOf(raw, convertArgs("toSchema", "raw", raw, "RawArray", options));
+}
 
 /** apache-arrow's dictionary index types (its `TKeys`, not exported). */
 type TKeys = Dictionary["indices"];
@@ -79,12 +115,12 @@ function unsupported(raw: RawArray, what: string): never {
   );
 }
 
-/** The apache-arrow type of `raw` (a dictionary type if it has a dictionary). */
-export function toDataType(raw: RawArray, options: ConvertOptions = {}): DataType {
+/** `toDataType` without the argument checks (for this layer's callers). */
+export function dataTypeOf(raw: RawArray, options: ConvertOptions): DataType {
   const dictionary = raw.dictionary;
   if (dictionary) {
     const ordered = (raw.flags & Flags.DICTIONARY_ORDERED) !== 0;
-    return new Dictionary(toDataType(dictionary, options), indexType(raw), null, ordered);
+    return new Dictionary(dataTypeOf(dictionary, options), indexType(raw), null, ordered);
   }
   const format = raw.format;
   switch (raw.typeId) {
@@ -125,46 +161,44 @@ export function toDataType(raw: RawArray, options: ConvertOptions = {}): DataTyp
     case "interval_months": return new Interval(IntervalUnit.YEAR_MONTH);
     case "interval_day_time": return new Interval(IntervalUnit.DAY_TIME);
     case "interval_month_day_nano": return new Interval(IntervalUnit.MONTH_DAY_NANO);
-    case "list": return new List(toField(raw.child(0), options));
-    case "large_list": return new LargeList(toField(raw.child(0), options));
-    case "fixed_size_list": return new FixedSizeList(Number(format.slice(3)), toField(raw.child(0), options));
-    case "struct": return new Struct(raw.children.map((c) => toField(c, options)));
-    case "map": return new Map_(toField(raw.child(0), options) as Field<Struct>, (raw.flags & Flags.MAP_KEYS_SORTED) !== 0);
+    case "list": return new List(fieldOf(raw.child(0), options));
+    case "large_list": return new LargeList(fieldOf(raw.child(0), options));
+    case "fixed_size_list": return new FixedSizeList(Number(format.slice(3)), fieldOf(raw.child(0), options));
+    case "struct": return new Struct(raw.children.map((c) => fieldOf(c, options)));
+    case "map": return new Map_(fieldOf(raw.child(0), options) as Field<Struct>, (raw.flags & Flags.MAP_KEYS_SORTED) !== 0);
     case "dense_union":
     case "sparse_union": {
       const ids = format.slice(4);
       const typeIds = ids === "" ? [] : ids.split(",").map(Number);
       const mode = raw.typeId === "dense_union" ? UnionMode.Dense : UnionMode.Sparse;
-      return new Union(mode, typeIds, raw.children.map((c) => toField(c, options)));
+      return new Union(mode, typeIds, raw.children.map((c) => fieldOf(c, options)));
     }
     case "list_view":
       if (!options.materialize) unsupported(raw, "a list-view");
-      return new List(toField(raw.child(0), options));
+      return new List(fieldOf(raw.child(0), options));
     case "large_list_view":
       if (!options.materialize) unsupported(raw, "a large list-view");
-      return new LargeList(toField(raw.child(0), options));
+      return new LargeList(fieldOf(raw.child(0), options));
     case "run_end_encoded":
       if (!options.materialize) unsupported(raw, "run-end encoded");
-      return toDataType(raw.child(1), options);
+      return dataTypeOf(raw.child(1), options);
   }
   throw new InvalidFormatError(Status.invalid_format, `${describeNode(raw)} has a type this converter does not know (${raw.typeId})`);
 }
 
-/** The apache-arrow field of `raw`: name ("" for NULL), type, nullability
- * (ARROW_FLAG_NULLABLE) and metadata (extension keys included). */
-export function toField(raw: RawArray, options: ConvertOptions = {}): Field {
+/** `toField` without the argument checks. */
+export function fieldOf(raw: RawArray, options: ConvertOptions): Field {
   const { name, flags, metadataPairs } = raw.imported.nodeSchema(raw.index);
   const metadata = metadataPairs?.length ? new Map(metadataPairs) : null;
-  return new Field(name ?? "", toDataType(raw, options), (flags & Flags.NULLABLE) !== 0, metadata);
+  return new Field(name ?? "", dataTypeOf(raw, options), (flags & Flags.NULLABLE) !== 0, metadata);
 }
 
-/** The apache-arrow schema of a struct node (a record batch's root): its
- * children become the fields, its metadata the schema metadata. */
-export function toSchema(raw: RawArray, options: ConvertOptions = {}): Schema {
+/** `toSchema` without the argument checks. */
+export function schemaOf(raw: RawArray, options: ConvertOptions): Schema {
   if (raw.typeId !== "struct" || raw.dictionary) {
     throw new InvalidArgumentError(Status.invalid_argument, `a schema (record batch) needs a struct root, but the root is ${describeNode(raw)}`);
   }
-  return new Schema(raw.children.map((c) => toField(c, options)), raw.metadata);
+  return new Schema(raw.children.map((c) => fieldOf(c, options)), raw.metadata);
 }
 
 /**
@@ -173,6 +207,7 @@ export function toSchema(raw: RawArray, options: ConvertOptions = {}): Schema {
  * import). Two types with the same description hold the same data layout.
  */
 export function typeSignature(type: DataType): string {
+  if (!isDataType(type)) throw arrowKindError("typeSignature", "type", type, ["DataType"]);
   const t = type as DataType & Record<string, unknown>;
   const fields = (children: Field[]) => children.map((f) => `${JSON.stringify(f.name)}${f.nullable ? "?" : ""}:${typeSignature(f.type)}`).join(",");
   if (DataType.isDictionary(type)) {
@@ -184,4 +219,50 @@ export function typeSignature(type: DataType): string {
   if (DataType.isUnion(type)) params.push(`typeIds=${Array.from(type.typeIds).join("|")}`);
   const children = type.children?.length ? `<${fields(type.children)}>` : "";
   return `${type.typeId}${params.length ? `(${params.join(",")})` : ""}${children}`;
+}
+
+function sameMetadata(a: Map<string, string> | undefined, b: Map<string, string> | undefined): boolean {
+  const sizeA = a?.size ?? 0;
+  if (sizeA !== (b?.size ?? 0)) return false;
+  if (sizeA === 0) return true;
+  for (const [key, value] of a!) if (b!.get(key) !== value) return false;
+  return true;
+}
+
+function clipText(text: string, limit = 60): string {
+  return text.length <= limit ? text : `${text.slice(0, limit - 1)}…`;
+}
+
+/**
+ * Where `actual` differs from `expected`, structurally: type ids and every
+ * parameter (`typeSignature`), child names, nullability and metadata. Null
+ * when they are the same. Never uses identity, `instanceof` or
+ * `toString`, so types from two apache-arrow instances compare equal when
+ * they describe the same data. The description is bounded (a path and two
+ * clipped signatures), never a whole schema.
+ */
+export function typeDifference(expected: DataType, actual: DataType, path = ""): string | null {
+  if (expected === actual) return null;
+  const here = path || "the root";
+  const childrenA = expected.children ?? [];
+  const childrenB = actual.children ?? [];
+  if (expected.typeId !== actual.typeId || childrenA.length !== childrenB.length) {
+    return `${here} is ${clipText(typeSignature(actual))}, expected ${clipText(typeSignature(expected))}`;
+  }
+  for (let i = 0; i < childrenA.length; i++) {
+    const [a, b] = [childrenA[i], childrenB[i]];
+    const where = `${path ? `${path}.` : ""}${JSON.stringify(clipText(String(a.name), 40))}`;
+    if (a.name !== b.name) return `field ${i} of ${here} is named ${JSON.stringify(clipText(String(b.name), 40))}, expected ${where}`;
+    if (a.nullable !== b.nullable) return `${where} is ${b.nullable ? "" : "not "}nullable, expected ${a.nullable ? "" : "not "}nullable`;
+    if (!sameMetadata(a.metadata, b.metadata)) return `${where} has different field metadata`;
+    const inner = typeDifference(a.type, b.type, where);
+    if (inner) return inner;
+  }
+  // Children agree; the node's own parameters (and a dictionary's types).
+  const strip = (t: DataType) => typeSignature(t).replace(/<.*$/s, "");
+  if (strip(expected) !== strip(actual)) return `${here} is ${clipText(typeSignature(actual))}, expected ${clipText(typeSignature(expected))}`;
+  if (DataType.isDictionary(expected) && DataType.isDictionary(actual)) {
+    return typeDifference(expected.dictionary, actual.dictionary, `${here} (dictionary)`);
+  }
+  return null;
 }

@@ -29,6 +29,7 @@ import { DeviceUnavailableError, InvalidArgumentError, ReleasedError, Status, Un
 import { deviceLibraryEnvVars, loadDeviceRuntime } from "../ffi/device_loader.ts";
 import { check, lastError, native } from "../ffi/library.ts";
 import { reportLeak, track, untrack } from "../lifetime/debug.ts";
+import { addressArg, argumentError, integerArg, oneOfArg, optionsArg, stringArg } from "../args.ts";
 
 /** A device runtime: "cuda" (the CUDA driver API) or "rocm" (HIP). */
 export type DeviceKind = "cuda" | "rocm";
@@ -39,8 +40,15 @@ export const runtimeDeviceType: Record<DeviceKind, number> = { cuda: DeviceType.
 /** Environment variables that name each runtime's library path. */
 export const libraryEnvVars: Record<DeviceKind, string> = deviceLibraryEnvVars;
 
+/** A device ordinal: an int32, as CUDA and HIP take it (the runtime
+ * says whether that device exists). */
+export function ordinalArg(fn: string, param: string, id: unknown): number {
+  return integerArg(fn, param, id, -(2 ** 31), 2 ** 31 - 1);
+}
+
 /** The runtime serving arrays of an Arrow device type, or null. */
 export function kindOfDeviceType(deviceType: number): DeviceKind | null {
+  integerArg("kindOfDeviceType", "deviceType", deviceType, -(2 ** 31), 2 ** 31 - 1);
   switch (deviceType) {
     case DeviceType.CUDA: case DeviceType.CUDA_HOST: case DeviceType.CUDA_MANAGED: return "cuda";
     case DeviceType.ROCM: case DeviceType.ROCM_HOST: return "rocm";
@@ -48,10 +56,13 @@ export function kindOfDeviceType(deviceType: number): DeviceKind | null {
   }
 }
 
-function checkKind(kind: DeviceKind): number {
-  const deviceType = runtimeDeviceType[kind];
-  if (deviceType === undefined) throw new UnknownDeviceError(Status.unknown_device, `unknown device runtime "${String(kind)}": expected "cuda" or "rocm"`);
-  return deviceType;
+/** The device type of runtime `kind`, checked for `fn`. */
+export function checkKind(fn: string, kind: DeviceKind): number {
+  if (typeof kind !== "string") throw argumentError(fn, "kind", `"cuda" or "rocm"`, kind);
+  if (!Object.hasOwn(runtimeDeviceType, kind)) {
+    throw new UnknownDeviceError(Status.unknown_device, `${fn}: unknown device runtime ${JSON.stringify((kind as string).slice(0, 40))}: expected "cuda" or "rocm"`);
+  }
+  return runtimeDeviceType[kind];
 }
 
 function readCString(bytes: Uint8Array): string {
@@ -69,7 +80,7 @@ export function hostAddress(view: NodeJS.ArrayBufferView): number {
 const words = new Float64Array(4);
 
 function loadRuntime(kind: DeviceKind): number {
-  return loadDeviceRuntime(checkKind(kind));
+  return loadDeviceRuntime(checkKind("deviceAvailability", kind));
 }
 
 /** Whether a runtime can be used here: its library, version and device
@@ -94,6 +105,7 @@ const runtimes = new Map<DeviceKind, DeviceRuntime>();
 /** The loaded runtime of `kind`; throws `DeviceUnavailableError` (with the
  * reason) when it is not available. */
 export function deviceRuntime(kind: DeviceKind): DeviceRuntime {
+  checkKind("deviceRuntime", kind);
   const existing = runtimes.get(kind);
   if (existing) return existing;
   const availability = deviceAvailability(kind);
@@ -144,6 +156,13 @@ export type CopyOptions = {
   id?: number;
 };
 
+/** Checks a copy operand: device memory, a JS buffer, or a non-zero
+ * address (any alignment: copies may start mid-allocation). */
+function operandArg(param: string, operand: unknown): void {
+  if (operand instanceof DeviceMemory || ArrayBuffer.isView(operand)) return;
+  integerArg("DeviceRuntime.copy", param, operand, 1);
+}
+
 function operandAddress(operand: CopyOperand): number {
   if (operand instanceof DeviceMemory) return operand.address;
   if (typeof operand === "number") return operand;
@@ -169,11 +188,15 @@ export class DeviceRuntime {
     readonly version: number,
     readonly deviceCount: number,
   ) {
-    this.deviceType = runtimeDeviceType[kind];
+    this.deviceType = checkKind("DeviceRuntime", kind);
+    stringArg("DeviceRuntime", "library", library);
+    integerArg("DeviceRuntime", "version", version, 0);
+    integerArg("DeviceRuntime", "deviceCount", deviceCount, 0);
   }
 
   /** Name and memory size of device `id`. */
   device(id: number): DeviceInfo {
+    ordinalArg("DeviceRuntime.device", "id", id);
     const name = new Uint8Array(256);
     check(native.abd_device_get_info(this.deviceType, id, name, name.length, words));
     return { kind: this.kind, id, name: readCString(name), totalMemoryBytes: words[0] };
@@ -186,9 +209,10 @@ export class DeviceRuntime {
 
   /** `byteLength` bytes of `memory` for device `id`. */
   allocate(byteLength: number, options: AllocateOptions = {}): DeviceMemory {
-    const memory = options.memory ?? "device";
-    const id = options.id ?? 0;
-    if (MemoryKind[memory] === undefined) throw new InvalidArgumentError(Status.invalid_argument, `unknown memory kind "${memory}": expected "device", "pinned" or "managed"`);
+    integerArg("DeviceRuntime.allocate", "byteLength", byteLength, 0);
+    optionsArg("DeviceRuntime.allocate", "options", options, ["memory", "id"]);
+    const memory = oneOfArg("DeviceRuntime.allocate", "options.memory", options.memory ?? "device", ["device", "pinned", "managed"]);
+    const id = ordinalArg("DeviceRuntime.allocate", "options.id", options.id ?? 0);
     check(native.abd_device_alloc(this.deviceType, id, MemoryKind[memory], byteLength, words));
     return new DeviceMemory(this, id, memory, words[0], byteLength);
   }
@@ -196,12 +220,14 @@ export class DeviceRuntime {
   /** A new non-blocking stream of device `id`; destroy it with `destroy()`
    * (or `using`). */
   createStream(id = 0): DeviceStream {
+    ordinalArg("DeviceRuntime.createStream", "id", id);
     check(native.abd_device_stream_create(this.deviceType, id, words));
     return new DeviceStream(this, id, words[0]);
   }
 
   /** A new event of device `id`; destroy it with `destroy()` (or `using`). */
   createEvent(id = 0): DeviceEvent {
+    ordinalArg("DeviceRuntime.createEvent", "id", id);
     check(native.abd_device_event_create(this.deviceType, id, words));
     return new DeviceEvent(this, id, words[0]);
   }
@@ -209,11 +235,14 @@ export class DeviceRuntime {
   /** Blocks until the event at `eventAddress` (a `CUevent*` /
    * `hipEvent_t*`, e.g. an array's `sync_event`) fired. */
   synchronizeEvent(eventAddress: number, id = 0): void {
+    addressArg("DeviceRuntime.synchronizeEvent", "eventAddress", eventAddress);
+    ordinalArg("DeviceRuntime.synchronizeEvent", "id", id);
     check(native.abd_device_event_synchronize(this.deviceType, id, asPointer(eventAddress)));
   }
 
   /** What `address` is to this runtime. */
   pointerInfo(address: number): PointerInfo {
+    integerArg("DeviceRuntime.pointerInfo", "address", address, 0);
     check(native.abd_device_pointer_query(this.deviceType, asPointer(address), words));
     const memory = (Object.keys(PointerKind) as PointerKindName[]).find((k) => PointerKind[k] === words[0]) ?? "host";
     return { memory, deviceType: words[1], deviceId: words[2] };
@@ -223,7 +252,13 @@ export class DeviceRuntime {
    * to `dst`. Synchronous unless `options.stream` is given; then the JS
    * memory involved is kept reachable until `stream.synchronize()`. */
   copy(direction: CopyDirectionName, dst: CopyOperand, src: CopyOperand, byteLength?: number, options: CopyOptions = {}): void {
-    if (CopyDirection[direction] === undefined) throw new InvalidArgumentError(Status.invalid_argument, `unknown copy direction "${direction}"`);
+    oneOfArg("DeviceRuntime.copy", "direction", direction, Object.keys(CopyDirection) as CopyDirectionName[]);
+    operandArg("dst", dst);
+    operandArg("src", src);
+    if (byteLength !== undefined) integerArg("DeviceRuntime.copy", "byteLength", byteLength, 0);
+    optionsArg("DeviceRuntime.copy", "options", options, ["id", "stream"]);
+    if (options.id !== undefined) ordinalArg("DeviceRuntime.copy", "options.id", options.id);
+    if (options.stream !== undefined && !(options.stream instanceof DeviceStream)) throw argumentError("DeviceRuntime.copy", "options.stream", "a DeviceStream", options.stream);
     const sizes = [operandBytes(dst), operandBytes(src)].filter((n): n is number => n !== null);
     const bytes = byteLength ?? (sizes.length ? Math.min(...sizes) : 0);
     for (const size of sizes) {
@@ -250,6 +285,14 @@ const safetyNet = new FinalizationRegistry<Freeable>((held) => {
   }
 });
 
+/** Checks what a DeviceMemory/Stream/Event is made of (made by
+ * DeviceRuntime; the constructors are reachable from JS all the same). */
+function handleArgs(fn: string, runtime: unknown, deviceId: unknown, address: unknown, addressParam = "address"): void {
+  if (!(runtime instanceof DeviceRuntime)) throw argumentError(fn, "runtime", "a DeviceRuntime (from deviceRuntime())", runtime);
+  ordinalArg(fn, "deviceId", deviceId);
+  integerArg(fn, addressParam, address, 0);
+}
+
 /** Memory allocated through a runtime: device, pinned host or managed. */
 export class DeviceMemory implements Disposable {
   #freed = false;
@@ -260,6 +303,9 @@ export class DeviceMemory implements Disposable {
   readonly deviceType: number;
 
   constructor(readonly runtime: DeviceRuntime, readonly deviceId: number, readonly memory: MemoryKindName, readonly address: number, readonly byteLength: number) {
+    handleArgs("DeviceMemory", runtime, deviceId, address);
+    oneOfArg("DeviceMemory", "memory", memory, ["device", "pinned", "managed"]);
+    integerArg("DeviceMemory", "byteLength", byteLength, 0);
     this.deviceType = memory === "device" ? runtime.deviceType
       : memory === "pinned" ? (runtime.kind === "cuda" ? DeviceType.CUDA_HOST : DeviceType.ROCM_HOST)
       : DeviceType.CUDA_MANAGED;
@@ -311,6 +357,7 @@ export class DeviceStream implements Disposable {
   #token: number;
 
   constructor(readonly runtime: DeviceRuntime, readonly deviceId: number, /** CUstream / hipStream_t */ readonly handle: number) {
+    handleArgs("DeviceStream", runtime, deviceId, handle, "handle");
     const label = `${runtime.kind} stream`;
     this.#token = track(label);
     const deviceType = runtime.deviceType;
@@ -364,6 +411,7 @@ export class DeviceEvent implements Disposable {
   #token: number;
 
   constructor(readonly runtime: DeviceRuntime, readonly deviceId: number, readonly address: number) {
+    handleArgs("DeviceEvent", runtime, deviceId, address);
     const label = `${runtime.kind} event`;
     this.#token = track(label);
     safetyNet.register(this, { free: () => check(native.abd_device_event_destroy(asPointer(address))), token: this.#token, label }, this);

@@ -21,7 +21,9 @@ import { InvalidArgumentError, Status, errorFor } from "../errors.ts";
 import { lastError, native } from "../ffi/library.ts";
 import { ExportedArray } from "../lifetime/exported.ts";
 import { drainReleased } from "../lifetime/keepalive.ts";
-import { DeviceStream, deviceRuntime, type DeviceKind } from "./runtime.ts";
+import { DeviceStream, deviceRuntime, ordinalArg, type DeviceKind } from "./runtime.ts";
+import { addressArg, oneOfArg, optionsArg } from "../args.ts";
+import { takeStructs } from "../lifetime/c_structs.ts";
 
 /** Where `copyArrayToDevice` / `toDevice` put the copy. */
 export type DeviceTarget = {
@@ -39,6 +41,8 @@ export type DeviceTarget = {
 
 /** The Arrow device type of `memory` on `device`. */
 export function targetDeviceType(device: DeviceKind, memory: MemoryKindName = "device"): number {
+  oneOfArg("targetDeviceType", "device", device, ["cuda", "rocm"]);
+  oneOfArg("targetDeviceType", "memory", memory, ["device", "pinned", "managed"]);
   if (device === "cuda") {
     if (memory === "device") return DeviceType.CUDA;
     if (memory === "pinned") return DeviceType.CUDA_HOST;
@@ -49,6 +53,16 @@ export function targetDeviceType(device: DeviceKind, memory: MemoryKindName = "d
     if (memory === "managed") throw new InvalidArgumentError(Status.invalid_argument, "ROCm managed memory has no Arrow device type; use \"device\" or \"pinned\"");
   }
   throw new InvalidArgumentError(Status.invalid_argument, `unknown device "${String(device)}" or memory "${String(memory)}": expected device "cuda" | "rocm" and memory "device" | "pinned" | "managed"`);
+}
+
+/** Checks a DeviceTarget for `fn`: a plain object with a known runtime,
+ * an int32 ordinal, a memory kind and a stream. */
+export function checkTarget(fn: string, target: DeviceTarget, param = "target", extraKeys: readonly string[] = []): void {
+  optionsArg(fn, param, target, ["device", "id", "memory", "stream", ...extraKeys], true);
+  oneOfArg(fn, `${param}.device`, target.device, ["cuda", "rocm"]);
+  if (target.id !== undefined) ordinalArg(fn, `${param}.id`, target.id);
+  if (target.memory !== undefined) oneOfArg(fn, `${param}.memory`, target.memory, ["device", "pinned", "managed"]);
+  if (target.stream !== undefined && typeof target.stream === "number") addressArg(fn, `${param}.stream`, target.stream, true);
 }
 
 export function streamHandle(device: DeviceKind, stream: DeviceStream | number | undefined): number {
@@ -65,19 +79,19 @@ export function streamHandle(device: DeviceKind, stream: DeviceStream | number |
  * returns the owned device copy. Loads the runtime if needed (throws
  * DeviceUnavailableError when it is not available).
  */
-export function copyArrayToDevice(schema: Pointer | number, array: Pointer | number, target: DeviceTarget): ExportedArray {
-  const deviceType = targetDeviceType(target.device, target.memory);
-  const stream = streamHandle(target.device, target.stream);
-  try {
+export function copyArrayToDevice(schemaRef: Pointer | number, arrayRef: Pointer | number, target: DeviceTarget): ExportedArray {
+  const fn = "copyArrayToDevice";
+  let deviceType = 0;
+  let stream = 0;
+  // The input is consumed whatever happens, as promised.
+  const [schema, array] = takeStructs(fn, [["schema", schemaRef, "ArrowSchema"], ["array", arrayRef, "ArrowDeviceArray"]], () => {
+    checkTarget(fn, target);
+    deviceType = targetDeviceType(target.device, target.memory);
+    stream = streamHandle(target.device, target.stream);
     deviceRuntime(target.device); // loads it with the path from the environment
-  } catch (error) {
-    // The input is still consumed, as promised.
-    native.abd_device_array_release(asPointer(array as number));
-    native.abd_schema_release(asPointer(schema as number));
-    throw error;
-  }
+  });
   const out = new ExportedArray("device_array", `${target.device} ArrowDeviceArray`);
-  const status = native.abd_device_array_to_device(asPointer(schema as number), asPointer(array as number), deviceType, target.id ?? 0, asPointer(stream), out.schema, out.array);
+  const status = native.abd_device_array_to_device(asPointer(schema), asPointer(array), deviceType, target.id ?? 0, asPointer(stream), out.schema, out.array);
   if (status !== 0) {
     const error = errorFor(status, lastError());
     out.release();

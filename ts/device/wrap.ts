@@ -14,13 +14,14 @@
 import { DeviceType, Flags } from "../abi/layout.ts";
 import { asPointer } from "../abi/structs.ts";
 import { schemaPlan } from "../abi/schema_plan.ts";
-import { InvalidArgumentError, Status, errorFor } from "../errors.ts";
+import { errorFor } from "../errors.ts";
 import { lastError, native } from "../ffi/library.ts";
 import { ExportedArray } from "../lifetime/exported.ts";
 import { drainReleased, forgetUnused, retainWithOwners, whenReleased } from "../lifetime/keepalive.ts";
 import { importOwnersOf } from "../lifetime/imported.ts";
 import { DeviceEvent, DeviceMemory, hostAddress, type DeviceKind } from "./runtime.ts";
-import { targetDeviceType } from "./transfer.ts";
+import { checkTarget, targetDeviceType, type DeviceTarget } from "./transfer.ts";
+import { addressArg, argumentError, deviceTypeArg, functionArg, int64Arg, integerArg, optionsArg, stringArg } from "../args.ts";
 
 /** A buffer: a raw address, device memory, a JS buffer (a typed array or
  * DataView), or none (NULL). */
@@ -49,8 +50,8 @@ export type RawArrayNode = {
 export type RawExportOptions = {
   /** Arrow device type of every buffer (default CPU). */
   deviceType?: number;
-  /** Default: -1 for CPU, else 0. */
-  deviceId?: number;
+  /** Default: -1 for CPU, else 0. An int64: a safe integer or a bigint. */
+  deviceId?: number | bigint;
   /** Event the consumer must wait on (a DeviceEvent or a `CUevent*` /
    * `hipEvent_t*` address); kept alive with the export. */
   syncEvent?: DeviceEvent | number | null;
@@ -60,10 +61,13 @@ export type RawExportOptions = {
   keepAlive?: unknown;
 };
 
-function bufferAddress(buffer: RawBuffer, retained: unknown[]): number {
+function bufferAddress(buffer: RawBuffer, retained: unknown[], where: string): number {
   if (buffer === null || buffer === undefined) return 0;
-  if (typeof buffer === "number") return buffer;
-  if (typeof buffer === "bigint") return Number(buffer);
+  if (typeof buffer === "number" || typeof buffer === "bigint") {
+    // Any alignment: the consumer checks what its type needs.
+    if (typeof buffer === "bigint" ? buffer >= 0n && buffer <= BigInt(Number.MAX_SAFE_INTEGER) : Number.isSafeInteger(buffer) && buffer >= 0) return Number(buffer);
+    throw argumentError("exportRawArray", where, "an address (a non-negative safe integer or bigint), a DeviceMemory, a typed array or null", buffer);
+  }
   if (buffer instanceof DeviceMemory) {
     retained.push(buffer);
     return buffer.address;
@@ -72,20 +76,39 @@ function bufferAddress(buffer: RawBuffer, retained: unknown[]): number {
     retained.push(buffer);
     return hostAddress(buffer);
   }
-  throw new InvalidArgumentError(Status.invalid_argument, `a buffer must be an address, a DeviceMemory, a typed array or null, not ${String(buffer)}`);
+  throw argumentError("exportRawArray", where, "an address, a DeviceMemory, a typed array or null", buffer);
+}
+
+const nodeKeys = ["format", "name", "metadata", "flags", "length", "nullCount", "offset", "buffers", "children", "dictionary"] as const;
+
+/** Checks the kinds of a node's fields (`where` names it: "root",
+ * "root.children[1]", ...); the structure is checked natively. */
+function checkNode(fn: string, node: RawArrayNode, where: string, depth: number): void {
+  optionsArg(fn, where, node, nodeKeys, true, "a RawArrayNode { format, length, buffers, ... }");
+  stringArg(fn, `${where}.format`, node.format);
+  if (node.name !== undefined && node.name !== null) stringArg(fn, `${where}.name`, node.name);
+  if (node.flags !== undefined) integerArg(fn, `${where}.flags`, node.flags, 0);
+  integerArg(fn, `${where}.length`, node.length, 0);
+  if (node.nullCount !== undefined) integerArg(fn, `${where}.nullCount`, node.nullCount, -1);
+  if (node.offset !== undefined) integerArg(fn, `${where}.offset`, node.offset, 0);
+  if (!Array.isArray(node.buffers)) throw argumentError(fn, `${where}.buffers`, "an array", node.buffers);
+  if (node.children !== undefined && !Array.isArray(node.children)) throw argumentError(fn, `${where}.children`, "an array or undefined", node.children);
+  if (depth > 64) throw argumentError(fn, where, "nested at most 64 levels deep", node);
+  node.children?.forEach((child, i) => checkNode(fn, child, `${where}.children[${i}]`, depth + 1));
+  if (node.dictionary !== undefined && node.dictionary !== null) checkNode(fn, node.dictionary, `${where}.dictionary`, depth + 1);
 }
 
 function planOf(root: RawArrayNode, retained: unknown[]): Float64Array {
   const words: number[] = [];
-  const walk = (node: RawArrayNode) => {
+  const walk = (node: RawArrayNode, where: string) => {
     const children = node.children ?? [];
     const hasValidity = node.buffers.length > 0 && node.buffers[0] !== null;
     words.push(node.length, node.nullCount ?? (hasValidity ? -1 : 0), node.offset ?? 0, node.buffers.length, children.length, node.dictionary ? 1 : 0);
-    for (const buffer of node.buffers) words.push(bufferAddress(buffer, retained));
-    for (const child of children) walk(child);
-    if (node.dictionary) walk(node.dictionary);
+    node.buffers.forEach((buffer, i) => words.push(bufferAddress(buffer, retained, `${where}.buffers[${i}]`)));
+    children.forEach((child, i) => walk(child, `${where}.children[${i}]`));
+    if (node.dictionary) walk(node.dictionary, `${where}.dictionary`);
   };
-  walk(root);
+  walk(root, "root");
   return Float64Array.from(words);
 }
 
@@ -102,17 +125,27 @@ function withDefaultFlags(node: RawArrayNode): RawArrayNode {
  * copying or reading them. The structure is checked (buffer and child
  * counts per format, lengths); the data is not. */
 export function exportRawArray(root: RawArrayNode, options: RawExportOptions = {}): ExportedArray {
+  const fn = "exportRawArray";
+  checkNode(fn, root, "root", 0);
+  optionsArg(fn, "options", options, ["deviceType", "deviceId", "syncEvent", "onRelease", "keepAlive"]);
+  // An ArrowDeviceType is positive (CPU is 1); 0 and below name nothing.
+  const deviceType = deviceTypeArg(fn, "options.deviceType", options.deviceType ?? DeviceType.CPU);
+  const deviceId = int64Arg(fn, "options.deviceId", options.deviceId ?? (deviceType === DeviceType.CPU ? -1 : 0));
+  functionArg(fn, "options.onRelease", options.onRelease, true);
+  const event = options.syncEvent;
+  if (!(event === undefined || event === null || event instanceof DeviceEvent)) addressArg(fn, "options.syncEvent", event);
+  if (deviceType === DeviceType.CPU && event !== undefined && event !== null) {
+    throw argumentError(fn, "options.syncEvent", "null on a CPU array (CPU memory has nothing to wait on)", event);
+  }
   drainReleased();
-  const deviceType = options.deviceType ?? DeviceType.CPU;
-  const deviceId = options.deviceId ?? (deviceType === DeviceType.CPU ? -1 : 0);
   const retained: unknown[] = [];
   const plan = planOf(root, retained);
   let syncEvent = 0;
-  if (options.syncEvent instanceof DeviceEvent) {
-    retained.push(options.syncEvent);
-    syncEvent = options.syncEvent.address;
-  } else if (typeof options.syncEvent === "number") {
-    syncEvent = options.syncEvent;
+  if (event instanceof DeviceEvent) {
+    retained.push(event);
+    syncEvent = event.address;
+  } else if (typeof event === "number" || typeof event === "bigint") {
+    syncEvent = Number(event);
   }
   if (options.keepAlive !== undefined) retained.push(options.keepAlive);
   const handle = new ExportedArray("device_array", "raw ArrowDeviceArray");
@@ -161,6 +194,9 @@ export type WrapOptions = {
  * (CUDA / CUDA_HOST / CUDA_MANAGED, ROCM / ROCM_HOST), with your event as
  * `sync_event` and `onRelease` telling you when the consumer is done. */
 export function wrapDeviceMemory(root: RawArrayNode, options: WrapOptions): ExportedArray {
+  checkNode("wrapDeviceMemory", root, "root", 0);
+  checkTarget("wrapDeviceMemory", options as DeviceTarget, "options", ["syncEvent", "onRelease", "keepAlive"]);
+  if (options.id === undefined) throw argumentError("wrapDeviceMemory", "options.id", "a device ordinal", options.id);
   return exportRawArray(root, {
     deviceType: targetDeviceType(options.device, options.memory ?? "device"),
     deviceId: options.id,

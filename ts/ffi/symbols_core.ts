@@ -5,7 +5,7 @@
  */
 import { FFIType } from "bun:ffi";
 
-const { ptr, i32, u32, f64, usize, void: none } = FFIType;
+const { ptr, i32, i64, u32, f64, usize, void: none } = FFIType;
 
 export const coreSymbols = {
   abd_layout_manifest: { args: [], returns: ptr },
@@ -22,7 +22,7 @@ export const coreSymbols = {
 
   abd_schema_build: { args: [ptr, usize, ptr], returns: i32 },
   abd_array_build: { args: [ptr, usize, f64, ptr], returns: i32 },
-  abd_device_array_build: { args: [ptr, usize, f64, i32, i32, ptr, ptr], returns: i32 },
+  abd_device_array_build: { args: [ptr, usize, f64, i32, i64, ptr, ptr], returns: i32 },
   abd_set_release_notifier: { args: [ptr], returns: none },
   abd_take_released: { args: [ptr, u32], returns: u32 },
   abd_release_wake_done: { args: [], returns: none },

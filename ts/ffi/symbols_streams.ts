@@ -4,7 +4,7 @@
  */
 import { FFIType } from "bun:ffi";
 
-const { ptr, i32, u32, f64, usize, bool, void: none } = FFIType;
+const { ptr, i32, i64, u32, f64, usize, bool, void: none } = FFIType;
 
 export const streamSymbols = {
   abd_status_errno: { args: [i32], returns: i32 },
@@ -18,7 +18,7 @@ export const streamSymbols = {
 
   abd_stream_export_set_producer: { args: [ptr], returns: none },
   abd_stream_export_create: { args: [i32, i32, ptr, usize, bool, f64, ptr], returns: i32 },
-  abd_stream_export_deliver: { args: [ptr, ptr, usize, f64, i32], returns: i32 },
+  abd_stream_export_deliver: { args: [ptr, ptr, usize, f64, i64], returns: i32 },
   abd_stream_export_end: { args: [ptr], returns: i32 },
   abd_stream_export_fail: { args: [ptr, i32, ptr, usize], returns: i32 },
   abd_array_stream_release: { args: [ptr], returns: none },

@@ -32,6 +32,8 @@ import { check, lastError, native } from "../ffi/library.ts";
 import { reportLeak, track, untrack } from "./debug.ts";
 import { ImportedArray } from "./imported.ts";
 import { WakeSignal, holdEventLoop, registerWake, unregisterWake } from "./js_wake.ts";
+import { integerArg, optionsArg } from "../args.ts";
+import { validationLevelArg } from "../abi/layout.ts";
 
 /** Batches kept in flight when `AsyncConsumerOptions.queueDepth` is not given. */
 export const defaultQueueDepth = 4;
@@ -46,6 +48,15 @@ export type AsyncConsumerOptions = {
   /** Validation level of every imported batch (default "default"). */
   validation?: ValidationLevelName;
 };
+
+/** Checks `fn`'s AsyncConsumerOptions (plus `extraKeys`, which the caller
+ * checks): a queue depth in 1..maxQueueDepth and a validation level. */
+export function consumerOptionsArg(fn: string, options: AsyncConsumerOptions | undefined, extraKeys: readonly string[] = []): { depth: number; validation: ValidationLevelName } {
+  const checked = optionsArg(fn, "options", options, ["queueDepth", "validation", ...extraKeys]);
+  const depth = integerArg(fn, "options.queueDepth", checked.queueDepth ?? defaultQueueDepth, 1, maxQueueDepth);
+  const level = validationLevelArg(fn, { validation: checked.validation });
+  return { depth, validation: (Object.keys(ValidationLevel) as ValidationLevelName[]).find((name) => ValidationLevel[name] === level)! };
+}
 
 /** One batch of the stream, as raw views. */
 export type AsyncArray = {
@@ -268,12 +279,7 @@ export class AsyncStreamConsumer implements AsyncDisposable {
   #waiting = 0;
 
   constructor(options: AsyncConsumerOptions = {}) {
-    const depth = options.queueDepth ?? defaultQueueDepth;
-    if (!Number.isInteger(depth) || depth < 1 || depth > maxQueueDepth) {
-      throw new InvalidArgumentError(Status.invalid_argument, `queueDepth must be an integer in 1..${maxQueueDepth}, got ${depth}`);
-    }
-    const validation = options.validation ?? "default";
-    if (ValidationLevel[validation] === undefined) throw new InvalidArgumentError(Status.invalid_argument, `unknown validation level "${validation}"`);
+    const { depth, validation } = consumerOptionsArg("AsyncStreamConsumer", options);
     this.#core = new ConsumerCore(depth, validation);
     safetyNet.register(this, this.#core, this);
   }

@@ -30,6 +30,7 @@
 import type { Pointer } from "bun:ffi";
 import { ArrowArrayLayout, ArrowDeviceArrayLayout, ArrowSchemaLayout, deviceTypeName } from "../abi/layout.ts";
 import { arrayFields, asPointer, deviceArrayFields, readMetadata, schemaFields } from "../abi/structs.ts";
+import { addressArg, argumentError } from "../args.ts";
 import { InvalidArgumentError, OutOfMemoryError, OutOfRangeError, ReleasedError, Status } from "../errors.ts";
 import { check, native } from "../ffi/library.ts";
 import { reportLeak, track, untrack } from "./debug.ts";
@@ -37,11 +38,59 @@ import { reportLeak, track, untrack } from "./debug.ts";
 /** A C struct named by its address, or by one of the classes below. */
 export type StructRef = Pointer | number | { readonly address: Pointer | number };
 
-/** The address `ref` names (0 for null/undefined). */
+/** The address `ref` names (0 for null/undefined). Throws
+ * InvalidArgumentError for anything that is not a StructRef. */
 export function addressOf(ref: StructRef | null | undefined): number {
-  if (ref === null || ref === undefined) return 0;
-  if (typeof ref === "object") return Number(ref.address);
-  return Number(ref);
+  return structAddress("addressOf", "ref", ref, null, true);
+}
+
+/** The address of the C struct `ref` names, checked for `fn`'s `param`:
+ * a CSchema/CArray/CDeviceArray (of `kind` when given), an object with an
+ * `address`, or an address; null/undefined give 0 when `nullable`. */
+export function structAddress(fn: string, param: string, ref: unknown, kind: CStructKind | null, nullable: boolean): number {
+  if (ref instanceof CStruct) {
+    if (kind && ref.kind !== kind) throw argumentError(fn, param, `an ${kind} (or its address)`, ref);
+    return Number(ref.address);
+  }
+  if (typeof ref === "object" && ref !== null && "address" in ref) return addressArg(fn, `${param}.address`, ref.address, false);
+  const expected = kind ? `an ${kind} address or C struct` : "a C struct address";
+  if (!nullable && (ref === null || ref === undefined)) throw argumentError(fn, param, expected, ref);
+  if (typeof ref !== "number" && typeof ref !== "bigint" && ref !== null && ref !== undefined) throw argumentError(fn, param, expected, ref);
+  return addressArg(fn, param, ref, nullable);
+}
+
+/**
+ * The checked addresses of C structs a call takes ownership of (an import,
+ * a relay, a device copy), with the call's other checks (`checkRest`).
+ * Such a call owns what it is given even when it fails: when any argument
+ * is bad, the good structs are released here and the first error thrown.
+ * NULL is allowed (0; the native side reports it, after moving the other
+ * struct in).
+ */
+export function takeStructs(fn: string, refs: [param: string, ref: unknown, kind: CStructKind][], checkRest: () => void = () => {}): number[] {
+  let error: unknown = null;
+  const addresses = refs.map(([param, ref, kind]) => {
+    try {
+      return structAddress(fn, param, ref, kind, true);
+    } catch (caught) {
+      error ??= caught;
+      return 0;
+    }
+  });
+  if (!error) {
+    try {
+      checkRest();
+    } catch (caught) {
+      error = caught;
+    }
+  }
+  if (error) {
+    refs.forEach(([, , kind], i) => {
+      if (addresses[i]) releaseAt(kind, addresses[i]);
+    });
+    throw error;
+  }
+  return addresses;
 }
 
 /** Which C struct a CStruct is. */
@@ -174,7 +223,7 @@ export class CSchema extends CStruct {
 
   /** A borrowed view of the caller's ArrowSchema at `address`. */
   static at(address: Pointer | number): CSchema {
-    return new CSchema(Number(address), false, null);
+    return new CSchema(addressArg("CSchema.at", "address", address), false, null);
   }
 
   protected releasedField(address: number): boolean { return schemaFields.released(address); }
@@ -254,11 +303,12 @@ export class CArray extends CStruct {
 
   /** A borrowed view of the caller's ArrowArray at `address`. */
   static at(address: Pointer | number): CArray {
-    return new CArray(Number(address), false, null);
+    return new CArray(addressArg("CArray.at", "address", address), false, null);
   }
 
   /** @internal the array member of a device array. */
   static memberOf(device: CDeviceArray): CArray {
+    if (!(device instanceof CDeviceArray)) throw argumentError("CArray.memberOf", "device", "a CDeviceArray", device);
     return new CArray(Number(device.address), false, device);
   }
 
@@ -345,7 +395,7 @@ export class CDeviceArray extends CStruct {
 
   /** A borrowed view of the caller's ArrowDeviceArray at `address`. */
   static at(address: Pointer | number): CDeviceArray {
-    return new CDeviceArray(Number(address), false);
+    return new CDeviceArray(addressArg("CDeviceArray.at", "address", address), false);
   }
 
   /** The embedded ArrowArray (a view; it lives and dies with this struct). */

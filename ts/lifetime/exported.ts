@@ -18,6 +18,7 @@ import { ReleasedError, Status } from "../errors.ts";
 import { native } from "../ffi/library.ts";
 import { NativeSlot } from "./native_slot.ts";
 import { ArrowCArray, ArrowCDeviceArray, ArrowCSchema, type ArrowCapsule, type ProtocolOptions } from "../protocol/symbols.ts";
+import { oneOfArg, stringArg } from "../args.ts";
 
 /** What the slot holds besides the schema: nothing ("schema"), an
  * ArrowArray ("array") or an ArrowDeviceArray ("device_array"). */
@@ -53,6 +54,8 @@ export class ExportedArray implements Disposable {
 
   /** Allocates an empty (released) slot; the converter fills it. */
   constructor(readonly kind: ExportedKind, label = `exported ${kind === "schema" ? "ArrowSchema" : kind === "array" ? "ArrowArray" : "ArrowDeviceArray"}`) {
+    oneOfArg("ExportedArray", "kind", kind, ["schema", "array", "device_array"]);
+    stringArg("ExportedArray", "label", label);
     this.#slot = new NativeSlot(slotBytes, label, releaseContents[kind]);
   }
 

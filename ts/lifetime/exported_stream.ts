@@ -17,6 +17,7 @@ import { ArrowArrayStreamLayout, ArrowDeviceArrayStreamLayout } from "../abi/lay
 import { native } from "../ffi/library.ts";
 import { NativeSlot } from "./native_slot.ts";
 import { ArrowCDeviceStream, ArrowCStream, type ArrowCapsule, type ProtocolOptions } from "../protocol/symbols.ts";
+import { oneOfArg, stringArg } from "../args.ts";
 
 /** "stream": struct ArrowArrayStream; "device_stream": struct
  * ArrowDeviceArrayStream. */
@@ -50,6 +51,8 @@ export class ExportedStream implements Disposable {
 
   /** Allocates an empty (released) slot; the producer fills it. */
   constructor(readonly kind: StreamKind, label = `exported ${kind === "stream" ? "ArrowArrayStream" : "ArrowDeviceArrayStream"}`) {
+    oneOfArg("ExportedStream", "kind", kind, ["stream", "device_stream"]);
+    stringArg("ExportedStream", "label", label);
     this.#slot = new NativeSlot(slotBytes, label, kind === "stream" ? releaseArrayStreamAt : releaseDeviceStreamAt);
   }
 

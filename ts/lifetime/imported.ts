@@ -24,17 +24,19 @@
  */
 import { type Pointer } from "bun:ffi";
 import {
-  ArrowDeviceArrayLayout, ArrowSchemaLayout, BufferKind, BufferWord, NodeWord, OwnerInfoWord, TypeId, ValidationLevel, bufferStride, deviceTypeName,
+  ArrowDeviceArrayLayout, ArrowSchemaLayout, BufferKind, BufferWord, NodeWord, OwnerInfoWord, TypeId, bufferStride, deviceTypeName,
   nodeStride, ownerInfoWords, type TypeIdName, type ValidationLevelName,
 } from "../abi/layout.ts";
 import { decodeMetadataBytes } from "../abi/metadata.ts";
 import { arrayFields, asPointer, deviceArrayFields, wrapNative } from "../abi/structs.ts";
 import {
-  InvalidArgumentError, InvalidLayoutError, OutOfMemoryError, OutOfRangeError, ReleasedError, Status, UnknownDeviceError,
+  InvalidLayoutError, OutOfMemoryError, OutOfRangeError, ReleasedError, Status, UnknownDeviceError,
   LibraryLoadError, UnsupportedError, type ArrowDeviceError,
 } from "../errors.ts";
+import { addressArg, argumentError, booleanArg, integerArg, isPlainObject, optionsArg, stringArg } from "../args.ts";
+import { validationLevelArg } from "../abi/layout.ts";
 import { check, libraryPath, native } from "../ffi/library.ts";
-import { addressOf, type StructRef } from "./c_structs.ts";
+import { takeStructs, type StructRef } from "./c_structs.ts";
 import { track, untrack, unwatch, watch } from "./debug.ts";
 import { reexport, type ReexportOptions } from "./reexport.ts";
 import { selectWindow, type SliceRange, type Window } from "./selection.ts";
@@ -185,10 +187,16 @@ function readSchemas(owner: number): NodeSchema[] {
   return out;
 }
 
+/** Proves a constructor call comes from this module. */
+const internalToken = Symbol("ImportedArray");
+
 /** The typed error for reading memory the host cannot read: unknown device
  * types get UnknownDeviceError, known devices UnsupportedError. Both name
  * the device. */
-export function hostAccessError(deviceType: number, deviceId: number, what: string): ArrowDeviceError {
+export function hostAccessError(deviceType: number, deviceId: number | bigint, what: string): ArrowDeviceError {
+  integerArg("hostAccessError", "deviceType", deviceType, -(2 ** 31), 2 ** 31 - 1);
+  if (typeof deviceId !== "bigint") integerArg("hostAccessError", "deviceId", deviceId);
+  stringArg("hostAccessError", "what", what);
   const name = deviceTypeName(deviceType);
   if (name.startsWith("unknown")) {
     return new UnknownDeviceError(Status.unknown_device, `${what}: the data is on device type ${deviceType}, which this library does not know; it can only be read as opaque raw views (addresses, lengths), not converted to host objects`);
@@ -229,7 +237,14 @@ export class ImportedArray implements Disposable {
   /** Takes `window` of `owner` (null: the whole array). The caller holds a
    * reference for the duration of the call; `adoptImportReference` says it
    * is the import's own, which this handle then drops. */
-  private constructor(owner: number, window: Window | null, kind: string, adoptImportReference: boolean) {
+  private constructor(token: symbol, owner: number, window: Window | null, kind: string, adoptImportReference: boolean) {
+    // Private in TS, reachable from JS: only this module may make one (an
+    // owner address from elsewhere could be anything).
+    if (token !== internalToken) throw argumentError("ImportedArray", "the constructor", "not called: use ImportedArray.fromArray or fromDeviceArray", token);
+    addressArg("ImportedArray", "owner", owner);
+    if (window !== null && !isPlainObject(window)) throw argumentError("ImportedArray", "window", "a Window or null", window);
+    stringArg("ImportedArray", "kind", kind);
+    booleanArg("ImportedArray", "adoptImportReference", adoptImportReference);
     this.#owner = owner;
     this.#window = window;
     this.#token = track(kind);
@@ -307,21 +322,20 @@ export class ImportedArray implements Disposable {
   }
 
   static #fromDeviceStructs(schema: StructRef | null, deviceArray: StructRef | null, options: ImportOptions): ImportedArray {
+    const fn = "ImportedArray.fromDeviceArray";
+    let level = 0;
+    const [s, a] = takeStructs(fn, [["schema", schema, "ArrowSchema"], ["deviceArray", deviceArray, "ArrowDeviceArray"]], () => {
+      level = validationLevelArg(fn, options);
+    });
     const out = new BigUint64Array(1);
-    const level = ValidationLevel[options.validation ?? "default"];
-    if (level === undefined) {
-      // Still moved in (and released): the contract holds for every error.
-      native.abd_import_device_array(addressOf(schema) as Pointer, addressOf(deviceArray) as Pointer, -1, out);
-      throw new InvalidArgumentError(Status.invalid_argument, `unknown validation level "${options.validation}" (none, minimal, default, full); the structs were released`);
-    }
-    check(native.abd_import_device_array(addressOf(schema) as Pointer, addressOf(deviceArray) as Pointer, level, out));
-    return new ImportedArray(Number(out[0]), null, "ImportedArray", true);
+    check(native.abd_import_device_array(asPointer(s), asPointer(a), level, out));
+    return new ImportedArray(internalToken, Number(out[0]), null, "ImportedArray", true);
   }
 
   /** @internal Adopts one reference to a native owner (a batch pulled
    * from an imported stream); the handle then holds the owner. */
   static adoptOwner(owner: number): ImportedArray {
-    return new ImportedArray(owner, null, "ImportedArray", true);
+    return new ImportedArray(internalToken, addressArg("ImportedArray.adoptOwner", "owner", owner), null, "ImportedArray", true);
   }
 
   /** Like `fromDeviceArray` for a plain `ArrowArray*` (a CPU array). */
@@ -336,15 +350,14 @@ export class ImportedArray implements Disposable {
   }
 
   static #fromStructs(schema: StructRef | null, array: StructRef | null, options: ImportOptions): ImportedArray {
+    const fn = "ImportedArray.fromArray";
+    let level = 0;
+    const [s, a] = takeStructs(fn, [["schema", schema, "ArrowSchema"], ["array", array, "ArrowArray"]], () => {
+      level = validationLevelArg(fn, options);
+    });
     const out = new BigUint64Array(1);
-    const level = ValidationLevel[options.validation ?? "default"];
-    if (level === undefined) {
-      // Still moved in (and released): the contract holds for every error.
-      native.abd_import_array(addressOf(schema) as Pointer, addressOf(array) as Pointer, -1, out);
-      throw new InvalidArgumentError(Status.invalid_argument, `unknown validation level "${options.validation}" (none, minimal, default, full); the structs were released`);
-    }
-    check(native.abd_import_array(addressOf(schema) as Pointer, addressOf(array) as Pointer, level, out));
-    return new ImportedArray(Number(out[0]), null, "ImportedArray", true);
+    check(native.abd_import_array(asPointer(s), asPointer(a), level, out));
+    return new ImportedArray(internalToken, Number(out[0]), null, "ImportedArray", true);
   }
 
   #live(): void {
@@ -424,7 +437,7 @@ export class ImportedArray implements Disposable {
   #derive(selection: { child?: number; slice?: SliceRange; dictionary?: boolean }, kind: string): ImportedArray {
     this.#live(); // our table views hold references: the owner is alive
     const window = selectWindow(this.#owner, this.#window, selection);
-    return new ImportedArray(this.#owner, window, kind, false);
+    return new ImportedArray(internalToken, this.#owner, window, kind, false);
   }
 
   /**
@@ -593,9 +606,15 @@ export class ImportedArray implements Disposable {
    * Never dereferences device memory. Blocks the calling thread.
    */
   toHost(options: ToHostOptions = {}): ImportedArray {
+    optionsArg("toHost", "options", options, ["stream"]);
+    const given = options.stream;
+    if (given !== undefined && typeof given !== "number" && !(typeof given === "object" && given !== null && Number.isSafeInteger(given.handle))) {
+      throw argumentError("toHost", "options.stream", "a stream handle or a DeviceStream", given);
+    }
+    if (typeof given === "number") addressArg("toHost", "options.stream", given, true);
     this.#live();
     if (!this.hostReadable) check(loadDeviceRuntime(this.deviceType));
-    const stream = typeof options.stream === "number" ? options.stream : options.stream?.handle ?? 0;
+    const stream = typeof given === "number" ? given : given?.handle ?? 0;
     // Schema then device array, in one native slot, moved into the result.
     const slot = native.abd_alloc_zeroed(ArrowSchemaLayout.size + ArrowDeviceArrayLayout.size);
     if (!slot) throw new OutOfMemoryError(Status.out_of_memory, "out of memory allocating a host copy slot");
@@ -639,7 +658,11 @@ export class ImportedArray implements Disposable {
 export class RawArray {
   /** `window`, when given, overrides the node's offset, length and null
    * count (the root of a child or slice handle). */
-  constructor(readonly imported: ImportedArray, readonly index: number, readonly window: Window | null = null) {}
+  constructor(readonly imported: ImportedArray, readonly index: number, readonly window: Window | null = null) {
+    if (!(imported instanceof ImportedArray)) throw argumentError("RawArray", "imported", "an ImportedArray", imported);
+    integerArg("RawArray", "index", index, 0, imported.nodeCount - 1);
+    if (window !== null && !isPlainObject(window)) throw argumentError("RawArray", "window", "a Window or null", window);
+  }
 
   #word(word: number): number {
     return this.imported.nodeWord(this.index, word);

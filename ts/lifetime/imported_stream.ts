@@ -21,8 +21,8 @@
  * read one batch ahead. One call at a time per stream.
  */
 import { CString, type Pointer } from "bun:ffi";
-import { ValidationLevel, deviceTypeName } from "../abi/layout.ts";
-import { schemaFields } from "../abi/structs.ts";
+import { deviceTypeName, validationLevelArg } from "../abi/layout.ts";
+import { asPointer, schemaFields } from "../abi/structs.ts";
 import {
   InvalidArgumentError, ReleasedError, Status, StreamError, errorFor, type ArrowDeviceError,
 } from "../errors.ts";
@@ -33,6 +33,7 @@ import { ImportedArray, type ImportOptions } from "./imported.ts";
 import { JsWorkTag, jsWorkSpin, onJsWork } from "./js_queue.ts";
 import { withStreamCapsule } from "../protocol/consume.ts";
 import { ArrowCDeviceStream, ArrowCStream, isStreamProducer, type ArrowCapsule, type ProtocolOptions, type StreamProducer } from "../protocol/symbols.ts";
+import { addressArg } from "../args.ts";
 
 type Native = { handle: number; token: number; label: string };
 
@@ -96,14 +97,22 @@ export class ImportedStream implements Disposable, Iterable<ImportedArray>, Asyn
     safetyNet.register(this, this.#native, this);
   }
 
-  static #import(kind: 0 | 1, stream: Pointer | number | null, options: ImportOptions): ImportedStream {
-    const level = ValidationLevel[options.validation ?? "default"];
+  static #import(fn: string, kind: 0 | 1, stream: Pointer | number | null, options: ImportOptions): ImportedStream {
+    const address = addressArg(fn, "stream", stream, true);
+    let level = -1;
+    let error: unknown = null;
+    try {
+      level = validationLevelArg(fn, options);
+    } catch (caught) {
+      error = caught;
+    }
     const out = new BigUint64Array(1);
-    check(native.abd_stream_import(kind, stream as Pointer, out));
+    // Moved in even when an option is bad: an import owns what it is given.
+    check(native.abd_stream_import(kind, asPointer(address), out));
     const handle = Number(out[0]);
-    if (level === undefined) {
+    if (error) {
       native.abd_stream_import_release(handle as Pointer);
-      throw new InvalidArgumentError(Status.invalid_argument, `unknown validation level "${options.validation}"`);
+      throw error;
     }
     return new ImportedStream(handle, level);
   }
@@ -111,21 +120,23 @@ export class ImportedStream implements Disposable, Iterable<ImportedArray>, Asyn
   /** Moves the `ArrowArrayStream*` in. Its batches are CPU arrays,
    * validated at `options.validation` ("default"). */
   static fromArrayStream(stream: Pointer | number | null | StreamProducer | ArrowCapsule, options: ImportOptions = {}): ImportedStream {
-    if (isStreamProducer(stream)) return ImportedStream.#fromProducer(stream, options);
-    return ImportedStream.#import(0, stream, options);
+    const fn = "ImportedStream.fromArrayStream";
+    if (isStreamProducer(stream)) return ImportedStream.#fromProducer(fn, stream, options);
+    return ImportedStream.#import(fn, 0, stream, options);
   }
 
   /** Takes the stream of any protocol producer or stream capsule
    * (docs/protocol.md), preferring its device method. */
-  static #fromProducer(source: StreamProducer | ArrowCapsule, options: ImportOptions): ImportedStream {
-    return withStreamCapsule(source, ({ stream, device }) => ImportedStream.#import(device ? 1 : 0, stream, options));
+  static #fromProducer(fn: string, source: StreamProducer | ArrowCapsule, options: ImportOptions): ImportedStream {
+    return withStreamCapsule(source, ({ stream, device }) => ImportedStream.#import(fn, device ? 1 : 0, stream, options));
   }
 
   /** Moves the `ArrowDeviceArrayStream*` in. Each batch's device_type is
    * checked against the stream's (device_id may vary). */
   static fromDeviceArrayStream(stream: Pointer | number | null | StreamProducer | ArrowCapsule, options: ImportOptions = {}): ImportedStream {
-    if (isStreamProducer(stream)) return ImportedStream.#fromProducer(stream, options);
-    return ImportedStream.#import(1, stream, options);
+    const fn = "ImportedStream.fromDeviceArrayStream";
+    if (isStreamProducer(stream)) return ImportedStream.#fromProducer(fn, stream, options);
+    return ImportedStream.#import(fn, 1, stream, options);
   }
 
   /** The stream's device_type by name, e.g. "CPU", "CUDA". */

@@ -15,6 +15,7 @@
  */
 import { JSCallback } from "bun:ffi";
 import { JsWorkTag } from "../abi/layout.ts";
+import { integerArg } from "../args.ts";
 import { native } from "../ffi/library.ts";
 import { drainReleased } from "./keepalive.ts";
 
@@ -44,12 +45,15 @@ const scratch = new Float64Array(3 * capacity);
  * bounded, so the event loop is held up by at most this long per wake-up.
  */
 let spinNs = 20_000;
+/** The longest poll window (1 s), as zig/js_queue.zig `max_spin_ns`. */
+const maxJsWorkSpin = 1_000_000_000;
 
 /** Sets the poll window above, for JS and for the native threads that
  * wait for JS (0 disables spinning); returns the previous one. */
 export function setJsWorkSpin(nanoseconds: number): number {
+  integerArg("setJsWorkSpin", "nanoseconds", nanoseconds, 0, maxJsWorkSpin);
   const previous = spinNs;
-  spinNs = Math.max(0, nanoseconds);
+  spinNs = nanoseconds;
   native.abd_set_spin_ns(spinNs);
   return previous;
 }

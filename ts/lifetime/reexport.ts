@@ -11,11 +11,13 @@
  * ImportedArray the re-export came from does not end the re-export.
  */
 import { type Pointer } from "bun:ffi";
-import { ValidationLevel, type ValidationLevelName } from "../abi/layout.ts";
-import { InvalidArgumentError, Status } from "../errors.ts";
+import { validationLevelArg, type ValidationLevelName } from "../abi/layout.ts";
+import { asPointer } from "../abi/structs.ts";
+import { addressArg, argumentError, oneOfArg, optionsArg } from "../args.ts";
 import { check, native } from "../ffi/library.ts";
 import { ExportedArray } from "./exported.ts";
-import { encodeRequest, type Selection, type Window } from "./selection.ts";
+import { encodeRequest, selectionArg, type Selection, type Window } from "./selection.ts";
+import { takeStructs } from "./c_structs.ts";
 
 /** Options of `reexport` (and `ImportedArray.reexport`): what to hand on,
  * and as which struct. */
@@ -33,9 +35,13 @@ export type ReexportSource = { readonly ownerAddress: number; readonly window: W
  * errors (OutOfRangeError for a child or slice out of range, ...); nothing
  * is retained then. */
 export function reexport(source: ReexportSource, options: ReexportOptions = {}): ExportedArray {
-  const owner = source.ownerAddress; // throws ReleasedError once disposed
-  const as = options.as ?? "device_array";
-  if (as !== "device_array" && as !== "array") throw new InvalidArgumentError(Status.invalid_argument, `re-export as "${as}": expected "device_array" or "array"`);
+  if (typeof source !== "object" || source === null || !("ownerAddress" in source)) {
+    throw argumentError("reexport", "source", "an ImportedArray", source);
+  }
+  const owner = addressArg("reexport", "source.ownerAddress", source.ownerAddress); // throws ReleasedError once disposed
+  optionsArg("reexport", "options", options, ["as", "child", "dictionary", "slice", "shape"]);
+  const as = oneOfArg("reexport", "options.as", options.as ?? "device_array", ["device_array", "array"]);
+  selectionArg("reexport", options);
   const request = encodeRequest(source.window, options);
   const exported = new ExportedArray(as, `re-exported ${as === "array" ? "ArrowArray" : "ArrowDeviceArray"}`);
   const write = as === "array" ? native.abd_owner_reexport_array : native.abd_owner_reexport;
@@ -54,11 +60,6 @@ export type RelayOptions = {
   validation?: ValidationLevelName;
 };
 
-function levelOf(options: RelayOptions): number {
-  const level = ValidationLevel[options.validation ?? "default"];
-  if (level === undefined) throw new InvalidArgumentError(Status.invalid_argument, `unknown validation level "${options.validation}"`);
-  return level;
-}
 
 /**
  * Moves a producer's `ArrowSchema*` + `ArrowDeviceArray*` through this
@@ -68,25 +69,20 @@ function levelOf(options: RelayOptions): number {
  * inputs are moved (left released) even when this throws.
  */
 export function relay(schema: Pointer | number | null, deviceArray: Pointer | number | null, options: RelayOptions = {}): ExportedArray {
-  return relayInto("device_array", schema, deviceArray, options);
+  return relayInto("relay", "device_array", schema, deviceArray, options);
 }
 
 /** Like `relay` for a plain `ArrowArray*` (CPU memory), out as one too. */
 export function relayArray(schema: Pointer | number | null, array: Pointer | number | null, options: RelayOptions = {}): ExportedArray {
-  return relayInto("array", schema, array, options);
+  return relayInto("relayArray", "array", schema, array, options);
 }
 
-function relayInto(kind: "device_array" | "array", schema: Pointer | number | null, array: Pointer | number | null, options: RelayOptions): ExportedArray {
-  let level: number;
-  try {
-    level = levelOf(options);
-  } catch (error) {
-    // The inputs are moved whatever happens: release them here.
-    native.abd_schema_release(schema as Pointer);
-    if (kind === "device_array") native.abd_device_array_release(array as Pointer);
-    else native.abd_array_release(array as Pointer);
-    throw error;
-  }
+function relayInto(fn: string, kind: "device_array" | "array", schemaRef: Pointer | number | null, arrayRef: Pointer | number | null, options: RelayOptions): ExportedArray {
+  const arrayParam = kind === "array" ? "array" : "deviceArray";
+  let level = 0;
+  const [schema, array] = takeStructs(fn, [["schema", schemaRef, "ArrowSchema"], [arrayParam, arrayRef, kind === "array" ? "ArrowArray" : "ArrowDeviceArray"]], () => {
+    level = validationLevelArg(fn, options);
+  }).map(asPointer);
   const exported = new ExportedArray(kind, `relayed ${kind === "array" ? "ArrowArray" : "ArrowDeviceArray"}`);
   const move = kind === "array" ? native.abd_relay_array : native.abd_relay_device_array;
   const status = move(schema as Pointer, array as Pointer, level, exported.schema, exported.array);

@@ -6,6 +6,7 @@
  */
 import { type Pointer } from "bun:ffi";
 import { ReexportFlag, ReexportRequestWord, ReexportShape, WindowWord, reexportRequestWords, windowWords } from "../abi/layout.ts";
+import { argumentError, booleanArg, integerArg, isPlainObject, oneOfArg } from "../args.ts";
 import { check, native } from "../ffi/library.ts";
 
 /** The rows of one node of an owner's node table that a handle covers:
@@ -30,6 +31,20 @@ export type Selection = {
    * "table": hand the selection over as a one-column table. */
   shape?: keyof typeof ReexportShape;
 };
+
+/** Checks the kinds of `selection`'s fields for `fn` (integers, a
+ * boolean, a { offset, length } slice, a shape name); ranges are checked
+ * natively, against the data (OutOfRangeError). */
+export function selectionArg(fn: string, selection: Selection): void {
+  if (selection.child !== undefined) integerArg(fn, "options.child", selection.child);
+  booleanArg(fn, "options.dictionary", selection.dictionary, true);
+  if (selection.slice !== undefined) {
+    if (!isPlainObject(selection.slice)) throw argumentError(fn, "options.slice", "{ offset, length }", selection.slice);
+    integerArg(fn, "options.slice.offset", selection.slice.offset);
+    integerArg(fn, "options.slice.length", selection.slice.length);
+  }
+  if (selection.shape !== undefined) oneOfArg(fn, "options.shape", selection.shape, Object.keys(ReexportShape) as (keyof typeof ReexportShape)[]);
+}
 
 /** The request words for `selection`, starting from `base` (null: the
  * whole array). */

@@ -9,12 +9,15 @@ import { type Pointer } from "bun:ffi";
 import { errorFor } from "../errors.ts";
 import { lastError, native } from "../ffi/library.ts";
 import { ExportedStream } from "./exported_stream.ts";
+import { addressArg } from "../args.ts";
+import { asPointer } from "../abi/structs.ts";
 
 /** An `ArrowArrayStream*` as a CPU `ArrowDeviceArrayStream` (device_id
  * -1, no sync event). */
 export function arrayStreamAsDeviceStream(source: Pointer | number): ExportedStream {
+  const address = addressArg("arrayStreamAsDeviceStream", "source", source);
   const handle = new ExportedStream("device_stream", "ArrowDeviceArrayStream adapter");
-  const status = native.abd_stream_to_device(source as Pointer, handle.stream);
+  const status = native.abd_stream_to_device(asPointer(address), handle.stream);
   if (status !== 0) {
     const error = errorFor(status, lastError());
     handle.release();
@@ -28,8 +31,9 @@ export function arrayStreamAsDeviceStream(source: Pointer | number): ExportedStr
  * is checked against the stream's device_type and its sync event waited
  * on. Other devices are refused with UnsupportedError. */
 export function deviceStreamAsArrayStream(source: Pointer | number): ExportedStream {
+  const address = addressArg("deviceStreamAsArrayStream", "source", source);
   const handle = new ExportedStream("stream", "ArrowArrayStream adapter");
-  const status = native.abd_stream_from_device(source as Pointer, handle.stream);
+  const status = native.abd_stream_from_device(asPointer(address), handle.stream);
   if (status !== 0) {
     const error = errorFor(status, lastError());
     handle.release();

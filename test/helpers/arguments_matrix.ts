@@ -1,0 +1,287 @@
+/**
+ * Child process of test/arguments.test.ts: calls every public function,
+ * class and static method of the entry points with every wrong kind of
+ * value in every parameter (the others valid), and prints one JSON line
+ * per call. Run apart so that a crash fails the test instead of killing
+ * the runner; the line printed (to stderr) before each call names the
+ * case that crashed.
+ *
+ * The table below gives valid arguments per export; an export missing
+ * from it is reported (the test then fails), so new exports get covered.
+ */
+import { Field, Int32, RecordBatch, Schema, Table, makeVector } from "apache-arrow";
+
+/** The entry points whose exports are checked (the package's exports map). */
+export const entryModules = ["../../ts/index.ts"];
+
+/** The wrong kinds of value tried in every parameter. */
+/** Longer than any name a message may quote (40 characters). */
+export const secretString = `%%secret-${"x".repeat(60)}%%`;
+
+const badValues: Record<string, () => unknown> = {
+  NaN: () => Number.NaN,
+  Infinity: () => Number.POSITIVE_INFINITY,
+  "-Infinity": () => Number.NEGATIVE_INFINITY,
+  fraction: () => 1.5,
+  negative: () => -8,
+  unaligned: () => 12,
+  true: () => true,
+  string: () => secretString,
+  "{}": () => ({}),
+  "[]": () => [],
+  Uint8Array: () => new Uint8Array(8),
+  null: () => null,
+  undefined: () => undefined,
+  hugeBigint: () => 2n ** 70n,
+  function: () => () => 0,
+  handle: () => handleObject(),
+};
+
+type Mod = Record<string, unknown>;
+let m: Mod;
+let handles: { release(): void }[] = [];
+
+function handleObject(): unknown {
+  const h = (m.exportArray as (b: unknown) => { release(): void })(batch());
+  handles.push(h);
+  return h;
+}
+
+const batch = (): RecordBatch => new Table({ x: makeVector(Int32Array.of(1, 2, 3)) }).batches[0];
+const exported = (as = "device_array") => {
+  const h = (m.exportArray as (b: unknown, o: unknown) => { schema: number; array: number; release(): void })(batch(), { as });
+  handles.push(h);
+  return h;
+};
+const imported = () => {
+  const h = exported();
+  return (m.ImportedArray as { fromDeviceArray(s: number, a: number): { root: unknown; dispose(): void } }).fromDeviceArray(h.schema, h.array);
+};
+const importedStream = () => {
+  const s = (m.exportStream as (src: unknown, o: unknown) => { stream: number; release(): void })([batch()], { as: "stream" });
+  handles.push(s);
+  return (m.ImportedStream as { fromArrayStream(p: number): unknown }).fromArrayStream(s.stream);
+};
+const arrayStream = (as: string) => {
+  const s = (m.exportStream as (src: unknown, o: unknown) => { stream: number; release(): void })([batch()], { as });
+  handles.push(s);
+  return s.stream;
+};
+const rawNode = () => ({ format: "i", length: 2, buffers: [null, new Int32Array(2)] });
+const consumer = () => new (m.AsyncStreamConsumer as new () => { handler: number })();
+
+/** Values a parameter legitimately takes among the bad ones (optional
+ * parameters take undefined, nullable structs null, options {}). */
+const OPT = ["undefined", "{}"];
+const NULLABLE = ["null", "undefined"];
+/** Plain integers, where any int32 is meaningful (device types, ids). */
+const INTS = ["negative", "unaligned"];
+
+type Entry =
+  | { skip: string }
+  | {
+      /** Valid arguments (fresh each call). */
+      args: () => unknown[];
+      /** Per parameter, the bad-value names it accepts. */
+      accepts?: string[][];
+      /** The valid call may throw this error name (no device here). */
+      validThrows?: string;
+      /** Not called with valid arguments (why). */
+      noValidCall?: string;
+      construct?: boolean;
+    };
+
+const errorClass = { skip: "an error class: its constructor only stores status and message" };
+const internalCtor = (args: () => unknown[]): Entry => ({ args, construct: true, noValidCall: "made by the library, not by users" });
+
+export const table: Record<string, Entry> = {
+  ArrowDeviceError: errorClass, AsyncStreamError: errorClass, CallbackError: errorClass, CancelledError: errorClass,
+  DeviceError: errorClass, DeviceUnavailableError: errorClass, InternalError: errorClass, InvalidArgumentError: errorClass,
+  InvalidFormatError: errorClass, InvalidLayoutError: errorClass, LayoutMismatchError: errorClass, LibraryLoadError: errorClass,
+  OutOfMemoryError: errorClass, OutOfRangeError: errorClass, ReleasedError: errorClass, StreamError: errorClass,
+  TooDeepError: errorClass, UnknownDeviceError: errorClass, UnsupportedError: errorClass, WrongThreadError: errorClass,
+
+  AsyncExport: internalCtor(() => [null, null]),
+  AsyncRecordBatchStream: { args: () => [{}], accepts: [OPT], construct: true },
+  AsyncStreamConsumer: { args: () => [{}], accepts: [OPT], construct: true },
+  "CArray.allocate": { args: () => [] },
+  "CArray.at": { args: () => [(m.CArray as { allocate(): { address: number } }).allocate().address] },
+  "CArray.memberOf": { args: () => [(m.CDeviceArray as { allocate(): unknown }).allocate()] },
+  "CDeviceArray.allocate": { args: () => [] },
+  "CDeviceArray.at": { args: () => [(m.CDeviceArray as { allocate(): { address: number } }).allocate().address] },
+  "CSchema.allocate": { args: () => [] },
+  "CSchema.at": { args: () => [(m.CSchema as { allocate(): { address: number } }).allocate().address] },
+  CArray: { skip: "no public constructor (CArray.allocate / CArray.at)" },
+  CDeviceArray: { skip: "no public constructor (CDeviceArray.allocate / CDeviceArray.at)" },
+  CSchema: { skip: "no public constructor (CSchema.allocate / CSchema.at)" },
+  DeviceEvent: internalCtor(() => [null, 0, 8]),
+  DeviceMemory: internalCtor(() => [null, 0, "device", 8, 8]),
+  DeviceRuntime: { ...internalCtor(() => ["cuda", "lib", 1, 1]), accepts: [[], ["string"], ["unaligned"], ["unaligned"]] },
+  DeviceStream: internalCtor(() => [null, 0, 8]),
+  ExportedArray: { args: () => ["device_array", "label"], accepts: [[], ["undefined", "string"]], construct: true },
+  ExportedStream: { args: () => ["stream", "label"], accepts: [[], ["undefined", "string"]], construct: true },
+  ImportedArray: internalCtor(() => [Symbol("not the token"), (imported() as unknown as { ownerAddress: number }).ownerAddress, null, "ImportedArray", false]),
+  "ImportedArray.adoptOwner": { args: () => [8], noValidCall: "needs a native owner reference" },
+  "ImportedArray.fromArray": { args: () => { const h = exported("array"); return [h.schema, h.array, {}]; }, accepts: [NULLABLE, NULLABLE, OPT] },
+  "ImportedArray.fromDeviceArray": { args: () => { const h = exported(); return [h.schema, h.array, {}]; }, accepts: [NULLABLE, NULLABLE, OPT] },
+  ImportedStream: { skip: "no public constructor (ImportedStream.fromArrayStream / fromDeviceArrayStream)" },
+  "ImportedStream.fromArrayStream": { args: () => [arrayStream("stream"), {}], accepts: [NULLABLE, OPT] },
+  "ImportedStream.fromDeviceArrayStream": { args: () => [arrayStream("device_stream"), {}], accepts: [NULLABLE, OPT] },
+  RawArray: { args: () => [imported(), 0, null], accepts: [[], [], [...NULLABLE, "{}"]], construct: true },
+  addressOf: { args: () => [(m.CSchema as { allocate(): unknown }).allocate()], accepts: [NULLABLE] },
+  arrayStreamAsDeviceStream: { args: () => [arrayStream("stream")] },
+  consumeNatively: { args: () => { const h = exported(); return [h.schema, h.array, "full"]; }, accepts: [NULLABLE, NULLABLE, NULLABLE] },
+  copyArrayToDevice: { args: () => { const h = exported(); return [h.schema, h.array, { device: "cuda" }]; }, accepts: [NULLABLE, NULLABLE, []], validThrows: "DeviceUnavailableError" },
+  counters: { args: () => [] },
+  debugEnabled: { skip: "a boolean" },
+  decodeMetadataBytes: { args: () => [(m.encodeMetadata as (e: unknown) => Uint8Array)([["a", "b"]])], accepts: [["Uint8Array"]] },
+  deviceAvailability: { args: () => ["cuda"] },
+  deviceRuntime: { args: () => ["cuda"], validThrows: "DeviceUnavailableError" },
+  deviceStreamAsArrayStream: { args: () => [arrayStream("device_stream")] },
+  deviceTypeName: { args: () => [1], accepts: [INTS] },
+  drainReleased: { args: () => [] },
+  encodeMetadata: { args: () => [[["a", "b"]]], accepts: [["null", "undefined", "[]"]] },
+  errorFor: { args: () => [1, "message"], accepts: [["NaN", "Infinity", "-Infinity", "fraction", "negative", "unaligned"], ["string"]] },
+  exportArray: { args: () => [batch(), {}], accepts: [[], OPT] },
+  exportArrayStream: { args: () => [[batch()], {}], accepts: [[], OPT] },
+  // An empty source is reported to the consumer (on_error), not thrown.
+  exportAsyncStream: { args: () => [[batch()], consumer().handler, {}], accepts: [["[]"], [], OPT] },
+  exportBatches: { args: () => [[batch()], {}], accepts: [["[]"], OPT] },
+  exportDeviceArray: { args: () => [batch()] },
+  exportDeviceArrayStream: { args: () => [[batch()], {}], accepts: [[], OPT] },
+  exportRawArray: { args: () => [rawNode(), {}], accepts: [[], OPT] },
+  exportSchema: { args: () => [new Schema([new Field("x", new Int32())])] },
+  exportStream: { args: () => [[batch()], {}], accepts: [[], OPT] },
+  exportStreamAsync: { args: () => [[batch()], {}], accepts: [[], OPT] },
+  fnv1a32: { args: () => [new Uint8Array(4)], accepts: [["Uint8Array"]] },
+  formatOf: { args: () => [new Int32()] },
+  hostAccessError: { args: () => [2, 0, "what"], accepts: [INTS, [...INTS, "hugeBigint"], ["string"]] },
+  importRecordBatch: { args: () => { const h = exported(); return [h.schema, h.array, {}]; }, accepts: [NULLABLE, NULLABLE, OPT] },
+  importVector: { args: () => { const h = exported("array"); return [h.schema, h.array, {}]; }, accepts: [NULLABLE, NULLABLE, OPT] },
+  isHostAccessible: { args: () => [1], accepts: [INTS] },
+  kindOfDeviceType: { args: () => [2], accepts: [INTS] },
+  layoutProblems: { args: () => [JSON.stringify({ pointer_size: 8, structs: {} })], accepts: [[], ["undefined"]] },
+  libraryPath: { args: () => [] },
+  liveHandles: { args: () => [] },
+  nonZeroCounters: { args: () => [] },
+  platformDir: { args: () => [] },
+  readTable: { args: () => [importedStream(), {}], accepts: [[], OPT] },
+  readTableAsync: { args: () => [importedStream(), {}], accepts: [[], OPT] },
+  recordBatches: { args: () => [importedStream(), {}], accepts: [[], OPT] },
+  recordBatchesAsync: { args: () => [importedStream(), {}], accepts: [[], OPT] },
+  reexport: { args: () => [imported(), {}], accepts: [[], OPT] },
+  relay: { args: () => { const h = exported(); return [h.schema, h.array, {}]; }, accepts: [NULLABLE, NULLABLE, OPT] },
+  relayArray: { args: () => { const h = exported("array"); return [h.schema, h.array, {}]; }, accepts: [NULLABLE, NULLABLE, OPT] },
+  schemaPlan: { args: () => [{ format: "i" }] },
+  setJsWorkSpin: { args: () => [20_000], accepts: [["unaligned"]] },
+  statusName: { args: () => [1], accepts: [["NaN", "Infinity", "-Infinity", "fraction", "negative", "unaligned"]] },
+  streamSchema: { args: () => [importedStream(), {}], accepts: [[], OPT] },
+  targetDeviceType: { args: () => ["cuda", "device"], accepts: [[], ["undefined"]] },
+  toData: { args: () => [(imported() as { root: unknown }).root, {}], accepts: [[], OPT] },
+  toDataType: { args: () => [(imported() as { root: unknown }).root, {}], accepts: [[], OPT] },
+  toDevice: { args: () => [batch(), { device: "cuda" }], validThrows: "DeviceUnavailableError" },
+  toField: { args: () => [(imported() as { root: unknown }).root, {}], accepts: [[], OPT] },
+  toHost: { args: () => [imported(), {}], accepts: [[], OPT] },
+  toRecordBatch: { args: () => [imported(), {}], accepts: [[], OPT] },
+  toSchema: { args: () => [(imported() as { root: unknown }).root, {}], accepts: [[], OPT] },
+  toTable: { args: () => [[imported()], {}], accepts: [["[]"], OPT] },
+  toVector: { args: () => [imported(), {}], accepts: [[], OPT] },
+  typeSignature: { args: () => [new Int32()] },
+  wrapDeviceMemory: { args: () => [rawNode(), { device: "cuda", id: 0 }] },
+};
+
+/** Every callable export: functions, classes, and classes' static methods. */
+export function callables(mod: Mod): { name: string; fn: (...args: unknown[]) => unknown; owner: unknown }[] {
+  const out: { name: string; fn: (...args: unknown[]) => unknown; owner: unknown }[] = [];
+  for (const [name, value] of Object.entries(mod)) {
+    if (typeof value !== "function") {
+      continue;
+    }
+    out.push({ name, fn: value as (...args: unknown[]) => unknown, owner: undefined });
+    for (const key of Object.getOwnPropertyNames(value)) {
+      if (["length", "name", "prototype", "caller", "arguments"].includes(key)) continue;
+      const member = (value as unknown as Record<string, unknown>)[key];
+      if (typeof member === "function") out.push({ name: `${name}.${key}`, fn: member as (...args: unknown[]) => unknown, owner: value });
+    }
+  }
+  return out;
+}
+
+export type CaseResult = {
+  name: string;
+  param: number;
+  bad: string;
+  accepted: boolean;
+  outcome: "threw" | "returned";
+  errorName?: string;
+  typed?: boolean;
+  message?: string;
+};
+
+async function settle(result: unknown): Promise<unknown> {
+  if (result && typeof (result as Promise<unknown>).then === "function") return await result;
+  if (result && typeof (result as AsyncIterator<unknown>).next === "function" && Symbol.asyncIterator in (result as object)) {
+    return await (result as AsyncIterator<unknown>).next();
+  }
+  return result;
+}
+
+async function main(): Promise<void> {
+  const out: string[] = [];
+  const missing: string[] = [];
+  for (const path of entryModules) {
+    m = (await import(path)) as Mod;
+    const ArrowDeviceError = m.ArrowDeviceError as new (...a: never[]) => Error;
+    for (const { name, fn, owner } of callables(m)) {
+      const only = process.env.ARGUMENTS_ONLY?.split(","); // some exports, to reproduce a case
+      if (only && !only.includes(name)) continue;
+      const entry = table[name];
+      if (!entry) {
+        missing.push(name);
+        continue;
+      }
+      if ("skip" in entry) continue;
+      const call = (args: unknown[]) => (entry.construct ? Reflect.construct(fn, args) : Reflect.apply(fn, owner, args));
+      if (!entry.noValidCall) {
+        let validError: string | null = null;
+        try {
+          await settle(call(entry.args()));
+        } catch (error) {
+          validError = (error as Error).name;
+        }
+        out.push(JSON.stringify({ kind: "valid", name, error: validError, allowed: entry.validThrows ?? null }));
+      }
+      const arity = entry.args().length;
+      for (let param = 0; param < arity; param++) {
+        for (const [bad, make] of Object.entries(badValues)) {
+          const accepted = entry.accepts?.[param]?.includes(bad) ?? false;
+          const args = entry.args();
+          args[param] = make();
+          process.stderr.write(`calling ${name} with ${bad} as parameter ${param}\n`);
+          const result: CaseResult = { name, param, bad, accepted, outcome: "returned" };
+          try {
+            await settle(call(args));
+          } catch (error) {
+            result.outcome = "threw";
+            result.errorName = (error as Error)?.name;
+            result.typed = error instanceof ArrowDeviceError;
+            result.message = String((error as Error)?.message);
+          }
+          out.push(JSON.stringify({ kind: "case", ...result }));
+        }
+      }
+      for (const h of handles.splice(0)) {
+        try {
+          h.release();
+        } catch {
+          // released or moved already
+        }
+      }
+    }
+  }
+  out.push(JSON.stringify({ kind: "missing", names: missing }));
+  process.stdout.write(`${out.join("\n")}\n`);
+  process.exit(0);
+}
+
+if (import.meta.main) await main();
