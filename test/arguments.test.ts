@@ -84,7 +84,7 @@ describe("the crashes the issue found", () => {
   });
 
   test("a typo'd option key is named", () => {
-    expect(() => exportArray(batchOf([1]), { az: "array" } as never)).toThrow('exportArray: options has an unknown key "az" (known: as)');
+    expect(() => exportArray(batchOf([1]), { az: "array" } as never)).toThrow('exportArray: options has an unknown key "az" (known: as, field)');
   });
 });
 

@@ -76,6 +76,8 @@ const OPT = ["undefined", "{}"];
 const NULLABLE = ["null", "undefined"];
 /** Plain integers, where any int32 is meaningful (device types, ids). */
 const INTS = ["negative", "unaligned"];
+/** Every bad value (predicates). */
+const ANY = ["NaN", "Infinity", "-Infinity", "fraction", "negative", "unaligned", "true", "string", "{}", "[]", "Uint8Array", "null", "undefined", "hugeBigint", "function", "handle"];
 
 type Entry =
   | { skip: string }
@@ -101,6 +103,17 @@ export const table: Record<string, Entry> = {
   OutOfMemoryError: errorClass, OutOfRangeError: errorClass, ReleasedError: errorClass, StreamError: errorClass,
   TooDeepError: errorClass, UnknownDeviceError: errorClass, UnsupportedError: errorClass, WrongThreadError: errorClass,
 
+  // The protocol (docs/protocol.md): predicates answer for any value.
+  LibraryCapsule: { skip: "made by the library's protocol methods, not by users" },
+  arrowProtocol: { args: () => [batch()] },
+  arrowProtocolInstalled: { args: () => [] },
+  installArrowProtocol: { args: () => [] },
+  uninstallArrowProtocol: { args: () => [] },
+  isCapsule: { args: () => [null], accepts: [ANY] },
+  isArrayProducer: { args: () => [null], accepts: [ANY] },
+  isSchemaProducer: { args: () => [null], accepts: [ANY] },
+  isStreamProducer: { args: () => [null], accepts: [ANY] },
+  callBlocking: { args: () => [() => 0], accepts: [["function"]] },
   AsyncExport: internalCtor(() => [null, null]),
   AsyncRecordBatchStream: { args: () => [{}], accepts: [OPT], construct: true },
   AsyncStreamConsumer: { args: () => [{}], accepts: [OPT], construct: true },

@@ -13,12 +13,14 @@
  */
 import { Status, WrongThreadError } from "../errors.ts";
 import { native } from "../ffi/library.ts";
+import { functionArg } from "../args.ts";
 
 /** Runs `call` with the JS thread marked as blocked (see the module
  * comment). If `call` throws after a get_next was refused during it, the
  * error is a WrongThreadError (the original as its `cause`). A `call` that
  * returns normally returns its value (its consumer coped with the refusal). */
 export function callBlocking<T>(call: () => T): T {
+  functionArg("callBlocking", "call", call);
   const before = native.abd_js_blocking(true);
   let result: T;
   try {

@@ -311,11 +311,13 @@ export class ImportedArray implements Disposable {
   static fromDeviceArray(source: ArrayProducer | ArrowCapsule, options?: ImportOptions): ImportedArray;
   /** Either form above. */
   static fromDeviceArray(schema: StructRef | ArrayProducer | ArrowCapsule | null, deviceArray?: StructRef | ImportOptions | null, options: ImportOptions = {}): ImportedArray {
-    if (isArrayProducer(schema)) return ImportedArray.#fromProducer(schema, deviceArray as ImportOptions | undefined);
+    if (isArrayProducer(schema)) return ImportedArray.#fromProducer("ImportedArray.fromDeviceArray", schema, deviceArray as ImportOptions | undefined);
     return ImportedArray.#fromDeviceStructs(schema as StructRef | null, deviceArray as StructRef | null, options);
   }
 
-  static #fromProducer(source: ArrayProducer | ArrowCapsule, options: ImportOptions = {}): ImportedArray {
+  static #fromProducer(fn: string, source: ArrayProducer | ArrowCapsule, options: ImportOptions = {}): ImportedArray {
+    // Checked before the producer is asked for anything: nothing to release yet.
+    validationLevelArg(fn, options);
     return withArrayCapsule(source, ({ schema, array, device }) => device
       ? ImportedArray.#fromDeviceStructs(schema, array, options)
       : ImportedArray.#fromStructs(schema, array, options));
@@ -345,7 +347,7 @@ export class ImportedArray implements Disposable {
   static fromArray(source: ArrayProducer | ArrowCapsule, options?: ImportOptions): ImportedArray;
   /** Either form above. */
   static fromArray(schema: StructRef | ArrayProducer | ArrowCapsule | null, array?: StructRef | ImportOptions | null, options: ImportOptions = {}): ImportedArray {
-    if (isArrayProducer(schema)) return ImportedArray.#fromProducer(schema, array as ImportOptions | undefined);
+    if (isArrayProducer(schema)) return ImportedArray.#fromProducer("ImportedArray.fromArray", schema, array as ImportOptions | undefined);
     return ImportedArray.#fromStructs(schema as StructRef | null, array as StructRef | null, options);
   }
 
