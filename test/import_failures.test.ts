@@ -50,7 +50,7 @@ describe("a buffer too large for JS", () => {
 
   test("importVector throws the typed error and releases the producer before returning", () => {
     const { schema, array } = produceHuge();
-    expect(() => importVector(schema, array)).toThrow(UnsupportedError);
+    expect(() => importVector(schema, array, { as: "device_array" })).toThrow(UnsupportedError);
     expect(fx.fx_live_nodes()).toBe(0n);
     expect(fx.fx_array_releases()).toBe(2n);
   });

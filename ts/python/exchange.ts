@@ -18,6 +18,7 @@
  */
 import { type Pointer } from "bun:ffi";
 import { ArrowDeviceArrayLayout, ArrowDeviceArrayStreamLayout, ArrowSchemaLayout } from "../abi/layout.ts";
+import { optionsArg } from "../args.ts";
 import { InvalidArgumentError, OutOfMemoryError, Status } from "../errors.ts";
 import { native } from "../ffi/library.ts";
 import { CSchema } from "../lifetime/c_structs.ts";
@@ -88,6 +89,9 @@ function withSlot<T>(use: (slot: number) => T): T {
  */
 export function fromPython(object: PyObject, options: FromPythonOptions = {}): ImportedArray | ImportedStream {
   pythonOf(object);
+  optionsArg("fromPython", "options", options, ["prefer", "method", "validation"]);
+  // Only the import's own option goes on: the others are this function's.
+  const importOptions: ImportOptions = options.validation === undefined ? {} : { validation: options.validation };
   let wanted: number = options.prefer === "stream" ? preferStream : preferArray;
   if (options.method !== undefined) {
     if (!(options.method in Kind) || options.method === "schema") {
@@ -102,10 +106,10 @@ export function fromPython(object: PyObject, options: FromPythonOptions = {}): I
     const at = slot + ArrowSchemaLayout.size;
     const kind = take(object, wanted, slot);
     switch (kind) {
-      case Kind.device_array: return ImportedArray.fromDeviceArray(slot, at, options);
-      case Kind.array: return ImportedArray.fromArray(slot, at, options);
-      case Kind.device_stream: return ImportedStream.fromDeviceArrayStream(at, options);
-      case Kind.stream: return ImportedStream.fromArrayStream(at, options);
+      case Kind.device_array: return ImportedArray.fromDeviceArray(slot, at, importOptions);
+      case Kind.array: return ImportedArray.fromArray(slot, at, importOptions);
+      case Kind.device_stream: return ImportedStream.fromDeviceArrayStream(at, importOptions);
+      case Kind.stream: return ImportedStream.fromArrayStream(at, importOptions);
       default:
         native.abd_schema_release(at as Pointer);
         throw new InvalidArgumentError(Status.invalid_argument, "this Python object only has __arrow_c_schema__ (no data): read it with schemaFromPython");
