@@ -31,7 +31,7 @@ import { InvalidArgumentError, InvalidLayoutError, Status } from "../errors.ts";
 import { ImportedArray, hostAccessError, type ImportOptions, type RawArray } from "../lifetime/imported.ts";
 import type { StructRef } from "../lifetime/c_structs.ts";
 import { listViewToList, runEndToPlain } from "./materialize.ts";
-import { describeNode, toDataType, toSchema, typeSignature, type ConvertOptions } from "./types.ts";
+import { describeNode, nodePath, toDataType, toSchema, typedConversion, typeSignature, type ConvertOptions } from "./types.ts";
 
 /** A typed array constructor, used to view imported memory in place. */
 type ViewConstructor<T extends NodeJS.TypedArray> = {
@@ -96,6 +96,10 @@ class DataBuilder {
    * `length` its length as apache-arrow sees it.
    */
   node(raw: RawArray, type: DataType, shift: number, length: number): Data {
+    return typedConversion(raw, () => this.nodeUnchecked(raw, type, shift, length));
+  }
+
+  private nodeUnchecked(raw: RawArray, type: DataType, shift: number, length: number): Data {
     const offset = raw.offset + shift;
     const exact = shift === 0 && length === raw.length;
     const known = raw.nullCount;
@@ -176,7 +180,7 @@ class DataBuilder {
         const sizes = this.view<Int32Array | BigInt64Array>(Ctor, raw, 2, offset, length);
         const child = raw.child(0);
         const childData = this.node(child, type.children[0].type, 0, child.length);
-        return listViewToList(type, offset, length, this.nullCount(bitmap, exact, known), bitmap, offsets, sizes, childData);
+        return listViewToList(nodePath(raw), type, offset, length, this.nullCount(bitmap, exact, known), bitmap, offsets, sizes, childData);
       }
       case "run_end_encoded": {
         // Only reached with { materialize: true }: `type` is the values type.
@@ -185,7 +189,7 @@ class DataBuilder {
           runEndsNode.typeId === "int16" ? Int16Array : runEndsNode.typeId === "int32" ? Int32Array : BigInt64Array;
         const runEnds = this.view(RunEnds, runEndsNode, 1, runEndsNode.offset, runEndsNode.length);
         const values = raw.child(1);
-        return runEndToPlain(runEnds, this.node(values, type, 0, values.length), offset, length);
+        return runEndToPlain(nodePath(raw), runEnds, this.node(values, type, 0, values.length), offset, length);
       }
     }
     throw new InvalidLayoutError(Status.invalid_layout, `${describeNode(raw)} has a type this converter does not know (${typeId})`);
@@ -202,7 +206,7 @@ class DataBuilder {
 /** apache-arrow Data for `raw` (any node of an ImportedArray, taken with
  * its own offset). Zero-copy; see the module comment. */
 export function toData(raw: RawArray, options: ConvertOptions = {}): Data {
-  const type = toDataType(raw, options);
+  const type = typedConversion(raw, () => toDataType(raw, options));
   return new DataBuilder(raw.imported, options).node(raw, type, 0, raw.length);
 }
 
