@@ -473,6 +473,16 @@ const Walker = struct {
     fn checkValuesFull(self: *Walker, ty: *const format.Type, array: *const abi.ArrowArray, buffers: []const ?*const anyopaque) Status {
         const start: usize = @intCast(array.offset);
         const end: usize = @intCast(array.offset + array.length);
+        // A declared null count must be the bitmap's (as Arrow C++ checks).
+        if (ty.hasValidity() and array.null_count >= 0 and buffers.len > 0) {
+            if (buffers[0]) |bitmap| {
+                const bits: [*]const u8 = @ptrCast(bitmap);
+                var nulls: i64 = 0;
+                for (start..end) |i| nulls += @intFromBool(!isValid(bits, i));
+                if (nulls != array.null_count)
+                    return self.failAt(.invalid_layout, "null_count is {d} but the validity bitmap has {d} nulls", .{ array.null_count, nulls });
+            }
+        }
         switch (ty.id) {
             .binary, .utf8, .large_binary, .large_utf8 => {
                 if (array.length == 0) return .ok;

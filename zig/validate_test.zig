@@ -667,7 +667,7 @@ test "null slots may hold invalid UTF-8 and garbage views; valid slots are check
     var second_null = [_]u8{0b101};
     const null_garbage = b.node(.{ .format = "u", .length = 3, .null_count = 1, .buffers = &.{ ptr(&second_null), ptr(&offsets), ptr(&bytes) } });
     try testing.expectEqual(Status.ok, check(null_garbage, .full));
-    const all_valid = b.node(.{ .format = "u", .length = 3, .null_count = 0, .buffers = &.{ ptr(&second_null), ptr(&offsets), ptr(&bytes) } });
+    const all_valid = b.node(.{ .format = "u", .length = 3, .null_count = 0, .buffers = &.{ null, ptr(&offsets), ptr(&bytes) } });
     try expectFailure(all_valid, .full, .invalid_layout, "string 1 is not valid UTF-8");
     // A two-byte character split across two values: the whole range is
     // valid UTF-8, each value is not.
@@ -680,7 +680,7 @@ test "null slots may hold invalid UTF-8 and garbage views; valid slots are check
     var views = [_][16]u8{ view(15, "2345", 0, 2), view(99, "zzzz", 7, -1) };
     var first_valid = [_]u8{0b01};
     try testing.expectEqual(Status.ok, check(b.node(.{ .format = "vu", .length = 2, .null_count = 1, .buffers = &.{ ptr(&first_valid), ptr(&views), ptr(data), ptr(&sizes) } }), .full));
-    try expectFailure(b.node(.{ .format = "vu", .length = 2, .null_count = 0, .buffers = &.{ ptr(&first_valid), ptr(&views), ptr(data), ptr(&sizes) } }), .full, .invalid_layout, "view 1 points at variadic buffer 7 of 1");
+    try expectFailure(b.node(.{ .format = "vu", .length = 2, .null_count = 0, .buffers = &.{ null, ptr(&views), ptr(data), ptr(&sizes) } }), .full, .invalid_layout, "view 1 points at variadic buffer 7 of 1");
 }
 
 test "dense union offsets may not go back within a child" {
@@ -711,4 +711,16 @@ test "zero-length run-end encoded and list arrays are still checked" {
     const empty_list = b.node(.{ .format = "+l", .length = 0, .buffers = &.{ null, ptr(&negative) }, .children = &.{child} });
     try testing.expectEqual(Status.ok, check(empty_list, .default));
     try expectFailure(empty_list, .full, .invalid_layout, "first offset is negative (-3)");
+}
+
+test "full: the declared null count must be the bitmap's, -1 excepted" {
+    var b = Builder.init();
+    defer b.deinit();
+    // validity_bits: 0b1011_0111 -> slots 3 and 6 are null among the first 8.
+    try testing.expectEqual(Status.ok, check(b.node(.{ .format = "i", .length = 8, .null_count = 2, .buffers = &.{ ptr(&validity_bits), ptr(&int32_values) } }), .full));
+    try testing.expectEqual(Status.ok, check(b.node(.{ .format = "i", .length = 8, .null_count = -1, .buffers = &.{ ptr(&validity_bits), ptr(&int32_values) } }), .full));
+    const wrong = b.node(.{ .format = "i", .length = 8, .null_count = 1, .buffers = &.{ ptr(&validity_bits), ptr(&int32_values) } });
+    try testing.expectEqual(Status.ok, check(wrong, .default));
+    try expectFailure(wrong, .full, .invalid_layout, "null_count is 1 but the validity bitmap has 2 nulls");
+    try expectFailure(b.node(.{ .format = "i", .length = 5, .offset = 3, .null_count = 0, .buffers = &.{ ptr(&validity_bits), ptr(&int32_values) } }), .full, .invalid_layout, "null_count is 0 but the validity bitmap has 2 nulls");
 }

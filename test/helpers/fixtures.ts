@@ -70,6 +70,8 @@ export const fx = openLibrary(fixturePath("c_producer"), {
   fx_array_releases: { args: [], returns: i64 },
   fx_double_releases: { args: [], returns: i64 },
   fx_reset_counts: { args: [], returns: none },
+  fx_set_guarded: { args: [i32], returns: none },
+  fx_guarded_mappings: { args: [], returns: i64 },
 }).symbols;
 
 /** fx_patch codes (c_producer.c). */
