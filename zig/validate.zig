@@ -526,6 +526,11 @@ const Walker = struct {
                     var bytes: []const u8 = undefined;
                     if (len <= 12) {
                         bytes = view[4 .. 4 + @as(usize, @intCast(len))];
+                        // The format pads inline data with zeros (Arrow C++
+                        // checks it): only then do equal values have equal views.
+                        for (view[4 + @as(usize, @intCast(len)) ..]) |padding| {
+                            if (padding != 0) return self.failAt(.invalid_layout, "view {d} is inline with {d} bytes but its padding is not zero", .{ i, len });
+                        }
                     } else {
                         const buffer_index = std.mem.readInt(i32, view[8..12], .little);
                         const offset = std.mem.readInt(i32, view[12..16], .little);

@@ -724,3 +724,18 @@ test "full: the declared null count must be the bitmap's, -1 excepted" {
     try expectFailure(wrong, .full, .invalid_layout, "null_count is 1 but the validity bitmap has 2 nulls");
     try expectFailure(b.node(.{ .format = "i", .length = 5, .offset = 3, .null_count = 0, .buffers = &.{ ptr(&validity_bits), ptr(&int32_values) } }), .full, .invalid_layout, "null_count is 0 but the validity bitmap has 2 nulls");
 }
+
+test "full: inline views are padded with zeros (valid slots only)" {
+    var b = Builder.init();
+    defer b.deinit();
+    const data = "0123456789abcdefghij";
+    var sizes = [_]i64{20};
+    var views = [_][16]u8{ view(3, "abc\x00", 0, 0), view(2, "xy\x00\x00", 0, 0) };
+    try testing.expectEqual(Status.ok, check(b.node(.{ .format = "vz", .length = 2, .buffers = &.{ null, ptr(&views), ptr(data), ptr(&sizes) } }), .full));
+    views[1][10] = 0x80;
+    const dirty = b.node(.{ .format = "vz", .length = 2, .buffers = &.{ null, ptr(&views), ptr(data), ptr(&sizes) } });
+    try testing.expectEqual(Status.ok, check(dirty, .default));
+    try expectFailure(dirty, .full, .invalid_layout, "view 1 is inline with 2 bytes but its padding is not zero");
+    var first_valid = [_]u8{0b01};
+    try testing.expectEqual(Status.ok, check(b.node(.{ .format = "vz", .length = 2, .null_count = 1, .buffers = &.{ ptr(&first_valid), ptr(&views), ptr(data), ptr(&sizes) } }), .full));
+}

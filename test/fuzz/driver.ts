@@ -68,7 +68,9 @@ const workerPath = join(import.meta.dir, "worker.ts");
 
 type WorkerRun = { done: Map<number, string>; culprit: number | null; timedOut: boolean; exit: string; stderr: string };
 
-async function runWorker(mode: "library" | "arrow", seed: number, indices: number[], dir: string, limitMs: number): Promise<WorkerRun> {
+type WorkerMode = "library" | "arrow" | "selftest";
+
+async function runWorker(mode: WorkerMode, seed: number, indices: number[], dir: string, limitMs: number): Promise<WorkerRun> {
   const list = join(dir, `${mode}.list`);
   const out = join(dir, `${mode}.out`);
   writeFileSync(list, indices.join("\n"));
@@ -109,7 +111,7 @@ function crashSummary(stderr: string): string {
 }
 
 /** Runs `indices` in workers until each has a result or is a crash/hang. */
-async function runAll(mode: "library" | "arrow", seed: number, indices: number[], dir: string, options: Required<Pick<FuzzOptions, "perCaseMs" | "minWorkerMs">>,
+export async function runAll(mode: WorkerMode, seed: number, indices: number[], dir: string, options: Required<Pick<FuzzOptions, "perCaseMs" | "minWorkerMs">>,
   onCrash: (index: number, hang: boolean, detail: string) => void): Promise<Map<number, string>> {
   const results = new Map<number, string>();
   let pending = indices;
