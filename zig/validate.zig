@@ -178,6 +178,11 @@ const Walker = struct {
             return self.failAt(.invalid_layout, "offset + length ({d} + {d}) is too large", .{ array.offset, array.length });
         if (array.null_count > array.length)
             return self.failAt(.invalid_layout, "null_count {d} exceeds length {d}", .{ array.null_count, array.length });
+        // Unions and run-end encoded arrays have no validity bitmap: their
+        // nulls are their children's (Arrow C++ refuses a count here too;
+        // -1, "not computed", stays allowed as the spec says).
+        if (!ty.hasValidity() and ty.id != .null and array.null_count > 0)
+            return self.failAt(.invalid_layout, "null_count is {d}, but a {s} array has no nulls of its own (its children have them)", .{ array.null_count, @tagName(ty.id) });
 
         // Buffer count.
         const fixed_buffers = ty.fixedBufferCount();
@@ -442,8 +447,6 @@ const Walker = struct {
                         return self.failAt(.invalid_layout, "run_ends must be int16, int32 or int64, got format \"{s}\"", .{re_format});
                     if (child.null_count > 0)
                         return self.failAt(.invalid_layout, "run_ends has {d} nulls; it must have none", .{child.null_count});
-                    if (array.null_count > 0)
-                        return self.failAt(.invalid_layout, "null_count is {d}, but a run-end encoded array has no nulls of its own (its values do)", .{array.null_count});
                     const max_run_end: i64 = switch (re_format[0]) {
                         's' => std.math.maxInt(i16),
                         'i' => std.math.maxInt(i32),

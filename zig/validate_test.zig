@@ -652,7 +652,11 @@ test "run ends: INT64_MAX run ends and offsets past what the run-end type can re
     var ends16 = [_]i16{ 100, std.math.maxInt(i16) };
     const short_ends = b.node(.{ .format = "s", .name = "run_ends", .length = 2, .buffers = &.{ null, ptr(&ends16) } });
     try expectFailure(b.node(.{ .format = "+r", .length = 40000, .children = &.{ short_ends, values } }), .minimal, .invalid_layout, "offset + length 40000 is more than run ends of format \"s\" can reach");
-    try expectFailure(b.node(.{ .format = "+r", .length = 5, .null_count = 1, .children = &.{ short_ends, values } }), .minimal, .invalid_layout, "has no nulls of its own");
+    try expectFailure(b.node(.{ .format = "+r", .length = 5, .null_count = 1, .children = &.{ short_ends, values } }), .minimal, .invalid_layout, "null_count is 1, but a run_end_encoded array has no nulls of its own");
+    const ints = b.node(.{ .format = "i", .length = 2, .buffers = &.{ null, ptr(&int32_values) } });
+    var ids = [_]i8{ 0, 0 };
+    try expectFailure(b.node(.{ .format = "+us:0", .length = 2, .null_count = 1, .buffers = &.{ptr(&ids)}, .children = &.{ints} }), .minimal, .invalid_layout, "null_count is 1, but a sparse_union array has no nulls of its own");
+    try testing.expectEqual(Status.ok, check(b.node(.{ .format = "+us:0", .length = 2, .null_count = -1, .buffers = &.{ptr(&ids)}, .children = &.{ints} }), .full));
 }
 
 // ---------------------------------------------------------------------------
