@@ -252,7 +252,8 @@ function batchWith(imported: ImportedArray, schema: Schema, options: ConvertOpti
  * become the columns, its metadata the schema metadata. Zero-copy.
  */
 export function toRecordBatch(imported: ImportedArray, options: ConvertOptions = {}): RecordBatch {
-  return batchWith(imported, toSchema(imported.root, options), options);
+  const root = imported.root;
+  return batchWith(imported, typedConversion(root, () => toSchema(root, options)), options);
 }
 
 /**
@@ -268,7 +269,8 @@ export function toTable(importedList: Iterable<ImportedArray>, options: ConvertO
   const signature = typeSignature(new Struct(first.schema.fields));
   const batches = [first];
   for (let i = 1; i < list.length; i++) {
-    const own = toSchema(list[i].root, options);
+    const root = list[i].root;
+    const own = typedConversion(root, () => toSchema(root, options));
     const ownSignature = typeSignature(new Struct(own.fields));
     if (ownSignature !== signature) {
       throw new InvalidArgumentError(Status.invalid_argument, `batch ${i} has schema ${ownSignature}, but batch 0 has ${signature}; a Table needs one schema`);
