@@ -19,21 +19,27 @@ import { generateCase } from "./fuzz/generate.ts";
 
 const seed = 20261123;
 /** FUZZ_CASES overrides the count (scripts/sanitize.sh runs fewer). */
-const cases = Number(process.env.FUZZ_CASES ?? 8000);
+const cases = Number(process.env.FUZZ_CASES ?? 6000);
 
 describe("fuzzer", () => {
   test("the harness catches a read past a guarded buffer as a crash and a stuck case as a hang, naming each case", async () => {
     const dir = mkdtempSync(join(tmpdir(), "fuzz-selftest-"));
     try {
       const caught: [number, boolean, string][] = [];
-      const results = await runAll("selftest", 1, [0, 1, 2, 3, 5, 4, 6], dir, { perCaseMs: 100, minWorkerMs: 3000 }, (index, hang, detail) => caught.push([index, hang, detail]));
-      expect(caught.map(([index, hang]) => [index, hang])).toEqual([[3, false], [4, true]]);
+      const onCrash = (index: number, hang: boolean, detail: string) => caught.push([index, hang, detail]);
+      // Generous limits: a loaded machine must not turn a slow start into a hang.
+      const results = await runAll("selftest", 1, [0, 1, 2, 3, 5, 6, 8], dir, { perCaseMs: 1000, minWorkerMs: 60_000 }, onCrash);
+      expect(caught.map(([index, hang]) => [index, hang])).toEqual([[3, false], [8, false]]);
       expect(caught[0][2]).toContain("SIGSEGV");
       expect([...results.keys()].sort()).toEqual([0, 1, 2, 5, 6]);
+      // A case that never returns is killed at the limit and named.
+      caught.length = 0;
+      expect((await runAll("selftest", 1, [4], dir, { perCaseMs: 100, minWorkerMs: 3000 }, onCrash)).size).toBe(0);
+      expect(caught.map(([index, hang]) => [index, hang])).toEqual([[4, true]]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-  }, 30_000);
+  }, 120_000);
 
   test("cases are reproducible from their seed and number, and cover every base type", () => {
     expect(JSON.stringify(generateCase(seed, 123))).toBe(JSON.stringify(generateCase(seed, 123)));
@@ -50,5 +56,5 @@ describe("fuzzer", () => {
     expect(report.compared).toBeGreaterThan(cases / 4);
     expect(report.imports.full.accepted).toBeGreaterThan(cases / 10);
     expect(report.imports.full.run - report.imports.full.accepted).toBeGreaterThan(cases / 10);
-  }, 240_000);
+  }, 300_000);
 });

@@ -422,10 +422,30 @@ const Walker = struct {
                     return self.failAt(.invalid_layout, "child has length {d}, less than (offset + length) * list size = {d}", .{ child.length, needed });
             },
             .list, .large_list, .map => {
+                var key_why: []const u8 = "";
                 if (ty.id == .map) {
                     const child_format = std.mem.span(child_schema.format.?);
                     if (!std.mem.eql(u8, child_format, "+s") or child_schema.n_children != 2)
                         return self.failAt(.invalid_layout, "map entries must be a struct of two children (key, value), got format \"{s}\" with {d} children", .{ child_format, child_schema.n_children });
+                    // Keys may not be null (the format says so; Arrow C++
+                    // checks it): a declared count at every level, the
+                    // bitmap itself at full when the count is unknown.
+                    const keys = child.children.?[0].?;
+                    if (keys.null_count > 0)
+                        return self.failAt(.invalid_layout, "map keys have {d} nulls; keys may not be null", .{keys.null_count});
+                    if (keys.null_count < 0 and self.level == .full and self.host_readable and keys.n_buffers > 0) {
+                        const key_format = std.mem.span(child_schema.children.?[0].?.format.?);
+                        const key_type = format.parse(key_format, &key_why) catch unreachable; // validated by the walk
+                        if (key_type.hasValidity()) {
+                            if (keys.buffers.?[0]) |bitmap| {
+                                const bits: [*]const u8 = @ptrCast(bitmap);
+                                const first: usize = @intCast(keys.offset);
+                                for (first..first + @as(usize, @intCast(keys.length))) |i| {
+                                    if (!isValid(bits, i)) return self.failAt(.invalid_layout, "map key {d} is null; keys may not be null", .{i - first});
+                                }
+                            }
+                        }
+                    }
                 }
                 // (A zero-length list reads nothing here; full checks its
                 // first offset, as Arrow C++ does.)

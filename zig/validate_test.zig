@@ -743,3 +743,19 @@ test "full: inline views are padded with zeros (valid slots only)" {
     var first_valid = [_]u8{0b01};
     try testing.expectEqual(Status.ok, check(b.node(.{ .format = "vz", .length = 2, .null_count = 1, .buffers = &.{ ptr(&first_valid), ptr(&views), ptr(data), ptr(&sizes) } }), .full));
 }
+
+test "map keys may not be null: a declared count at every level, the bitmap at full" {
+    var b = Builder.init();
+    defer b.deinit();
+    var offsets = [_]i32{ 0, 2 };
+    var second_null = [_]u8{0b01};
+    const value = b.node(.{ .format = "i", .length = 2, .buffers = &.{ null, ptr(&int32_values) } });
+    const null_key = b.node(.{ .format = "i", .length = 2, .null_count = 1, .buffers = &.{ ptr(&second_null), ptr(&int32_values) } });
+    const entries = b.node(.{ .format = "+s", .name = "entries", .length = 2, .buffers = &.{null}, .children = &.{ null_key, value } });
+    try expectFailure(b.node(.{ .format = "+m", .length = 1, .buffers = &.{ null, ptr(&offsets) }, .children = &.{entries} }), .minimal, .invalid_layout, "map keys have 1 nulls; keys may not be null");
+    const unknown_key = b.node(.{ .format = "i", .length = 2, .null_count = -1, .buffers = &.{ ptr(&second_null), ptr(&int32_values) } });
+    const unknown_entries = b.node(.{ .format = "+s", .name = "entries", .length = 2, .buffers = &.{null}, .children = &.{ unknown_key, value } });
+    const unknown = b.node(.{ .format = "+m", .length = 1, .buffers = &.{ null, ptr(&offsets) }, .children = &.{unknown_entries} });
+    try testing.expectEqual(Status.ok, check(unknown, .default));
+    try expectFailure(unknown, .full, .invalid_layout, "map key 1 is null; keys may not be null");
+}
