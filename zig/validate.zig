@@ -200,7 +200,7 @@ const Walker = struct {
         // described with no buffer, and the pointer is never read.
         const n_buffers: usize = if (ty.id == .null) 0 else @intCast(array.n_buffers);
         if (array.n_buffers > 0 and array.buffers == null)
-            return self.failAt(.invalid_layout, "buffers is NULL but n_buffers is {d}", .{n_buffers});
+            return self.failAt(.invalid_layout, "buffers is NULL but n_buffers is {d}", .{array.n_buffers});
 
         // Child count.
         if (array.n_children < 0 or schema.n_children < 0)
