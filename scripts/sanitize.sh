@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A run under sanitizers (docs/fuzzing.md), not part of the test command:
-#   bash scripts/sanitize.sh            # about 3-6 minutes on 2 cores
+#   bash scripts/sanitize.sh            # about a minute on 2 cores (49 s measured)
 #
 # 1. Builds the library in Debug (every Zig safety check on: integer
 #    overflow, bounds, unreachable, alignment) and the test fixtures.
