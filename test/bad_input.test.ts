@@ -147,7 +147,7 @@ describe("bad input: structure", () => {
 
   test("full validation reads every value: bad UTF-8, dictionary indices, union type ids", () => {
     const text: NodeSpec = { format: "u", name: "t", length: 2, buffers: [null, new Int32Array([0, 1, 2]), new Uint8Array([65, 0xff])] };
-    expectRejected(batch([text], 2), InvalidLayoutError, 'field "t": string data is not valid UTF-8', "full");
+    expectRejected(batch([text], 2), InvalidLayoutError, 'field "t": string 1 is not valid UTF-8', "full");
     const words: NodeSpec = { format: "u", length: 2, buffers: [null, new Int32Array([0, 1, 2]), new Uint8Array([65, 66])] };
     expectRejected({ format: "c", name: "d", length: 2, buffers: [null, new Int8Array([1, 2])], dictionary: words }, InvalidLayoutError, "dictionary index 2 at slot 1 is out of the dictionary's 2 values", "full");
     expectRejected({ format: "+us:1", length: 2, buffers: [new Int8Array([1, 3])], children: [int32("a", 2)] }, InvalidLayoutError, "slot 1 has type id 3, which the format does not declare", "full");

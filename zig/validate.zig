@@ -178,6 +178,11 @@ const Walker = struct {
             return self.failAt(.invalid_layout, "offset + length ({d} + {d}) is too large", .{ array.offset, array.length });
         if (array.null_count > array.length)
             return self.failAt(.invalid_layout, "null_count {d} exceeds length {d}", .{ array.null_count, array.length });
+        // Unions and run-end encoded arrays have no validity bitmap: their
+        // nulls are their children's (Arrow C++ refuses a count here too;
+        // -1, "not computed", stays allowed as the spec says).
+        if (!ty.hasValidity() and ty.id != .null and array.null_count > 0)
+            return self.failAt(.invalid_layout, "null_count is {d}, but a {s} array has no nulls of its own (its children have them)", .{ array.null_count, @tagName(ty.id) });
 
         // Buffer count.
         const fixed_buffers = ty.fixedBufferCount();
@@ -186,12 +191,16 @@ const Walker = struct {
                 return self.failAt(.invalid_layout, "n_buffers is {d} but format \"{s}\" needs at least {d}", .{ array.n_buffers, format_text, fixed_buffers });
             if (array.n_buffers > 1 << 24)
                 return self.failAt(.invalid_layout, "n_buffers is {d}, more than this library accepts", .{array.n_buffers});
-        } else if (array.n_buffers != fixed_buffers) {
+        } else if (array.n_buffers != fixed_buffers and !(ty.id == .null and array.n_buffers == 1)) {
             return self.failAt(.invalid_layout, "n_buffers is {d} but format \"{s}\" needs {d}", .{ array.n_buffers, format_text, fixed_buffers });
         }
-        const n_buffers: usize = @intCast(array.n_buffers);
-        if (n_buffers > 0 and array.buffers == null)
-            return self.failAt(.invalid_layout, "buffers is NULL but n_buffers is {d}", .{n_buffers});
+        // Deviation (docs/validation.md): Polars, like Arrow C++ before 2021,
+        // exports a null array with one (validity) buffer, which Arrow C++
+        // still accepts and ignores. So does this library: the node is
+        // described with no buffer, and the pointer is never read.
+        const n_buffers: usize = if (ty.id == .null) 0 else @intCast(array.n_buffers);
+        if (array.n_buffers > 0 and array.buffers == null)
+            return self.failAt(.invalid_layout, "buffers is NULL but n_buffers is {d}", .{array.n_buffers});
 
         // Child count.
         if (array.n_children < 0 or schema.n_children < 0)
@@ -277,15 +286,23 @@ const Walker = struct {
         return .ok;
     }
 
-    fn recordBuffer(self: *Walker, index: usize, address: ?*const anyopaque, size: i64, kind: format.BufferKind, element_bytes: u32) void {
+    fn recordBuffer(self: *Walker, index: usize, address: ?*const anyopaque, size: i64, kind: format.BufferKind, element_bytes: u32) Status {
         if (self.table) |table| {
             const base = index * buffer_words;
             table.buffers.items[base + 0] = toWord(address);
             table.buffers.items[base + 1] = @floatFromInt(size);
             table.buffers.items[base + 2] = @floatFromInt(@intFromEnum(kind));
             table.buffers.items[base + 3] = @floatFromInt(element_bytes);
-            if (size > 0) table.bytes_known += size;
+            // Each size is at most max_slots (checkBuffers), but a tree has
+            // many buffers: their sum must stay at most max_slots too (the
+            // held-bytes counter adds it up across owners).
+            if (size > 0) {
+                const total = std.math.add(i64, table.bytes_known, size) catch max_slots + 1;
+                if (total > max_slots) return self.failAt(.invalid_layout, "the buffers of the tree add up to more than 2^53 bytes", .{});
+                table.bytes_known = total;
+            }
         }
+        return .ok;
     }
 
     fn checkBuffers(self: *Walker, ty: *const format.Type, array: *const abi.ArrowArray, buffers: []const ?*const anyopaque, first_buffer: usize) Status {
@@ -349,6 +366,11 @@ const Walker = struct {
                     break :blk end * 8;
                 },
             };
+            // Sizes read from the producer (last offsets, variadic sizes)
+            // are bounded like offset + length, so that every address +
+            // size computed from them stays in range.
+            if (size > max_slots)
+                return self.failAt(.invalid_layout, "buffer {d} ({s}) would hold {d} bytes, more than this library accepts (2^53)", .{ i, @tagName(kind), size });
             if (address == null) {
                 const is_validity = (i == 0 and ty.hasValidity());
                 if (is_validity) {
@@ -361,7 +383,8 @@ const Walker = struct {
                     size = 0; // unknown size of a NULL buffer: nothing there
                 }
             }
-            self.recordBuffer(first_buffer + i, address, size, kind, element_bytes);
+            const recorded = self.recordBuffer(first_buffer + i, address, size, kind, element_bytes);
+            if (recorded != .ok) return recorded;
         }
         if (self.level == .full and self.host_readable) return self.checkValuesFull(ty, array, buffers);
         return .ok;
@@ -399,18 +422,43 @@ const Walker = struct {
                     return self.failAt(.invalid_layout, "child has length {d}, less than (offset + length) * list size = {d}", .{ child.length, needed });
             },
             .list, .large_list, .map => {
+                var key_why: []const u8 = "";
                 if (ty.id == .map) {
                     const child_format = std.mem.span(child_schema.format.?);
                     if (!std.mem.eql(u8, child_format, "+s") or child_schema.n_children != 2)
                         return self.failAt(.invalid_layout, "map entries must be a struct of two children (key, value), got format \"{s}\" with {d} children", .{ child_format, child_schema.n_children });
+                    // Keys may not be null (the format says so; Arrow C++
+                    // checks it): a declared count at every level, the
+                    // bitmap itself at full when the count is unknown.
+                    const keys = child.children.?[0].?;
+                    if (keys.null_count > 0)
+                        return self.failAt(.invalid_layout, "map keys have {d} nulls; keys may not be null", .{keys.null_count});
+                    if (keys.null_count < 0 and self.level == .full and self.host_readable and keys.n_buffers > 0) {
+                        const key_format = std.mem.span(child_schema.children.?[0].?.format.?);
+                        const key_type = format.parse(key_format, &key_why) catch unreachable; // validated by the walk
+                        if (key_type.hasValidity()) {
+                            if (keys.buffers.?[0]) |bitmap| {
+                                const bits: [*]const u8 = @ptrCast(bitmap);
+                                const first: usize = @intCast(keys.offset);
+                                for (first..first + @as(usize, @intCast(keys.length))) |i| {
+                                    if (!isValid(bits, i)) return self.failAt(.invalid_layout, "map key {d} is null; keys may not be null", .{i - first});
+                                }
+                            }
+                        }
+                    }
                 }
-                if (!self.host_readable or self.level == .minimal or array.length == 0) return .ok;
-                const offsets = buffers[1] orelse return .ok;
-                // Offsets index the child's logical slots (its own offset
-                // applies on top), so they may not pass its length.
-                const last = readOffsetRange(ty, offsets, array.offset, end) catch |e| return self.offsetError(e);
-                if (last > child.length)
-                    return self.failAt(.invalid_layout, "last offset {d} is past the end of the child's {d} values", .{ last, child.length });
+                // (A zero-length list reads nothing here; full checks its
+                // first offset, as Arrow C++ does.)
+                if (self.host_readable and self.level != .minimal and array.length > 0) {
+                    if (buffers[1]) |offsets| {
+                        // Offsets index the child's logical slots (its own
+                        // offset applies on top), so they may not pass its
+                        // length.
+                        const last = readOffsetRange(ty, offsets, array.offset, end) catch |e| return self.offsetError(e);
+                        if (last > child.length)
+                            return self.failAt(.invalid_layout, "last offset {d} is past the end of the child's {d} values", .{ last, child.length });
+                    }
+                }
             },
             .run_end_encoded => {
                 if (child_index == 0) {
@@ -419,6 +467,13 @@ const Walker = struct {
                         return self.failAt(.invalid_layout, "run_ends must be int16, int32 or int64, got format \"{s}\"", .{re_format});
                     if (child.null_count > 0)
                         return self.failAt(.invalid_layout, "run_ends has {d} nulls; it must have none", .{child.null_count});
+                    const max_run_end: i64 = switch (re_format[0]) {
+                        's' => std.math.maxInt(i16),
+                        'i' => std.math.maxInt(i32),
+                        else => std.math.maxInt(i64),
+                    };
+                    if (end > max_run_end)
+                        return self.failAt(.invalid_layout, "offset + length {d} is more than run ends of format \"{s}\" can reach", .{ end, re_format });
                     if (array.length > 0 and child.length == 0)
                         return self.failAt(.invalid_layout, "run_ends is empty but the array has length {d}", .{array.length});
                     if (self.host_readable and self.level != .minimal and child.length > 0) {
@@ -441,6 +496,16 @@ const Walker = struct {
     fn checkValuesFull(self: *Walker, ty: *const format.Type, array: *const abi.ArrowArray, buffers: []const ?*const anyopaque) Status {
         const start: usize = @intCast(array.offset);
         const end: usize = @intCast(array.offset + array.length);
+        // A declared null count must be the bitmap's (as Arrow C++ checks).
+        if (ty.hasValidity() and array.null_count >= 0 and buffers.len > 0) {
+            if (buffers[0]) |bitmap| {
+                const bits: [*]const u8 = @ptrCast(bitmap);
+                var nulls: i64 = 0;
+                for (start..end) |i| nulls += @intFromBool(!isValid(bits, i));
+                if (nulls != array.null_count)
+                    return self.failAt(.invalid_layout, "null_count is {d} but the validity bitmap has {d} nulls", .{ array.null_count, nulls });
+            }
+        }
         switch (ty.id) {
             .binary, .utf8, .large_binary, .large_utf8 => {
                 if (array.length == 0) return .ok;
@@ -452,12 +517,20 @@ const Walker = struct {
                     previous = current;
                 }
                 if (ty.id == .utf8 or ty.id == .large_utf8) {
-                    const first = readOffset(ty, offsets, start);
-                    const last = readOffset(ty, offsets, end);
-                    if (last > first) {
+                    // Per value, as Arrow C++ does: two valid strings do not
+                    // make a valid whole, nor the reverse. Null slots may
+                    // hold any bytes (the spec leaves them unspecified).
+                    const validity = validityOf(ty, array, buffers);
+                    for (start..end) |i| {
+                        if (!isValid(validity, i)) continue;
+                        const first = readOffset(ty, offsets, i);
+                        const last = readOffset(ty, offsets, i + 1);
+                        if (last == first) continue;
+                        // Offsets are proven non-decreasing, within the data
+                        // buffer (default level), and the buffer non-NULL.
                         const data: [*]const u8 = @ptrCast(buffers[2].?);
                         if (!std.unicode.utf8ValidateSlice(data[@intCast(first)..@intCast(last)]))
-                            return self.failAt(.invalid_layout, "string data is not valid UTF-8", .{});
+                            return self.failAt(.invalid_layout, "string {d} is not valid UTF-8", .{i});
                     }
                 }
             },
@@ -466,13 +539,21 @@ const Walker = struct {
                 const views: [*]const u8 = @ptrCast(buffers[1].?);
                 const n_variadic = buffers.len - 3;
                 const sizes: ?[*]align(1) const i64 = if (n_variadic > 0) @ptrCast(buffers[buffers.len - 1].?) else null;
+                // Null slots may hold any view (as Arrow C++ accepts).
+                const validity = validityOf(ty, array, buffers);
                 for (start..end) |i| {
+                    if (!isValid(validity, i)) continue;
                     const view = views[i * 16 ..][0..16];
                     const len = std.mem.readInt(i32, view[0..4], .little);
                     if (len < 0) return self.failAt(.invalid_layout, "view {d} has negative length {d}", .{ i, len });
                     var bytes: []const u8 = undefined;
                     if (len <= 12) {
                         bytes = view[4 .. 4 + @as(usize, @intCast(len))];
+                        // The format pads inline data with zeros (Arrow C++
+                        // checks it): only then do equal values have equal views.
+                        for (view[4 + @as(usize, @intCast(len)) ..]) |padding| {
+                            if (padding != 0) return self.failAt(.invalid_layout, "view {d} is inline with {d} bytes but its padding is not zero", .{ i, len });
+                        }
                     } else {
                         const buffer_index = std.mem.readInt(i32, view[8..12], .little);
                         const offset = std.mem.readInt(i32, view[12..16], .little);
@@ -506,13 +587,15 @@ const Walker = struct {
     }
 
     fn checkChildFull(self: *Walker, ty: *const format.Type, array: *const abi.ArrowArray, buffers: []const ?*const anyopaque, child_index: usize, child_schema: *const abi.ArrowSchema, child: *const abi.ArrowArray) Status {
-        if (array.length == 0) return .ok;
+        // Zero-length arrays are checked too (what their buffers hold is
+        // still read by consumers: the first offset, the run ends).
         const start: usize = @intCast(array.offset);
         const end: usize = @intCast(array.offset + array.length);
         switch (ty.id) {
             .list, .large_list, .map => {
                 const offsets = buffers[1] orelse return .ok;
                 var previous = readOffset(ty, offsets, start);
+                if (previous < 0) return self.failAt(.invalid_layout, "first offset is negative ({d})", .{previous});
                 for (start + 1..end + 1) |i| {
                     const current = readOffset(ty, offsets, i);
                     if (current < previous) return self.failAt(.invalid_layout, "offset {d} ({d}) is smaller than offset {d} ({d})", .{ i, current, i - 1, previous });
@@ -526,18 +609,27 @@ const Walker = struct {
                 for (start..end) |i| {
                     const o = readViewValue(ty, offsets, i);
                     const s = readViewValue(ty, sizes, i);
-                    if (o < 0 or s < 0 or o + s > limit)
+                    // o and s may be anything up to INT64_MAX: compare
+                    // without adding them.
+                    if (o < 0 or s < 0 or o > limit or s > limit - o)
                         return self.failAt(.invalid_layout, "list view {d} (offset {d}, size {d}) is out of the child's {d} values", .{ i, o, s, limit });
                 }
             },
             .dense_union => {
+                if (array.length == 0) return .ok; // its buffers may be NULL
                 const ids: [*]const i8 = @ptrCast(buffers[0].?);
                 const offsets: [*]align(1) const i32 = @ptrCast(buffers[1].?);
                 const declared = ty.union_type_ids[child_index];
+                // Each child's offsets may not go back (as Arrow C++ checks):
+                // slots of one type id take the child's values in order.
+                var previous: i32 = 0;
                 for (start..end) |i| {
                     if (ids[i] != declared) continue;
                     if (offsets[i] < 0 or offsets[i] >= child.length)
                         return self.failAt(.invalid_layout, "slot {d} has offset {d} into child {d} of length {d}", .{ i, offsets[i], child_index, child.length });
+                    if (offsets[i] < previous)
+                        return self.failAt(.invalid_layout, "slot {d} has offset {d} into child {d}, smaller than the offset before it ({d})", .{ i, offsets[i], child_index, previous });
+                    previous = offsets[i];
                 }
             },
             .run_end_encoded => {
@@ -560,13 +652,11 @@ const Walker = struct {
     fn checkDictionaryIndices(self: *Walker, ty: *const format.Type, array: *const abi.ArrowArray, buffers: []const ?*const anyopaque, dictionary_length: i64) Status {
         if (array.length == 0) return .ok;
         const data = buffers[1] orelse return .ok;
-        const validity: ?[*]const u8 = @ptrCast(buffers[0]);
+        const validity = validityOf(ty, array, buffers);
         const start: usize = @intCast(array.offset);
         const end: usize = @intCast(array.offset + array.length);
         for (start..end) |i| {
-            if (validity) |bits| {
-                if (bits[i / 8] & (@as(u8, 1) << @intCast(i % 8)) == 0) continue;
-            }
+            if (!isValid(validity, i)) continue;
             const index: i64 = switch (ty.id) {
                 .int8 => @as([*]const i8, @ptrCast(data))[i],
                 .uint8 => @as([*]const u8, @ptrCast(data))[i],
@@ -584,6 +674,18 @@ const Walker = struct {
         return .ok;
     }
 };
+
+/// The bitmap that says which slots are null, or null when every slot is
+/// valid. Like Arrow C++'s import, a bitmap is ignored when null_count is 0.
+fn validityOf(ty: *const format.Type, array: *const abi.ArrowArray, buffers: []const ?*const anyopaque) ?[*]const u8 {
+    if (!ty.hasValidity() or array.null_count == 0 or buffers.len == 0) return null;
+    return @ptrCast(buffers[0]);
+}
+
+fn isValid(validity: ?[*]const u8, index: usize) bool {
+    const bits = validity orelse return true;
+    return bits[index / 8] & (@as(u8, 1) << @intCast(index % 8)) != 0;
+}
 
 fn readOffset(ty: *const format.Type, offsets: *const anyopaque, index: usize) i64 {
     return switch (ty.id) {

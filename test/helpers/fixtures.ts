@@ -72,6 +72,8 @@ export const fx = openLibrary(fixturePath("c_producer"), {
   fx_reset_counts: { args: [], returns: none },
   fx_reserve: { args: [i64], returns: ptr },
   fx_unreserve: { args: [ptr, i64], returns: none },
+  fx_set_guarded: { args: [i32], returns: none },
+  fx_guarded_mappings: { args: [], returns: i64 },
 }).symbols;
 
 /** fx_patch codes (c_producer.c). */

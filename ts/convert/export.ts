@@ -319,7 +319,10 @@ class ArrayPlanner {
     // Unions have no validity; a null array's slots are all null.
     const knownNulls = isUnion ? 0 : typeId === Type.Null ? data.length + start - offset : nullCountOf(data);
     push(data.length + lead0);
-    push(lead0 > 0 && knownNulls !== 0 && typeId !== Type.Null ? -1 : knownNulls);
+    // The C range is longer than apache-arrow's by the lead slots: their
+    // nulls are counted too (one pass over the bitmap).
+    const bitmapBits = data.nullBitmap as Uint8Array | undefined;
+    push(lead0 > 0 && knownNulls > 0 && typeId !== Type.Null && bitmapBits ? unsetBits(bitmapBits, offset, start + data.length) : knownNulls);
     push(offset);
     push(0); // n_buffers, patched below
     push(0); // n_children, patched below
@@ -427,16 +430,24 @@ class ArrayPlanner {
   }
 }
 
-/** null_count without an O(n) count: -1 when apache-arrow has not computed
- * it yet (the C interface allows that). */
+/** The exact null count: apache-arrow's when it knows it, else one
+ * popcount of the bitmap (apache-arrow's nullCount getter counts and caches
+ * it). Never -1, though the C interface allows it: DuckDB ignores the
+ * bitmap of a dictionary column whose null_count is -1, and a sliced
+ * apache-arrow column has an unknown count until asked. */
 function nullCountOf(data: Data): number {
   const known = (data as unknown as { _nullCount: number })._nullCount;
-  if (known === undefined) return data.nullCount;
-  if (known < 0) {
-    const bitmap = data.nullBitmap as Uint8Array | undefined;
-    return !bitmap || bitmap.byteLength === 0 ? 0 : -1;
-  }
-  return known;
+  if (known !== undefined && known >= 0) return known;
+  const bitmap = data.nullBitmap as Uint8Array | undefined;
+  if (!bitmap || bitmap.byteLength === 0) return 0;
+  return data.nullCount;
+}
+
+/** Unset bits in [from, to) of `bits`. */
+function unsetBits(bits: Uint8Array, from: number, to: number): number {
+  let unset = 0;
+  for (let i = from; i < to; i++) if ((bits[i >> 3] & (1 << (i & 7))) === 0) unset++;
+  return unset;
 }
 
 // ---------------------------------------------------------------------------

@@ -33,7 +33,7 @@ import { ImportedArray, hostAccessError, type ImportOptions, type RawArray } fro
 import { takeStructs, type StructRef } from "../lifetime/c_structs.ts";
 import { isArrayProducer, type ArrayProducer, type ArrowCapsule } from "../protocol/symbols.ts";
 import { listViewToList, runEndToPlain } from "./materialize.ts";
-import { convertArgs, convertOptionsArg, dataTypeOf, describeNode, schemaOf, typeSignature, type ConvertOptions } from "./types.ts";
+import { convertArgs, convertOptionsArg, dataTypeOf, describeNode, nodePath, schemaOf, typedConversion, typeSignature, type ConvertOptions } from "./types.ts";
 
 /** A typed array constructor, used to view imported memory in place. */
 type ViewConstructor<T extends NodeJS.TypedArray> = {
@@ -98,6 +98,10 @@ class DataBuilder {
    * `length` its length as apache-arrow sees it.
    */
   node(raw: RawArray, type: DataType, shift: number, length: number): Data {
+    return typedConversion(raw, () => this.nodeUnchecked(raw, type, shift, length));
+  }
+
+  private nodeUnchecked(raw: RawArray, type: DataType, shift: number, length: number): Data {
     const offset = raw.offset + shift;
     const exact = shift === 0 && length === raw.length;
     const known = raw.nullCount;
@@ -178,7 +182,7 @@ class DataBuilder {
         const sizes = this.view<Int32Array | BigInt64Array>(Ctor, raw, 2, offset, length);
         const child = raw.child(0);
         const childData = this.node(child, type.children[0].type, 0, child.length);
-        return listViewToList(type, offset, length, this.nullCount(bitmap, exact, known), bitmap, offsets, sizes, childData);
+        return listViewToList(nodePath(raw), type, offset, length, this.nullCount(bitmap, exact, known), bitmap, offsets, sizes, childData);
       }
       case "run_end_encoded": {
         // Only reached with { materialize: true }: `type` is the values type.
@@ -187,7 +191,7 @@ class DataBuilder {
           runEndsNode.typeId === "int16" ? Int16Array : runEndsNode.typeId === "int32" ? Int32Array : BigInt64Array;
         const runEnds = this.view(RunEnds, runEndsNode, 1, runEndsNode.offset, runEndsNode.length);
         const values = raw.child(1);
-        return runEndToPlain(runEnds, this.node(values, type, 0, values.length), offset, length);
+        return runEndToPlain(nodePath(raw), runEnds, this.node(values, type, 0, values.length), offset, length);
       }
     }
     throw new InvalidLayoutError(Status.invalid_layout, `${describeNode(raw)} has a type this converter does not know (${typeId})`);
@@ -208,7 +212,7 @@ export function toData(raw: RawArray, options: ConvertOptions = {}): Data {
 }
 
 function rawDataOf(raw: RawArray, options: ConvertOptions): Data {
-  const type = dataTypeOf(raw, options);
+  const type = typedConversion(raw, () => dataTypeOf(raw, options));
   return new DataBuilder(raw.imported, options).node(raw, type, 0, raw.length);
 }
 
@@ -263,7 +267,8 @@ export function toRecordBatch(imported: ImportedArray, options: ConvertOptions =
 
 /** `toRecordBatch` without the argument checks (for this layer). */
 export function recordBatchOf(imported: ImportedArray, options: ConvertOptions): RecordBatch {
-  return batchWith(imported, schemaOf(imported.root, options), options);
+  const root = imported.root;
+  return batchWith(imported, typedConversion(root, () => schemaOf(root, options)), options);
 }
 
 /**
@@ -292,7 +297,8 @@ export function tableOf(list: ImportedArray[], options: ConvertOptions): Table {
   const signature = typeSignature(new Struct(first.schema.fields));
   const batches = [first];
   for (let i = 1; i < list.length; i++) {
-    const own = schemaOf(list[i].root, options);
+    const root = list[i].root;
+    const own = typedConversion(root, () => schemaOf(root, options));
     const ownSignature = typeSignature(new Struct(own.fields));
     if (ownSignature !== signature) {
       throw new InvalidArgumentError(Status.invalid_argument, `batch ${i} has schema ${ownSignature}, but batch 0 has ${signature}; a Table needs one schema`);

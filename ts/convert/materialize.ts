@@ -10,9 +10,16 @@
  * are copied; variadic buffers of view types and dictionaries are shared.
  */
 import { Data, DataType, Type, UnionMode, type FixedSizeList, type Union } from "apache-arrow";
-import { InvalidLayoutError, Status, UnsupportedError } from "../errors.ts";
+import { InvalidLayoutError, OutOfMemoryError, Status, UnsupportedError } from "../errors.ts";
 
 type Indices = Int32Array;
+
+/** Most values one materialization copies (its indices are an Int32Array). */
+const maxTaken = 2 ** 31 - 1;
+
+function checkTaken(where: string, count: number): void {
+  if (count > maxTaken) throw new OutOfMemoryError(Status.out_of_memory, `${where}: materializing would copy ${count} values, more than ${maxTaken}`);
+}
 
 function bitGet(bits: Uint8Array, i: number): boolean {
   return (bits[i >> 3] & (1 << (i & 7))) !== 0;
@@ -151,18 +158,31 @@ export function take(data: Data, indices: Indices): Data {
  * converted child. Null slots become empty lists. When the ranges are
  * back to back in slot order, the child is shared (only offsets are new);
  * otherwise the child's values are copied into slot order.
+ *
+ * Only `full` validation reads every view: each valid slot's range is
+ * checked against the child here, before anything is allocated or copied
+ * (`where` names the node in the error).
  */
 export function listViewToList(
-  type: DataType, offset: number, length: number, nullCount: number, bitmap: Uint8Array,
+  where: string, type: DataType, offset: number, length: number, nullCount: number, bitmap: Uint8Array,
   offsets: Int32Array | BigInt64Array, sizes: Int32Array | BigInt64Array, child: Data,
 ): Data {
   const valid = (k: number) => bitmap.length === 0 || bitGet(bitmap, offset + k);
+  const childLength = child.length;
   const begins = new Array<number>(length);
   const ends = new Array<number>(length);
   let contiguous = true;
   let cursor = -1;
+  let total = 0;
   for (let k = 0; k < length; k++) {
     const size = valid(k) ? Number(sizes[k]) : 0;
+    if (size !== 0) {
+      const begin = Number(offsets[k]);
+      if (size < 0 || begin < 0 || begin > childLength || size > childLength - begin) {
+        throw new InvalidLayoutError(Status.invalid_layout, `${where}: list view ${offset + k} (offset ${offsets[k]}, size ${sizes[k]}) is out of the child's ${childLength} values`);
+      }
+      total += size;
+    }
     begins[k] = size > 0 ? Number(offsets[k]) : cursor < 0 ? 0 : cursor;
     ends[k] = begins[k] + size;
     if (size > 0) {
@@ -179,13 +199,15 @@ export function listViewToList(
     const sharedChild = child.slice(first, total);
     return new Data(type, offset, length, nullCount, [shifted, undefined, bitmap], [sharedChild]);
   }
+  checkTaken(where, total);
   const taken = take(child, expandRanges(begins, ends));
   return new Data(type, offset, length, nullCount, [offsetsFromSizes(ends.map((e, k) => e - begins[k]), large), undefined, bitmap], [taken]);
 }
 
 /** A plain array equal to a run-end encoded one: slot k (logical index
  * `offset + k` of the runs) takes the value of the run that covers it. */
-export function runEndToPlain(runEnds: ArrayLike<number | bigint>, values: Data, offset: number, length: number): Data {
+export function runEndToPlain(where: string, runEnds: ArrayLike<number | bigint>, values: Data, offset: number, length: number): Data {
+  checkTaken(where, length);
   const indices = new Int32Array(length);
   // Binary search the first run covering `offset`, then walk forward.
   let lo = 0;
@@ -198,7 +220,7 @@ export function runEndToPlain(runEnds: ArrayLike<number | bigint>, values: Data,
   let run = lo;
   for (let k = 0; k < length; k++) {
     while (run < runEnds.length && Number(runEnds[run]) <= offset + k) run++;
-    if (run >= runEnds.length) throw new InvalidLayoutError(Status.invalid_layout, `run-end encoded slot ${offset + k} is past the last run end`);
+    if (run >= runEnds.length) throw new InvalidLayoutError(Status.invalid_layout, `${where}: run-end encoded slot ${offset + k} is past the last run end`);
     indices[k] = run;
   }
   return take(values, indices);

@@ -25,8 +25,8 @@ import {
   FixedSizeList, Float, Int, Interval, IntervalUnit, LargeBinary, LargeList, LargeUtf8, List, Map_, Null, Precision,
   Schema, Struct, Time, Timestamp, TimeUnit, Union, UnionMode, Utf8, Utf8View,
 } from "apache-arrow";
-import { Flags } from "../abi/layout.ts";
-import { InvalidArgumentError, InvalidFormatError, Status, UnsupportedError } from "../errors.ts";
+import { Flags, NodeWord } from "../abi/layout.ts";
+import { ArrowDeviceError, InvalidArgumentError, InvalidFormatError, InvalidLayoutError, OutOfMemoryError, Status, UnsupportedError } from "../errors.ts";
 import { booleanArg, argumentError, optionsArg } from "../args.ts";
 import { ImportedArray, RawArray } from "../lifetime/imported.ts";
 import { arrowKindError, isDataType } from "./arrow_args.ts";
@@ -85,6 +85,40 @@ const timeUnits: Record<string, TimeUnit> = { s: TimeUnit.SECOND, m: TimeUnit.MI
 /** A short, human path of a node for messages: `"name" (format)`. */
 export function describeNode(raw: RawArray): string {
   return `"${raw.name ?? ""}" (${raw.format})`;
+}
+
+/** The path of a node from the root, for messages:
+ * `"" (+s) > "a" (+l) > "item" (i)`. */
+export function nodePath(raw: RawArray): string {
+  const parts: string[] = [];
+  const imported = raw.imported;
+  // Parents come from the node table (the root's is -1); depth is bounded
+  // by validation, the guard only keeps a corrupt table from looping.
+  for (let node = raw.index, steps = 0; node >= 0 && steps <= 130; node = imported.nodeWord(node, NodeWord.parent), steps++) {
+    const schema = imported.nodeSchema(node);
+    parts.push(`"${schema.name ?? ""}" (${schema.format})`);
+  }
+  return parts.reverse().join(" > ");
+}
+
+/**
+ * Runs one conversion step of node `raw` and turns whatever plain error
+ * escapes it (a RangeError from an allocation or a typed-array view, a
+ * TypeError from apache-arrow) into this library's typed errors, naming
+ * the node's path: conversion promises typed errors only.
+ */
+export function typedConversion<T>(raw: RawArray, step: () => T): T {
+  try {
+    return step();
+  } catch (error) {
+    if (error instanceof ArrowDeviceError) throw error;
+    const message = error instanceof Error ? error.message : String(error);
+    const where = nodePath(raw);
+    if (error instanceof RangeError && /memory|allocat|too large|length/i.test(message)) {
+      throw new OutOfMemoryError(Status.out_of_memory, `${where}: converting needs more memory than is available (${message})`);
+    }
+    throw new InvalidLayoutError(Status.invalid_layout, `${where}: cannot convert (${message})`);
+  }
 }
 
 function unit(raw: RawArray, format: string, at: number): TimeUnit {

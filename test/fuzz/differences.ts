@@ -1,0 +1,45 @@
+/**
+ * Where this library's `full` validation and Arrow C++'s ValidateFull
+ * (26) may differ by design: each entry is a documented difference
+ * (docs/validation.md) and a test of the two verdicts that recognizes it.
+ * Anything else the fuzzer finds is a disagreement.
+ */
+export type Difference = { name: string; matches: (ours: string, arrow: string) => boolean };
+
+export const differences: Difference[] = [
+  {
+    // Arrow C++ checks the values of date64 (whole days), time32/time64
+    // (within one day) and decimals (within their precision); nanoarrow's
+    // levels check no value of a primitive type, and Arrow's own
+    // integration gold files hold date64 values that are not whole days.
+    // This library accepts them.
+    name: "value ranges of date64, time and decimal (Arrow C++ only)",
+    matches: (ours, arrow) => ours === "ok" && /does not represent a whole number of days|is not within the acceptable range|does not fit in precision/.test(arrow),
+  },
+  {
+    // nanoarrow (and this library) let a zero-length array omit its offsets
+    // buffer (NULL); Arrow C++ 26's importer refuses any NULL buffer whose
+    // computed size (offset + length + 1 offsets) is not zero.
+    name: "NULL offsets of a zero-length array (nanoarrow accepts)",
+    matches: (ours, arrow) => ours === "ok" && /null data pointer for a buffer with non-zero computed size/.test(arrow),
+  },
+  {
+    // A union or run-end encoded array has no validity bitmap; the spec
+    // lets any null_count be -1 ("not computed"), which Arrow C++'s
+    // importer refuses for these types. Counts above 0 are refused by both.
+    name: "null_count -1 of a union or run-end encoded array (spec allows)",
+    matches: (ours, arrow) => ours === "ok" && /Unexpected non-zero null count for imported type (sparse_union|dense_union|run_end_encoded)/.test(arrow),
+  },
+  {
+    // Arrow C++'s importer gives a zero-length view array an empty views
+    // buffer, then its own validation rejects the C offset past it. The
+    // spec sizes that buffer by offset + length: the tree is valid.
+    name: "zero-length view array with an offset (Arrow C++ importer)",
+    matches: (ours, arrow) => ours === "ok" && /View buffer size \(bytes\): 0 isn't large enough for length: 0 /.test(arrow),
+  },
+];
+
+/** The name of the documented difference the two verdicts follow, if any. */
+export function documentedDifference(ours: string, arrow: string): string | null {
+  return differences.find((d) => d.matches(ours, arrow))?.name ?? null;
+}
