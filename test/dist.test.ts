@@ -7,6 +7,7 @@
  * (scripts/qemu-smoke.sh). The tests after the first read what it built.
  */
 import { describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { checkPlatform, exportsOf, headerFunctions, platforms } from "../scripts/native-check.ts";
 import { ZIG } from "./helpers/toolchain.ts";
@@ -68,6 +69,18 @@ describe("release libraries (scripts/build-dist.sh)", () => {
       const symbols = run(["objdump", "-t", join(dist, id, "libarrow_device.so")]);
       expect(symbols.output).toContain("no symbols");
     }
+  });
+
+  test("the macOS libraries say why CUDA and ROCm are not available there; the Linux ones try the drivers", () => {
+    const text = (id: string, file: string) => new TextDecoder("latin1").decode(readFileSync(join(dist, id, file)));
+    for (const id of ["darwin-x64", "darwin-arm64"]) {
+      const dylib = text(id, "libarrow_device.dylib");
+      expect(dylib).toContain("CUDA is not available on macOS: NVIDIA's CUDA driver does not exist there");
+      expect(dylib).toContain("ROCm is not available on macOS: AMD's HIP runtime does not exist there");
+    }
+    const so = text("linux-arm64-musl", "libarrow_device.so");
+    expect(so).not.toContain("is not available on macOS");
+    expect(so).toContain("libcuda.so.1");
   });
 
   test("win32-x64: the build stops with an error naming the platform and why", () => {

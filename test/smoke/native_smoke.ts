@@ -21,7 +21,7 @@ const ids = [...back.getChild("id")!.toArray()];
 const names = [...back.getChild("name")!.toArray()];
 if (JSON.stringify(ids) !== "[1,2,3,40000]") problems.push(`id values ${JSON.stringify(ids)}`);
 if (JSON.stringify(names) !== '["a","bb","","dddd"]') problems.push(`name values ${JSON.stringify(names)}`);
-for (const column of ["id", "name"]) {
+for (const column of ["id", "name"] as const) {
   const sent = batch.getChild(column)!.data[0]!;
   const got = back.getChild(column)!.data[0]!;
   if (ptr(got.values) !== ptr(sent.values)) problems.push(`${column}: values at ${ptr(got.values)}, sent from ${ptr(sent.values)}`);
