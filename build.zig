@@ -1,7 +1,17 @@
 //! Build steps (run through scripts/, which pass `--prefix .`):
-//!   zig build            the library into lib/<platform>/, test fixtures
+//!   zig build            the library into lib/<platform-id>/, test fixtures
 //!                        into build/fixtures/
 //!   zig build test       Zig unit tests
+//! Options:
+//!   -Dtarget=<triple>    cross-compile (scripts/build-dist.sh does, for
+//!                        every platform id; see docs/building.md)
+//!   -Dfixtures=false     the library only (the C test fixtures are Linux
+//!                        code: memfd, syscall, mallinfo2)
+//!   -Dstrip=true         no debug info (release libraries)
+//! Without -Dcpu the CPU is a baseline one even for a native build, so a
+//! library built on this machine runs on any machine Bun runs on: x86-64-v2
+//! (what Bun's own baseline build needs) for x64, the architecture's
+//! baseline (generic armv8-a; Apple M1 on macOS) for arm64.
 //! The Zig version is pinned in scripts/toolchain.env and checked here.
 
 const std = @import("std");
@@ -24,25 +34,27 @@ fn pinnedZigVersion() []const u8 {
 }
 
 pub fn build(b: *std.Build) void {
-    const target = b.standardTargetOptions(.{});
+    const target = b.resolveTargetQuery(portableCpu(b.standardTargetOptionsQueryOnly(.{})));
     const optimize = b.standardOptimizeOption(.{ .preferred_optimize_mode = .ReleaseSafe });
+    const with_fixtures = b.option(bool, "fixtures", "Build the C test fixtures into build/fixtures (default: true)") orelse true;
+    const strip = b.option(bool, "strip", "Strip debug info from the library (default: false)") orelse false;
+
+    if (target.result.os.tag == .windows) {
+        // The library's thread, dynamic-loading and clock code is POSIX
+        // (pthreads, dlopen, clock_gettime, posix_memalign); a Windows port
+        // needs SRW locks, LoadLibraryA and friends first (docs/building.md).
+        const unsupported = b.addFail("win32-x64 is not supported yet: libarrow_device uses POSIX threads, dlopen and clock_gettime, which Windows lacks (see docs/building.md)");
+        b.getInstallStep().dependOn(&unsupported.step);
+        return;
+    }
 
     const library = addLibrary(b, target, optimize);
-    // lib/<platform>, spelled as Bun's process.platform-process.arch.
-    const platform = b.fmt("{s}-{s}", .{
-        switch (target.result.os.tag) {
-            .linux => "linux",
-            .macos => "darwin",
-            else => @tagName(target.result.os.tag),
-        },
-        switch (target.result.cpu.arch) {
-            .x86_64 => "x64",
-            .aarch64 => "arm64",
-            else => @tagName(target.result.cpu.arch),
-        },
-    });
+    library.root_module.strip = strip;
     const install_library = b.addInstallArtifact(library, .{
-        .dest_dir = .{ .override = .{ .custom = b.fmt("lib/{s}", .{platform}) } },
+        .dest_dir = .{ .override = .{ .custom = b.fmt("lib/{s}", .{platformId(b, target.result)}) } },
+        // Windows: only the .dll ships (no import library, no .pdb).
+        .implib_dir = .disabled,
+        .pdb_dir = .disabled,
     });
     b.getInstallStep().dependOn(&install_library.step);
 
@@ -55,14 +67,49 @@ pub fn build(b: *std.Build) void {
     });
     b.getInstallStep().dependOn(&install_python_shim.step);
 
-    addFixtures(b, target, optimize);
-    addExamples(b, target, optimize);
+    if (with_fixtures) {
+        addFixtures(b, target, optimize);
+        addExamples(b, target, optimize);
+    }
 
     const unit_tests = b.addTest(.{ .root_module = rootModule(b, target, .Debug) });
     const run_unit_tests = b.addRunArtifact(unit_tests);
     run_unit_tests.has_side_effects = true; // always run, so the test count is always reported
     const test_step = b.step("test", "Run the Zig unit tests");
     test_step.dependOn(&run_unit_tests.step);
+}
+
+/// The CPU to build for when -Dcpu is not given: a baseline one, never the
+/// build machine's (its AVX-512 code would crash on other x64 machines).
+fn portableCpu(query: std.Target.Query) std.Target.Query {
+    var result = query;
+    if (query.cpu_model != .determined_by_arch_os) return result; // -Dcpu given
+    const arch = query.cpu_arch orelse builtin.cpu.arch;
+    result.cpu_model = switch (arch) {
+        .x86_64 => .{ .explicit = &std.Target.x86.cpu.x86_64_v2 },
+        else => .baseline,
+    };
+    return result;
+}
+
+/// lib/<platform-id> and dist/native/<platform-id>: <os>-<arch>[-<libc>],
+/// with os and arch spelled as Bun's process.platform and process.arch
+/// (linux-x64-gnu, linux-arm64-musl, darwin-arm64, win32-x64, ...).
+fn platformId(b: *std.Build, target: std.Target) []const u8 {
+    const os = switch (target.os.tag) {
+        .linux => "linux",
+        .macos => "darwin",
+        .windows => "win32",
+        else => @tagName(target.os.tag),
+    };
+    const arch = switch (target.cpu.arch) {
+        .x86_64 => "x64",
+        .aarch64 => "arm64",
+        else => @tagName(target.cpu.arch),
+    };
+    if (target.os.tag != .linux) return b.fmt("{s}-{s}", .{ os, arch });
+    const libc = if (target.abi.isMusl()) "musl" else "gnu";
+    return b.fmt("{s}-{s}-{s}", .{ os, arch, libc });
 }
 
 fn rootModule(b: *std.Build, target: std.Build.ResolvedTarget, optimize: std.builtin.OptimizeMode) *std.Build.Module {

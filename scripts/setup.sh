@@ -100,7 +100,40 @@ sys.exit(0 if any(os.path.exists(os.path.join(d, n)) for d in dirs for n in name
   fi
 fi
 
-# Build: lib/<platform>/libarrow_device.so and build/fixtures/*.
+# The release tests (test/dist.test.ts): objdump, qemu-user and an arm64
+# glibc from Debian, installed with apt-get only when absent (CI runs as
+# root on a fresh Debian machine), and Bun's own baseline-x64 and arm64
+# binaries at the pinned version (npm pack, no install scripts) for
+# scripts/qemu-smoke.sh.
+if [ "$want_test_tools" = 1 ]; then
+  missing=()
+  command -v objdump >/dev/null || missing+=(binutils)
+  { command -v qemu-x86_64-static || command -v qemu-x86_64; } >/dev/null &&
+    { command -v qemu-aarch64-static || command -v qemu-aarch64; } >/dev/null || missing+=(qemu-user-static)
+  [ -f /usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so.1 ] || missing+=(libc6-arm64-cross)
+  if [ "${#missing[@]}" -gt 0 ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+      echo "setup: apt-get install ${missing[*]}"
+      export DEBIAN_FRONTEND=noninteractive
+      apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null 2>&1 ||
+        { apt-get update >/dev/null && apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null; }
+    else
+      echo "setup: warning: the release tests need ${missing[*]} (apt-get install ${missing[*]})"
+    fi
+  fi
+  bun_version=$(node -p 'require("./package.json").devDependencies.bun')
+  for bun_package in bun-linux-x64-baseline bun-linux-aarch64; do
+    bun_dir="$toolchain/$bun_package-$bun_version"
+    [ -x "$bun_dir/bin/bun" ] && continue
+    echo "setup: fetching @oven/$bun_package@$bun_version into $bun_dir"
+    scratch=$(mktemp -d)
+    (cd "$scratch" && npm pack --silent "@oven/$bun_package@$bun_version" >/dev/null && tar xzf ./*.tgz)
+    chmod +x "$scratch/package/bin/bun"
+    rm -rf "$bun_dir" && mv "$scratch/package" "$bun_dir" && rm -rf "$scratch"
+  done
+fi
+
+# Build: lib/<platform-id>/libarrow_device.so and build/fixtures/*.
 export ZIG_GLOBAL_CACHE_DIR="$PWD/$toolchain/zig-cache"
 export ZIG_LOCAL_CACHE_DIR="$PWD/.zig-cache"
 "$zig_dir/ziglang/zig" build --prefix . --release=safe

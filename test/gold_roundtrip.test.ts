@@ -1,5 +1,5 @@
 /**
- * Every gold file of ../shared/gold (both folders), through this library
+ * Every gold file of test/data/gold (both folders), through this library
  * alone: apache-arrow reads the .stream, each batch is exported
  * (exportArray), imported back (ImportedArray + toRecordBatch) and compared
  * with apache-arrow's own read: values, types, nullability, metadata. The

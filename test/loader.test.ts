@@ -24,6 +24,10 @@ describe("library loader", () => {
     expect(libraryPath()).toEndWith(`lib/${platformDir()}/libarrow_device.so`);
   });
 
+  test("the platform id names the C library on Linux (glibc here)", () => {
+    expect(platformDir()).toBe(`linux-${process.arch}-gnu`);
+  });
+
   test("a missing library names the file it looked for and the build command", () => {
     const out = runWithLibrary("/nonexistent/libarrow_device.so");
     expect(out).toContain("LibraryLoadError");

@@ -8,20 +8,16 @@
  * the producer's release runs once, after the second copy is dropped.
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
 import { tableFromIPC } from "apache-arrow";
 import { ImportedArray, consumeNatively, counters, exportArray, nonZeroCounters, type ExportedArray } from "../ts/index.ts";
 import { peer } from "./helpers/fixtures.ts";
 import { collectUntil } from "./helpers/gc.ts";
 import { heldSignature, owners, signature } from "./helpers/owners.ts";
+import { goldFiles as goldCases, readStream, unreadableByApacheArrow } from "./helpers/shared_gold.ts";
 
-const goldRoot = join(import.meta.dir, "..", "..", "shared", "gold");
-const goldDirs = ["1.0.0-littleendian", "cpp-21.0.0"].map((d) => join(goldRoot, d));
-/** Files apache-arrow 21.2 cannot read (list-view, run-end encoded: covered
- * by test/relay.test.ts with C producers). */
-const notHere = new Set(["generated_list_view.stream", "generated_run_end_encoded.stream"]);
-const goldFiles = goldDirs.flatMap((dir) => readdirSync(dir).filter((f) => f.endsWith(".stream") && !notHere.has(f)).map((f) => join(dir, f)));
+/** Files apache-arrow 21.2 cannot read (list-view, run-end encoded) are
+ * covered by test/relay.test.ts with C producers. */
+const goldFiles = goldCases().filter((gold) => !unreadableByApacheArrow.has(gold.label));
 
 afterEach(async () => {
   expect(await collectUntil(() => Object.keys(nonZeroCounters()).length === 0)).toBe(true);
@@ -40,8 +36,8 @@ describe("gold files: import, re-export twice, a C consumer drops both copies in
   });
 
   for (const file of goldFiles) {
-    test(file.slice(goldRoot.length + 1), () => {
-      const table = tableFromIPC(readFileSync(file));
+    test(file.label, () => {
+      const table = tableFromIPC(readStream(file));
       expect(table.batches.length).toBeGreaterThan(0);
       table.batches.forEach((batch, index) => {
         for (const secondFirst of [false, true]) {

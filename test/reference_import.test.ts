@@ -1,6 +1,6 @@
 /**
  * Proof against the reference implementation, C -> JS at the raw level
- * (issue 3, direction 2): for every gold file of ../shared/gold (both
+ * (issue 3, direction 2): for every gold file of test/data/gold (both
  * folders, list-view and run-end encoded included), Arrow C++ reads the
  * bytes and exports each batch (ExportDeviceRecordBatch, or ExportRecordBatch
  * for a plain ArrowArray) into a slot; this library imports it with full

@@ -1,5 +1,5 @@
 /**
- * The gold files (shared/gold/, read in place) for the device tests, and
+ * The gold files (test/data/gold/, read in place) for the device tests, and
  * the tools to compare a host copy with its original:
  * - `goldFiles()` (from shared_gold.ts): every `.stream` of both gold folders.
  * - `rawBatchesFromJson()`: the batches of a gold file's integration JSON

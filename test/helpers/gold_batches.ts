@@ -4,7 +4,7 @@
  */
 import { RecordBatch, RecordBatchReader, Schema } from "apache-arrow";
 import { basename, relative } from "node:path";
-import { goldFiles as goldCases, readStream, sharedDir } from "./shared_gold.ts";
+import { goldFiles as goldCases, readStream, goldDir } from "./shared_gold.ts";
 
 /** Gold files apache-arrow 21.2 cannot read at all (types it lacks). */
 export const unreadableByApacheArrow = new Set(["generated_list_view.stream", "generated_run_end_encoded.stream"]);
@@ -20,7 +20,7 @@ export function readableGoldFiles(): string[] {
 
 function caseOf(file: string) {
   const found = goldCases().find((gold) => `${gold.folder}/${basename(gold.stream)}` === file);
-  if (!found) throw new Error(`no gold file ${file} under ${relative(process.cwd(), sharedDir())}`);
+  if (!found) throw new Error(`no gold file ${file} under ${relative(process.cwd(), goldDir())}`);
   return found;
 }
 

@@ -1,50 +1,20 @@
 /**
- * The gold files of ../shared/gold (Arrow integration IPC streams written
- * by Arrow C++), read in place. shared/ sits beside the checkout; set
- * ARROW_SHARED_DIR to use another one. In a git worktree (whose parent
- * folder has no shared/), the main checkout's sibling shared/ is used.
+ * The gold files of test/data/gold (Arrow integration IPC streams written
+ * by Arrow C++, from apache/arrow-testing under the Apache license:
+ * test/data/gold/LICENSE.txt), read in place. They live in the repository
+ * so that a fresh clone's tests need nothing beside it.
  */
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { gunzipSync } from "node:zlib";
-import { dirname, join, resolve } from "node:path";
-
-export const sharedDirEnvVar = "ARROW_SHARED_DIR";
+import { join, resolve } from "node:path";
 
 const repoRoot = resolve(import.meta.dir, "..", "..");
 
-/** The main checkout of a git worktree (`.git` is a file there). */
-function mainCheckoutOfWorktree(): string | null {
-  const dotGit = join(repoRoot, ".git");
-  try {
-    const text = readFileSync(dotGit, "utf8");
-    const match = /^gitdir:\s*(.+)$/m.exec(text);
-    if (!match) return null;
-    // <main>/.git/worktrees/<name>
-    return dirname(dirname(dirname(resolve(repoRoot, match[1].trim()))));
-  } catch {
-    return null; // .git is a folder (a plain checkout) or absent
-  }
-}
-
-/** The folders tried, in order. */
-export function sharedDirCandidates(): string[] {
-  const candidates: string[] = [];
-  const fromEnv = process.env[sharedDirEnvVar];
-  if (fromEnv) return [resolve(fromEnv)];
-  candidates.push(resolve(repoRoot, "..", "shared"));
-  const main = mainCheckoutOfWorktree();
-  if (main) candidates.push(resolve(main, "..", "shared"));
-  return candidates;
-}
-
-/** shared/, or an Error saying where it was looked for. */
-export function sharedDir(): string {
-  const candidates = sharedDirCandidates();
-  const found = candidates.find((dir) => existsSync(join(dir, "gold")));
-  if (!found) {
-    throw new Error(`no shared/gold folder found (looked in ${candidates.join(", ")}); set ${sharedDirEnvVar} to the shared/ folder`);
-  }
-  return found;
+/** test/data/gold, or an Error saying it is missing. */
+export function goldDir(): string {
+  const dir = join(repoRoot, "test", "data", "gold");
+  if (!existsSync(dir)) throw new Error(`the gold files are missing: no ${dir} (they are part of the repository)`);
+  return dir;
 }
 
 export type GoldFile = {
@@ -67,7 +37,7 @@ export const goldFolders = ["1.0.0-littleendian", "cpp-21.0.0"] as const;
 
 /** Every .stream file of both gold folders, sorted. */
 export function goldFiles(): GoldFile[] {
-  const root = join(sharedDir(), "gold");
+  const root = goldDir();
   const files: GoldFile[] = [];
   for (const folder of goldFolders) {
     for (const entry of readdirSync(join(root, folder)).sort()) {
@@ -83,7 +53,7 @@ export function goldFiles(): GoldFile[] {
 /** apache-arrow 21.2 cannot read these types from IPC (nor represent them). */
 export const unreadableByApacheArrow = new Set(["cpp-21.0.0/generated_list_view", "cpp-21.0.0/generated_run_end_encoded"]);
 
-/** Gold files whose values Arrow C++'s ValidateFull rejects (shared/README.md):
+/** Gold files whose values Arrow C++'s ValidateFull rejects (shared/README.md of the reference material):
  * decimal precision overflow, date64 values that are not whole days. */
 export const rejectedByArrowCppValidation = new Set([
   "1.0.0-littleendian/generated_decimal",

@@ -3,10 +3,11 @@
  * blocks on a thread that may need JS), and the gold files.
  */
 import { readdirSync, readFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { type Pointer } from "bun:ffi";
 import { RecordBatchReader, type RecordBatch, type RecordBatchFileReader, type RecordBatchStreamReader } from "apache-arrow";
 import { streamPeer } from "./fixtures.ts";
+import { goldDir } from "./shared_gold.ts";
 
 export type JobSummary = {
   schemaRc: number;
@@ -65,14 +66,11 @@ export async function consumeInC(kind: 0 | 1, stream: Pointer, options: ConsumeO
   return { job, summary: summarize(job) };
 }
 
-/** ../shared beside the checkout, or $ARROW_SHARED_DIR. */
-export const sharedDir = process.env.ARROW_SHARED_DIR ?? resolve(import.meta.dir, "..", "..", "..", "shared");
-
 export type GoldFile = { name: string; path: string };
 
 /** Every gold IPC stream, read in place. */
 export function goldStreams(): GoldFile[] {
-  const root = join(sharedDir, "gold");
+  const root = goldDir();
   const out: GoldFile[] = [];
   for (const dir of readdirSync(root, { withFileTypes: true })) {
     if (!dir.isDirectory()) continue;

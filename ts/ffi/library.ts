@@ -37,14 +37,25 @@ const symbols = {
 export const libraryEnvVar = "ARROW_DEVICE_LIBRARY";
 export const buildCommand = "bash scripts/setup.sh";
 
-/** lib/<platform> as Bun names the platform: linux-x64, darwin-arm64, ... */
+/** The platform id, lib/<platform-id>: Bun's process.platform-process.arch,
+ * plus the C library on Linux (linux-x64-gnu, linux-arm64-musl,
+ * darwin-arm64, win32-x64, ...). */
 export function platformDir(): string {
-  return `${process.platform}-${process.arch}`;
+  const base = `${process.platform}-${process.arch}`;
+  if (process.platform !== "linux") return base;
+  // Node's report names the glibc version; on musl there is none.
+  const header = (process.report?.getReport() as { header?: { glibcVersionRuntime?: string } } | undefined)?.header;
+  return `${base}-${header?.glibcVersionRuntime ? "gnu" : "musl"}`;
+}
+
+/** The library's file name on this OS. */
+export function libraryFileName(): string {
+  return process.platform === "win32" ? `arrow_device.${suffix}` : `libarrow_device.${suffix}`;
 }
 
 export function defaultLibraryPath(): string {
   const root = resolve(import.meta.dir, "..", "..");
-  return join(root, "lib", platformDir(), `libarrow_device.${suffix}`);
+  return join(root, "lib", platformDir(), libraryFileName());
 }
 
 /** The library file this process loads: $ARROW_DEVICE_LIBRARY, else

@@ -11,6 +11,7 @@
 //!   "[cuMemAlloc_v2][CUDA_ERROR_OUT_OF_MEMORY] out of memory: ...".
 
 const std = @import("std");
+const builtin = @import("builtin");
 const status = @import("../status.zig");
 const sync = @import("../sync.zig");
 const dynlib = @import("dynlib.zig");
@@ -98,7 +99,10 @@ fn load(path: ?[]const u8, out: *runtime.LoadInfo) Status {
         @memcpy(path_z[0..p.len], p);
         candidates_buffer[0] = path_z[0..p.len :0];
         break :blk &candidates_buffer;
-    } else &default_library_names;
+    } else if (builtin.os.tag == .macos)
+        return fail(.device_unavailable, "CUDA is not available on macOS: NVIDIA's CUDA driver does not exist there (set ARROW_DEVICE_CUDA_LIBRARY to load a compatible library anyway)", .{})
+    else
+        &default_library_names;
 
     var attempts: dynlib.Attempts = .{};
     const opened = dynlib.open(candidates, &attempts) orelse

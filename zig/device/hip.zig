@@ -14,6 +14,7 @@
 //!   "[hipMalloc][hipErrorOutOfMemory] out of memory: ...".
 
 const std = @import("std");
+const builtin = @import("builtin");
 const status = @import("../status.zig");
 const dynlib = @import("dynlib.zig");
 const runtime = @import("runtime.zig");
@@ -91,7 +92,10 @@ fn load(path: ?[]const u8, out: *runtime.LoadInfo) Status {
         @memcpy(path_z[0..p.len], p);
         candidates_buffer[0] = path_z[0..p.len :0];
         break :blk &candidates_buffer;
-    } else &default_library_names;
+    } else if (builtin.os.tag == .macos)
+        return fail(.device_unavailable, "ROCm is not available on macOS: AMD's HIP runtime does not exist there (set ARROW_DEVICE_HIP_LIBRARY to load a compatible library anyway)", .{})
+    else
+        &default_library_names;
 
     var attempts: dynlib.Attempts = .{};
     const opened = dynlib.open(candidates, &attempts) orelse
