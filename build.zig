@@ -62,8 +62,11 @@ pub fn build(b: *std.Build) void {
     // library. It links neither libpython nor the library: both are opened
     // at run time (native/abd_python.c).
     const python_shim = addPythonShim(b, target, optimize);
+    python_shim.root_module.strip = strip;
     const install_python_shim = b.addInstallArtifact(python_shim, .{
-        .dest_dir = .{ .override = .{ .custom = b.fmt("lib/{s}", .{platform}) } },
+        .dest_dir = .{ .override = .{ .custom = b.fmt("lib/{s}", .{platformId(b, target.result)}) } },
+        .implib_dir = .disabled,
+        .pdb_dir = .disabled,
     });
     b.getInstallStep().dependOn(&install_python_shim.step);
 
