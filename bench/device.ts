@@ -17,9 +17,8 @@
  * on a machine with a GPU.
  */
 import { makeVector } from "apache-arrow";
-import {
-  ImportedArray, deviceAvailability, deviceRuntime, toDevice, type DeviceKind, type DeviceRuntime,
-} from "../ts/index.ts";
+import { ImportedArray } from "../ts/index.ts";
+import { deviceAvailability, deviceRuntime, toDevice, type DeviceKind, type DeviceRuntime } from "../ts/device.ts";
 
 const kinds = (process.env.ARROW_DEVICE_BENCH_KINDS ?? "cuda,rocm").split(",").filter((k): k is DeviceKind => k === "cuda" || k === "rocm");
 const now = () => Bun.nanoseconds();
