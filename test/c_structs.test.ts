@@ -171,7 +171,11 @@ describe("safety net and debug mode", () => {
 
   test("debug mode warns about handles collected without dispose()", () => {
     const script = `
-      const lib = await import(${JSON.stringify(join(import.meta.dir, "..", "ts", "index.ts"))});
+      const lib = {
+        ...(await import(${JSON.stringify(join(import.meta.dir, "..", "ts", "index.ts"))})),
+        ...(await import(${JSON.stringify(join(import.meta.dir, "..", "ts", "raw.ts"))})),
+        ...(await import(${JSON.stringify(join(import.meta.dir, "..", "ts", "diagnostics.ts"))})),
+      };
       const arrow = await import("apache-arrow");
       (() => { lib.CSchema.allocate(); lib.CArray.allocate(); })();
       (() => {

@@ -17,7 +17,7 @@
  * node_modules, packed into tarballs too.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { closeSync, copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { delimiter, join, resolve } from "node:path";
 import { libraryFileName, platformId, platformPackage } from "../ts/ffi/platform.ts";
@@ -33,13 +33,12 @@ const quickstartOutput = "3 rows: id=1,2,3 name=a,b,c";
 /** Runs a command; output through a file (see typecheck.test.ts). */
 function run(cmd: string[], cwd: string, env: Record<string, string | undefined> = process.env): { exitCode: number; output: string } {
   const log = join(work, `log-${Math.random().toString(36).slice(2)}.txt`);
-  writeFileSync(log, "");
-  const fd = require("node:fs").openSync(log, "w") as number;
+  const fd = openSync(log, "w");
   try {
     const proc = Bun.spawnSync(cmd, { cwd, env, stdout: fd, stderr: fd });
     return { exitCode: proc.exitCode, output: readFileSync(log, "utf8").trim() };
   } finally {
-    require("node:fs").closeSync(fd);
+    closeSync(fd);
   }
 }
 
