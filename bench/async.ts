@@ -29,7 +29,9 @@
  */
 import { RecordBatch, tableFromArrays } from "apache-arrow";
 import type { Pointer } from "bun:ffi";
-import { AsyncStreamConsumer, ImportedArray, exportArray, exportAsyncStream, nonZeroCounters } from "../ts/index.ts";
+import { AsyncStreamConsumer } from "../ts/raw.ts";
+import { ImportedArray, exportArray, exportAsyncStream } from "../ts/index.ts";
+import { nonZeroCounters } from "../ts/diagnostics.ts";
 import { native } from "../ts/ffi/library.ts";
 import { asyncPeer, CSink, CSource } from "../test/helpers/async_peer.ts";
 

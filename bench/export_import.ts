@@ -22,7 +22,8 @@
  * NULL validity excluded).
  */
 import { Field, Int32, RecordBatch, Schema, Struct, Table, makeData, tableFromIPC, tableToIPC, type Data } from "apache-arrow";
-import { ImportedArray, exportArray, toRecordBatch, nonZeroCounters } from "../ts/index.ts";
+import { ImportedArray, exportArray, toRecordBatch } from "../ts/index.ts";
+import { nonZeroCounters } from "../ts/diagnostics.ts";
 
 const quick = process.argv.includes("--quick");
 const rowCounts = [1e3, 1e6, 1e7];

@@ -36,10 +36,8 @@ import { Field, Float64, Int32, RecordBatch, Schema, Struct, makeData, type Data
 import { DeviceType } from "../ts/abi/layout.ts";
 import { internal } from "../ts/convert/export.ts";
 import { native } from "../ts/ffi/library.ts";
-import {
-  ExportedArray, ExportedStream, ImportedArray, ImportedStream, drainReleased, exportStream, nonZeroCounters,
-  toRecordBatch,
-} from "../ts/index.ts";
+import { ExportedArray, ExportedStream, ImportedArray, ImportedStream, exportStream, toRecordBatch } from "../ts/index.ts";
+import { drainReleased, nonZeroCounters } from "../ts/diagnostics.ts";
 import { streamPeer } from "../test/helpers/fixtures.ts";
 
 const quick = process.argv.includes("--quick");

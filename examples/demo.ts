@@ -6,9 +6,10 @@
  */
 import { ptr } from "bun:ffi";
 import { Float64, Int32, Table, makeVector, vectorFromArray } from "apache-arrow";
-import {
-  ImportedArray, consumeNatively, counters, deviceTypeName, exportArray, fnv1a32, toTable,
-} from "../ts/index.ts";
+import { ImportedArray, exportArray, toTable } from "../ts/index.ts";
+import { consumeNatively, fnv1a32 } from "../ts/native_consumer.ts";
+import { counters } from "../ts/diagnostics.ts";
+import { deviceTypeName } from "../ts/raw.ts";
 
 const rows = 1_000_000;
 const ids = makeVector(Int32Array.from({ length: rows }, (_, i) => i));

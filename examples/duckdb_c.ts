@@ -23,7 +23,7 @@
 import { CString, FFIType, dlopen, type Pointer } from "bun:ffi";
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
-import { CArray, CSchema } from "../ts/index.ts";
+import { CArray, CSchema } from "../ts/raw.ts";
 
 const { ptr, i32, cstring, void: none } = FFIType;
 

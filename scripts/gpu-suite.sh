@@ -23,7 +23,7 @@ done
 
 # Which runtimes load here, and why the others do not.
 detect=$("$BUN" -e '
-  const { deviceAvailability } = await import("./ts/index.ts");
+  const { deviceAvailability } = await import("./ts/device.ts");
   for (const kind of ["cuda", "rocm"]) {
     const a = deviceAvailability(kind);
     console.log(a.available ? `OK ${kind} ${a.deviceCount} device(s), ${a.library}, version ${a.version}` : `NO ${kind} ${a.reason}`);

@@ -133,6 +133,20 @@ if [ "$want_test_tools" = 1 ]; then
   done
 fi
 
+# apache-arrow at each end of the supported range (and the release below
+# it), for test/arrow_versions.test.ts; the default stays node_modules'.
+if [ "$want_test_tools" = 1 ]; then
+  for version in $(printf '%s\n' "$APACHE_ARROW_LOWEST" "$APACHE_ARROW_HIGHEST" "$APACHE_ARROW_BELOW" | sort -u); do
+    arrow_dir="$toolchain/apache-arrow-$version"
+    if [ ! -f "$arrow_dir/node_modules/apache-arrow/package.json" ]; then
+      echo "setup: installing apache-arrow $version into $arrow_dir"
+      rm -rf "$arrow_dir.partial" && mkdir -p "$arrow_dir.partial"
+      npm install --prefix "$arrow_dir.partial" --no-audit --no-fund --loglevel=error --no-package-lock "apache-arrow@$version" >/dev/null
+      rm -rf "$arrow_dir" && mv "$arrow_dir.partial" "$arrow_dir"
+    fi
+  done
+fi
+
 # Build: lib/<platform-id>/libarrow_device.so and build/fixtures/*.
 export ZIG_GLOBAL_CACHE_DIR="$PWD/$toolchain/zig-cache"
 export ZIG_LOCAL_CACHE_DIR="$PWD/.zig-cache"

@@ -13,10 +13,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { read } from "bun:ffi";
 import { Table, makeVector, type RecordBatch } from "apache-arrow";
-import {
-  DeviceType, ImportedArray, ImportedStream, InvalidArgumentError, exportArray, exportAsyncStream,
-  exportRawArray, exportStream, readTable, setJsWorkSpin, toDevice,
-} from "../ts/index.ts";
+import { DeviceType, ImportedArray, ImportedStream, InvalidArgumentError, exportArray, exportAsyncStream, exportStream, readTable } from "../ts/index.ts";
+import { exportRawArray } from "../ts/raw.ts";
+import { setJsWorkSpin } from "../ts/diagnostics.ts";
+import { toDevice } from "../ts/device.ts";
 import { ArrowDeviceArrayLayout } from "../ts/abi/layout.ts";
 import { secretString, type CaseResult } from "./helpers/arguments_matrix.ts";
 

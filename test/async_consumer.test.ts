@@ -7,10 +7,9 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { type Pointer } from "bun:ffi";
 import { RecordBatch, Schema } from "apache-arrow";
-import {
-  AsyncRecordBatchStream, AsyncStreamConsumer, AsyncStreamError, CallbackError, DeviceType, ImportedArray, InvalidArgumentError,
-  exportArray, exportSchema, nonZeroCounters, type AsyncArray,
-} from "../ts/index.ts";
+import { AsyncRecordBatchStream, AsyncStreamError, CallbackError, DeviceType, ImportedArray, InvalidArgumentError, exportArray, exportSchema } from "../ts/index.ts";
+import { AsyncStreamConsumer, type AsyncArray } from "../ts/raw.ts";
+import { nonZeroCounters } from "../ts/diagnostics.ts";
 import { registeredWakes } from "../ts/lifetime/js_wake.ts";
 import { asyncPeer, CSource, freePeers } from "./helpers/async_peer.ts";
 import { goldFiles, readableGoldFiles, readGold, unreadableByApacheArrow } from "./helpers/gold_batches.ts";

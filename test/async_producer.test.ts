@@ -8,10 +8,9 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { CFunction, ptr, toArrayBuffer, type Pointer } from "bun:ffi";
 import { RecordBatch, RecordBatchReader, Schema, Table, tableFromArrays, tableToIPC } from "apache-arrow";
-import {
-  AsyncRecordBatchStream, AsyncStreamConsumer, toRecordBatch, DeviceType, ExportedArray, ImportedArray, InvalidArgumentError, counters, decodeMetadataBytes,
-  exportArray, exportAsyncStream, exportSchema, nonZeroCounters, type AsyncExportItem,
-} from "../ts/index.ts";
+import { AsyncRecordBatchStream, toRecordBatch, DeviceType, ExportedArray, ImportedArray, InvalidArgumentError, exportArray, exportAsyncStream, exportSchema, type AsyncExportItem } from "../ts/index.ts";
+import { AsyncStreamConsumer, decodeMetadataBytes } from "../ts/raw.ts";
+import { counters, nonZeroCounters } from "../ts/diagnostics.ts";
 import { native } from "../ts/ffi/library.ts";
 import { registeredWakes } from "../ts/lifetime/js_wake.ts";
 import { asyncPeer, CancelWhere, CSink, freePeers } from "./helpers/async_peer.ts";

@@ -5,10 +5,9 @@
  * exactly once (the producer counts every release and flags repeats).
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import {
-  CArray, CSchema, ImportedArray, InvalidArgumentError, InvalidFormatError, InvalidLayoutError, ReleasedError, TooDeepError,
-  UnknownDeviceError, nonZeroCounters, toRecordBatch, type ArrowDeviceError, type ValidationLevelName,
-} from "../ts/index.ts";
+import { CArray, CSchema } from "../ts/raw.ts";
+import { ImportedArray, InvalidArgumentError, InvalidFormatError, InvalidLayoutError, ReleasedError, TooDeepError, UnknownDeviceError, toRecordBatch, type ArrowDeviceError, type ValidationLevelName } from "../ts/index.ts";
+import { nonZeroCounters } from "../ts/diagnostics.ts";
 import { FxPatch, fx } from "./helpers/fixtures.ts";
 import { collectUntil } from "./helpers/gc.ts";
 import { bits, disposeProduced, produceArray, produceDevice, producerClean, type NodeSpec } from "./helpers/producer.ts";

@@ -7,10 +7,9 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { ptr } from "bun:ffi";
 import { Field, Int32, RecordBatch, Schema, Struct, Utf8, makeData, vectorFromArray } from "apache-arrow";
 import { join } from "node:path";
-import {
-  CArray, CDeviceArray, CSchema, ImportedArray, InvalidArgumentError, OutOfRangeError, ReleasedError, exportArray,
-  nonZeroCounters, toVector,
-} from "../ts/index.ts";
+import { CArray, CDeviceArray, CSchema } from "../ts/raw.ts";
+import { ImportedArray, InvalidArgumentError, OutOfRangeError, ReleasedError, exportArray, toVector } from "../ts/index.ts";
+import { nonZeroCounters } from "../ts/diagnostics.ts";
 import { fx } from "./helpers/fixtures.ts";
 import { collectUntil } from "./helpers/gc.ts";
 import { bits, disposeProduced, produceArray, produceDevice, producerClean, type NodeSpec } from "./helpers/producer.ts";
@@ -172,7 +171,11 @@ describe("safety net and debug mode", () => {
 
   test("debug mode warns about handles collected without dispose()", () => {
     const script = `
-      const lib = await import(${JSON.stringify(join(import.meta.dir, "..", "ts", "index.ts"))});
+      const lib = {
+        ...(await import(${JSON.stringify(join(import.meta.dir, "..", "ts", "index.ts"))})),
+        ...(await import(${JSON.stringify(join(import.meta.dir, "..", "ts", "raw.ts"))})),
+        ...(await import(${JSON.stringify(join(import.meta.dir, "..", "ts", "diagnostics.ts"))})),
+      };
       const arrow = await import("apache-arrow");
       (() => { lib.CSchema.allocate(); lib.CArray.allocate(); })();
       (() => {

@@ -9,7 +9,8 @@
 import { describe, expect, test } from "bun:test";
 import { FFIType, dlopen } from "bun:ffi";
 import { tableFromArrays } from "apache-arrow";
-import { WrongThreadError, callBlocking, exportStream, nonZeroCounters, readTable, ImportedStream } from "../ts/index.ts";
+import { WrongThreadError, callBlocking, exportStream, readTable, ImportedStream } from "../ts/index.ts";
+import { nonZeroCounters } from "../ts/diagnostics.ts";
 import { fixturePath } from "./helpers/fixtures.ts";
 import { collectUntil } from "./helpers/gc.ts";
 

@@ -7,7 +7,8 @@
  * moved in is still released exactly once.
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { ArrowDeviceError, ImportedArray, InvalidLayoutError, OutOfMemoryError, nonZeroCounters, toVector } from "../ts/index.ts";
+import { ArrowDeviceError, ImportedArray, InvalidLayoutError, OutOfMemoryError, toVector } from "../ts/index.ts";
+import { nonZeroCounters } from "../ts/diagnostics.ts";
 import { collectUntil } from "./helpers/gc.ts";
 import { disposeProduced, produceArray, producerClean, type NodeSpec } from "./helpers/producer.ts";
 

@@ -12,11 +12,10 @@ import { fake, fakeCudaExtras, fakeHipExtras, fakeLeaks, isFake } from "./helper
 import { peer } from "./helpers/fixtures.ts";
 import { collectUntil } from "./helpers/gc.ts";
 import { native } from "../ts/ffi/library.ts";
-import {
-  DeviceError, DeviceType, ImportedArray, InvalidArgumentError, InvalidLayoutError, OutOfMemoryError, UnsupportedError,
-  consumeNatively, copyArrayToDevice, counters, deviceRuntime, drainReleased, nonZeroCounters, toDevice, wrapDeviceMemory,
-  type DeviceKind, type ExportedArray,
-} from "../ts/index.ts";
+import { DeviceError, DeviceType, ImportedArray, InvalidArgumentError, InvalidLayoutError, OutOfMemoryError, UnsupportedError, type ExportedArray } from "../ts/index.ts";
+import { consumeNatively } from "../ts/native_consumer.ts";
+import { copyArrayToDevice, deviceRuntime, toDevice, wrapDeviceMemory, type DeviceKind } from "../ts/device.ts";
+import { counters, drainReleased, nonZeroCounters } from "../ts/diagnostics.ts";
 
 if (!isFake) throw new Error("test/device_fake.test.ts needs the fake drivers; scripts/gpu-suite.sh does not run it");
 

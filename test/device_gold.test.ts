@@ -21,10 +21,10 @@ import { deviceKinds, fakeLeaks } from "./helpers/device.ts";
 import { goldFiles, rawBatchesFromJson, treeDifferences, type GoldFile } from "./helpers/device_gold.ts";
 import { compareBatches } from "./helpers/arrow_compare.ts";
 import { collectUntil } from "./helpers/gc.ts";
-import {
-  DeviceType, ImportedArray, copyArrayToDevice, deviceRuntime, exportArray, exportRawArray, nonZeroCounters, toDevice, toRecordBatch,
-  type DeviceKind, type ExportedArray, type RawArrayNode,
-} from "../ts/index.ts";
+import { DeviceType, ImportedArray, exportArray, toRecordBatch, type ExportedArray } from "../ts/index.ts";
+import { copyArrayToDevice, deviceRuntime, toDevice, type DeviceKind } from "../ts/device.ts";
+import { exportRawArray, type RawArrayNode } from "../ts/raw.ts";
+import { nonZeroCounters } from "../ts/diagnostics.ts";
 
 /** Files apache-arrow 21.2 cannot read, with the error it gives. */
 const unreadable: Record<string, RegExp> = {

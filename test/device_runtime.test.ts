@@ -10,10 +10,9 @@ import { ptr } from "bun:ffi";
 import { makeVector, vectorFromArray, Float64, Utf8 } from "apache-arrow";
 import { deviceKinds, fake, fakeLeaks, isFake } from "./helpers/device.ts";
 import { collectUntil } from "./helpers/gc.ts";
-import {
-  DeviceType, ImportedArray, InvalidArgumentError, counters, deviceAvailability, deviceRuntime,
-  exportArray, nonZeroCounters, toDevice, toHost, type DeviceKind,
-} from "../ts/index.ts";
+import { DeviceType, ImportedArray, InvalidArgumentError, exportArray } from "../ts/index.ts";
+import { counters, nonZeroCounters } from "../ts/diagnostics.ts";
+import { deviceAvailability, deviceRuntime, toDevice, toHost, type DeviceKind } from "../ts/device.ts";
 
 afterEach(async () => {
   const clean = await collectUntil(() => Object.keys(nonZeroCounters()).length === 0);

@@ -31,11 +31,10 @@ import { compareBatches } from "./helpers/arrow_compare.ts";
 import { consumeInC } from "./helpers/streams.ts";
 import { ArrowDeviceArrayLayout } from "../ts/abi/layout.ts";
 import { liveStreamSources } from "../ts/convert/stream_export.ts";
-import {
-  DeviceType, ExportedArray, ExportedStream, ImportedArray, ImportedStream, InvalidArgumentError, StreamError,
-  UnsupportedError, deviceRuntime, exportArray, exportStream, exportStreamAsync, nonZeroCounters, readTable, readTableAsync,
-  recordBatches, recordBatchesAsync, relay, toDevice, toRecordBatch, type DeviceKind,
-} from "../ts/index.ts";
+import { DeviceType, ExportedArray, ExportedStream, ImportedArray, ImportedStream, InvalidArgumentError, StreamError, UnsupportedError, exportArray, exportStream, exportStreamAsync, readTable, readTableAsync, recordBatches, recordBatchesAsync, toRecordBatch } from "../ts/index.ts";
+import { deviceRuntime, toDevice, type DeviceKind } from "../ts/device.ts";
+import { nonZeroCounters } from "../ts/diagnostics.ts";
+import { relay } from "../ts/raw.ts";
 
 if (!isFake) throw new Error("test/device_streams.test.ts needs the fake drivers; scripts/gpu-suite.sh does not run it");
 

@@ -8,10 +8,9 @@
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { Table, type Vector } from "apache-arrow";
-import {
-  CDeviceArray, CSchema, ExportedArray, ImportedArray, ReleasedError, exportArray, exportAsyncStream, exportBatches, exportSchema, exportStream,
-  exportRawArray, nonZeroCounters, toVector,
-} from "../ts/index.ts";
+import { ExportedArray, ImportedArray, ReleasedError, exportArray, exportAsyncStream, exportBatches, exportSchema, exportStream, toVector } from "../ts/index.ts";
+import { CDeviceArray, CSchema, exportRawArray } from "../ts/raw.ts";
+import { nonZeroCounters } from "../ts/diagnostics.ts";
 import { CSink } from "./helpers/async_peer.ts";
 import { peer, streamPeer, SP_HOLD } from "./helpers/fixtures.ts";
 import { collectUntil } from "./helpers/gc.ts";

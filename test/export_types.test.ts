@@ -13,10 +13,9 @@ import {
   Bool, Data, Dictionary, Field, FixedSizeList, Int32, Int64, List, Map_, RecordBatch, Schema, Struct, Table, Union,
   UnionMode, Utf8, Vector, makeData, vectorFromArray,
 } from "apache-arrow";
-import {
-  CDeviceArray, CSchema, ImportedArray, InvalidArgumentError, UnsupportedError, exportArray, exportBatches, exportSchema,
-  nonZeroCounters, toRecordBatch, toVector,
-} from "../ts/index.ts";
+import { CDeviceArray, CSchema } from "../ts/raw.ts";
+import { ImportedArray, InvalidArgumentError, UnsupportedError, exportArray, exportBatches, exportSchema, toRecordBatch, toVector } from "../ts/index.ts";
+import { nonZeroCounters } from "../ts/diagnostics.ts";
 import { compareBatches, compareVectors, unsharedBuffers } from "./helpers/arrow_compare.ts";
 import { collectUntil } from "./helpers/gc.ts";
 import { bits } from "./helpers/producer.ts";

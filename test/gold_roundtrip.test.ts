@@ -13,9 +13,8 @@
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { RecordBatch, tableFromIPC } from "apache-arrow";
-import {
-  ImportedArray, UnsupportedError, counters, exportArray, importRecordBatch, nonZeroCounters, toRecordBatch, toTable,
-} from "../ts/index.ts";
+import { ImportedArray, UnsupportedError, exportArray, importRecordBatch, toRecordBatch, toTable } from "../ts/index.ts";
+import { counters, nonZeroCounters } from "../ts/diagnostics.ts";
 import { compareBatches, normalize, unsharedBuffers } from "./helpers/arrow_compare.ts";
 import { collectUntil } from "./helpers/gc.ts";
 import { goldFiles, readJson, readStream, type GoldFile, type JsonColumn, type JsonField } from "./helpers/shared_gold.ts";

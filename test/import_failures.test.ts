@@ -7,7 +7,8 @@
  * and the producer's release runs exactly once at dispose.
  */
 import { afterAll, afterEach, describe, expect, test } from "bun:test";
-import { ImportedArray, UnsupportedError, importVector, nonZeroCounters, toVector } from "../ts/index.ts";
+import { ImportedArray, UnsupportedError, importVector, toVector } from "../ts/index.ts";
+import { nonZeroCounters } from "../ts/diagnostics.ts";
 import { fx } from "./helpers/fixtures.ts";
 import { collectUntil } from "./helpers/gc.ts";
 import { produceDevice } from "./helpers/producer.ts";

@@ -12,10 +12,9 @@ import {
   Bool, Data, DataType, Dictionary, Field, FixedSizeList, Int16, Int32, Int64, LargeList, List, Struct, Union,
   UnionMode, Utf8, Vector, makeData, vectorFromArray,
 } from "apache-arrow";
-import {
-  ImportedArray, InvalidArgumentError, UnknownDeviceError, UnsupportedError, importRecordBatch, importVector,
-  nonZeroCounters, toData, toDataType, toRecordBatch, toSchema, toTable, toVector, typeSignature,
-} from "../ts/index.ts";
+import { ImportedArray, InvalidArgumentError, UnknownDeviceError, UnsupportedError, importRecordBatch, importVector, toData, toDataType, toRecordBatch, toSchema, toTable, toVector } from "../ts/index.ts";
+import { nonZeroCounters } from "../ts/diagnostics.ts";
+import { typeSignature } from "../ts/convert/types.ts";
 import { compareVectors } from "./helpers/arrow_compare.ts";
 import { typeCases as cases } from "./helpers/type_cases.ts";
 import { collectUntil } from "./helpers/gc.ts";

@@ -8,7 +8,9 @@
  */
 import { expect, test } from "bun:test";
 import { makeVector } from "apache-arrow";
-import { consumeNatively, counters, exportArray } from "../ts/index.ts";
+import { consumeNatively } from "../ts/native_consumer.ts";
+import { counters } from "../ts/diagnostics.ts";
+import { exportArray } from "../ts/index.ts";
 
 test("released exports are dropped from the keepalive registry across many GCs", () => {
   for (let round = 0; round < 8; round++) {

@@ -13,7 +13,8 @@
  */
 import { afterEach, expect, test } from "bun:test";
 import { makeVector } from "apache-arrow";
-import { ImportedArray, exportArray, nonZeroCounters } from "../ts/index.ts";
+import { ImportedArray, exportArray } from "../ts/index.ts";
+import { nonZeroCounters } from "../ts/diagnostics.ts";
 import { releaseWakesPosted, retainedCount } from "../ts/lifetime/keepalive.ts";
 import { collectUntil } from "./helpers/gc.ts";
 

@@ -7,10 +7,8 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { read, type Pointer } from "bun:ffi";
 import { ArrowArrayLayout, ArrowDeviceArrayLayout, DeviceType } from "../ts/abi/layout.ts";
-import {
-  ImportedArray, InvalidArgumentError, OutOfRangeError, ReleasedError, UnsupportedError,
-  counters, nonZeroCounters, type ExportedArray,
-} from "../ts/index.ts";
+import { ImportedArray, InvalidArgumentError, OutOfRangeError, ReleasedError, UnsupportedError, type ExportedArray } from "../ts/index.ts";
+import { counters, nonZeroCounters } from "../ts/diagnostics.ts";
 import { peer } from "./helpers/fixtures.ts";
 import { collectUntil } from "./helpers/gc.ts";
 import { ProducerSlot, deviceFields, heldSignature, owners, render, signature } from "./helpers/owners.ts";

@@ -9,7 +9,9 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { toArrayBuffer, type Pointer } from "bun:ffi";
 import { Dictionary, Field, Int32, Int8, Null, RecordBatch, Schema, Struct, Utf8, Vector, makeData, vectorFromArray } from "apache-arrow";
-import { CArray, CDeviceArray, CSchema, ImportedArray, exportArray, nonZeroCounters, toRecordBatch, type ValidationLevelName } from "../ts/index.ts";
+import { ImportedArray, exportArray, toRecordBatch, type ValidationLevelName } from "../ts/index.ts";
+import { CArray, CDeviceArray, CSchema } from "../ts/raw.ts";
+import { nonZeroCounters } from "../ts/diagnostics.ts";
 import { collectUntil } from "./helpers/gc.ts";
 import { disposeProduced, produceArray, producerClean } from "./helpers/producer.ts";
 

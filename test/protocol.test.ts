@@ -10,16 +10,13 @@ import { ptr } from "bun:ffi";
 import {
   Dictionary, Field, Int32, Int64, LargeUtf8, RecordBatch, Schema, Table, Type, Utf8, Utf8View, Vector, makeVector, tableFromArrays, vectorFromArray,
 } from "apache-arrow";
-import {
-  ArrowCArray, ArrowCDeviceArray, ArrowCDeviceStream, ArrowCSchema, ArrowCStream, CSchema, ImportedArray, ImportedStream,
-  InvalidArgumentError, UnsupportedError, arrowProtocol, arrowProtocolInstalled, counters, exportArray, exportStream,
-  exportSchema, importRecordBatch, importVector, installArrowProtocol, nonZeroCounters, readTable, recordBatches, uninstallArrowProtocol,
-  type ArrowCapsule, type CapsuleKind, type SchemaProducer,
-} from "../ts/index.ts";
+import { ArrowCArray, ArrowCDeviceArray, ArrowCDeviceStream, ArrowCSchema, ArrowCStream, ImportedArray, ImportedStream, InvalidArgumentError, UnsupportedError, arrowProtocol, arrowProtocolInstalled, exportArray, exportStream, exportSchema, importRecordBatch, importVector, installArrowProtocol, readTable, recordBatches, uninstallArrowProtocol, type ArrowCapsule, type CapsuleKind, type SchemaProducer } from "../ts/index.ts";
+import { CSchema } from "../ts/raw.ts";
+import { counters, nonZeroCounters } from "../ts/diagnostics.ts";
 import { fx } from "./helpers/fixtures.ts";
 import { collectUntil } from "./helpers/gc.ts";
 import { produceDevice, producerBuffer, producerClean, specFromData, type Produced } from "./helpers/producer.ts";
-import type { CDeviceArray } from "../ts/index.ts";
+import type { CDeviceArray } from "../ts/raw.ts";
 
 afterEach(() => {
   uninstallArrowProtocol();

@@ -1,15 +1,46 @@
 /**
- * The public API (what ts/index.ts exports) is explicitly typed and
- * documented: see test/helpers/public_api.ts for the rules.
+ * The public API (what each entry point of package.json's "exports"
+ * map exports) is explicitly typed and documented: see
+ * test/helpers/public_api.ts for the rules. Test and demo helpers stay
+ * off every entry point.
  */
 import { describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { publicApiProblems } from "./helpers/public_api.ts";
+import { packageApiProblems, publicApiProblems } from "./helpers/public_api.ts";
 
 describe("public API", () => {
-  test("every export of ts/index.ts is documented, with explicit types and exported option types", () => {
-    expect(publicApiProblems("ts/index.ts")).toEqual([]);
-  }, 60_000);
+  const entries = { ".": "ts/index.ts", "./raw": "ts/raw.ts", "./device": "ts/device.ts", "./diagnostics": "ts/diagnostics.ts" };
+
+  test("package.json's exports map has exactly these entry points, each with types, bun and import conditions", () => {
+    const exportsMap = (JSON.parse(readFileSync(resolve(import.meta.dir, "..", "package.json"), "utf8")) as { exports: Record<string, Record<string, string>> }).exports;
+    expect(Object.keys(exportsMap).filter((key) => key !== "./package.json").sort()).toEqual(Object.keys(entries).sort());
+    for (const [subpath, source] of Object.entries(entries)) {
+      const js = source.replace(/^ts\//, "./dist/js/").replace(/\.ts$/, ".js");
+      expect(exportsMap[subpath]).toEqual({ types: js.replace(/\.js$/, ".d.ts"), bun: js, import: js, default: js });
+    }
+  });
+
+  test("every export of every entry point is documented, with explicit types, and the types it mentions are exported", () => {
+    const problems = packageApiProblems(Object.values(entries));
+    expect(Object.keys(problems).sort()).toEqual(Object.values(entries).sort());
+    for (const entry of Object.values(entries)) expect({ entry, problems: problems[entry] }).toEqual({ entry, problems: [] });
+  }, 120_000);
+
+  test("test and demo helpers are on no entry point", async () => {
+    const helpers = ["consumeNatively", "fnv1a32", "schemaPlan", "structLayouts", "typeSignature", "layoutProblems"];
+    for (const entry of Object.values(entries)) {
+      const exported = Object.keys(await import(resolve(import.meta.dir, "..", entry)));
+      expect(exported.filter((name) => helpers.includes(name))).toEqual([]);
+    }
+  });
+
+  test("the everyday entry point has the one-call Table functions and the typed errors", async () => {
+    const everyday = await import("../ts/index.ts");
+    for (const name of ["exportTable", "importTable", "exportArray", "exportSchema", "exportBatches", "exportStream", "exportAsyncStream", "importVector", "importRecordBatch", "readTable", "recordBatches", "AsyncRecordBatchStream", "ArrowDeviceError", "LibraryLoadError"]) {
+      expect(typeof (everyday as Record<string, unknown>)[name]).toBe("function");
+    }
+  });
 
   test("the checker reports each kind of problem, and only those", () => {
     const problems = publicApiProblems("test/helpers/public_api_sample.ts", resolve(import.meta.dir, "helpers"));

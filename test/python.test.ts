@@ -10,9 +10,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ptr, type Pointer } from "bun:ffi";
 import { Data, Table, Utf8, makeData, tableFromArrays, tableToIPC, vectorFromArray } from "apache-arrow";
-import {
-  ImportedArray, ImportedStream, InvalidLayoutError, counters, drainReleased, exportArray, exportStream, readTable, type RawArray,
-} from "../ts/index.ts";
+import { ImportedArray, ImportedStream, InvalidLayoutError, exportArray, exportStream, readTable, type RawArray } from "../ts/index.ts";
+import { counters, drainReleased } from "../ts/diagnostics.ts";
 import {
   PyObject, PythonError, PythonUnavailableError, fromPython, locatePython, schemaFromPython, toPython,
 } from "../ts/python.ts";

@@ -9,7 +9,9 @@
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { tableFromIPC } from "apache-arrow";
-import { ImportedArray, consumeNatively, counters, exportArray, nonZeroCounters, type ExportedArray } from "../ts/index.ts";
+import { ImportedArray, exportArray, type ExportedArray } from "../ts/index.ts";
+import { consumeNatively } from "../ts/native_consumer.ts";
+import { counters, nonZeroCounters } from "../ts/diagnostics.ts";
 import { peer } from "./helpers/fixtures.ts";
 import { collectUntil } from "./helpers/gc.ts";
 import { heldSignature, owners, signature } from "./helpers/owners.ts";

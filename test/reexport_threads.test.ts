@@ -8,7 +8,7 @@
  */
 import { afterEach, expect, test } from "bun:test";
 import { libraryPath } from "../ts/ffi/library.ts";
-import { nonZeroCounters } from "../ts/index.ts";
+import { nonZeroCounters } from "../ts/diagnostics.ts";
 import { owners } from "./helpers/owners.ts";
 
 afterEach(() => {

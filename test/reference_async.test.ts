@@ -46,10 +46,9 @@
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { RecordBatchReader, Table, type RecordBatch } from "apache-arrow";
-import {
-  AsyncRecordBatchStream, AsyncStreamConsumer, AsyncStreamError, DeviceType, counters, exportAsyncStream, nonZeroCounters,
-  toRecordBatch, type AsyncArray, type AsyncBatch, type AsyncExportItem, type AsyncExportOptions, type ExportedArray,
-} from "../ts/index.ts";
+import { AsyncRecordBatchStream, AsyncStreamError, DeviceType, exportAsyncStream, toRecordBatch, type AsyncBatch, type AsyncExportItem, type AsyncExportOptions, type ExportedArray } from "../ts/index.ts";
+import { AsyncStreamConsumer, type AsyncArray } from "../ts/raw.ts";
+import { counters, nonZeroCounters } from "../ts/diagnostics.ts";
 import { registeredWakes } from "../ts/lifetime/js_wake.ts";
 import { compareBatches, unsharedBuffers } from "./helpers/arrow_compare.ts";
 import {

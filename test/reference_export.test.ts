@@ -20,7 +20,8 @@ import {
   Data, Field, Int32, Int8, List, makeData, RecordBatch, RecordBatchReader, Schema, Struct, Utf8,
 } from "apache-arrow";
 import { arrayFields, schemaFields } from "../ts/abi/structs.ts";
-import { exportArray, nonZeroCounters } from "../ts/index.ts";
+import { exportArray } from "../ts/index.ts";
+import { nonZeroCounters } from "../ts/diagnostics.ts";
 import {
   ArrowCppRead, arrowCppLive, arrowCppVersion, arrowShimUnavailable, checkPassed, describeCheck,
   heldDrop, heldValidation, holdDeviceArray, type CheckResult,

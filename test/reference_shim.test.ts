@@ -10,7 +10,8 @@ import { readFileSync } from "node:fs";
 import { read, toArrayBuffer } from "bun:ffi";
 import { makeVector } from "apache-arrow";
 import { ArrowDeviceArrayLayout, ArrowDeviceArrayStreamLayout, ArrowSchemaLayout, DeviceType } from "../ts/abi/layout.ts";
-import { exportArray, nonZeroCounters } from "../ts/index.ts";
+import { exportArray } from "../ts/index.ts";
+import { nonZeroCounters } from "../ts/diagnostics.ts";
 import {
   ArrowCppRead, arrowCppLive, asyncConsume, asyncProduce, consumeStream, consumeStreamOnThread, CSlot,
   exportStream, heldCheck, heldDrop, heldExportDevice, heldValidation, holdDeviceArray, holdDeviceBatch, ShimStatus,

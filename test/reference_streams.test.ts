@@ -34,11 +34,9 @@ import { read } from "bun:ffi";
 import { readFileSync } from "node:fs";
 import { RecordBatchReader, Table, type RecordBatch } from "apache-arrow";
 import { ArrowArrayStreamLayout, ArrowDeviceArrayStreamLayout, DeviceType } from "../ts/abi/layout.ts";
-import {
-  ImportedStream, StreamError, UnsupportedError, arrayStreamAsDeviceStream, deviceStreamAsArrayStream, exportStream,
-  exportStreamAsync, nonZeroCounters, readTable, readTableAsync, recordBatches, recordBatchesAsync, streamSchema,
-  toRecordBatch, type ExportedStream, type ImportedArray, type StreamKind,
-} from "../ts/index.ts";
+import { ImportedStream, StreamError, UnsupportedError, exportStream, exportStreamAsync, readTable, readTableAsync, recordBatches, recordBatchesAsync, streamSchema, toRecordBatch, type ExportedStream, type ImportedArray, type StreamKind } from "../ts/index.ts";
+import { arrayStreamAsDeviceStream, deviceStreamAsArrayStream } from "../ts/raw.ts";
+import { nonZeroCounters } from "../ts/diagnostics.ts";
 import { liveStreamSources } from "../ts/convert/stream_export.ts";
 import { compareBatches, unsharedBuffers } from "./helpers/arrow_compare.ts";
 import {

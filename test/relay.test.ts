@@ -9,10 +9,9 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { read, toArrayBuffer, type Pointer } from "bun:ffi";
 import { ArrowArrayLayout, DeviceType, ReexportFlag, ReexportShape, reexportRequestWords } from "../ts/abi/layout.ts";
 import { manifestText } from "../ts/ffi/library.ts";
-import {
-  ImportedArray, InvalidArgumentError, InvalidLayoutError, ReleasedError, UnsupportedError,
-  nonZeroCounters, relay, relayArray, type ExportedArray,
-} from "../ts/index.ts";
+import { ImportedArray, InvalidArgumentError, InvalidLayoutError, ReleasedError, UnsupportedError, type ExportedArray } from "../ts/index.ts";
+import { nonZeroCounters } from "../ts/diagnostics.ts";
+import { relay, relayArray } from "../ts/raw.ts";
 import { fixtureText, peer } from "./helpers/fixtures.ts";
 import { collectUntil } from "./helpers/gc.ts";
 import { ProducerSlot, deviceFields, heldSignature, owners, render, signature } from "./helpers/owners.ts";

@@ -8,7 +8,9 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { ptr, read } from "bun:ffi";
 import { Float64, makeVector, vectorFromArray, type Vector } from "apache-arrow";
 import { ArrowDeviceArrayLayout, DeviceType } from "../ts/abi/layout.ts";
-import { consumeNatively, counters, exportArray, fnv1a32, nonZeroCounters } from "../ts/index.ts";
+import { consumeNatively, fnv1a32 } from "../ts/native_consumer.ts";
+import { counters, nonZeroCounters } from "../ts/diagnostics.ts";
+import { exportArray } from "../ts/index.ts";
 import { peer } from "./helpers/fixtures.ts";
 import { collectUntil } from "./helpers/gc.ts";
 

@@ -7,11 +7,8 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { type RecordBatch } from "apache-arrow";
 import { DeviceType } from "../ts/abi/layout.ts";
-import {
-  ExportedStream, ImportedStream, StreamError, counters, exportArray, exportSchema, exportStream, nonZeroCounters,
-  readTable, readTableAsync, recordBatches, recordBatchesAsync, streamSchema, toRecordBatch, toTable,
-  type ImportedArray,
-} from "../ts/index.ts";
+import { ExportedStream, ImportedStream, StreamError, exportArray, exportSchema, exportStream, readTable, readTableAsync, recordBatches, recordBatchesAsync, streamSchema, toRecordBatch, toTable, type ImportedArray } from "../ts/index.ts";
+import { counters, nonZeroCounters } from "../ts/diagnostics.ts";
 import { liveStreamSources } from "../ts/convert/stream_export.ts";
 import { compareBatches, unsharedBuffers } from "./helpers/arrow_compare.ts";
 import { streamPeer } from "./helpers/fixtures.ts";

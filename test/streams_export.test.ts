@@ -12,10 +12,9 @@ import {
   vectorFromArray, type Data,
 } from "apache-arrow";
 import { ArrowDeviceArrayLayout } from "../ts/abi/layout.ts";
-import {
-  ExportedArray, ImportedStream, InvalidArgumentError, consumeNatively, counters, exportArray, exportStream, exportStreamAsync,
-  nonZeroCounters, toSchema, type NativeBufferReport, type StreamKind,
-} from "../ts/index.ts";
+import { ExportedArray, ImportedStream, InvalidArgumentError, exportArray, exportStream, exportStreamAsync, toSchema, type StreamKind } from "../ts/index.ts";
+import { consumeNatively, type NativeBufferReport } from "../ts/native_consumer.ts";
+import { counters, nonZeroCounters } from "../ts/diagnostics.ts";
 import { liveStreamSources } from "../ts/convert/stream_export.ts";
 import { SP_CHECK_ERROR_TWICE, SP_HOLD, streamPeer } from "./helpers/fixtures.ts";
 import { collectUntil } from "./helpers/gc.ts";

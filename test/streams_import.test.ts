@@ -9,11 +9,10 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { ptr } from "bun:ffi";
 import { Float64, RecordBatch, Table, makeVector, vectorFromArray } from "apache-arrow";
 import { BufferWord, DeviceType } from "../ts/abi/layout.ts";
-import {
-  ExportedStream, ImportedStream, InvalidArgumentError, ReleasedError, StreamError, UnsupportedError,
-  arrayStreamAsDeviceStream, consumeNatively, counters, deviceStreamAsArrayStream, exportArray, exportSchema,
-  exportStream, nonZeroCounters, type ImportedArray,
-} from "../ts/index.ts";
+import { ExportedStream, ImportedStream, InvalidArgumentError, ReleasedError, StreamError, UnsupportedError, exportArray, exportSchema, exportStream, type ImportedArray } from "../ts/index.ts";
+import { arrayStreamAsDeviceStream, deviceStreamAsArrayStream } from "../ts/raw.ts";
+import { consumeNatively } from "../ts/native_consumer.ts";
+import { counters, nonZeroCounters } from "../ts/diagnostics.ts";
 import { liveStreamSources } from "../ts/convert/stream_export.ts";
 import { streamPeer } from "./helpers/fixtures.ts";
 import { collectUntil } from "./helpers/gc.ts";

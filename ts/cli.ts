@@ -93,7 +93,7 @@ async function loadLibrary(): Promise<void> {
 
 async function info(json: boolean): Promise<number> {
   await loadLibrary();
-  const { libraryPath } = await import("./index.ts");
+  const { libraryPath } = await import("./diagnostics.ts");
   const { platformId, packageVersion, apacheArrowVersion } = await import("./cli/platform.ts");
   const { deviceKinds, runtimeReport } = await import("./cli/runtimes.ts");
   const report = {
@@ -197,7 +197,7 @@ async function runDoctor(args: ReturnType<typeof parseArgs>): Promise<number> {
     // The library this package loads; if loading it fails, the one it tried.
     const { LibraryLoadError } = await import("./errors.ts");
     try {
-      library = (await import("./index.ts")).libraryPath();
+      library = (await import("./diagnostics.ts")).libraryPath();
     } catch (error) {
       if (!(error instanceof LibraryLoadError)) throw new CommandFailed(`doctor: ${(error as Error).message} (check another library with --library)`);
       library = error.path;

@@ -116,7 +116,12 @@ export function errorFor(status: number, message: string): ArrowDeviceError {
 /** The library is missing, built for another platform, or out of date. */
 export class LibraryLoadError extends Error {
   override name = "LibraryLoadError";
-  constructor(message: string, readonly path: string) {
+  /**
+   * @param path the library file that failed (or the last one looked for).
+   * @param tried every place the loader looked, in order.
+   * @param platformId the platform the loader looked for (linux-x64-gnu, ...).
+   */
+  constructor(message: string, readonly path: string, readonly tried: readonly string[] = [path], readonly platformId: string = "") {
     super(message);
   }
 }

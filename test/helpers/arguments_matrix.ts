@@ -12,7 +12,7 @@
 import { Field, Int32, RecordBatch, Schema, Table, makeVector } from "apache-arrow";
 
 /** The entry points whose exports are checked (the package's exports map). */
-export const entryModules = ["../../ts/index.ts"];
+export const entryModules = ["../../ts/index.ts", "../../ts/raw.ts", "../../ts/device.ts", "../../ts/diagnostics.ts"];
 
 /** The wrong kinds of value tried in every parameter. */
 /** Longer than any name a message may quote (40 characters). */

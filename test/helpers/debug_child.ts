@@ -5,7 +5,9 @@
  * without dispose ("collected").
  */
 import { makeVector } from "apache-arrow";
-import { ImportedArray, exportArray, relay, liveHandles } from "../../ts/index.ts";
+import { ImportedArray, exportArray } from "../../ts/index.ts";
+import { relay } from "../../ts/raw.ts";
+import { liveHandles } from "../../ts/diagnostics.ts";
 import { ProducerSlot, owners } from "./owners.ts";
 
 function importBatch(): ImportedArray {

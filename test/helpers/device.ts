@@ -11,7 +11,7 @@
 import { FFIType, type Pointer } from "bun:ffi";
 import { openLibrary, type NativeSymbols } from "../../ts/ffi/bun_ffi.ts";
 import { fixturePath } from "./fixtures.ts";
-import type { DeviceKind } from "../../ts/index.ts";
+import type { DeviceKind } from "../../ts/device.ts";
 
 export const isFake = process.env.ARROW_DEVICE_REAL_GPU !== "1";
 

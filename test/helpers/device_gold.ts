@@ -13,7 +13,8 @@ import { read, toArrayBuffer } from "bun:ffi";
 import { gunzipSync } from "node:zlib";
 import { readFileSync } from "node:fs";
 
-import { Flags, type ImportedArray, type RawArray, type RawArrayNode } from "../../ts/index.ts";
+import { Flags, type RawArrayNode } from "../../ts/raw.ts";
+import { type ImportedArray, type RawArray } from "../../ts/index.ts";
 
 import { goldFiles, type GoldFile } from "./shared_gold.ts";
 

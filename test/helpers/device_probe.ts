@@ -15,8 +15,8 @@ const cudaFake = fixturePath("fake_cuda");
 const hipFake = fixturePath("fake_hip");
 const { i32, cstring, void: none, ptr, i64 } = FFIType;
 
-const lib = await import("../../ts/index.ts");
-const { deviceAvailability, deviceRuntime, toDevice, nonZeroCounters, drainReleased, ImportedArray } = lib;
+const { deviceAvailability, deviceRuntime, toDevice, ImportedArray } = await import("../../ts/device.ts");
+const { nonZeroCounters, drainReleased } = await import("../../ts/diagnostics.ts");
 
 function reason(kind: "cuda" | "rocm"): string {
   const a = deviceAvailability(kind);

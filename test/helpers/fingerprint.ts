@@ -6,7 +6,8 @@
  * their address is left out.
  */
 import { BufferKind } from "../../ts/abi/layout.ts";
-import { fnv1a32, type RawArray } from "../../ts/index.ts";
+import { fnv1a32 } from "../../ts/native_consumer.ts";
+import { type RawArray } from "../../ts/index.ts";
 
 export type Fingerprint = {
   format: string;

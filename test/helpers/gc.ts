@@ -3,7 +3,7 @@
  * a condition holds, letting the event loop run in between (threadsafe
  * callbacks and finalizers run there).
  */
-import { drainReleased } from "../../ts/index.ts";
+import { drainReleased } from "../../ts/diagnostics.ts";
 
 /** Overwrites a stretch of the native stack with unrelated values, so that
  * conservative stack scanning does not find stale pointers to objects a

@@ -4,7 +4,7 @@
  * producer of test/fixtures/c_producer.c, one record batch at a time. The
  * async stream tests push these through both roles as raw arrays.
  */
-import { type CDeviceArray } from "../../ts/index.ts";
+import { type CDeviceArray } from "../../ts/raw.ts";
 import { goldFiles, readJson, type JsonColumn, type JsonField } from "./shared_gold.ts";
 import { bits, produceDevice, type NodeSpec, type Produced } from "./producer.ts";
 

@@ -82,25 +82,48 @@ function isLiteral(expression: ts.Expression | undefined): boolean {
 type Signature = ts.FunctionDeclaration | ts.MethodDeclaration | ts.ConstructorDeclaration | ts.GetAccessorDeclaration
   | ts.SetAccessorDeclaration | ts.MethodSignature | ts.FunctionTypeNode | ts.ConstructorTypeNode | ts.CallSignatureDeclaration;
 
+/** The exports of `entry` in `program`, aliases resolved. */
+function exportsOf(program: ts.Program, entry: string): ts.Symbol[] {
+  const checker = program.getTypeChecker();
+  const source = program.getSourceFile(resolve(root, entry));
+  if (!source) throw new Error(`${entry} is not in the program`);
+  const moduleSymbol = checker.getSymbolAtLocation(source);
+  if (!moduleSymbol) throw new Error(`${entry} is not a module`);
+  return checker.getExportsOfModule(moduleSymbol);
+}
+
 /**
  * The problems of the public API of `entry` (a path relative to the
  * repository root), one line each, naming the file and line.
  */
 export function publicApiProblems(entry: string, ownDir = resolve(root, "ts")): string[] {
-  const entryPath = resolve(root, entry);
-  const program = ts.createProgram([entryPath], compilerOptions());
-  const checker = program.getTypeChecker();
-  const source = program.getSourceFile(entryPath);
-  if (!source) throw new Error(`${entry} is not in the program`);
-  const moduleSymbol = checker.getSymbolAtLocation(source);
-  if (!moduleSymbol) throw new Error(`${entry} is not a module`);
+  return packageApiProblems([entry], ownDir)[entry]!;
+}
 
+/**
+ * The problems of each entry point of a package (paths relative to the
+ * repository root), checked in one program. A type that a public
+ * signature mentions may be exported by any of the entry points: a caller
+ * of the everyday API can import an advanced type from its subpath.
+ */
+export function packageApiProblems(entries: string[], ownDir = resolve(root, "ts")): Record<string, string[]> {
+  const program = ts.createProgram(entries.map((entry) => resolve(root, entry)), compilerOptions());
+  const checker = program.getTypeChecker();
+  const named = new Set<ts.Symbol>();
+  for (const entry of entries) {
+    for (const symbol of exportsOf(program, entry)) named.add(symbol.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(symbol) : symbol);
+  }
+  const result: Record<string, string[]> = {};
+  for (const entry of entries) result[entry] = entryProblems(program, entry, ownDir, named, entries.length > 1 ? "any entry point" : entry);
+  return result;
+}
+
+function entryProblems(program: ts.Program, entry: string, ownDir: string, exported: Set<ts.Symbol>, exportedFrom: string): string[] {
+  const checker = program.getTypeChecker();
   const problems: string[] = [];
-  const exported = new Set<ts.Symbol>();
   const publicDeclarations: [string, ts.Declaration][] = [];
-  for (const symbol of checker.getExportsOfModule(moduleSymbol)) {
+  for (const symbol of exportsOf(program, entry)) {
     const target = symbol.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(symbol) : symbol;
-    exported.add(target);
     const declarations = target.declarations ?? [];
     for (const declaration of declarations) {
       // The implementation of an overloaded function is not callable as such.
@@ -188,7 +211,7 @@ export function publicApiProblems(entry: string, ownDir = resolve(root, "ts")): 
   for (const [symbol, from] of mentioned) {
     if (exported.has(symbol)) continue;
     const declaration = symbol.declarations![0];
-    problems.push(`${where(declaration)} ${symbol.name}: used by the public ${from} but not exported from ${entry}`);
+    problems.push(`${where(declaration)} ${symbol.name}: used by the public ${from} but not exported from ${exportedFrom}`);
   }
   return problems;
 }

@@ -8,7 +8,8 @@
  */
 import { ptr } from "bun:ffi";
 import { Int32, Table, Utf8, vectorFromArray } from "apache-arrow";
-import { ImportedArray, exportArray, libraryPath, toRecordBatch } from "../../ts/index.ts";
+import { ImportedArray, exportArray, toRecordBatch } from "../../ts/index.ts";
+import { libraryPath } from "../../ts/diagnostics.ts";
 
 const table = new Table({ id: vectorFromArray([1, 2, 3, 40000], new Int32()), name: vectorFromArray(["a", "bb", "", "dddd"], new Utf8()) });
 const batch = table.batches[0]!;

@@ -16,9 +16,9 @@
  * CPU stand-ins, never GPU figures.
  */
 import { RecordBatch, Table, makeVector, tableFromIPC, tableToIPC } from "apache-arrow";
-import {
-  ImportedArray, deviceRuntime, exportArray, libraryPath, toDevice, toRecordBatch, type DeviceKind, type DeviceRuntime,
-} from "../index.ts";
+import { ImportedArray, exportArray, toRecordBatch } from "../index.ts";
+import { deviceRuntime, toDevice, type DeviceKind, type DeviceRuntime } from "../device.ts";
+import { libraryPath } from "../diagnostics.ts";
 import { benchSchemaId } from "./bench_schema.ts";
 import { gbPerSecond, sizeLabel, timeMedian } from "./measure.ts";
 import { apacheArrowVersion, machineInfo, packageVersion, type MachineInfo } from "./platform.ts";

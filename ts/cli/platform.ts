@@ -3,24 +3,13 @@
  * the native packages: linux-x64-gnu, darwin-arm64, win32-x64, ...), the
  * CPU, and the versions of the pieces in play.
  */
-import { existsSync, readFileSync, readdirSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { cpus, release, totalmem, type } from "node:os";
 import { join, resolve } from "node:path";
 
-/** `<os>-<arch>[-<libc>]`: linux adds gnu or musl. */
-export function platformId(): string {
-  const base = `${process.platform}-${process.arch}`;
-  if (process.platform !== "linux") return base;
-  return `${base}-${isMusl() ? "musl" : "gnu"}`;
-}
-
-function isMusl(): boolean {
-  try {
-    return readdirSync("/lib").some((name) => name.startsWith("ld-musl-"));
-  } catch {
-    return false;
-  }
-}
+/** The platform id, as the library's loader names it (ts/ffi/platform.ts). */
+export { platformId } from "../ffi/platform.ts";
+import { platformId } from "../ffi/platform.ts";
 
 /** The machine a benchmark ran on. */
 export type MachineInfo = {

@@ -6,7 +6,7 @@
  */
 import { FFIType } from "bun:ffi";
 import { openLibrary } from "../ffi/bun_ffi.ts";
-import { deviceAvailability, deviceRuntime, type DeviceInfo, type DeviceKind } from "../index.ts";
+import { deviceAvailability, deviceRuntime, type DeviceInfo, type DeviceKind } from "../device.ts";
 
 /** Every runtime the library can load. */
 export const deviceKinds: readonly DeviceKind[] = ["cuda", "rocm"];

@@ -30,7 +30,7 @@
  */
 import { ptr, type Pointer } from "bun:ffi";
 import {
-  Data, DataType, Field, RecordBatch, Schema, Type, UnionMode, Vector,
+  Data, DataType, Field, RecordBatch, Schema, Table, Type, UnionMode, Vector,
   type Dictionary, type FixedSizeList, type Map_, type Union,
 } from "apache-arrow";
 import { Flags, DeviceType } from "../abi/layout.ts";
@@ -454,9 +454,10 @@ function unsetBits(bits: Uint8Array, from: number, to: number): number {
 // Public entry points
 // ---------------------------------------------------------------------------
 
-/** What `exportArray` takes: apache-arrow Data, a Vector (one chunk) or a
- * RecordBatch (exported as a struct array). */
-export type ArraySource = Data | Vector | RecordBatch;
+/** What `exportArray` takes: apache-arrow Data, a Vector (one chunk), a
+ * RecordBatch (exported as a struct array) or a Table of one batch (as
+ * that batch; `exportTable` exports any Table as a stream). */
+export type ArraySource = Data | Vector | RecordBatch | Table;
 
 /** Options of `exportArray`, `exportBatches`. */
 export type ExportOptions = {
@@ -494,6 +495,12 @@ function exportKindArg(fn: string, options: ExportOptions | undefined, keys: rea
 
 /** The single Data (plus its field) that `source` exports as. */
 function dataOf(source: ArraySource): { data: Data; schema: SchemaSource } {
+  if (source instanceof Table) {
+    if (source.batches.length !== 1) {
+      throw new InvalidArgumentError(Status.invalid_argument, `a Table with ${source.batches.length} batches cannot be one C array; export it as a stream (exportTable) or each batch (exportBatches)`);
+    }
+    source = source.batches[0]!;
+  }
   if (source instanceof RecordBatch) {
     // Each column's type comes from its own Data: apache-arrow's RecordBatch
     // constructor merges repeated field names (Schema.assign), so for them

@@ -1,18 +1,21 @@
 /**
  * The one module that owns the dlopen table of libarrow_device.
  *
- * It finds lib/<platform>/libarrow_device.<ext> (or the path in the
- * ARROW_DEVICE_LIBRARY environment variable), opens it once, checks the TS
+ * It finds the library (ARROW_DEVICE_LIBRARY, else the platform package
+ * `@bun-arrow-device/<platform-id>`, else lib/<platform-id>/ of a
+ * development checkout; docs/packaging.md), opens it once, checks the TS
  * struct layout against the library's manifest, and exposes `native` (the
  * symbols) and `check` (status -> typed error). The library is never
  * closed: release callbacks and GC deallocators may call into it until the
  * process exits.
  */
-import { suffix, CString } from "bun:ffi";
+import { CString } from "bun:ffi";
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { LibraryLoadError, errorFor } from "../errors.ts";
 import { openLibrary } from "./bun_ffi.ts";
+import { libraryFileName, platformId, platformPackage } from "./platform.ts";
+import { platformPackageLibrary } from "./platform_package.ts";
 import { coreSymbols } from "./symbols_core.ts";
 import { ownerSymbols } from "./symbols_owners.ts";
 import { deviceSymbols } from "./symbols_device.ts";
@@ -32,53 +35,75 @@ const symbols = {
   ...deviceStreamSymbols,
 };
 
-/** The environment variable that names the library file to load instead of
- * lib/<platform>/libarrow_device.<ext>. */
+/** The environment variable that names the library file to load instead
+ * of the one the loader would find. */
 export const libraryEnvVar = "ARROW_DEVICE_LIBRARY";
+
+/** Where the loaded library came from. */
+export type LibrarySource = "env" | "package" | "checkout";
+
+/** Places to look, in order (docs/packaging.md): ARROW_DEVICE_LIBRARY, the
+ * platform package, then lib/<platform-id>/ of a development checkout
+ * (this module is ts/ffi/ there, or dist/js/ffi/ once compiled). */
+function candidates(id: string): { path: string; source: LibrarySource }[] {
+  const fromEnv = process.env[libraryEnvVar];
+  if (fromEnv) return [{ path: fromEnv, source: "env" }];
+  const found: { path: string; source: LibrarySource }[] = [];
+  const fromPackage = platformPackageLibrary(id);
+  if (fromPackage) found.push({ path: fromPackage, source: "package" });
+  const file = libraryFileName();
+  // lib/<os>-<arch>/ is where builds before per-libc ids installed it.
+  const dirs = [...new Set([id, `${process.platform}-${process.arch}`])];
+  for (const root of [resolve(import.meta.dir, "..", ".."), resolve(import.meta.dir, "..", "..", "..")]) {
+    for (const dir of dirs) found.push({ path: join(root, "lib", dir, file), source: "checkout" });
+  }
+  return found;
+}
+
+/** The first candidate that exists, or a LibraryLoadError naming them all. */
+function choose(): { path: string; source: LibrarySource } {
+  const all = candidates(id);
+  const hit = all.find((candidate) => existsSync(candidate.path) || candidate.path.startsWith("/$bunfs/"));
+  if (hit) return hit;
+  const fromEnv = all[0]?.source === "env";
+  const tried = fromEnv
+    ? [`${libraryEnvVar}=${all[0]!.path}`]
+    : [`${platformPackage(id)} (not installed)`, ...all.map((candidate) => candidate.path)];
+  const advice = fromEnv
+    ? `point ${libraryEnvVar} at an existing libarrow_device library file, or unset it`
+    : `install ${platformPackage(id)} (an optional dependency of bun-arrow-device: an install with --no-optional, or copied from another platform, lacks it), set ${libraryEnvVar}, or in a development checkout build it with \`${buildCommand}\``;
+  throw new LibraryLoadError(`no libarrow_device library for ${id}: tried ${tried.join(", ")}; ${advice}.`, all.at(-1)?.path ?? "", tried, id);
+}
+
+/** The build command of a development checkout. */
 export const buildCommand = "bash scripts/setup.sh";
 
-/** The platform id, lib/<platform-id>: Bun's process.platform-process.arch,
- * plus the C library on Linux (linux-x64-gnu, linux-arm64-musl,
- * darwin-arm64, win32-x64, ...). */
-export function platformDir(): string {
-  const base = `${process.platform}-${process.arch}`;
-  if (process.platform !== "linux") return base;
-  // Node's report names the glibc version; on musl there is none.
-  const header = (process.report?.getReport() as { header?: { glibcVersionRuntime?: string } } | undefined)?.header;
-  return `${base}-${header?.glibcVersionRuntime ? "gnu" : "musl"}`;
-}
+const id = platformId();
+const chosen = choose();
 
-/** The library's file name on this OS. */
-export function libraryFileName(): string {
-  return process.platform === "win32" ? `arrow_device.${suffix}` : `libarrow_device.${suffix}`;
-}
-
-export function defaultLibraryPath(): string {
-  const root = resolve(import.meta.dir, "..", "..");
-  return join(root, "lib", platformDir(), libraryFileName());
-}
-
-/** The library file this process loads: $ARROW_DEVICE_LIBRARY, else
- * lib/<platform>/libarrow_device.<ext> in this package. */
+/** The library file this process loads: $ARROW_DEVICE_LIBRARY, else the
+ * platform package's, else lib/<platform-id>/ of a development checkout. */
 export function libraryPath(): string {
-  return process.env[libraryEnvVar] || defaultLibraryPath();
+  return chosen.path;
+}
+
+/** Where `libraryPath()` came from: the environment variable, the
+ * platform package, or a development checkout. */
+export function librarySource(): LibrarySource {
+  return chosen.source;
 }
 
 function open() {
-  const path = libraryPath();
-  const from = process.env[libraryEnvVar] ? `${libraryEnvVar}=${path}` : path;
-  if (!existsSync(path)) {
-    throw new LibraryLoadError(
-      `libarrow_device is not built for ${platformDir()}: looked for ${from}. Build it with \`${buildCommand}\` (or point ${libraryEnvVar} at a built library).`,
-      path,
-    );
-  }
+  const { path, source } = chosen;
+  const from = source === "env" ? `${libraryEnvVar}=${path}` : path;
   try {
     return openLibrary(path, symbols);
   } catch (cause) {
     throw new LibraryLoadError(
-      `could not load ${from} on ${platformDir()}: ${(cause as Error).message}. It may be built for another platform or be out of date; rebuild it with \`${buildCommand}\`.`,
+      `could not load ${from} on ${id}: ${(cause as Error).message}. It may be built for another platform or be out of date; ${source === "checkout" ? `rebuild it with \`${buildCommand}\`` : "reinstall bun-arrow-device"}.`,
       path,
+      [from],
+      id,
     );
   }
 }

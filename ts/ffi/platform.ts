@@ -1,0 +1,48 @@
+/**
+ * Which prebuilt library this process needs: the platform id (CONTRACT:
+ * `<os>-<arch>[-<libc>]`, e.g. linux-x64-gnu, darwin-arm64, win32-x64),
+ * the library's file name on this OS, and the npm package that carries it.
+ * Pure functions of the running process; no file is opened here except to
+ * tell musl from glibc.
+ */
+import { existsSync, readdirSync } from "node:fs";
+
+/** The C library of a Linux process: "gnu" (glibc) or "musl". */
+export type Libc = "gnu" | "musl";
+
+/** Detects the running process's libc. glibc reports its version in
+ * `process.report`; otherwise a musl dynamic loader in /lib means musl
+ * (Alpine); with neither, glibc is assumed. */
+export function detectLibc(): Libc {
+  const report = (process as { report?: { getReport?: () => unknown } }).report?.getReport?.() as
+    | { header?: { glibcVersionRuntime?: string } }
+    | undefined;
+  if (report?.header?.glibcVersionRuntime) return "gnu";
+  try {
+    if (readdirSync("/lib").some((name) => name.startsWith("ld-musl-"))) return "musl";
+  } catch {
+    // No /lib (not Linux, or a minimal container): fall through.
+  }
+  return existsSync("/etc/alpine-release") ? "musl" : "gnu";
+}
+
+/** This process's platform id: linux-<arch>-<libc>, or <os>-<arch>. */
+export function platformId(platform: string = process.platform, arch: string = process.arch, libc: () => Libc = detectLibc): string {
+  return platform === "linux" ? `${platform}-${arch}-${libc()}` : `${platform}-${arch}`;
+}
+
+/** The library's file name on `platform`. */
+export function libraryFileName(platform: string = process.platform): string {
+  if (platform === "win32") return "arrow_device.dll";
+  return platform === "darwin" ? "libarrow_device.dylib" : "libarrow_device.so";
+}
+
+/** The npm package that carries the library for `id`. */
+export function platformPackage(id: string): string {
+  return `@bun-arrow-device/${id}`;
+}
+
+/** Every platform id a package is published for. */
+export const platformIds = [
+  "linux-x64-gnu", "linux-x64-musl", "linux-arm64-gnu", "linux-arm64-musl", "darwin-x64", "darwin-arm64", "win32-x64",
+] as const;
