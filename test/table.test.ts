@@ -63,9 +63,9 @@ describe("exportTable / importTable", () => {
   test("what is not a Table, or an unknown stream kind, is a typed error naming the problem, not the data", () => {
     const batch = threeBatches().batches[0]!;
     expect(() => exportTable(batch as unknown as Table)).toThrow(InvalidArgumentError);
-    expect(() => exportTable(batch as unknown as Table)).toThrow("exportTable expects an apache-arrow Table, got a RecordBatch");
-    expect(() => exportTable(null as unknown as Table)).toThrow("got null");
-    expect(() => importTable(0, { as: "array" as "stream" })).toThrow('unknown options.as "array"');
+    expect(() => exportTable(batch as unknown as Table)).toThrow("exportTable: table must be an apache-arrow Table (exportStream takes batches, readers and iterables), not a RecordBatch");
+    expect(() => exportTable(null as unknown as Table)).toThrow("not null");
+    expect(() => importTable(0, { as: "array" as "stream" })).toThrow('importTable: options.as must be');
   });
 
   test("the table stays alive for the consumer after the app drops it", async () => {
@@ -97,6 +97,6 @@ describe("exportArray of a Table", () => {
       expect(error).toBeInstanceOf(InvalidArgumentError);
       message = (error as Error).message;
     }
-    expect(message).toBe("a Table with 3 batches cannot be one C array; export it as a stream (exportTable) or each batch (exportBatches)");
+    expect(message).toBe("exportArray: a Table with 3 batches cannot be one C array; export it as a stream (exportTable) or each batch (exportBatches)");
   });
 });

@@ -481,7 +481,7 @@ function repeatsNames(schema: Schema): boolean {
   return repeats;
 }
 
-const arrayKinds = ["Data", "Vector", "RecordBatch"] as const;
+const arrayKinds = ["Data", "Vector", "RecordBatch", "Table"] as const;
 const schemaKinds = ["DataType", "Field", "Schema"] as const;
 
 const exportOptionKeys = ["as"] as const;
@@ -494,12 +494,13 @@ function exportKindArg(fn: string, options: ExportOptions | undefined, keys: rea
 }
 
 /** The single Data (plus its field) that `source` exports as. */
-function dataOf(source: ArraySource): { data: Data; schema: SchemaSource } {
-  if (source instanceof Table) {
-    if (source.batches.length !== 1) {
-      throw new InvalidArgumentError(Status.invalid_argument, `a Table with ${source.batches.length} batches cannot be one C array; export it as a stream (exportTable) or each batch (exportBatches)`);
+function dataOf(fn: string, source: ArraySource): { data: Data; schema: SchemaSource } {
+  if (arrowKindOf(source, ["Table"]) !== null) {
+    const batches = (source as Table).batches;
+    if (batches.length !== 1) {
+      throw new InvalidArgumentError(Status.invalid_argument, `${fn}: a Table with ${batches.length} batches cannot be one C array; export it as a stream (exportTable) or each batch (exportBatches)`);
     }
-    source = source.batches[0]!;
+    source = batches[0]!;
   }
   if (source instanceof RecordBatch) {
     // Each column's type comes from its own Data: apache-arrow's RecordBatch
@@ -561,7 +562,7 @@ function exportArrayAs(fn: string, source: ArraySource, kind: Exclude<ExportedKi
     }
   }
   drainReleased();
-  const { data, schema } = dataOf(source);
+  const { data, schema } = dataOf(fn, source);
   if (field !== undefined && field.type.typeId !== data.type.typeId) {
     throw new InvalidArgumentError(Status.invalid_argument, `${fn}: options.field must have the data's own type`);
   }

@@ -491,7 +491,8 @@ function streamArgs(fn: string, source: unknown, options: StreamExportOptions, w
   if (options.deviceType !== undefined) deviceTypeArg(fn, "options.deviceType", options.deviceType);
 }
 
-function exportStreamNamed(fn: string, source: StreamSource, options: StreamExportOptions): ExportedStream {
+/** `exportStream` under the caller's name (errors name `fn`). */
+export function exportStreamNamed(fn: string, source: StreamSource, options: StreamExportOptions): ExportedStream {
   streamArgs(fn, source, options);
   drainReleased();
   const opened = openNow(source, options);

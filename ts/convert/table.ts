@@ -8,12 +8,14 @@
  * arrow-js-ffi's `parseTable` (docs/api.md).
  */
 import { Table } from "apache-arrow";
-import { InvalidArgumentError, Status } from "../errors.ts";
-import { addressOf, type StructRef } from "../lifetime/c_structs.ts";
+import { argumentError, oneOfArg, optionsArg } from "../args.ts";
+import { structAddress, type StructRef } from "../lifetime/c_structs.ts";
 import { type ExportedStream } from "../lifetime/exported_stream.ts";
 import { type ImportOptions } from "../lifetime/imported.ts";
 import { ImportedStream } from "../lifetime/imported_stream.ts";
-import { exportStream, type StreamExportOptions } from "./stream_export.ts";
+import { isStreamProducer, type ArrowCapsule, type StreamProducer } from "../protocol/symbols.ts";
+import { arrowKindOf } from "./arrow_args.ts";
+import { exportStreamNamed, type StreamExportOptions } from "./stream_export.ts";
 import { readTable, type StreamConvertOptions } from "./stream_import.ts";
 
 /**
@@ -23,15 +25,16 @@ import { readTable, type StreamConvertOptions } from "./stream_import.ts";
  * releases it. `handle.release()` (or `using`) releases it otherwise.
  */
 export function exportTable(table: Table, options: StreamExportOptions = {}): ExportedStream {
-  if (!(table instanceof Table)) {
-    throw new InvalidArgumentError(Status.invalid_argument, `exportTable expects an apache-arrow Table, got ${describe(table)}; use exportStream for batches, readers or iterables`);
+  if (arrowKindOf(table, ["Table"]) === null) {
+    throw argumentError("exportTable", "table", "an apache-arrow Table (exportStream takes batches, readers and iterables)", table);
   }
-  return exportStream(table, options);
+  return exportStreamNamed("exportTable", table, options);
 }
 
 /** What `importTable` reads: the address of a C stream struct (its kind
- * given by `options.as`), or an ImportedStream already moved in. */
-export type TableSource = StructRef | ImportedStream;
+ * given by `options.as`), an ImportedStream already moved in, or any
+ * producer of the Arrow stream protocol (docs/protocol.md). */
+export type TableSource = StructRef | ImportedStream | StreamProducer | ArrowCapsule;
 
 /** Options of `importTable`. */
 export type ImportTableOptions = ImportOptions & StreamConvertOptions & {
@@ -48,20 +51,18 @@ export type ImportTableOptions = ImportOptions & StreamConvertOptions & {
  * when reading then fails.
  */
 export function importTable(source: TableSource, options: ImportTableOptions = {}): Table {
-  const as = options.as ?? "device_stream";
-  if (as !== "stream" && as !== "device_stream") {
-    throw new InvalidArgumentError(Status.invalid_argument, `importTable: unknown options.as "${String(as)}" (stream, device_stream)`);
-  }
-  let stream: ImportedStream;
-  if (source instanceof ImportedStream) stream = source;
-  else if (as === "stream") stream = ImportedStream.fromArrayStream(addressOf(source), options);
-  else stream = ImportedStream.fromDeviceArrayStream(addressOf(source), options);
-  return readTable(stream, options);
-}
-
-/** A short description of a wrong argument: its type, never its contents. */
-function describe(value: unknown): string {
-  if (value === null) return "null";
-  if (typeof value !== "object") return typeof value;
-  return `a ${value.constructor?.name ?? "object"}`;
+  const fn = "importTable";
+  const checked = optionsArg(fn, "options", options, ["as", "validation", "materialize", "toHost"]);
+  const as = oneOfArg(fn, "options.as", checked.as ?? "device_stream", ["stream", "device_stream"]);
+  // The import takes only its own option; readTable the conversion's.
+  const importOptions: ImportOptions = checked.validation === undefined ? {} : { validation: checked.validation };
+  const readOptions: StreamConvertOptions = {};
+  if (checked.materialize !== undefined) readOptions.materialize = checked.materialize;
+  if (checked.toHost !== undefined) readOptions.toHost = checked.toHost;
+  if (source instanceof ImportedStream || isStreamProducer(source)) return readTable(source, readOptions);
+  const address = structAddress(fn, "source", source, null, false);
+  const stream = as === "stream"
+    ? ImportedStream.fromArrayStream(address, importOptions)
+    : ImportedStream.fromDeviceArrayStream(address, importOptions);
+  return readTable(stream, readOptions);
 }
