@@ -21,6 +21,7 @@ import { closeSync, copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, op
 import { tmpdir } from "node:os";
 import { delimiter, join, resolve } from "node:path";
 import { libraryFileName, platformId, platformPackage } from "../ts/ffi/platform.ts";
+import { pythonShimFileName } from "../scripts/pack.ts";
 
 const root = resolve(import.meta.dir, "..");
 const bun = process.execPath;
@@ -125,7 +126,7 @@ describe("packages", () => {
   });
 
   test("this platform's package ships its library and says where it runs (os, cpu, libc)", () => {
-    expect(tarballFiles(made.platform!)).toEqual(["README.md", "index.d.ts", "index.js", libraryFileName(), "package.json"].sort());
+    expect(tarballFiles(made.platform!)).toEqual(["README.md", "index.d.ts", "index.js", libraryFileName(), pythonShimFileName(process.platform), "package.json"].sort());
     const manifest = JSON.parse(mustRun(["tar", "xzOf", made.platform!, "package/package.json"], work)) as { name: string; os: string[]; cpu: string[]; libc?: string[] };
     expect(manifest.name).toBe(platformPackage(platformId()));
     expect(manifest.os).toEqual([process.platform]);

@@ -37,10 +37,10 @@ export const capsuleKinds: readonly CapsuleKind[] = ["arrow_schema", "arrow_arra
  */
 export interface ArrowCapsule extends Disposable {
   readonly kind: CapsuleKind;
-  readonly schema?: number;
-  readonly array?: number;
-  readonly deviceArray?: number;
-  readonly stream?: number;
+  readonly schema?: number | undefined;
+  readonly array?: number | undefined;
+  readonly deviceArray?: number | undefined;
+  readonly stream?: number | undefined;
 }
 
 /** Options of the array and stream methods (schema takes none). */
