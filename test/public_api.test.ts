@@ -10,7 +10,7 @@ import { resolve } from "node:path";
 import { packageApiProblems, publicApiProblems } from "./helpers/public_api.ts";
 
 describe("public API", () => {
-  const entries = { ".": "ts/index.ts", "./raw": "ts/raw.ts", "./device": "ts/device.ts", "./diagnostics": "ts/diagnostics.ts" };
+  const entries = { ".": "ts/index.ts", "./raw": "ts/raw.ts", "./device": "ts/device.ts", "./diagnostics": "ts/diagnostics.ts", "./python": "ts/python.ts" };
 
   test("package.json's exports map has exactly these entry points, each with types, bun and import conditions", () => {
     const exportsMap = (JSON.parse(readFileSync(resolve(import.meta.dir, "..", "package.json"), "utf8")) as { exports: Record<string, Record<string, string>> }).exports;

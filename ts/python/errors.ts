@@ -16,7 +16,9 @@ export class PythonUnavailableError extends Error {
  * its str(). */
 export class PythonError extends Error {
   override name = "PythonError";
+  /** The Python exception's class name. */
   readonly pythonType: string;
+  /** The Python exception's str(). */
   readonly pythonMessage: string;
   constructor(what: string, raised: string) {
     super(`${what}: ${raised}`);

@@ -36,10 +36,12 @@ import { ErrorText } from "./shim.ts";
 
 /** Protocol methods by the kind numbers of native/abd_python.c. */
 const Kind = { device_array: 0, array: 1, device_stream: 2, stream: 3, schema: 4 } as const;
+/** A protocol method by kind: "device_array" (`__arrow_c_device_array__`), "array", "device_stream", "stream" or "schema". */
 export type PythonMethodKind = keyof typeof Kind;
 const preferArray = -1;
 const preferStream = -2;
 
+/** Options of `fromPython`: the import's validation level, and which protocol method is used. */
 export type FromPythonOptions = ImportOptions & {
   /** Which the object is read as when it offers both: "array" (default)
    * or "stream". Device methods are preferred within either. */

@@ -19,6 +19,7 @@ import { PythonError, PythonUnavailableError } from "./errors.ts";
 import { locatePython, type LocateOptions } from "./locate.ts";
 import { ErrorText, cString, openShim, readShimCounters, shimPath, type Shim, type ShimCounters } from "./shim.ts";
 
+/** Options of `loadPython`: where libpython is, and extra `sys.path` folders. */
 export type LoadPythonOptions = LocateOptions & {
   /** Folders put at the front of sys.path (e.g. a pip `--target` folder). */
   sysPath?: string[];
@@ -44,10 +45,12 @@ export class PyObject implements Disposable {
     return this.#address;
   }
 
+  /** True once the reference was dropped (`dispose()`); the object is then unusable. */
   get disposed(): boolean {
     return this.#address === 0;
   }
 
+  /** The interpreter this object belongs to. */
   get python(): Python {
     return this.#python;
   }
@@ -100,6 +103,7 @@ export type PythonVariables = Record<string, PyObject>;
 export class Python {
   /** The libpython file loaded, and how it was found. */
   readonly libpython: string;
+  /** How the libpython file was found (option, environment variable, or the python3 on PATH). */
   readonly via: string;
   /** @internal */
   readonly shim: Shim;

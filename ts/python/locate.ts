@@ -12,6 +12,7 @@ import { PythonUnavailableError } from "./errors.ts";
 /** The environment variable naming the libpython file to load. */
 export const libpythonEnvVar = "ARROW_DEVICE_LIBPYTHON";
 
+/** Where to find libpython (see `locatePython`). */
 export type LocateOptions = {
   /** A libpython file to load (wins over everything else). */
   libpython?: string;
@@ -19,6 +20,7 @@ export type LocateOptions = {
   python?: string;
 };
 
+/** A libpython found by `locatePython`. */
 export type LocatedPython = {
   /** The libpython file to dlopen. */
   libpython: string;

@@ -38,6 +38,7 @@ export type Shim = NativeLibrary<typeof shimSymbols>["symbols"];
  * one beside libarrow_device. */
 export const shimEnvVar = "ARROW_DEVICE_PYTHON_SHIM";
 
+/** The CPython shim's file: $ARROW_DEVICE_PYTHON_SHIM, else beside libarrow_device. */
 export function shimPath(): string {
   return process.env[shimEnvVar] || join(dirname(libraryPath()), `libarrow_device_python.${suffix}`);
 }
@@ -81,6 +82,7 @@ export class ErrorText {
 export const shimCounterNames = [
   "capsulesMade", "capsulesFreed", "capsulesReleased", "sourcesLive", "imports", "wrappedReleases", "streamsLive",
 ] as const;
+/** The shim's counters: capsules made, freed and released by their destructor, live sources, imports, releases taken under the GIL, live streams. */
 export type ShimCounters = Record<(typeof shimCounterNames)[number], number>;
 
 export function readShimCounters(shim: Shim): ShimCounters {
