@@ -295,10 +295,12 @@ describe("CLI pieces", () => {
 });
 
 describe("CLI packaging", () => {
-  test('package.json "bin" runs ts/cli.ts with bun, and the CLI imports only what the package ships', () => {
+  test('package.json "bin" runs the compiled ts/cli.ts with bun, and the CLI imports only what the package ships', () => {
     const pkg = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8"));
-    expect(pkg.bin).toEqual({ "bun-arrow-device": "ts/cli.ts" });
-    expect(pkg.files).toContain("ts");
+    expect(pkg.bin).toEqual({ "bun-arrow-device": "./dist/js/cli.js" });
+    expect(pkg.files).toContain("dist/js");
+    // scripts/build-js.sh compiles it (test/package.test.ts runs the installed one).
+    expect(JSON.parse(readFileSync(join(repoRoot, "tsconfig.build.json"), "utf8")).files).toContain("ts/cli.ts");
     expect(readFileSync(join(repoRoot, "ts", "cli.ts"), "utf8")).toStartWith("#!/usr/bin/env bun\n");
     const modules = ["ts/cli.ts", ...readdirSync(join(repoRoot, "ts", "cli")).map((f) => `ts/cli/${f}`)];
     for (const module of modules) {

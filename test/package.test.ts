@@ -154,6 +154,13 @@ describe("the installed package runs with no toolchain on PATH", () => {
     expect(run([bun, "quickstart.ts"], app, bareEnv())).toEqual({ exitCode: 0, output: quickstartOutput });
   });
 
+  test("the installed CLI runs through its bin link (bunx bun-arrow-device info)", () => {
+    const result = run([join(app, "node_modules", ".bin", "bun-arrow-device"), "info"], app, bareEnv());
+    expect(result.exitCode).toBe(0);
+    expect(result.output).toContain(platformId());
+    expect(result.output).toContain(join(app, "node_modules", ...platformPackage(platformId()).split("/")));
+  });
+
   test("a sample app using every entry point loads the library from the platform package", () => {
     const result = run([bun, "app.ts"], app, bareEnv());
     expect(result.exitCode).toBe(0);
