@@ -20,8 +20,8 @@
  * - Empty streams, errors before and after the schema, cancel at every
  *   point, request(0), back-pressure.
  *
- * Arrow C++ 26 departs from the spec in known ways (../shared/spec/
- * ABI-NOTES.md, test/reference_shim.test.ts); the tests tolerate exactly
+ * Arrow C++ 26 departs from the spec in known ways (docs/streams.md,
+ * test/reference_shim.test.ts); the tests tolerate exactly
  * these, and each assertion that does says which:
  * - its producer reports every failure with on_error(EINVAL, ...),
  *   whatever the cause;
