@@ -1,0 +1,366 @@
+/**
+ * The contenders of every group, through the public API only
+ * (ts/index.ts, ts/raw.ts). Each `run(k)` times one block of k cycles and
+ * returns its ns (untimed set-up before and clean-up after, the same for
+ * every contender of a group). Who owns what:
+ * - export: ours exports into a handle and releases it; pyarrow exports into
+ *   C slots of the pool, which C then releases in one call (timed, added);
+ *   the C floor fills the same slots (one FFI call per batch) and releases
+ *   them in one call (timed).
+ * - import: the C producer fills k slots (timed as "produce"); ours moves
+ *   each into an ImportedArray, builds the RecordBatch and disposes it;
+ *   pyarrow moves each into a RecordBatch and drops it (released at once).
+ *   The JS floor wraps the same C buffers itself (see jsFloor).
+ */
+import { toArrayBuffer, type Pointer } from "bun:ffi";
+import { Table, tableFromArrays, tableFromIPC, tableToIPC, type RecordBatch } from "apache-arrow";
+import { ImportedArray, ImportedStream, exportArray, exportAsyncStream, recordBatches, toRecordBatch } from "../../ts/index.ts";
+import { AsyncStreamConsumer } from "../../ts/raw.ts";
+import { streamPeer } from "../../test/helpers/fixtures.ts";
+import { asyncPeer, CSink, CSource } from "../../test/helpers/async_peer.ts";
+import { Columns, SlotPool, deviceArraySize, floor, schemaSize } from "./floor.ts";
+import { countBuffers, flatBatch, nestedBatch } from "./shapes.ts";
+import { group, type Contender, type Group } from "./runner.ts";
+import type { Pyarrow } from "./pyarrow.ts";
+import { now } from "./stats.ts";
+
+export type Shape = { id: string; columns: number; rows: number; nested: boolean };
+
+export type Context = { py: Pyarrow | null; pool: SlotPool; cleanups: (() => void)[] };
+
+/** What a group's report needs beyond its samples. */
+export type GroupInfo = { shape?: Shape; buffers?: number; distinct?: boolean };
+
+export type Built = Group & { info: GroupInfo };
+
+let keys = 0;
+
+function built(g: Group, info: GroupInfo): Built {
+  return Object.assign(g, { info });
+}
+
+// --- export -----------------------------------------------------------------
+
+export function exportGroup(shape: Shape, ctx: Context): Built {
+  const { py, pool } = ctx;
+  const batch = shape.nested ? nestedBatch(shape.rows) : flatBatch(shape.columns, shape.rows);
+  const probe = exportArray(batch);
+  const buffers = countBuffers(probe.array);
+  const key = keys++;
+  if (py) py.call(`bench_keep(${key}, ${probe.schema}, ${probe.array})`); // moved into pyarrow
+  probe.release();
+  const contenders: Contender[] = [{
+    name: "ours",
+    run(k) {
+      const t = now();
+      for (let i = 0; i < k; i++) exportArray(batch).release();
+      return now() - t;
+    },
+  }];
+  if (py) {
+    contenders.push({
+      name: "pyarrow",
+      run(k) {
+        const exported = Number(py.call(`bench_export(${key}, ${k}, ${pool.schemas}, ${schemaSize}, ${pool.arrays}, ${deviceArraySize})`));
+        const t = now();
+        pool.releaseAll(k);
+        const release = now() - t;
+        return { ns: exported + release, parts: { release } };
+      },
+    });
+    ctx.cleanups.push(() => py.call(`bench_drop(${key})`));
+  }
+  if (!shape.nested) {
+    const columns = new Columns(shape.columns, Math.min(shape.rows, 1000), false); // addresses only: rows do not matter
+    ctx.cleanups.push(() => columns.free());
+    contenders.push({
+      name: "C floor",
+      run(k) {
+        const t = now();
+        for (let i = 0; i < k; i++) floor.bf_fill(columns.data, (pool.schemas + i * schemaSize) as Pointer, (pool.arrays + i * deviceArraySize) as Pointer);
+        pool.releaseAll(k);
+        return now() - t;
+      },
+    });
+  }
+  return built(group(`export ${shape.id}`, contenders, pool.capacity), { shape, buffers });
+}
+
+// --- import -----------------------------------------------------------------
+
+/** Each column its own memory up to 1e8 values (400 MB), else shared. */
+export const distinctLimit = 1e8;
+
+/** The JS floor of construction: what any import into JS views must do at
+ * least, per cycle: one FFI call taking a reference per view (like the
+ * library's abd_owner_retain_views), per distinct buffer one
+ * toArrayBuffer(address, 0, bytes, context, deallocator) with a C
+ * deallocator (one atomic decrement, like the library's) and one typed
+ * array over it, then transfer(0) of every ArrayBuffer (detach: the
+ * deallocators run), as ImportedArray.dispose() does. No apache-arrow
+ * objects, no schema, no validation. */
+function jsFloor(columns: Columns): Contender {
+  const buffers = columns.buffers();
+  const deallocator = floor.bf_view_deallocator()!;
+  const context = columns.data;
+  return {
+    name: "JS floor",
+    run(k) {
+      const t = now();
+      for (let i = 0; i < k; i++) {
+        floor.bf_views_add(buffers.length);
+        const wrapped: ArrayBuffer[] = [];
+        const views: ArrayBufferView[] = [];
+        for (const b of buffers) {
+          const ab = toArrayBuffer(b.address as Pointer, 0, b.bytes, context, deallocator);
+          wrapped.push(ab);
+          views.push(b.values ? new Int32Array(ab) : new Uint8Array(ab));
+        }
+        for (const ab of wrapped) ab.transfer(0);
+      }
+      return now() - t;
+    },
+  };
+}
+
+export function importGroup(shape: Shape, ctx: Context): Built | null {
+  const { py, pool } = ctx;
+  let produce: (k: number) => void;
+  let buffers: number;
+  let distinct = false;
+  const contenders: Contender[] = [];
+  if (shape.nested) {
+    // No C producer of nested shapes: pyarrow exports them (untimed).
+    if (!py) return null;
+    const batch = nestedBatch(shape.rows);
+    const source = exportArray(batch);
+    buffers = countBuffers(source.array);
+    const key = keys++;
+    py.call(`bench_keep(${key}, ${source.schema}, ${source.array})`);
+    source.release();
+    ctx.cleanups.push(() => py.call(`bench_drop(${key})`));
+    produce = (k) => void py.call(`bench_export(${key}, ${k}, ${pool.schemas}, ${schemaSize}, ${pool.arrays}, ${deviceArraySize})`);
+  } else {
+    distinct = shape.columns * shape.rows <= distinctLimit;
+    const columns = new Columns(shape.columns, shape.rows, distinct);
+    ctx.cleanups.push(() => columns.free());
+    buffers = shape.columns * 2;
+    produce = (k) => floor.bf_fill_many(columns.data, k, pool.schemas, pool.arrays);
+    contenders.push(jsFloor(columns));
+  }
+  contenders.push({
+    name: "ours",
+    run(k) {
+      const tp = now();
+      produce(k);
+      const t0 = now();
+      let construct = 0;
+      for (let i = 0; i < k; i++) {
+        const imported = ImportedArray.fromDeviceArray(pool.schema(i), pool.array(i));
+        const t1 = now();
+        const batch = toRecordBatch(imported);
+        imported.dispose();
+        construct += now() - t1;
+        if (batch.numRows !== shape.rows) throw new Error("ours: wrong row count");
+      }
+      const end = now();
+      pool.releaseAll(k);
+      return { ns: end - t0, parts: { construct, cycle: end - tp } };
+    },
+  });
+  if (py) {
+    contenders.push({
+      name: "pyarrow",
+      run(k) {
+        const tp = now();
+        produce(k);
+        const produced = now() - tp;
+        const ns = Number(py.call(`bench_import(${k}, ${pool.schemas}, ${schemaSize}, ${pool.arrays}, ${deviceArraySize})`));
+        pool.releaseAll(k);
+        return { ns, parts: { cycle: produced + ns } };
+      },
+    });
+  }
+  return built(group(`import ${shape.id}`, contenders, pool.capacity), { shape, buffers, distinct });
+}
+
+// --- streams ----------------------------------------------------------------
+
+/** C streams (test/fixtures/stream_peer.c's "repeat" source: struct<a:
+ * int32, b: float64 nullable>, every batch the same memory) of k batches.
+ * A source is freed once no batch of it is alive (ours hands batch memory
+ * to the GC, as recordBatches does). */
+export function streamGroup(rows: number, ctx: Context): Built {
+  const { py } = ctx;
+  const slot = floor.bf_stream_slot()!;
+  const pending: Pointer[] = [];
+  const sweep = () => {
+    for (let i = pending.length - 1; i >= 0; i--) {
+      if (Number(streamPeer.sp_repeat_live_batches(pending[i])) === 0) {
+        streamPeer.sp_repeat_free(pending[i]);
+        pending.splice(i, 1);
+      }
+    }
+  };
+  const open = (k: number) => {
+    sweep();
+    const source = streamPeer.sp_repeat_new(k, rows)!;
+    pending.push(source);
+    streamPeer.sp_repeat_stream(source, slot);
+  };
+  ctx.cleanups.push(() => {
+    for (let i = 0; i < 50 && pending.length > 0; i++) { Bun.gc(true); sweep(); }
+    floor.bf_free(slot);
+  });
+  const contenders: Contender[] = [{
+    name: "ours",
+    run(k) {
+      open(k);
+      const t = now();
+      const stream = ImportedStream.fromArrayStream(slot);
+      let n = 0;
+      for (const batch of recordBatches(stream)) if (batch.numRows === rows) n++;
+      stream.release();
+      const ns = now() - t;
+      if (n !== k) throw new Error(`ours: ${n} of ${k} batches`);
+      return ns;
+    },
+  }];
+  if (py) {
+    contenders.push({
+      name: "pyarrow",
+      run(k) {
+        open(k);
+        const [ns, n] = py.call(`bench_stream(${slot})`).split(" ").map(Number);
+        if (n !== k) throw new Error(`pyarrow: ${n} of ${k} batches`);
+        return ns;
+      },
+    });
+  }
+  return built(group(`stream 2 columns x ${rows} rows`, contenders, 512), {});
+}
+
+// --- async ------------------------------------------------------------------
+
+/** bench/async.ts's comparison: async stream vs a synchronous loop doing
+ * the same per-batch work, `k` batches of `rows` rows per run. */
+export function asyncGroup(role: "consumer" | "producer", rows: number, batches: number, depths: number[], ctx: Context): Built {
+  const { pool } = ctx;
+  const contenders: Contender[] = [];
+  if (role === "consumer") {
+    for (const depth of depths) {
+      contenders.push({
+        name: `async d${depth}`,
+        async run(k) {
+          const source = new CSource({ generate: k, generate_rows: rows });
+          const stream = new AsyncStreamConsumer({ queueDepth: depth });
+          const t = now();
+          source.start(stream.handler);
+          let check = 0;
+          for await (const { array } of stream.arrays()) {
+            check += (array.root.child(0).buffer(1) as Int32Array)[0];
+            array.dispose();
+          }
+          const ns = now() - t;
+          await stream.closed;
+          source.free();
+          if (check !== (1000 * k * (k - 1)) / 2) throw new Error("consumer: wrong data");
+          return ns;
+        },
+      });
+    }
+    contenders.push({
+      name: "sync",
+      run(k) {
+        const schema = pool.schema(0) as Pointer;
+        const array = pool.array(0) as Pointer;
+        let check = 0;
+        const t = now();
+        for (let i = 0; i < k; i++) {
+          asyncPeer.peer_async_make_device_batch(rows, i * 1000, 1, -1, null, schema, array);
+          const imported = ImportedArray.fromDeviceArray(schema, array);
+          check += (imported.root.child(0).buffer(1) as Int32Array)[0];
+          imported.dispose();
+        }
+        const ns = now() - t;
+        if (check !== (1000 * k * (k - 1)) / 2) throw new Error("consumer sync: wrong data");
+        return ns;
+      },
+    });
+  } else {
+    const pool16 = Array.from({ length: 16 }, (_, b) => batchOf(rows, b));
+    for (const depth of depths) {
+      contenders.push({
+        name: `async d${depth}`,
+        async run(k) {
+          const sink = new CSink({ depth, timestamps: k });
+          function* items(): Generator<RecordBatch> {
+            for (let i = 0; i < k; i++) yield pool16[i % pool16.length];
+          }
+          const t = now();
+          const result = await exportAsyncStream(items(), sink.handler).done;
+          sink.join();
+          const ns = now() - t;
+          const extracted = sink.stat("extracted");
+          sink.free();
+          if (result.outcome !== "ended" || extracted !== k) throw new Error(`producer: ${result.outcome}, ${extracted} extracted`);
+          return ns;
+        },
+      });
+    }
+    contenders.push({
+      name: "sync",
+      run(k) {
+        const t = now();
+        for (let i = 0; i < k; i++) {
+          const exported = exportArray(pool16[i % pool16.length]);
+          asyncPeer.peer_async_consume_sync(exported.schema, exported.array);
+          exported.release();
+        }
+        return now() - t;
+      },
+    });
+  }
+  return built(group(`async ${role} ${rows} rows`, contenders, batches, batches), {});
+}
+
+/** struct<v: int32> of `rows` rows, values (b + i) % 1000 (bench/async.ts). */
+function batchOf(rows: number, b: number): RecordBatch {
+  return tableFromArrays({ v: Int32Array.from({ length: rows }, (_, i) => (b + i) % 1000) }).batches[0];
+}
+
+// --- IPC --------------------------------------------------------------------
+
+/** apache-arrow's IPC round trip (tableToIPC + tableFromIPC, the copy a
+ * user would make otherwise) against our zero-copy round trip: exportArray
+ * + ImportedArray.fromDeviceArray + toRecordBatch + dispose + release. */
+export function ipcGroup(columns: number, rows: number, ctx: Context): Built {
+  const batch = flatBatch(columns, rows);
+  const table = new Table([batch]);
+  const contenders: Contender[] = [
+    {
+      name: "ours",
+      run(k) {
+        const t = now();
+        for (let i = 0; i < k; i++) {
+          const exported = exportArray(batch);
+          const imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
+          const back = toRecordBatch(imported);
+          imported.dispose();
+          exported.release();
+          if (back.numRows !== rows) throw new Error("ours: wrong row count");
+        }
+        return now() - t;
+      },
+    },
+    {
+      name: "IPC",
+      run(k) {
+        const t = now();
+        for (let i = 0; i < k; i++) if (tableFromIPC(tableToIPC(table, "stream")).numRows !== rows) throw new Error("IPC: wrong row count");
+        return now() - t;
+      },
+    },
+  ];
+  return built(group(`ipc ${columns} columns x ${rows} rows`, contenders, ctx.pool.capacity), { buffers: columns * 2 });
+}

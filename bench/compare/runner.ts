@@ -1,0 +1,85 @@
+/**
+ * Interleaved rounds. Every group (one shape or one comparison) has
+ * contenders that each time a block of `k` cycles and return its ns. All
+ * groups are warmed up (and `k` calibrated) before anything is recorded;
+ * then each round runs every contender of every group once, groups and
+ * contenders in reversed order every other round, so neither a fixed
+ * position in a round nor "measured first" favours anyone.
+ */
+import { Samples, now } from "./stats.ts";
+
+/** A block's time, and optionally the time of named parts of it (also per
+ * block of k cycles). */
+export type Outcome = number | { ns: number; parts: Record<string, number> };
+
+export type Contender = { name: string; run(k: number): Outcome | Promise<Outcome> };
+
+export type Group = {
+  id: string;
+  contenders: Contender[];
+  /** Upper bound of k (slot capacity); `fixedK` skips the calibration. */
+  kMax: number;
+  fixedK?: number;
+  k?: number;
+  /** Samples by contender name, and by "name.part". */
+  samples: Map<string, Samples>;
+};
+
+export type RunOptions = { rounds: number; minRounds: number; blockNs: number; budgetNs: number; log?: (line: string) => void };
+
+export function group(id: string, contenders: Contender[], kMax: number, fixedK?: number): Group {
+  return { id, contenders, kMax, fixedK, samples: new Map() };
+}
+
+function record(g: Group, name: string, outcome: Outcome, k: number): void {
+  const add = (key: string, ns: number) => {
+    let s = g.samples.get(key);
+    if (!s) g.samples.set(key, (s = new Samples()));
+    s.add(ns, k);
+  };
+  if (typeof outcome === "number") add(name, outcome);
+  else {
+    add(name, outcome.ns);
+    for (const [part, ns] of Object.entries(outcome.parts)) add(`${name}.${part}`, ns);
+  }
+}
+
+const total = (o: Outcome) => (typeof o === "number" ? o : o.ns);
+
+/** Warm-up and calibration: every contender runs with k = 1, 2, 4 and then
+ * twice with the k chosen from the slowest contender's per-cycle time. */
+async function warm(g: Group, blockNs: number): Promise<void> {
+  if (g.fixedK !== undefined) {
+    g.k = g.fixedK;
+    for (const c of g.contenders) await c.run(g.k);
+    return;
+  }
+  let slowest = 0;
+  for (const c of g.contenders) {
+    for (const k of [1, 2, 4]) {
+      const ns = total(await c.run(k));
+      if (k === 4) slowest = Math.max(slowest, ns / k);
+    }
+  }
+  g.k = Math.max(1, Math.min(g.kMax, Math.floor(blockNs / Math.max(slowest, 1))));
+  for (const c of g.contenders) for (let i = 0; i < 2; i++) await c.run(g.k);
+}
+
+export async function runGroups(groups: Group[], options: RunOptions): Promise<number> {
+  const started = now();
+  for (const g of groups) await warm(g, options.blockNs);
+  options.log?.(`warmed up ${groups.length} groups in ${((now() - started) / 1e9).toFixed(1)} s`);
+  const measuring = now();
+  let round = 0;
+  for (; round < options.rounds; round++) {
+    if (round >= options.minRounds && now() - measuring > options.budgetNs) break;
+    const forward = round % 2 === 0;
+    const order = forward ? groups : [...groups].reverse();
+    for (const g of order) {
+      const contenders = forward ? g.contenders : [...g.contenders].reverse();
+      for (const c of contenders) record(g, c.name, await c.run(g.k!), g.k!);
+    }
+  }
+  options.log?.(`${round} rounds in ${((now() - measuring) / 1e9).toFixed(1)} s`);
+  return round;
+}

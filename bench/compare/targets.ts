@@ -1,0 +1,132 @@
+/**
+ * The rows of issue 13's table, computed from the groups' samples. Medians
+ * per cycle decide every row but row 6, which is about means (GC included);
+ * each row also shows what it compares.
+ */
+import { find, fmt, stat, type Target } from "./report.ts";
+import type { Built } from "./cases.ts";
+import type { Summary } from "./stats.ts";
+
+const per = (s: Summary | undefined, n: number) => (s ? s.median / n : NaN);
+const perMean = (s: Summary | undefined, n: number) => (s ? s.mean / n : NaN);
+
+function verdict(value: number, ok: (v: number) => boolean): boolean | null {
+  return Number.isFinite(value) ? ok(value) : null;
+}
+
+export type TargetInputs = { rows: number; largeRows: number; asyncRows: number; depths: number[] };
+
+export function computeTargets(groups: Built[], t: TargetInputs): Target[] {
+  const out: Target[] = [];
+  const buffers = (id: string) => find(groups, id)?.info.buffers ?? NaN;
+  const exp = (cols: number | "nested") => (cols === "nested" ? `export nested x ${t.rows}` : `export ${cols} x ${t.rows}`);
+  const imp = (cols: number, rows = t.rows) => `import ${cols} x ${rows}`;
+
+  // 1-2: export ns per buffer vs pyarrow.
+  const exportRow = (row: number, cols: number | "nested", label: string) => {
+    const id = exp(cols);
+    const n = buffers(id);
+    const ours = per(stat(groups, id, "ours"), n);
+    const py = per(stat(groups, id, "pyarrow"), n);
+    out.push({
+      row, measure: `export ns/buffer, ${label}`, ours: `${fmt(ours)} (mean ${fmt(perMean(stat(groups, id, "ours"), n))})`,
+      peer: `pyarrow ${fmt(py)} (mean ${fmt(perMean(stat(groups, id, "pyarrow"), n))})`, value: ours / py, target: "<= 1.0x pyarrow", holds: verdict(ours / py, (v) => v <= 1),
+    });
+  };
+  exportRow(1, 1, `1 column, ${t.rows} rows`);
+  exportRow(2, 1000, `1000 columns, ${t.rows} rows`);
+  exportRow(2, "nested", `nested (struct, list, utf8, dictionary), ${t.rows} rows`);
+
+  // 3: fixed cost per batch = T(1 column) - 2 x slope, slope per buffer
+  // from the 100- and 1000-column batches.
+  const fixed = (name: string, pick: (s: Summary | undefined) => number) => {
+    const t1 = pick(stat(groups, exp(1), name));
+    const t100 = pick(stat(groups, exp(100), name));
+    const t1000 = pick(stat(groups, exp(1000), name));
+    const slope = (t1000 - t100) / (buffers(exp(1000)) - buffers(exp(100)));
+    return t1 - buffers(exp(1)) * slope;
+  };
+  const med = (s: Summary | undefined) => s?.median ?? NaN;
+  const oursFixed = fixed("ours", med);
+  const floorFixed = fixed("C floor", med);
+  out.push({
+    row: 3, measure: "export fixed cost per batch", ours: `${fmt(oursFixed)} (mean ${fmt(fixed("ours", (s) => s?.mean ?? NaN))})`,
+    peer: `C floor ${fmt(floorFixed)}; pyarrow ${fmt(fixed("pyarrow", med))}`, value: oursFixed / floorFixed,
+    target: "<= 300 ns", holds: verdict(oursFixed, (v) => v <= 300),
+    note: "fixed = time of a 1-column batch minus its 2 buffers x the per-buffer slope between the 100- and 1000-column batches (medians); value = ours / C floor",
+  });
+
+  // 4: import + construction per buffer vs pyarrow's import.
+  for (const cols of [10, 100]) {
+    const id = imp(cols);
+    const n = buffers(id);
+    const ours = per(stat(groups, id, "ours"), n);
+    const py = per(stat(groups, id, "pyarrow"), n);
+    out.push({
+      row: 4, measure: `import + construct ns/buffer, ${cols} columns x ${t.rows}`, ours: `${fmt(ours)} (mean ${fmt(perMean(stat(groups, id, "ours"), n))})`,
+      peer: `pyarrow ${fmt(py)} (mean ${fmt(perMean(stat(groups, id, "pyarrow"), n))})`, value: ours / py, target: "<= 1.0x pyarrow", holds: verdict(ours / py, (v) => v <= 1),
+    });
+  }
+
+  // 5: construction alone vs the JS floor.
+  for (const cols of [10, 100]) {
+    const id = imp(cols);
+    const n = buffers(id);
+    const ours = per(stat(groups, id, "ours.construct"), n);
+    const fl = per(stat(groups, id, "JS floor"), n);
+    out.push({
+      row: 5, measure: `construction ns/buffer, ${cols} columns x ${t.rows}`, ours: `${fmt(ours)} (mean ${fmt(perMean(stat(groups, id, "ours.construct"), n))})`,
+      peer: `JS floor ${fmt(fl)} (mean ${fmt(perMean(stat(groups, id, "JS floor"), n))})`, value: ours / fl, target: "<= 1.3x floor", holds: verdict(ours / fl, (v) => v <= 1.3),
+    });
+  }
+
+  // 6: full cycle mean, large ÷ small, 10 distinct columns.
+  {
+    const small = stat(groups, imp(10), "ours.cycle")?.mean ?? NaN;
+    const large = stat(groups, imp(10, t.largeRows), "ours.cycle")?.mean ?? NaN;
+    const pySmall = stat(groups, imp(10), "pyarrow.cycle")?.mean ?? NaN;
+    const pyLarge = stat(groups, imp(10, t.largeRows), "pyarrow.cycle")?.mean ?? NaN;
+    out.push({
+      row: 6, measure: `full cycle MEAN ${t.largeRows} rows / ${t.rows} rows, 10 distinct columns`, ours: `${fmt(large)} / ${fmt(small)}`,
+      peer: `pyarrow ${(pyLarge / pySmall).toFixed(2)}x (${fmt(pyLarge)} / ${fmt(pySmall)})`, value: large / small, target: "<= 1.5x", holds: verdict(large / small, (v) => v <= 1.5),
+      note: "cycle = C produces the batch (one FFI call) + import + construct RecordBatch + dispose (memory flowing C -> JS); mean over every cycle, GC included",
+    });
+  }
+
+  // 7: stream per batch.
+  {
+    const id = "stream 2 columns x 1000 rows";
+    const ours = stat(groups, id, "ours")?.median ?? NaN;
+    const py = stat(groups, id, "pyarrow")?.median ?? NaN;
+    out.push({
+      row: 7, measure: "stream per batch, 2 columns x 1000 rows, C -> JS", ours: `${fmt(ours)} (mean ${fmt(stat(groups, id, "ours")?.mean ?? NaN)})`,
+      peer: `pyarrow ${fmt(py)} (mean ${fmt(stat(groups, id, "pyarrow")?.mean ?? NaN)})`, value: ours / py, target: "<= 2x pyarrow", holds: verdict(ours / py, (v) => v <= 2),
+    });
+  }
+
+  // 8: async / sync throughput (per-batch time sync / async).
+  for (const role of ["consumer", "producer"]) {
+    const id = `async ${role} ${t.asyncRows} rows`;
+    const sync = stat(groups, id, "sync")?.median ?? NaN;
+    for (const depth of t.depths) {
+      const a = stat(groups, id, `async d${depth}`)?.median ?? NaN;
+      const want = depth >= 16 ? 1.0 : 0.8;
+      out.push({
+        row: 8, measure: `async / sync throughput, ${role}, depth ${depth}, ${t.asyncRows}-row batches`, ours: `${fmt(a)}/batch`, peer: `sync ${fmt(sync)}/batch`,
+        value: sync / a, target: `>= ${want.toFixed(1)}x`, holds: verdict(sync / a, (v) => v >= want),
+      });
+    }
+  }
+
+  // 9: speedup over the IPC round trip.
+  for (const cols of [1, 100]) {
+    const id = `ipc ${cols} columns x ${t.rows} rows`;
+    const ours = stat(groups, id, "ours")?.median ?? NaN;
+    const ipc = stat(groups, id, "IPC")?.median ?? NaN;
+    out.push({
+      row: 9, measure: `speedup over IPC round trip, ${cols} column(s) x ${t.rows}`, ours: `${fmt(ours)} (mean ${fmt(stat(groups, id, "ours")?.mean ?? NaN)})`,
+      peer: `IPC ${fmt(ipc)} (mean ${fmt(stat(groups, id, "IPC")?.mean ?? NaN)})`, value: ipc / ours, target: ">= 20x", holds: verdict(ipc / ours, (v) => v >= 20),
+    });
+  }
+  return out;
+}
