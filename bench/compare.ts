@@ -49,7 +49,7 @@ const writeResultsFile = args.includes("--results");
 
 const config = {
   smoke: { rowCounts: [1e3, 1e4], rounds: 2, minRounds: 2, blockNs: 30e3, budgetNs: 5e9, asyncBatches: 40, kMax: 64 },
-  quick: { rowCounts: [1e3, 1e5, 1e7], rounds: 40, minRounds: 8, blockNs: 250e3, budgetNs: 25e9, asyncBatches: 400, kMax: 256 },
+  quick: { rowCounts: [1e3, 1e5, 1e7], rounds: 150, minRounds: 8, blockNs: 250e3, budgetNs: 30e9, asyncBatches: 400, kMax: 256 },
   full: { rowCounts: [1e3, 1e5, 1e7], rounds: 400, minRounds: 30, blockNs: 1e6, budgetNs: 300e9, asyncBatches: 3000, kMax: 512 },
 }[mode];
 const columnCounts = [1, 10, 100, 1000];
@@ -102,7 +102,7 @@ lines.push(table(
   }),
 ));
 lines.push("");
-lines.push(`IMPORT (C-produced batches; ours = import + RecordBatch + dispose, construct = RecordBatch + dispose; pyarrow = import + release; cycle adds the C produce; memory distinct up to ${distinctLimit.toExponential(0)} values, else shared)`);
+lines.push(`IMPORT (C-produced batches; ours = import + RecordBatch + dispose, construct = RecordBatch + dispose; pyarrow = import + release; cycle adds the C produce; memory: each column its own up to ${distinctLimit.toExponential(0)} values and at 10 columns, else one shared)`);
 lines.push(table(
   ["shape", "memory", "bufs", "k", "ours", "ns/buf", "construct/buf", "JS floor/buf", "pyarrow", "ns/buf", "ours/pyarrow", "constr/floor", "cycle ours", "cycle pyarrow"],
   groups.filter((g) => g.id.startsWith("import ")).map((g) => {

@@ -88,8 +88,11 @@ export function exportGroup(shape: Shape, ctx: Context): Built {
 
 // --- import -----------------------------------------------------------------
 
-/** Each column its own memory up to 1e8 values (400 MB), else shared. */
-export const distinctLimit = 1e8;
+/** Each column its own memory up to 1e7 values (40 MB), and always for 10
+ * columns (row 6 of the issue: 10 distinct columns of 1e7 rows, 400 MB);
+ * else every column shares one column's memory. */
+export const distinctLimit = 1e7;
+export const isDistinct = (shape: Shape) => shape.columns * shape.rows <= distinctLimit || shape.columns === 10;
 
 /** The JS floor of construction: what any import into JS views must do at
  * least, per cycle: one FFI call taking a reference per view (like the
@@ -141,7 +144,7 @@ export function importGroup(shape: Shape, ctx: Context): Built | null {
     ctx.cleanups.push(() => py.call(`bench_drop(${key})`));
     produce = (k) => void py.call(`bench_export(${key}, ${k}, ${pool.schemas}, ${schemaSize}, ${pool.arrays}, ${deviceArraySize})`);
   } else {
-    distinct = shape.columns * shape.rows <= distinctLimit;
+    distinct = isDistinct(shape);
     const columns = new Columns(shape.columns, shape.rows, distinct);
     ctx.cleanups.push(() => columns.free());
     buffers = shape.columns * 2;

@@ -46,8 +46,10 @@ function record(g: Group, name: string, outcome: Outcome, k: number): void {
 
 const total = (o: Outcome) => (typeof o === "number" ? o : o.ns);
 
-/** Warm-up and calibration: every contender runs with k = 1, 2, 4 and then
- * twice with the k chosen from the slowest contender's per-cycle time. */
+/** Warm-up and calibration: every contender runs blocks of k = 1, 2, 4, ...
+ * until the slowest contender's block reaches `blockNs` (or k reaches
+ * kMax), so the JIT has compiled every path before the first sample; then
+ * k is set from the slowest contender's last per-cycle time. */
 async function warm(g: Group, blockNs: number): Promise<void> {
   if (g.fixedK !== undefined) {
     g.k = g.fixedK;
@@ -55,15 +57,19 @@ async function warm(g: Group, blockNs: number): Promise<void> {
     return;
   }
   let slowest = 0;
-  for (const c of g.contenders) {
-    for (const k of [1, 2, 4]) {
-      const ns = total(await c.run(k));
-      if (k === 4) slowest = Math.max(slowest, ns / k);
-    }
+  for (let k = 1, passes = 0; ; k = Math.min(g.kMax, k * 2), passes++) {
+    slowest = 0;
+    for (const c of g.contenders) slowest = Math.max(slowest, total(await c.run(k)) / k);
+    await turn();
+    if (passes >= 3 && (k * slowest >= blockNs || k === g.kMax)) break;
   }
-  g.k = Math.max(1, Math.min(g.kMax, Math.floor(blockNs / Math.max(slowest, 1))));
-  for (const c of g.contenders) for (let i = 0; i < 2; i++) await c.run(g.k);
+  g.k = Math.max(1, Math.min(g.kMax, Math.round(blockNs / Math.max(slowest, 1))));
 }
+
+/** One turn of the event loop (untimed, before every block): what the
+ * library defers to the event loop (release wake-ups from other threads,
+ * async hand-offs) runs there rather than piling up across blocks. */
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 export async function runGroups(groups: Group[], options: RunOptions): Promise<number> {
   const started = now();
@@ -77,7 +83,10 @@ export async function runGroups(groups: Group[], options: RunOptions): Promise<n
     const order = forward ? groups : [...groups].reverse();
     for (const g of order) {
       const contenders = forward ? g.contenders : [...g.contenders].reverse();
-      for (const c of contenders) record(g, c.name, await c.run(g.k!), g.k!);
+      for (const c of contenders) {
+        await turn();
+        record(g, c.name, await c.run(g.k!), g.k!);
+      }
     }
   }
   options.log?.(`${round} rounds in ${((now() - measuring) / 1e9).toFixed(1)} s`);

@@ -13,13 +13,20 @@ import {
   Dictionary, Field, Float64, Int32, List, RecordBatch, Schema, Struct, Utf8, makeData, vectorFromArray, type Data,
 } from "apache-arrow";
 
+const columnCache = new Map<number, Data<Int32>>();
+
+/** One nullable int32 column of `rows` rows (cached: shapes share it). */
 function intColumn(rows: number): Data<Int32> {
+  const cached = columnCache.get(rows);
+  if (cached) return cached;
   const values = new Int32Array(rows);
   for (let i = 0; i < rows; i++) values[i] = i;
   const validity = new Uint8Array(Math.ceil(rows / 8) + 1).fill(0xff);
   let nulls = 0;
   for (let i = 0; i < rows; i += 7) { validity[i >> 3] &= ~(1 << (i & 7)); nulls++; }
-  return makeData({ type: new Int32(), length: rows, nullCount: nulls, nullBitmap: validity, data: values });
+  const data = makeData({ type: new Int32(), length: rows, nullCount: nulls, nullBitmap: validity, data: values });
+  columnCache.set(rows, data);
+  return data;
 }
 
 export function flatBatch(columns: number, rows: number): RecordBatch {
