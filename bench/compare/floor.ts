@@ -7,9 +7,10 @@
  * the pool owns its slots for the whole run; a batch in a slot is owned by
  * whoever released or moved it last (bf_release_many releases what is left).
  */
-import { dlopen, FFIType, suffix, type Pointer } from "bun:ffi";
+import { FFIType, suffix, type Pointer } from "bun:ffi";
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { openLibrary } from "../../ts/ffi/bun_ffi.ts";
 
 const { ptr, i32, i64, void: none } = FFIType;
 
@@ -17,7 +18,7 @@ export const floorPath = join(resolve(import.meta.dir, "..", ".."), "build", "fi
 
 function open() {
   if (!existsSync(floorPath)) throw new Error(`${floorPath} is missing: run bash scripts/setup.sh (or zig build --prefix .)`);
-  return dlopen(floorPath, {
+  return openLibrary(floorPath, {
     bf_data_new: { args: [i64, i64, i32], returns: ptr },
     bf_data_free: { args: [ptr], returns: none },
     bf_data_buffer: { args: [ptr, i64, i32], returns: ptr },
