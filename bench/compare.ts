@@ -28,12 +28,11 @@
  *   compare/targets.ts (issue rows), compare/report.ts (output),
  *   compare/floor.ts (C side), compare/pyarrow.ts (Python side).
  */
-import { writeFileSync } from "node:fs";
 import { drainReleased, nonZeroCounters } from "../ts/diagnostics.ts";
 import { asyncGroup, exportGroup, importGroup, ipcGroup, streamGroup, distinctLimit, type Built, type Context, type Shape } from "./compare/cases.ts";
 import { SlotPool } from "./compare/floor.ts";
 import { openPyarrow } from "./compare/pyarrow.ts";
-import { fmt, markdownTargets, meta, metaLine, ratio, summaries, table, targetTable, writeJson, writeResults } from "./compare/report.ts";
+import { fmt, meta, metaLine, ratio, summaries, table, targetTable, writeJson, writeResults } from "./compare/report.ts";
 import { runGroups } from "./compare/runner.ts";
 import { now } from "./compare/stats.ts";
 import { computeTargets } from "./compare/targets.ts";
@@ -48,9 +47,9 @@ if (jsonAt >= 0 && !jsonFile) throw new Error("--json needs a file name");
 const writeResultsFile = args.includes("--results");
 
 const config = {
-  smoke: { rowCounts: [1e3, 1e4], rounds: 2, minRounds: 2, blockNs: 30e3, budgetNs: 5e9, asyncBatches: 40, kMax: 64 },
-  quick: { rowCounts: [1e3, 1e5, 1e7], rounds: 150, minRounds: 8, blockNs: 250e3, budgetNs: 30e9, asyncBatches: 400, kMax: 256 },
-  full: { rowCounts: [1e3, 1e5, 1e7], rounds: 400, minRounds: 30, blockNs: 1e6, budgetNs: 300e9, asyncBatches: 3000, kMax: 512 },
+  smoke: { rowCounts: [1e3, 1e4], rounds: 2, minRounds: 2, blockNs: 30e3, budgetNs: 5e9, asyncBatches: 40, streamBatches: 10, kMax: 64 },
+  quick: { rowCounts: [1e3, 1e5, 1e7], rounds: 150, minRounds: 8, blockNs: 250e3, budgetNs: 30e9, asyncBatches: 400, streamBatches: 200, kMax: 256 },
+  full: { rowCounts: [1e3, 1e5, 1e7], rounds: 300, minRounds: 30, blockNs: 1e6, budgetNs: 150e9, asyncBatches: 2000, streamBatches: 1000, kMax: 512 },
 }[mode];
 const columnCounts = [1, 10, 100, 1000];
 const depths = [4, 16];
@@ -77,7 +76,7 @@ for (const s of shapes) {
   const g = importGroup(s, ctx);
   if (g) groups.push(g);
 }
-groups.push(streamGroup(1000, ctx));
+groups.push(streamGroup(1000, config.streamBatches, ctx));
 for (const role of ["consumer", "producer"] as const) groups.push(asyncGroup(role, 1000, config.asyncBatches, depths, ctx));
 for (const c of [1, 100]) groups.push(ipcGroup(c, rows, ctx));
 log(`${groups.length} groups set up (${mode})`);
@@ -175,5 +174,3 @@ for (let i = 0; i < 20 && Object.keys(nonZeroCounters()).length > 0; i++) {
 }
 const left = nonZeroCounters();
 if (Object.keys(left).length > 0) console.log(`\nstill alive after the run: ${JSON.stringify(left)}`);
-void writeFileSync;
-void markdownTargets;

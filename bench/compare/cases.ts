@@ -190,10 +190,11 @@ export function importGroup(shape: Shape, ctx: Context): Built | null {
 // --- streams ----------------------------------------------------------------
 
 /** C streams (test/fixtures/stream_peer.c's "repeat" source: struct<a:
- * int32, b: float64 nullable>, every batch the same memory) of k batches.
+ * int32, b: float64 nullable>, every batch the same memory) of k batches,
+ * k fixed (`batches`) so that opening a stream is spread over many.
  * A source is freed once no batch of it is alive (ours hands batch memory
  * to the GC, as recordBatches does). */
-export function streamGroup(rows: number, ctx: Context): Built {
+export function streamGroup(rows: number, batches: number, ctx: Context): Built {
   const { py } = ctx;
   const slot = floor.bf_stream_slot()!;
   const pending: Pointer[] = [];
@@ -240,7 +241,7 @@ export function streamGroup(rows: number, ctx: Context): Built {
       },
     });
   }
-  return built(group(`stream 2 columns x ${rows} rows`, contenders, 512), {});
+  return built(group(`stream 2 columns x ${rows} rows`, contenders, batches, batches), {});
 }
 
 // --- async ------------------------------------------------------------------
