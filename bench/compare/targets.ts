@@ -22,20 +22,23 @@ export function computeTargets(groups: Built[], t: TargetInputs): Target[] {
   const exp = (cols: number | "nested") => (cols === "nested" ? `export nested x ${t.rows}` : `export ${cols} x ${t.rows}`);
   const imp = (cols: number, rows = t.rows) => `import ${cols} x ${rows}`;
 
-  // 1-2: export ns per buffer vs pyarrow.
-  const exportRow = (row: number, cols: number | "nested", label: string) => {
-    const id = exp(cols);
+  /** A row comparing two contenders of group `id` per buffer (medians),
+   * passing when ours / theirs <= limit. */
+  const perBufferRow = (row: number, measure: string, id: string, oursName: string, theirName: string, limit: number, target: string) => {
     const n = buffers(id);
-    const ours = per(stat(groups, id, "ours"), n);
-    const py = per(stat(groups, id, "pyarrow"), n);
+    const ours = per(stat(groups, id, oursName), n);
+    const theirs = per(stat(groups, id, theirName), n);
     out.push({
-      row, measure: `export ns/buffer, ${label}`, ours: `${fmt(ours)} (mean ${fmt(perMean(stat(groups, id, "ours"), n))})`,
-      peer: `pyarrow ${fmt(py)} (mean ${fmt(perMean(stat(groups, id, "pyarrow"), n))})`, value: ours / py, target: "<= 1.0x pyarrow", holds: verdict(ours / py, (v) => v <= 1),
+      row, measure, ours: `${fmt(ours)} (mean ${fmt(perMean(stat(groups, id, oursName), n))})`,
+      peer: `${theirName} ${fmt(theirs)} (mean ${fmt(perMean(stat(groups, id, theirName), n))})`,
+      value: ours / theirs, target, holds: verdict(ours / theirs, (v) => v <= limit),
     });
   };
-  exportRow(1, 1, `1 column, ${t.rows} rows`);
-  exportRow(2, 1000, `1000 columns, ${t.rows} rows`);
-  exportRow(2, "nested", `nested (struct, list, utf8, dictionary), ${t.rows} rows`);
+
+  // 1-2: export ns per buffer vs pyarrow.
+  perBufferRow(1, `export ns/buffer, 1 column, ${t.rows} rows`, exp(1), "ours", "pyarrow", 1, "<= 1.0x pyarrow");
+  perBufferRow(2, `export ns/buffer, 1000 columns, ${t.rows} rows`, exp(1000), "ours", "pyarrow", 1, "<= 1.0x pyarrow");
+  perBufferRow(2, `export ns/buffer, nested (struct, list, utf8, dictionary), ${t.rows} rows`, exp("nested"), "ours", "pyarrow", 1, "<= 1.0x pyarrow");
 
   // 3: fixed cost per batch = T(1 column) - 2 x slope, slope per buffer
   // from the 100- and 1000-column batches.
@@ -56,29 +59,10 @@ export function computeTargets(groups: Built[], t: TargetInputs): Target[] {
     note: "fixed = time of a 1-column batch minus its 2 buffers x the per-buffer slope between the 100- and 1000-column batches (medians); value = ours / C floor",
   });
 
-  // 4: import + construction per buffer vs pyarrow's import.
-  for (const cols of [10, 100]) {
-    const id = imp(cols);
-    const n = buffers(id);
-    const ours = per(stat(groups, id, "ours"), n);
-    const py = per(stat(groups, id, "pyarrow"), n);
-    out.push({
-      row: 4, measure: `import + construct ns/buffer, ${cols} columns x ${t.rows}`, ours: `${fmt(ours)} (mean ${fmt(perMean(stat(groups, id, "ours"), n))})`,
-      peer: `pyarrow ${fmt(py)} (mean ${fmt(perMean(stat(groups, id, "pyarrow"), n))})`, value: ours / py, target: "<= 1.0x pyarrow", holds: verdict(ours / py, (v) => v <= 1),
-    });
-  }
-
+  // 4: import + construction per buffer vs pyarrow's import (+ release).
+  for (const cols of [10, 100]) perBufferRow(4, `import + construct ns/buffer, ${cols} columns x ${t.rows}`, imp(cols), "ours", "pyarrow", 1, "<= 1.0x pyarrow");
   // 5: construction alone vs the JS floor.
-  for (const cols of [10, 100]) {
-    const id = imp(cols);
-    const n = buffers(id);
-    const ours = per(stat(groups, id, "ours.construct"), n);
-    const fl = per(stat(groups, id, "JS floor"), n);
-    out.push({
-      row: 5, measure: `construction ns/buffer, ${cols} columns x ${t.rows}`, ours: `${fmt(ours)} (mean ${fmt(perMean(stat(groups, id, "ours.construct"), n))})`,
-      peer: `JS floor ${fmt(fl)} (mean ${fmt(perMean(stat(groups, id, "JS floor"), n))})`, value: ours / fl, target: "<= 1.3x floor", holds: verdict(ours / fl, (v) => v <= 1.3),
-    });
-  }
+  for (const cols of [10, 100]) perBufferRow(5, `construction ns/buffer, ${cols} columns x ${t.rows}`, imp(cols), "ours.construct", "JS floor", 1.3, "<= 1.3x floor");
 
   // 6: full cycle mean, large ÷ small, 10 distinct columns.
   {
