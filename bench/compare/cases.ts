@@ -337,8 +337,11 @@ function batchOf(rows: number, b: number): RecordBatch {
 
 /** apache-arrow's IPC round trip (tableToIPC + tableFromIPC, the copy a
  * user would make otherwise) against our zero-copy round trip: exportArray
- * + ImportedArray.fromDeviceArray + toRecordBatch + dispose + release. */
-export function ipcGroup(columns: number, rows: number, ctx: Context): Built {
+ * + ImportedArray.fromDeviceArray + toRecordBatch + dispose + release.
+ * k is fixed (`k`): with the block size of the other groups an IPC block
+ * would be one cycle, and a one-cycle block of ours pays what the block
+ * before it left (the IPC's garbage, cold caches) on that single cycle. */
+export function ipcGroup(columns: number, rows: number, k: number, ctx: Context): Built {
   const batch = flatBatch(columns, rows);
   const table = new Table([batch]);
   const contenders: Contender[] = [
@@ -366,5 +369,5 @@ export function ipcGroup(columns: number, rows: number, ctx: Context): Built {
       },
     },
   ];
-  return built(group(`ipc ${columns} columns x ${rows} rows`, contenders, ctx.pool.capacity), { buffers: columns * 2 });
+  return built(group(`ipc ${columns} columns x ${rows} rows`, contenders, k, k), { buffers: columns * 2 });
 }
