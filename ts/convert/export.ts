@@ -39,7 +39,7 @@ import { argumentError, oneOfArg, optionsArg } from "../args.ts";
 import { InvalidArgumentError, ReleasedError, Status, TooDeepError, UnsupportedError } from "../errors.ts";
 import { arrowArg, arrowKindError, arrowKindOf, isDataType } from "./arrow_args.ts";
 import { check, native } from "../ffi/library.ts";
-import { ExportedArray, type ExportedKind } from "../lifetime/exported.ts";
+import { adoptExportSlot, exportSlotKinds, type ExportedArray, type ExportedKind } from "../lifetime/exported.ts";
 import { drainReleased, forgetUnused, retainWithOwners } from "../lifetime/keepalive.ts";
 import { importOwnerOf } from "../lifetime/imported.ts";
 import { maxNestingDepth } from "../abi/layout.ts";
@@ -163,23 +163,50 @@ function schemaPlan(source: SchemaSource): Uint8Array {
 
 /** Builds the native ArrowSchema for `source` at `out`. */
 function buildSchema(source: SchemaSource, out: Pointer): void {
-  const plan = schemaPlanOf(source);
-  check(native.abd_schema_build(plan, plan.length, out));
+  check(native.abd_schema_template_build(templateOf(source) as Pointer, out));
 }
 
-/** Encoded schema plans by source object. apache-arrow types, fields and
- * schemas are not changed after construction, so a batch stream (every
- * batch shares one Schema) encodes its schema once. */
-const schemaPlans = new WeakMap<object, Uint8Array>();
+/** Encoded schema plans by source object, with the native template built
+ * from each (zig/export_schema.zig `Template`: checked and measured once).
+ * apache-arrow types, fields and schemas are not changed after
+ * construction, so a batch stream (every batch shares one Schema) encodes
+ * and checks its schema once, and each export then only copies it into a
+ * new tree. The cache owns the templates: one is freed when its entry (so
+ * its source object) is collected. Trees never point into a template. */
+type SchemaEntry = { plan: Uint8Array; template: number };
+const schemaEntries = new WeakMap<object, SchemaEntry>();
+const templates = new FinalizationRegistry<number>((template) => native.abd_schema_template_free(template as Pointer));
 
-function schemaPlanOf(source: SchemaSource): Uint8Array {
-  const cached = schemaPlans.get(source);
+function schemaEntryOf(source: SchemaSource): SchemaEntry {
+  const cached = schemaEntries.get(source);
   if (cached) return cached;
   const plan = new PlanBytes();
   writeSchemaNode(plan, schemaNodeOf(source));
   const bytes = plan.bytes.slice(0, plan.length);
-  schemaPlans.set(source, bytes);
-  return bytes;
+  const template = native.abd_schema_template_new(bytes, bytes.length);
+  if (!template) check(native.abd_last_status() || Status.internal);
+  const entry: SchemaEntry = { plan: bytes, template: template as number };
+  templates.register(entry, entry.template);
+  schemaEntries.set(source, entry);
+  return entry;
+}
+
+/** The native template of `source` (valid while `source` is reachable). */
+function templateOf(source: SchemaSource): number {
+  return schemaEntryOf(source).template;
+}
+
+/** The unnamed, nullable field a Data or Vector of `type` exports as, one
+ * per type object (so its schema template is cached with it). */
+const unnamedFields = new WeakMap<DataType, Field>();
+
+function unnamedField(type: DataType): Field {
+  let field = unnamedFields.get(type);
+  if (!field) {
+    field = new Field("", type, true);
+    unnamedFields.set(type, field);
+  }
+  return field;
 }
 
 // ---------------------------------------------------------------------------
@@ -493,6 +520,22 @@ function exportKindArg(fn: string, options: ExportOptions | undefined, keys: rea
   return oneOfArg(fn, "options.as", checked.as ?? "device_array", ["device_array", "array"]);
 }
 
+/** The struct Data and schema a RecordBatch exports as. */
+function batchData(source: RecordBatch): { data: Data; schema: SchemaSource } {
+  // Each column's type comes from its own Data: apache-arrow's RecordBatch
+  // constructor merges repeated field names (Schema.assign), so for them
+  // neither RecordBatch.schema nor (after a slice) the struct type
+  // describes the columns any more; the child Data always does.
+  const children = source.data.children;
+  const declared = source.schema.fields;
+  // With distinct names the schema is right (and its template cached).
+  if (!repeatsNames(source.schema) && declared.length === children.length) {
+    return { data: source.data, schema: source.schema };
+  }
+  const fields = source.data.type.children.map((f, i) => (f.type === children[i]?.type ? f : new Field(f.name, children[i].type, f.nullable, f.metadata)));
+  return { data: source.data, schema: new Schema(fields, source.schema.metadata) };
+}
+
 /** The single Data (plus its field) that `source` exports as. */
 function dataOf(fn: string, source: ArraySource): { data: Data; schema: SchemaSource } {
   if (arrowKindOf(source, ["Table"]) !== null) {
@@ -502,27 +545,14 @@ function dataOf(fn: string, source: ArraySource): { data: Data; schema: SchemaSo
     }
     source = batches[0]!;
   }
-  if (source instanceof RecordBatch) {
-    // Each column's type comes from its own Data: apache-arrow's RecordBatch
-    // constructor merges repeated field names (Schema.assign), so for them
-    // neither RecordBatch.schema nor (after a slice) the struct type
-    // describes the columns any more; the child Data always does.
-    const children = source.data.children;
-    const declared = source.schema.fields;
-    // With distinct names the schema is right (and its encoded plan cached).
-    if (!repeatsNames(source.schema) && declared.length === children.length) {
-      return { data: source.data, schema: source.schema };
-    }
-    const fields = source.data.type.children.map((f, i) => (f.type === children[i]?.type ? f : new Field(f.name, children[i].type, f.nullable, f.metadata)));
-    return { data: source.data, schema: new Schema(fields, source.schema.metadata) };
-  }
+  if (source instanceof RecordBatch) return batchData(source);
   if (source instanceof Vector) {
     if (source.data.length !== 1) {
       throw new InvalidArgumentError(Status.invalid_argument, `a Vector with ${source.data.length} chunks cannot be one C array; export each chunk (vector.data[i]) or each batch of a table`);
     }
-    return { data: source.data[0], schema: new Field("", source.type, true) };
+    return { data: source.data[0], schema: unnamedField(source.type) };
   }
-  if (source instanceof Data) return { data: source, schema: new Field("", source.type, true) };
+  if (source instanceof Data) return { data: source, schema: unnamedField(source.type) };
   throw arrowKindError("exportArray", "source", source, arrayKinds);
 }
 
@@ -549,37 +579,35 @@ function planArray(data: Data): { words: number; keepaliveId: number } {
  * Call `handle.release()` (or `using`) when done: it releases whatever was
  * not moved.
  */
-export function exportArray(source: ArraySource, options: ExportOptions = {}): ExportedArray {
-  const kind = exportKindArg("exportArray", options, exportArrayOptionKeys);
+export function exportArray(source: ArraySource, options?: ExportOptions): ExportedArray {
+  const kind = options === undefined ? "device_array" : exportKindArg("exportArray", options, exportArrayOptionKeys);
   return exportArrayAs("exportArray", source, kind, options?.field);
 }
 
 function exportArrayAs(fn: string, source: ArraySource, kind: Exclude<ExportedKind, "schema">, field?: Field): ExportedArray {
-  const sourceKind = arrowArg(fn, "source", source, arrayKinds);
+  // An exact RecordBatch (the common case) is recognised without
+  // apache-arrow's Symbol.hasInstance; anything else takes the full check.
+  const sourceKind = (source as { constructor?: unknown } | null)?.constructor === RecordBatch ? "RecordBatch" : arrowArg(fn, "source", source, arrayKinds);
   if (field !== undefined) {
     if (sourceKind === "RecordBatch" || arrowKindOf(field, ["Field"]) === null) {
       throw argumentError(fn, "options.field", "an apache-arrow Field (for a Data or Vector source)", field);
     }
   }
   drainReleased();
-  const { data, schema } = dataOf(fn, source);
+  const { data, schema } = sourceKind === "RecordBatch" ? batchData(source as RecordBatch) : dataOf(fn, source);
   if (field !== undefined && field.type.typeId !== data.type.typeId) {
     throw new InvalidArgumentError(Status.invalid_argument, `${fn}: options.field must have the data's own type`);
   }
-  const handle = new ExportedArray(kind);
-  try {
-    buildSchema(field ?? schema, handle.schema);
-    const { words, keepaliveId } = planArray(data);
-    const status = kind === "device_array"
-      ? native.abd_device_array_build(planWords, words, keepaliveId, DeviceType.CPU, -1, null, handle.array)
-      : native.abd_array_build(planWords, words, keepaliveId, handle.array);
-    if (status !== 0) forgetUnused(keepaliveId);
-    check(status);
-    return handle;
-  } catch (error) {
-    handle.release();
-    throw error;
+  // One native call builds the slot, the schema (from the cached template)
+  // and the array tree; the handle owns the slot from then on.
+  const template = templateOf(field ?? schema);
+  const { words, keepaliveId } = planArray(data);
+  const address = native.abd_export_slot_new(template as Pointer, planWords, words, keepaliveId, exportSlotKinds[kind]);
+  if (!address) {
+    forgetUnused(keepaliveId);
+    check(native.abd_last_status() || Status.internal);
   }
+  return adoptExportSlot(kind, address as number);
 }
 
 /** `exportArray(source, { as: "device_array" })`. */
@@ -590,14 +618,9 @@ export function exportDeviceArray(source: ArraySource): ExportedArray {
 /** Exports a DataType, Field or Schema as an ArrowSchema. */
 export function exportSchema(source: SchemaSource): ExportedArray {
   arrowArg("exportSchema", "source", source, schemaKinds);
-  const handle = new ExportedArray("schema");
-  try {
-    buildSchema(source, handle.schema);
-    return handle;
-  } catch (error) {
-    handle.release();
-    throw error;
-  }
+  const address = native.abd_export_slot_new(templateOf(source) as Pointer, null, 0, 0, exportSlotKinds.schema);
+  if (!address) check(native.abd_last_status() || Status.internal);
+  return adoptExportSlot("schema", address as number);
 }
 
 /** Exports every batch of a table; one handle per batch. */

@@ -8,8 +8,14 @@
  * whenever an API call asks and whenever the library wakes it through a
  * threadsafe callback, and only then drops the references. So no JS memory
  * reachable by C is ever collected or moved before C released it.
+ *
+ * Two shortcuts keep this off the export hot path: the number of queued
+ * ids is a native u32 this module reads through a typed array (no call
+ * when nothing is queued), and a release the JS thread runs itself through
+ * `abd_export_slot_free` gets its id back as the call's result instead of
+ * queued (`forgetReleased`).
  */
-import { JSCallback } from "bun:ffi";
+import { JSCallback, toArrayBuffer } from "bun:ffi";
 import { check, native } from "../ffi/library.ts";
 
 const retained = new Map<number, unknown>();
@@ -21,6 +27,11 @@ let nextId = 1;
 // ptr() of it went stale (its storage moved), so the library wrote ids into
 // the old place — corrupting the JS heap — while JS read zeros here.
 const drainScratch = new Float64Array(512);
+
+// The native count of queued ids (zig/keepalive.zig `queued`): static
+// library memory, never freed (the library is never closed), so the view
+// needs no deallocator. A stale zero only delays a drain to the next call.
+const queued = new Uint32Array(toArrayBuffer(native.abd_keepalive_queued_address()!, 0, 4));
 
 /** Registers `objects` to be kept strongly reachable; returns the id to
  * hand to the native builder. `released`, if given, runs on the JS thread
@@ -76,6 +87,14 @@ export function forgetUnused(id: number): void {
   if (holdingOwners.delete(id)) native.abd_export_drop_owners(id);
 }
 
+/** Drops the references of `id`, whose tree was released on the JS thread
+ * and handed back by the release call (not queued). */
+export function forgetReleased(id: number): void {
+  retained.delete(id);
+  holdingOwners.delete(id);
+  runReleased(id);
+}
+
 function runReleased(id: number): void {
   const callback = onRelease.get(id);
   if (!callback) return;
@@ -93,6 +112,7 @@ function runReleased(id: number): void {
 /** Drops the references of every export whose native release has run.
  * Returns how many were dropped. Cheap when nothing is queued. */
 export function drainReleased(): number {
+  if (queued[0] === 0) return 0;
   let dropped = 0;
   for (;;) {
     const n = native.abd_take_released(drainScratch, drainScratch.length);

@@ -10,6 +10,10 @@
  * `release()`: a safety net (a warning under ARROW_DEVICE_DEBUG=1), never the
  * intended path. JS thread only; what C moved out is released by C, from any
  * thread.
+ *
+ * Adopted slots (`adopt`): memory a native call allocated and filled in one
+ * go (zig/export_batch.zig); their `releaseContents` also frees the memory
+ * (one call), so this module does not call `abd_free` for them.
  */
 import { type Pointer } from "bun:ffi";
 import { OutOfMemoryError, ReleasedError, Status } from "../errors.ts";
@@ -17,10 +21,11 @@ import { native } from "../ffi/library.ts";
 import { reportLeak, track, untrack } from "./debug.ts";
 import { drainReleased } from "./keepalive.ts";
 
-type Held = { address: number; token: number; label: string; releaseContents: (address: number) => void };
+type Held = { address: number; token: number; label: string; releaseContents: (address: number) => void; adopted: boolean };
 
 function releaseHeld(held: Held): void {
   held.releaseContents(held.address);
+  if (held.adopted) return; // releaseContents freed it
   native.abd_free(held.address as Pointer);
   drainReleased();
 }
@@ -33,13 +38,14 @@ const safetyNet = new FinalizationRegistry<Held>((held) => {
 export class NativeSlot {
   #held: Held | null;
 
-  /** Allocates `bytes` zeroed bytes for the handle described by `label`.
-   * `releaseContents` must be a function that captures no handle (it runs
-   * from the safety net too). */
-  constructor(bytes: number, readonly label: string, releaseContents: (address: number) => void) {
-    const address = native.abd_alloc_zeroed(bytes);
+  /** Allocates `bytes` zeroed bytes for the handle described by `label`
+   * (or, with `adopted`, takes that already filled native memory, whose
+   * `releaseContents` frees it too). `releaseContents` must be a function
+   * that captures no handle (it runs from the safety net too). */
+  constructor(bytes: number, readonly label: string, releaseContents: (address: number) => void, adopted = 0) {
+    const address = adopted || native.abd_alloc_zeroed(bytes);
     if (!address) throw new OutOfMemoryError(Status.out_of_memory, `out of memory allocating the slot of an ${label}`);
-    this.#held = { address, token: track(label), label, releaseContents };
+    this.#held = { address, token: track(label), label, releaseContents, adopted: adopted !== 0 };
     safetyNet.register(this, this.#held, this);
   }
 
