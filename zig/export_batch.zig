@@ -13,8 +13,10 @@
 //! (keepalive.zig) when it runs anywhere else, or as `destroy`'s return
 //! value when it runs inside `destroy` (no queue, lock or wake then).
 //!
-//! A slot's memory is never reused while its handle can still hand out
-//! the addresses: `destroy` is the only way back (the allocator's).
+//! Slots are pooled per thread (`pool`): `destroy` puts a slot back only
+//! after releasing what was still in it, i.e. after the handle's
+//! `release()`, when its addresses are no longer valid to anyone (a
+//! consumer that moved a struct out holds its own copy, not the slot).
 
 const std = @import("std");
 const abi = @import("abi.zig");
@@ -39,18 +41,45 @@ comptime {
     std.debug.assert(@offsetOf(Slot, "array") == @sizeOf(abi.ArrowSchema));
 }
 
+/// Released slots kept for reuse, per thread (no lock; `create` and
+/// `destroy` run on the JS thread in practice, and a slot freed on one
+/// thread may be reused or freed on another: it is plain malloc memory).
+const Pool = struct {
+    slots: [pool_capacity]*Slot = undefined,
+    len: usize = 0,
+};
+const pool_capacity = 32;
+threadlocal var pool: Pool = .{};
+
+fn allocSlot() ?*Slot {
+    if (pool.len > 0) {
+        pool.len -= 1;
+        return pool.slots[pool.len];
+    }
+    return @ptrCast(@alignCast(std.c.malloc(@sizeOf(Slot)) orelse return null));
+}
+
+fn freeSlot(slot: *Slot) void {
+    if (pool.len < pool_capacity) {
+        pool.slots[pool.len] = slot;
+        pool.len += 1;
+        return;
+    }
+    std.c.free(slot);
+}
+
 /// A new slot with the schema built from `template` and, unless `kind` is
 /// schema, the array tree from `plan` (a CPU ArrowDeviceArray: device_id
 /// -1, no sync event). Null on failure, with the status set and nothing
 /// allocated or built (the caller then forgets `keepalive_id`).
 pub fn create(template: *export_schema.Template, plan: []const f64, keepalive_id: u64, kind: Kind) ?*Slot {
-    const slot: *Slot = @ptrCast(@alignCast(std.c.malloc(@sizeOf(Slot)) orelse {
+    const slot = allocSlot() orelse {
         _ = fail(.out_of_memory, "out of memory allocating the slot of an exported array", .{});
         return null;
-    }));
+    };
     slot.* = .{ .schema = .empty, .array = .empty };
     if (template.instantiate(&slot.schema) != .ok) {
-        std.c.free(slot);
+        freeSlot(slot);
         return null;
     }
     const options: export_array.Options = .{ .keepalive_id = keepalive_id };
@@ -61,7 +90,7 @@ pub fn create(template: *export_schema.Template, plan: []const f64, keepalive_id
     };
     if (built != .ok) {
         slot.schema.release.?(&slot.schema);
-        std.c.free(slot);
+        freeSlot(slot);
         return null;
     }
     return slot;
@@ -74,7 +103,7 @@ pub fn create(template: *export_schema.Template, plan: []const f64, keepalive_id
 pub fn destroy(slot: *Slot, kind: Kind) u64 {
     var finished: u64 = 0;
     keepalive.captured(&finished, releaseContents, .{ slot, kind });
-    std.c.free(slot);
+    freeSlot(slot);
     return finished;
 }
 
@@ -131,6 +160,21 @@ test "a tree moved out is released by its consumer, and its id is queued then" {
     var ids: [4]f64 = undefined;
     try testing.expectEqual(@as(usize, 1), keepalive.take(&ids));
     try testing.expectEqual(@as(f64, 902), ids[0]);
+}
+
+test "a released slot is reused only after destroy, and comes back empty of the old trees" {
+    const template = try testTemplate();
+    defer template.destroy();
+    const plan = [_]f64{ 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0 };
+    const a = create(template, &plan, 904, .array).?;
+    const b = create(template, &plan, 905, .array).?;
+    try testing.expect(a != b); // both live: never the same memory
+    try testing.expectEqual(904, destroy(a, .array));
+    const c = create(template, &plan, 906, .array).?;
+    try testing.expectEqual(a, c); // the pool handed the released slot back
+    try testing.expect(c.array.array.private_data != null);
+    try testing.expectEqual(906, destroy(c, .array));
+    try testing.expectEqual(905, destroy(b, .array));
 }
 
 test "a bad plan builds nothing and releases the schema it built" {

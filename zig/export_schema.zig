@@ -160,18 +160,32 @@ fn fill(reader: *PlanReader, carver: *tree_block.Carver, block: *tree_block.Bloc
 pub fn releaseSchema(schema: *abi.ArrowSchema) callconv(.c) void {
     std.debug.assert(schema.release != null);
     const block: *tree_block.Block = @ptrCast(@alignCast(schema.private_data.?));
+    block.unrefMany(releaseNodes(schema, block));
+}
+
+/// Releases `schema` and the descendants still in it; returns how many of
+/// them belong to `block` (their references are dropped together, by the
+/// caller). Children moved out are already NULL; any other struct is
+/// released through its own callback.
+fn releaseNodes(schema: *abi.ArrowSchema, block: *tree_block.Block) u32 {
+    var mine: u32 = 1;
     if (schema.children) |children| {
         for (children[0..@intCast(schema.n_children)]) |maybe_child| {
             const child = maybe_child orelse continue;
-            if (child.release) |release| release(child);
+            mine += releaseChild(child, block);
         }
     }
-    if (schema.dictionary) |dictionary| {
-        if (dictionary.release) |release| release(dictionary);
-    }
+    if (schema.dictionary) |dictionary| mine += releaseChild(dictionary, block);
     schema.release = null;
     schema.private_data = null;
-    block.unref();
+    return mine;
+}
+
+fn releaseChild(child: *abi.ArrowSchema, block: *tree_block.Block) u32 {
+    const release = child.release orelse return 0;
+    if (release == &releaseSchema and child.private_data == @as(?*anyopaque, block)) return releaseNodes(child, block);
+    release(child);
+    return 0;
 }
 
 /// The tree block's on-free hook for schemas this library built.

@@ -227,10 +227,11 @@ function push(word: number) {
   planWords[planLength++] = word;
 }
 
-/** The address of `view`'s first byte, after giving it a stable backing
- * store (small typed arrays may live inline in the GC heap and move). */
+/** The address of `view`'s first byte. Call only after reading
+ * `view.buffer` (ArrayPlanner.source does): that gives a small typed array,
+ * whose bytes may live inline in the GC heap and move, a stable
+ * out-of-line backing store. */
 function addressOf(view: NodeJS.ArrayBufferView): number {
-  void view.buffer; // forces an out-of-line, non-moving backing store
   return ptr(view);
 }
 
@@ -270,8 +271,13 @@ class ArrayPlanner {
   owners: number[] = [];
   depth = 0;
 
+  /** Buffers pushed for the node being planned (patched into its header
+   * before its children are planned). */
+  private nBuffers = 0;
+
   /** Notes `view`'s import owner, if it is a view of imported memory;
-   * refuses a view whose import was disposed. */
+   * refuses a view whose import was disposed. Reading `view.buffer` here
+   * also pins its bytes (see addressOf). */
   private source(view: NodeJS.ArrayBufferView): void {
     const buffer = view.buffer as ArrayBuffer;
     if (buffer.detached) throw new ReleasedError(Status.released, "cannot export data converted from an import that was disposed: its buffers are detached");
@@ -300,6 +306,25 @@ class ArrayPlanner {
     if (!view || view.byteLength === 0) return 0;
     this.retained.push(view);
     return addressOf(view);
+  }
+
+  /** Pushes one buffer address of the current node; false for null (the
+   * node cannot be exported that way). */
+  private buffer(address: number | null): boolean {
+    if (address === null) return false;
+    push(address);
+    this.nBuffers++;
+    return true;
+  }
+
+  /** Pushes the validity buffer of `data` (NULL when it has no nulls:
+   * `nulls`, its nullCountOf). */
+  private validity(data: Data, rebase: boolean, nulls: number): boolean {
+    const bitmap = data.nullBitmap as Uint8Array | undefined;
+    if (nulls === 0 || !bitmap || bitmap.byteLength === 0) return this.buffer(0);
+    if (!rebase) return this.buffer(this.keep(bitmap));
+    if (data.offset % 8 === 0) return this.buffer(this.keep(bitmap.subarray(data.offset >> 3)));
+    return this.buffer(this.keep(shiftBits(bitmap, data.offset, data.length, 0)));
   }
 
   /** Plans `data` as a child whose parent adds `shift` to its index.
@@ -344,7 +369,8 @@ class ArrayPlanner {
     // count covers that longer range, so it is unknown then.
     const lead0 = start - offset;
     // Unions have no validity; a null array's slots are all null.
-    const knownNulls = isUnion ? 0 : typeId === Type.Null ? data.length + start - offset : nullCountOf(data);
+    const nulls = isUnion || typeId === Type.Null ? 0 : nullCountOf(data);
+    const knownNulls = typeId === Type.Null ? data.length + start - offset : nulls;
     push(data.length + lead0);
     // The C range is longer than apache-arrow's by the lead slots: their
     // nulls are counted too (one pass over the bitmap).
@@ -354,21 +380,7 @@ class ArrayPlanner {
     push(0); // n_buffers, patched below
     push(0); // n_children, patched below
     push(typeId === Type.Dictionary ? 1 : 0);
-    let nBuffers = 0;
-    const buffer = (address: number | null): boolean => {
-      if (address === null) return false;
-      push(address);
-      nBuffers++;
-      return true;
-    };
-    const validity = (): boolean => {
-      const bitmap = data.nullBitmap as Uint8Array | undefined;
-      if (!bitmap || bitmap.byteLength === 0 || nullCountOf(data) === 0) return buffer(0);
-      if (!rebase) return buffer(this.keep(bitmap));
-      if (data.offset % 8 === 0) return buffer(this.keep(bitmap.subarray(data.offset >> 3)));
-      const copy = shiftBits(bitmap, data.offset, data.length, 0);
-      return buffer(this.keep(copy));
-    };
+    this.nBuffers = 0;
 
     let children: Data[] = [];
     let childShift = 0; // what C adds to each child's index
@@ -377,59 +389,59 @@ class ArrayPlanner {
         planWords[header + 2] = 0; // a null array has no buffers: any offset
         break;
       case Type.Bool: {
-        if (!validity()) return false;
+        if (!this.validity(data, rebase, nulls)) return false;
         const values = data.values as Uint8Array;
         if (!rebase || data.offset % 8 === 0) {
-          if (!buffer(rebase ? this.keep(values.subarray(data.offset >> 3)) : this.keep(values))) return false;
+          if (!this.buffer(rebase ? this.keep(values.subarray(data.offset >> 3)) : this.keep(values))) return false;
         } else {
-          if (!buffer(this.keep(shiftBits(values, data.offset, data.length, 0)))) return false;
+          if (!this.buffer(this.keep(shiftBits(values, data.offset, data.length, 0)))) return false;
         }
         break;
       }
       case Type.Int: case Type.Float: case Type.Decimal: case Type.Date: case Type.Time:
       case Type.Timestamp: case Type.Interval: case Type.Duration: case Type.FixedSizeBinary:
       case Type.Dictionary: {
-        if (!validity()) return false;
-        if (!buffer(this.backed(data.values as NodeJS.TypedArray, lead * slotBytes(data)))) return false;
+        if (!this.validity(data, rebase, nulls)) return false;
+        if (!this.buffer(this.backed(data.values as NodeJS.TypedArray, lead === 0 ? 0 : lead * slotBytes(data)))) return false;
         break;
       }
       case Type.Binary: case Type.Utf8: case Type.LargeBinary: case Type.LargeUtf8: {
-        if (!validity()) return false;
-        if (!buffer(this.offsets(data.valueOffsets as Int32Array | BigInt64Array | undefined, lead, data.length))) return false;
-        if (!buffer(this.keep(data.values as Uint8Array))) return false;
+        if (!this.validity(data, rebase, nulls)) return false;
+        if (!this.buffer(this.offsets(data.valueOffsets as Int32Array | BigInt64Array | undefined, lead, data.length))) return false;
+        if (!this.buffer(this.keep(data.values as Uint8Array))) return false;
         break;
       }
       case Type.BinaryView: case Type.Utf8View: {
-        if (!validity()) return false;
-        if (!buffer(this.backed(data.values as Uint8Array, lead * 16))) return false;
+        if (!this.validity(data, rebase, nulls)) return false;
+        if (!this.buffer(this.backed(data.values as Uint8Array, lead * 16))) return false;
         const variadic = data.variadicBuffers ?? [];
-        for (const v of variadic) buffer(this.keep(v));
+        for (const v of variadic) this.buffer(this.keep(v));
         const sizes = new BigInt64Array(variadic.length);
         variadic.forEach((v, i) => (sizes[i] = BigInt(v.byteLength)));
-        buffer(this.keep(sizes));
+        this.buffer(this.keep(sizes));
         break;
       }
       case Type.List: case Type.LargeList: case Type.Map: {
-        if (!validity()) return false;
-        if (!buffer(this.offsets(data.valueOffsets as Int32Array | BigInt64Array | undefined, lead, data.length))) return false;
+        if (!this.validity(data, rebase, nulls)) return false;
+        if (!this.buffer(this.offsets(data.valueOffsets as Int32Array | BigInt64Array | undefined, lead, data.length))) return false;
         children = data.children;
         break;
       }
       case Type.FixedSizeList:
-        if (!validity()) return false;
+        if (!this.validity(data, rebase, nulls)) return false;
         children = data.children;
         childShift = start * (type as FixedSizeList).listSize;
         break;
       case Type.Struct:
-        if (!validity()) return false;
+        if (!this.validity(data, rebase, nulls)) return false;
         children = data.children;
         childShift = start;
         break;
       case Type.Union: {
         const union = type as Union;
-        if (!buffer(this.backed(data.typeIds as Int8Array, lead))) return false;
+        if (!this.buffer(this.backed(data.typeIds as Int8Array, lead))) return false;
         if (union.mode === UnionMode.Dense) {
-          if (!buffer(this.backed(data.valueOffsets as Int32Array, lead * 4))) return false;
+          if (!this.buffer(this.backed(data.valueOffsets as Int32Array, lead * 4))) return false;
         } else {
           childShift = start;
         }
@@ -439,7 +451,7 @@ class ArrayPlanner {
       default:
         throw new UnsupportedError(Status.unsupported, `cannot export apache-arrow type id ${typeId}`);
     }
-    planWords[header + 3] = nBuffers;
+    planWords[header + 3] = this.nBuffers;
     planWords[header + 4] = children.length;
     for (const child of children) {
       if (!this.node(child, childShift)) return false;
@@ -648,6 +660,7 @@ export function exportBatches(batches: Iterable<RecordBatch>, options: ExportOpt
  * existing native ArrowDeviceArray / ArrowSchema address. */
 export const internal = {
   buildSchema,
+  templateOf,
   schemaPlan,
   planArray,
   planWords: () => planWords,

@@ -18,10 +18,35 @@
 import { JSCallback, toArrayBuffer } from "bun:ffi";
 import { check, native } from "../ffi/library.ts";
 
-const retained = new Map<number, unknown>();
+/** What each live id keeps reachable, indexed by id (0 is never an id).
+ * An id is reused once it was forgotten: by then no native tree or queue
+ * holds it any more (the native release drops the id's import owners and
+ * queues or hands it back once; JS forgets each id once). */
+const retainedById: unknown[] = [null];
+/** Marks an id that is not in use. */
+const free = Symbol("free id");
+const freeIds: number[] = [];
+let retainedSize = 0;
+
+const retained = {
+  set(id: number, objects: unknown): void {
+    retainedById[id] = objects;
+    retainedSize++;
+  },
+  has(id: number): boolean {
+    return id > 0 && id < retainedById.length && retainedById[id] !== free;
+  },
+  /** Forgets `id` (and makes it reusable); false if it was not in use. */
+  delete(id: number): boolean {
+    if (!retained.has(id)) return false;
+    retainedById[id] = free;
+    freeIds.push(id);
+    retainedSize--;
+    return true;
+  },
+};
 /** Callbacks to run, on the JS thread, once an id was released natively. */
 const onRelease = new Map<number, () => void>();
-let nextId = 1;
 
 // Passed to native code as the typed array itself on every call: a cached
 // ptr() of it went stale (its storage moved), so the library wrote ids into
@@ -37,7 +62,7 @@ const queued = new Uint32Array(toArrayBuffer(native.abd_keepalive_queued_address
  * hand to the native builder. `released`, if given, runs on the JS thread
  * when the id is drained (after the native release ran, on any thread). */
 export function retainForNative(objects: unknown, released?: () => void): number {
-  const id = nextId++;
+  const id = freeIds.pop() ?? retainedById.length;
   retained.set(id, objects);
   if (released) onRelease.set(id, released);
   return id;
@@ -129,7 +154,7 @@ export function drainReleased(): number {
 
 /** Exports whose JS memory is still held for C. */
 export function retainedCount(): number {
-  return retained.size;
+  return retainedSize;
 }
 
 /** Wakes the library posted to this module so far (each one is a task
