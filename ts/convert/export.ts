@@ -572,10 +572,23 @@ function dataOf(fn: string, source: ArraySource): { data: Data; schema: SchemaSo
  * the import owners under them) under a keepalive id; a caller whose build
  * fails passes the id to `forgetUnused`. */
 function planArray(data: Data): { words: number; keepaliveId: number } {
+  const keepaliveId = planKeepalive(data);
+  return { words: planLength, keepaliveId };
+}
+
+/** One planner for every export (planning never re-enters itself); each
+ * plan gets a fresh `retained` list, which the keepalive registry keeps. */
+const planner = new ArrayPlanner();
+
+/** `planArray` without the result object: plans into `planWords` (its
+ * length in `planLength`) and returns the keepalive id. */
+function planKeepalive(data: Data): number {
   planLength = 0;
-  const planner = new ArrayPlanner();
+  planner.retained = [];
+  planner.owners.length = 0;
+  planner.depth = 0;
   planner.node(data, 0);
-  return { words: planLength, keepaliveId: retainWithOwners(planner.retained, planner.owners) };
+  return retainWithOwners(planner.retained, planner.owners);
 }
 
 /**
@@ -613,8 +626,8 @@ function exportArrayAs(fn: string, source: ArraySource, kind: Exclude<ExportedKi
   // One native call builds the slot, the schema (from the cached template)
   // and the array tree; the handle owns the slot from then on.
   const template = templateOf(field ?? schema);
-  const { words, keepaliveId } = planArray(data);
-  const address = native.abd_export_slot_new(template as Pointer, planWords, words, keepaliveId, exportSlotKinds[kind]);
+  const keepaliveId = planKeepalive(data);
+  const address = native.abd_export_slot_new(template as Pointer, planWords, planLength, keepaliveId, exportSlotKinds[kind]);
   if (!address) {
     forgetUnused(keepaliveId);
     check(native.abd_last_status() || Status.internal);

@@ -11,9 +11,16 @@
  * intended path. JS thread only; what C moved out is released by C, from any
  * thread.
  *
- * Adopted slots (`adopt`): memory a native call allocated and filled in one
- * go (zig/export_batch.zig); their `releaseContents` also frees the memory
- * (one call), so this module does not call `abd_free` for them.
+ * Adopted slots (`adopted`): memory a native call allocated and filled in
+ * one go (zig/export_batch.zig); their `releaseContents` also frees the
+ * memory (one call), so this module does not call `abd_free` for them.
+ *
+ * Deferred registration: a new slot joins the safety net at the next
+ * microtask checkpoint, or as soon as `deferLimit` slots wait, whichever
+ * comes first; until then `deferred` holds it strongly (so it cannot be
+ * collected unregistered). A slot released before then (the usual
+ * export -> consumer -> release()) never touches the FinalizationRegistry,
+ * whose register + unregister cost more than the rest of a small export.
  */
 import { type Pointer } from "bun:ffi";
 import { OutOfMemoryError, ReleasedError, Status } from "../errors.ts";
@@ -21,7 +28,7 @@ import { native } from "../ffi/library.ts";
 import { reportLeak, track, untrack } from "./debug.ts";
 import { drainReleased } from "./keepalive.ts";
 
-type Held = { address: number; token: number; label: string; releaseContents: (address: number) => void; adopted: boolean };
+type Held = { address: number; token: number; label: string; releaseContents: (address: number) => void; adopted: boolean; registered: boolean };
 
 function releaseHeld(held: Held): void {
   held.releaseContents(held.address);
@@ -35,8 +42,29 @@ const safetyNet = new FinalizationRegistry<Held>((held) => {
   releaseHeld(held);
 });
 
+/** Slots waiting to join the safety net (see above). */
+const deferred: NativeSlot[] = [];
+const deferLimit = 256;
+let flushQueued = false;
+
 export class NativeSlot {
   #held: Held | null;
+
+  /** Registers every deferred slot not released yet with the safety net. */
+  static #flush(): void {
+    for (const slot of deferred) {
+      const held = slot.#held;
+      if (!held) continue;
+      held.registered = true;
+      safetyNet.register(slot, held, slot);
+    }
+    deferred.length = 0;
+  }
+
+  static #flushFromMicrotask = (): void => {
+    flushQueued = false;
+    NativeSlot.#flush();
+  };
 
   /** Allocates `bytes` zeroed bytes for the handle described by `label`
    * (or, with `adopted`, takes that already filled native memory, whose
@@ -45,8 +73,13 @@ export class NativeSlot {
   constructor(bytes: number, readonly label: string, releaseContents: (address: number) => void, adopted = 0) {
     const address = adopted || native.abd_alloc_zeroed(bytes);
     if (!address) throw new OutOfMemoryError(Status.out_of_memory, `out of memory allocating the slot of an ${label}`);
-    this.#held = { address, token: track(label), label, releaseContents, adopted: adopted !== 0 };
-    safetyNet.register(this, this.#held, this);
+    this.#held = { address, token: track(label), label, releaseContents, adopted: adopted !== 0, registered: false };
+    deferred.push(this);
+    if (deferred.length >= deferLimit) NativeSlot.#flush();
+    else if (!flushQueued) {
+      flushQueued = true;
+      queueMicrotask(NativeSlot.#flushFromMicrotask);
+    }
   }
 
   /** The slot's address; throws ReleasedError once released. */
@@ -64,7 +97,7 @@ export class NativeSlot {
     const held = this.#held;
     if (!held) return;
     this.#held = null;
-    safetyNet.unregister(this);
+    if (held.registered) safetyNet.unregister(this);
     untrack(held.token);
     releaseHeld(held);
   }
