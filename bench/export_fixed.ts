@@ -8,7 +8,9 @@
  *   node_modules/.bin/bun bench/export_fixed.ts [--against /work/main] [--rounds N]
  *
  * Prints, per shape and variant: median and mean ns per cycle (GC included
- * in the mean), and ns per non-NULL C buffer.
+ * in the mean), and ns per non-NULL C buffer. `--cpu` times with the
+ * process's CPU time instead of wall time (steadier on a loaded machine;
+ * it counts GC threads too).
  */
 import { Dictionary, Field, Int32, List, RecordBatch, Schema, Struct, Utf8, makeData, vectorFromArray, type Data } from "apache-arrow";
 import { resolve } from "node:path";
@@ -16,7 +18,9 @@ import { resolve } from "node:path";
 const args = process.argv.slice(2);
 const against = args.includes("--against") ? args[args.indexOf("--against") + 1] : undefined;
 const rounds = args.includes("--rounds") ? Number(args[args.indexOf("--rounds") + 1]) : 40;
-const perRound = 200;
+const perRound = args.includes("--cpu") ? 2000 : 200;
+const cpu = args.includes("--cpu");
+const now = cpu ? () => { const u = process.cpuUsage(); return (u.user + u.system) * 1000; } : () => Bun.nanoseconds();
 
 type Lib = { exportArray: (b: RecordBatch) => { release(): void } };
 const variants: { name: string; lib: Lib }[] = [{ name: "this", lib: await import("../ts/index.ts") as unknown as Lib }];
@@ -64,11 +68,16 @@ function countBuffers(data: Data): number {
   return n;
 }
 
+// --only <text>: the shapes whose name contains it.
+if (args.includes("--only")) {
+  const only = args[args.indexOf("--only") + 1];
+  shapes.splice(0, shapes.length, ...shapes.filter((s) => s.name.includes(only)));
+}
 const samples = new Map<string, number[]>();
 function time(lib: Lib, batch: RecordBatch, n: number): number {
-  const t0 = Bun.nanoseconds();
+  const t0 = now();
   for (let i = 0; i < n; i++) lib.exportArray(batch).release();
-  return (Bun.nanoseconds() - t0) / n;
+  return (now() - t0) / n;
 }
 // warm-up
 for (const s of shapes) for (const v of variants) time(v.lib, s.batch, 500);

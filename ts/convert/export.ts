@@ -264,6 +264,8 @@ function shiftBits(bits: Uint8Array, from: number, count: number, to: number): U
  * written; module-lifetime, so it outlives every export. */
 const zeroOffset = new BigInt64Array(1);
 
+const noChildren: readonly Data[] = Object.freeze([]);
+
 class ArrayPlanner {
   /** Everything C will point at, for the keepalive registry. */
   retained: unknown[] = [];
@@ -382,7 +384,7 @@ class ArrayPlanner {
     push(typeId === Type.Dictionary ? 1 : 0);
     this.nBuffers = 0;
 
-    let children: Data[] = [];
+    let children: readonly Data[] = noChildren;
     let childShift = 0; // what C adds to each child's index
     switch (typeId) {
       case Type.Null:
@@ -584,12 +586,21 @@ const planner = new ArrayPlanner();
  * length in `planLength`) and returns the keepalive id. */
 function planKeepalive(data: Data): number {
   planLength = 0;
-  planner.retained = [];
+  const retained: unknown[] = [];
+  planner.retained = retained;
   planner.owners.length = 0;
   planner.depth = 0;
-  planner.node(data, 0);
-  return retainWithOwners(planner.retained, planner.owners);
+  try {
+    planner.node(data, 0);
+  } finally {
+    // Only the keepalive registry may hold what C points at: the planner
+    // must not keep the last export's buffers reachable after C released.
+    planner.retained = noRetained;
+  }
+  return retainWithOwners(retained, planner.owners);
 }
+
+const noRetained: unknown[] = [];
 
 /**
  * Exports `source` as ArrowSchema + ArrowDeviceArray (CPU: device_id -1,

@@ -116,8 +116,8 @@ export function forgetUnused(id: number): void {
  * and handed back by the release call (not queued). */
 export function forgetReleased(id: number): void {
   retained.delete(id);
-  holdingOwners.delete(id);
-  runReleased(id);
+  if (holdingOwners.size !== 0) holdingOwners.delete(id);
+  if (onRelease.size !== 0) runReleased(id);
 }
 
 function runReleased(id: number): void {

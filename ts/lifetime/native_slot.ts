@@ -28,18 +28,20 @@ import { native } from "../ffi/library.ts";
 import { reportLeak, track, untrack } from "./debug.ts";
 import { drainReleased } from "./keepalive.ts";
 
-type Held = { address: number; token: number; label: string; releaseContents: (address: number) => void; adopted: boolean; registered: boolean };
+/** What the safety net needs to release a slot whose handle was collected
+ * (made when the slot joins it; it must not reference the handle). */
+type Held = { address: number; token: number; label: string; releaseContents: (address: number) => void; adopted: boolean };
 
-function releaseHeld(held: Held): void {
-  held.releaseContents(held.address);
-  if (held.adopted) return; // releaseContents freed it
-  native.abd_free(held.address as Pointer);
+function releaseSlot(address: number, releaseContents: (address: number) => void, adopted: boolean): void {
+  releaseContents(address);
+  if (adopted) return; // releaseContents freed it
+  native.abd_free(address as Pointer);
   drainReleased();
 }
 
 const safetyNet = new FinalizationRegistry<Held>((held) => {
   reportLeak(held.token, held.label);
-  releaseHeld(held);
+  releaseSlot(held.address, held.releaseContents, held.adopted);
 });
 
 /** Slots waiting to join the safety net (see above). */
@@ -48,14 +50,20 @@ const deferLimit = 256;
 let flushQueued = false;
 
 export class NativeSlot {
-  #held: Held | null;
+  /** 0 once released. */
+  #address: number;
+  #token: number;
+  #releaseContents: (address: number) => void;
+  #adopted: boolean;
+  /** Whether the slot joined the safety net (see above). */
+  #registered = false;
 
   /** Registers every deferred slot not released yet with the safety net. */
   static #flush(): void {
     for (const slot of deferred) {
-      const held = slot.#held;
-      if (!held) continue;
-      held.registered = true;
+      if (slot.#address === 0) continue;
+      slot.#registered = true;
+      const held: Held = { address: slot.#address, token: slot.#token, label: slot.label, releaseContents: slot.#releaseContents, adopted: slot.#adopted };
       safetyNet.register(slot, held, slot);
     }
     deferred.length = 0;
@@ -73,7 +81,10 @@ export class NativeSlot {
   constructor(bytes: number, readonly label: string, releaseContents: (address: number) => void, adopted = 0) {
     const address = adopted || native.abd_alloc_zeroed(bytes);
     if (!address) throw new OutOfMemoryError(Status.out_of_memory, `out of memory allocating the slot of an ${label}`);
-    this.#held = { address, token: track(label), label, releaseContents, adopted: adopted !== 0, registered: false };
+    this.#address = address as number;
+    this.#token = track(label);
+    this.#releaseContents = releaseContents;
+    this.#adopted = adopted !== 0;
     deferred.push(this);
     if (deferred.length >= deferLimit) NativeSlot.#flush();
     else if (!flushQueued) {
@@ -84,21 +95,21 @@ export class NativeSlot {
 
   /** The slot's address; throws ReleasedError once released. */
   get address(): number {
-    if (!this.#held) throw new ReleasedError(Status.released, `this ${this.label} handle was released; its struct addresses are no longer valid`);
-    return this.#held.address;
+    if (this.#address === 0) throw new ReleasedError(Status.released, `this ${this.label} handle was released; its struct addresses are no longer valid`);
+    return this.#address;
   }
 
   get released(): boolean {
-    return this.#held === null;
+    return this.#address === 0;
   }
 
   /** Releases what no consumer moved and frees the memory. Idempotent. */
   release(): void {
-    const held = this.#held;
-    if (!held) return;
-    this.#held = null;
-    if (held.registered) safetyNet.unregister(this);
-    untrack(held.token);
-    releaseHeld(held);
+    const address = this.#address;
+    if (address === 0) return;
+    this.#address = 0;
+    if (this.#registered) safetyNet.unregister(this);
+    untrack(this.#token);
+    releaseSlot(address, this.#releaseContents, this.#adopted);
   }
 }
