@@ -17,6 +17,7 @@ const keepalive = @import("keepalive.zig");
 const export_holds = @import("export_holds.zig");
 const export_array = @import("export_array.zig");
 const export_schema = @import("export_schema.zig");
+const export_batch = @import("export_batch.zig");
 const owner_mod = @import("owner.zig");
 const validate = @import("validate.zig");
 const consumer = @import("consumer.zig");
@@ -126,6 +127,61 @@ export fn abd_device_array_build(plan: ?[*]const f64, plan_words: usize, keepali
         .device_id = device_id,
         .sync_event = sync_event,
     }, target));
+}
+
+/// Checks and measures a schema plan once (export_schema.zig `Template`);
+/// the template is the caller's until `abd_schema_template_free`. NULL on
+/// failure (`abd_last_status` / `abd_last_error` say why).
+export fn abd_schema_template_new(plan: ?[*]const u8, plan_bytes: usize) ?*export_schema.Template {
+    const bytes: []const u8 = if (plan) |p| p[0..plan_bytes] else &.{};
+    var template: ?*export_schema.Template = null;
+    if (export_schema.Template.create(bytes, &template) != .ok) return null;
+    return template;
+}
+
+export fn abd_schema_template_free(template: ?*export_schema.Template) void {
+    if (template) |t| t.destroy();
+}
+
+/// Builds a schema tree from `template` into `out` (the caller's).
+export fn abd_schema_template_build(template: ?*export_schema.Template, out: ?*abi.ArrowSchema) c_int {
+    const t = template orelse return code(status.fail(.invalid_argument, "schema template is NULL", .{}));
+    const target = out orelse return code(status.fail(.invalid_argument, "out schema pointer is NULL", .{}));
+    return code(t.instantiate(target));
+}
+
+/// One call for a whole export (export_batch.zig): a new slot holding the
+/// schema built from `template` and, for kind 1 (ArrowArray) or 2 (CPU
+/// ArrowDeviceArray), the array tree of `plan` under `keepalive_id`. The
+/// slot is the caller's until `abd_export_slot_free`. NULL on failure
+/// (`abd_last_status`); nothing is built then and the id is the caller's
+/// to forget.
+export fn abd_export_slot_new(template: ?*export_schema.Template, plan: ?[*]const f64, plan_words: usize, keepalive_id: f64, kind: i32) ?*export_batch.Slot {
+    const t = template orelse {
+        _ = status.fail(.invalid_argument, "schema template is NULL", .{});
+        return null;
+    };
+    const which = std.enums.fromInt(export_batch.Kind, kind) orelse {
+        _ = status.fail(.invalid_argument, "export slot kind {d} is not 0, 1 or 2", .{kind});
+        return null;
+    };
+    const words: []const f64 = if (plan) |p| p[0..plan_words] else &.{};
+    return export_batch.create(t, words, @intFromFloat(keepalive_id), which);
+}
+
+/// Releases what no consumer moved out of `slot` and frees it. Returns the
+/// keepalive id whose tree finished during this call (the JS side forgets
+/// it at once; it is not queued), or 0.
+export fn abd_export_slot_free(slot: ?*export_batch.Slot, kind: i32) f64 {
+    const s = slot orelse return 0;
+    const which = std.enums.fromInt(export_batch.Kind, kind) orelse .device_array;
+    return @floatFromInt(export_batch.destroy(s, which));
+}
+
+/// The address of the number of queued keepalive ids (a u32 the JS side
+/// reads without a call, to drain only when it is non-zero).
+export fn abd_keepalive_queued_address() *const u32 {
+    return keepalive.queuedAddress();
 }
 
 /// Registers the callback that wakes JS when keepalive ids are queued.

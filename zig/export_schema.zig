@@ -39,6 +39,9 @@ const PlanReader = struct {
     nodes: u32 = 0,
     /// Why `node` returned null.
     failure: Status = .ok,
+    /// Set for a plan that `measure` already checked: `node` skips the NUL
+    /// scans and the format parse (the fill pass, template instances).
+    trusted: bool = false,
 
     fn reject(self: *PlanReader, code: Status) ?PlanNode {
         self.failure = code;
@@ -74,6 +77,7 @@ const PlanReader = struct {
         const n_children = self.int(u32) orelse return self.reject(fail(.invalid_argument, truncated, .{self.nodes}));
         const has_dictionary = self.int(u8) orelse return self.reject(fail(.invalid_argument, truncated, .{self.nodes}));
         if (n_children > max_children_per_node) return self.reject(fail(.invalid_argument, "schema plan node {d} has {d} children", .{ self.nodes, n_children }));
+        if (self.trusted) return .{ .format = format_text, .name = name, .metadata = metadata, .flags = flags, .n_children = n_children, .has_dictionary = has_dictionary != 0 };
         if (std.mem.indexOfScalar(u8, format_text, 0) != null) return self.reject(fail(.invalid_format, "format of schema plan node {d} contains a NUL byte", .{self.nodes}));
         if (name) |n| if (std.mem.indexOfScalar(u8, n, 0) != null) return self.reject(fail(.invalid_argument, "name of schema plan node {d} contains a NUL byte", .{self.nodes}));
         var why: []const u8 = "";
@@ -156,18 +160,32 @@ fn fill(reader: *PlanReader, carver: *tree_block.Carver, block: *tree_block.Bloc
 pub fn releaseSchema(schema: *abi.ArrowSchema) callconv(.c) void {
     std.debug.assert(schema.release != null);
     const block: *tree_block.Block = @ptrCast(@alignCast(schema.private_data.?));
+    block.unrefMany(releaseNodes(schema, block));
+}
+
+/// Releases `schema` and the descendants still in it; returns how many of
+/// them belong to `block` (their references are dropped together, by the
+/// caller). Children moved out are already NULL; any other struct is
+/// released through its own callback.
+fn releaseNodes(schema: *abi.ArrowSchema, block: *tree_block.Block) u32 {
+    var mine: u32 = 1;
     if (schema.children) |children| {
         for (children[0..@intCast(schema.n_children)]) |maybe_child| {
             const child = maybe_child orelse continue;
-            if (child.release) |release| release(child);
+            mine += releaseChild(child, block);
         }
     }
-    if (schema.dictionary) |dictionary| {
-        if (dictionary.release) |release| release(dictionary);
-    }
+    if (schema.dictionary) |dictionary| mine += releaseChild(dictionary, block);
     schema.release = null;
     schema.private_data = null;
-    block.unref();
+    return mine;
+}
+
+fn releaseChild(child: *abi.ArrowSchema, block: *tree_block.Block) u32 {
+    const release = child.release orelse return 0;
+    if (release == &releaseSchema and child.private_data == @as(?*anyopaque, block)) return releaseNodes(child, block);
+    release(child);
+    return 0;
 }
 
 /// The tree block's on-free hook for schemas this library built.
@@ -179,20 +197,76 @@ pub fn finishSchema(context: ?*anyopaque) callconv(.c) void {
 /// Builds the schema tree described by `plan` into `out`. On error `out` is
 /// left untouched and nothing is allocated.
 pub fn build(plan: []const u8, out: *abi.ArrowSchema) Status {
+    var sized: Sized = undefined;
+    const measured = measurePlan(plan, &sized);
+    if (measured != .ok) return measured;
+    return buildMeasured(plan, sized, out);
+}
+
+/// What `measure` found out about a whole plan.
+const Sized = struct { structs: u32, payload_bytes: usize };
+
+fn measurePlan(plan: []const u8, sized: *Sized) Status {
     var reader: PlanReader = .{ .bytes = plan };
     var sizer: tree_block.Sizer = .{};
     var structs: u32 = 0;
     const measured = measure(&reader, &sizer, &structs, 0, true);
     if (measured != .ok) return measured;
     if (reader.at != plan.len) return fail(.invalid_argument, "schema plan has {d} bytes after its last node", .{plan.len - reader.at});
-    const block = tree_block.Block.create(structs, sizer.bytes) orelse return fail(.out_of_memory, "out of memory allocating an exported schema", .{});
+    sized.* = .{ .structs = structs, .payload_bytes = sizer.bytes };
+    return .ok;
+}
+
+/// Builds a tree from a plan `measurePlan` accepted as `sized`.
+fn buildMeasured(plan: []const u8, sized: Sized, out: *abi.ArrowSchema) Status {
+    const block = tree_block.Block.create(sized.structs, sized.payload_bytes) orelse return fail(.out_of_memory, "out of memory allocating an exported schema", .{});
     block.on_free = finishSchema;
     counters.add(.live_schema_exports, 1);
-    var carver = tree_block.Carver.init(block, sizer.bytes);
-    reader = .{ .bytes = plan };
+    var carver = tree_block.Carver.init(block, sized.payload_bytes);
+    var reader: PlanReader = .{ .bytes = plan, .trusted = true };
     fill(&reader, &carver, block, out);
     return .ok;
 }
+
+/// A schema plan checked and measured once, from which `instantiate` builds
+/// any number of trees without checking it again: the JS side keeps one per
+/// apache-arrow Schema/Field/DataType it exported (convert/export.ts).
+///
+/// Ownership: whoever `create`d it (the JS schema cache, which `destroy`s it
+/// when the apache-arrow object is collected). A tree built from it owns
+/// copies of every string and never points into the template, so trees
+/// outlive it and each is released on its own, exactly once.
+pub const Template = struct {
+    sized: Sized,
+    plan_len: usize,
+
+    fn planBytes(self: *Template) []u8 {
+        const bytes: [*]u8 = @ptrCast(self);
+        return (bytes + @sizeOf(Template))[0..self.plan_len];
+    }
+
+    /// A template of `plan` (copied), or an error status (nothing allocated).
+    pub fn create(plan: []const u8, out: *?*Template) Status {
+        var sized: Sized = undefined;
+        const measured = measurePlan(plan, &sized);
+        if (measured != .ok) return measured;
+        const memory = std.c.malloc(@sizeOf(Template) + plan.len) orelse return fail(.out_of_memory, "out of memory keeping a schema plan of {d} bytes", .{plan.len});
+        const template: *Template = @ptrCast(@alignCast(memory));
+        template.* = .{ .sized = sized, .plan_len = plan.len };
+        @memcpy(template.planBytes(), plan);
+        out.* = template;
+        return .ok;
+    }
+
+    pub fn destroy(self: *Template) void {
+        std.c.free(self);
+    }
+
+    /// Builds a new, independent tree into `out` (as `build`).
+    pub fn instantiate(self: *Template, out: *abi.ArrowSchema) Status {
+        return buildMeasured(self.planBytes(), self.sized, out);
+    }
+};
 
 /// Appends one plan node (used by tests and by re-export, which copies a
 /// producer's schema through a plan).
@@ -231,6 +305,41 @@ test "a dictionary-encoded struct child round-trips through a plan" {
     try std.testing.expectEqual(before + 1, counters.get(.live_schema_exports));
     out.release.?(&out);
     try std.testing.expectEqual(before, counters.get(.live_schema_exports));
+}
+
+test "a template builds independent trees, each released once, that outlive it" {
+    const allocator = std.testing.allocator;
+    var plan: std.ArrayList(u8) = .empty;
+    defer plan.deinit(allocator);
+    try appendNode(&plan, allocator, "+s", "", null, 0, 1, false);
+    try appendNode(&plan, allocator, "u", "text", null, abi.flag_nullable, 0, false);
+    var maybe: ?*Template = null;
+    try std.testing.expectEqual(Status.ok, Template.create(plan.items, &maybe));
+    const template = maybe.?;
+    const before = counters.get(.live_schema_exports);
+    var a: abi.ArrowSchema = .empty;
+    var b: abi.ArrowSchema = .empty;
+    try std.testing.expectEqual(Status.ok, template.instantiate(&a));
+    try std.testing.expectEqual(Status.ok, template.instantiate(&b));
+    template.destroy();
+    try std.testing.expect(a.private_data != b.private_data);
+    try std.testing.expect(a.children.?[0].?.name.? != b.children.?[0].?.name.?);
+    try std.testing.expectEqualStrings("text", std.mem.span(b.children.?[0].?.name.?));
+    try std.testing.expectEqual(before + 2, counters.get(.live_schema_exports));
+    a.release.?(&a);
+    try std.testing.expectEqualStrings("u", std.mem.span(b.children.?[0].?.format.?));
+    b.release.?(&b);
+    try std.testing.expectEqual(before, counters.get(.live_schema_exports));
+}
+
+test "a template refuses a bad plan without allocating" {
+    const allocator = std.testing.allocator;
+    var plan: std.ArrayList(u8) = .empty;
+    defer plan.deinit(allocator);
+    try appendNode(&plan, allocator, "+q", null, null, 0, 0, false);
+    var maybe: ?*Template = null;
+    try std.testing.expectEqual(Status.invalid_format, Template.create(plan.items, &maybe));
+    try std.testing.expect(maybe == null);
 }
 
 test "bad schema plans name the problem" {

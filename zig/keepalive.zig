@@ -30,6 +30,15 @@ var notifier: std.atomic.Value(?Notifier) = .init(null);
 var wake_pending: std.atomic.Value(bool) = .init(false);
 /// Wakes posted (for tests).
 var wakes_posted: std.atomic.Value(u64) = .init(0);
+/// `finished.items.len`, written under the mutex, read by JS without a
+/// call (`queuedAddress`): the JS side drains only when it is non-zero. A
+/// stale zero only delays a drain to the next API call or wake.
+var queued: std.atomic.Value(u32) = .init(0);
+/// Set while the JS thread releases an export it holds itself
+/// (export_batch.zig `destroy`): the first id finished on this thread
+/// during that call is handed back to the caller instead of queued, so no
+/// queue, lock or wake is involved. Other ids still go through the queue.
+threadlocal var capture: ?*u64 = null;
 
 pub fn setNotifier(callback: ?Notifier) void {
     notifier.store(callback, .release);
@@ -41,6 +50,12 @@ pub fn finish(id: u64) void {
     // Import owners this export held (converted data): released now, on
     // this thread; the JS side only drops its JS references later.
     export_holds.drop(id);
+    if (capture) |into| {
+        if (into.* == 0) {
+            into.* = id;
+            return;
+        }
+    }
     mutex.lock();
     // If memory is so short that one u64 cannot be queued, the JS side keeps
     // the buffers a little longer: a leak, never a use-after-free.
@@ -49,6 +64,7 @@ pub fn finish(id: u64) void {
         return;
     };
     counters.add(.keepalive_pending, 1);
+    queued.store(@intCast(@min(finished.items.len, std.math.maxInt(u32))), .release);
     mutex.unlock();
     // JS drains this queue too while it polls the JS work queue (and once
     // more after): no wake-up needed then.
@@ -77,8 +93,23 @@ pub fn take(out: []f64) usize {
     const rest = finished.items.len - n;
     std.mem.copyForwards(u64, finished.items[0..rest], finished.items[n..]);
     finished.shrinkRetainingCapacity(rest);
+    queued.store(@intCast(@min(rest, std.math.maxInt(u32))), .release);
     counters.add(.keepalive_pending, -@as(i64, @intCast(n)));
     return n;
+}
+
+/// Runs `release(context)` with the first id it finishes on this thread
+/// captured into `into` (0 if none) rather than queued.
+pub fn captured(into: *u64, release: anytype, args: anytype) void {
+    const outer = capture;
+    capture = into;
+    defer capture = outer;
+    @call(.auto, release, args);
+}
+
+/// The address of the queued-id count (a u32 JS reads directly).
+pub fn queuedAddress() *const u32 {
+    return &queued.raw;
 }
 
 pub fn pending() usize {
@@ -108,6 +139,26 @@ test "one wake is pending at a time, however many ids are queued" {
     try std.testing.expectEqual(@as(u32, 2), Count.calls);
     wakeDone();
     _ = take(&buffer);
+}
+
+test "an id finished under capture is handed back, not queued; later ones queue" {
+    var ids: [4]f64 = undefined;
+    _ = take(&ids);
+    const Release = struct {
+        fn two() void {
+            finish(41);
+            finish(42);
+        }
+    };
+    var id: u64 = 0;
+    captured(&id, Release.two, .{});
+    try std.testing.expectEqual(@as(u64, 41), id);
+    try std.testing.expectEqual(@as(u32, 1), queuedAddress().*);
+    try std.testing.expectEqual(@as(usize, 1), take(&ids));
+    try std.testing.expectEqual(@as(f64, 42), ids[0]);
+    try std.testing.expectEqual(@as(u32, 0), queuedAddress().*);
+    finish(43); // no capture outside the call
+    try std.testing.expectEqual(@as(usize, 1), take(&ids));
 }
 
 test "ids queued on other threads are all taken once" {

@@ -28,6 +28,7 @@ test {
     _ = @import("export_holds.zig");
     _ = @import("export_array.zig");
     _ = @import("export_schema.zig");
+    _ = @import("export_batch.zig");
     _ = @import("owner.zig");
     _ = @import("device_sync.zig");
     _ = @import("consumer.zig");

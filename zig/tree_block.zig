@@ -40,9 +40,15 @@ pub const Block = struct {
 
     /// Drops one struct's reference; the last one frees the block.
     pub fn unref(self: *Block) void {
-        const before = self.remaining.fetchSub(1, .acq_rel);
-        std.debug.assert(before > 0);
-        if (before == 1) {
+        self.unrefMany(1);
+    }
+
+    /// Drops `n` structs' references at once (a release that released
+    /// several structs of the block); the last one frees the block.
+    pub fn unrefMany(self: *Block, n: u32) void {
+        const before = self.remaining.fetchSub(n, .acq_rel);
+        std.debug.assert(before >= n);
+        if (before == n) {
             const hook = self.on_free;
             const context = self.on_free_context;
             std.c.free(self);

@@ -237,6 +237,22 @@ abd_status abd_array_build(const double* plan, size_t plan_words, double keepali
 abd_status abd_device_array_build(const double* plan, size_t plan_words, double keepalive_id,
                                   int32_t device_type, int64_t device_id, void* sync_event,
                                   struct ArrowDeviceArray* out);
+/* One-call export (zig/export_batch.zig). A schema template is a checked
+ * schema plan, the caller's until template_free; template_build builds an
+ * independent tree from it. slot_new returns a new slot (struct ArrowSchema
+ * at 0, then struct ArrowArray (kind 1) or ArrowDeviceArray (kind 2) at 72;
+ * kind 0: schema only) or NULL (see abd_last_status); slot_free releases
+ * what was not moved out, frees the slot and returns the keepalive id that
+ * finished during the call (not queued then), or 0. queued_address points
+ * at the number of queued keepalive ids. */
+typedef struct abd_schema_template abd_schema_template;
+abd_schema_template* abd_schema_template_new(const uint8_t* plan, size_t plan_bytes);
+void abd_schema_template_free(abd_schema_template* template_);
+abd_status abd_schema_template_build(abd_schema_template* template_, struct ArrowSchema* out);
+void* abd_export_slot_new(abd_schema_template* template_, const double* plan, size_t plan_words,
+                          double keepalive_id, int32_t kind);
+double abd_export_slot_free(void* slot, int32_t kind);
+const uint32_t* abd_keepalive_queued_address(void);
 void abd_set_release_notifier(void (*notifier)(void));
 uint32_t abd_take_released(double* out, uint32_t capacity);
 /* At most one notifier call is pending: its JS side calls wake_done when it

@@ -39,7 +39,7 @@ import { argumentError, oneOfArg, optionsArg } from "../args.ts";
 import { InvalidArgumentError, ReleasedError, Status, TooDeepError, UnsupportedError } from "../errors.ts";
 import { arrowArg, arrowKindError, arrowKindOf, isDataType } from "./arrow_args.ts";
 import { check, native } from "../ffi/library.ts";
-import { ExportedArray, type ExportedKind } from "../lifetime/exported.ts";
+import { adoptExportSlot, exportSlotKinds, type ExportedArray, type ExportedKind } from "../lifetime/exported.ts";
 import { drainReleased, forgetUnused, retainWithOwners } from "../lifetime/keepalive.ts";
 import { importOwnerOf } from "../lifetime/imported.ts";
 import { maxNestingDepth } from "../abi/layout.ts";
@@ -163,23 +163,50 @@ function schemaPlan(source: SchemaSource): Uint8Array {
 
 /** Builds the native ArrowSchema for `source` at `out`. */
 function buildSchema(source: SchemaSource, out: Pointer): void {
-  const plan = schemaPlanOf(source);
-  check(native.abd_schema_build(plan, plan.length, out));
+  check(native.abd_schema_template_build(templateOf(source) as Pointer, out));
 }
 
-/** Encoded schema plans by source object. apache-arrow types, fields and
- * schemas are not changed after construction, so a batch stream (every
- * batch shares one Schema) encodes its schema once. */
-const schemaPlans = new WeakMap<object, Uint8Array>();
+/** Encoded schema plans by source object, with the native template built
+ * from each (zig/export_schema.zig `Template`: checked and measured once).
+ * apache-arrow types, fields and schemas are not changed after
+ * construction, so a batch stream (every batch shares one Schema) encodes
+ * and checks its schema once, and each export then only copies it into a
+ * new tree. The cache owns the templates: one is freed when its entry (so
+ * its source object) is collected. Trees never point into a template. */
+type SchemaEntry = { plan: Uint8Array; template: number };
+const schemaEntries = new WeakMap<object, SchemaEntry>();
+const templates = new FinalizationRegistry<number>((template) => native.abd_schema_template_free(template as Pointer));
 
-function schemaPlanOf(source: SchemaSource): Uint8Array {
-  const cached = schemaPlans.get(source);
+function schemaEntryOf(source: SchemaSource): SchemaEntry {
+  const cached = schemaEntries.get(source);
   if (cached) return cached;
   const plan = new PlanBytes();
   writeSchemaNode(plan, schemaNodeOf(source));
   const bytes = plan.bytes.slice(0, plan.length);
-  schemaPlans.set(source, bytes);
-  return bytes;
+  const template = native.abd_schema_template_new(bytes, bytes.length);
+  if (!template) check(native.abd_last_status() || Status.internal);
+  const entry: SchemaEntry = { plan: bytes, template: template as number };
+  templates.register(entry, entry.template);
+  schemaEntries.set(source, entry);
+  return entry;
+}
+
+/** The native template of `source` (valid while `source` is reachable). */
+function templateOf(source: SchemaSource): number {
+  return schemaEntryOf(source).template;
+}
+
+/** The unnamed, nullable field a Data or Vector of `type` exports as, one
+ * per type object (so its schema template is cached with it). */
+const unnamedFields = new WeakMap<DataType, Field>();
+
+function unnamedField(type: DataType): Field {
+  let field = unnamedFields.get(type);
+  if (!field) {
+    field = new Field("", type, true);
+    unnamedFields.set(type, field);
+  }
+  return field;
 }
 
 // ---------------------------------------------------------------------------
@@ -200,10 +227,11 @@ function push(word: number) {
   planWords[planLength++] = word;
 }
 
-/** The address of `view`'s first byte, after giving it a stable backing
- * store (small typed arrays may live inline in the GC heap and move). */
+/** The address of `view`'s first byte. Call only after reading
+ * `view.buffer` (ArrayPlanner.source does): that gives a small typed array,
+ * whose bytes may live inline in the GC heap and move, a stable
+ * out-of-line backing store. */
 function addressOf(view: NodeJS.ArrayBufferView): number {
-  void view.buffer; // forces an out-of-line, non-moving backing store
   return ptr(view);
 }
 
@@ -236,6 +264,8 @@ function shiftBits(bits: Uint8Array, from: number, count: number, to: number): U
  * written; module-lifetime, so it outlives every export. */
 const zeroOffset = new BigInt64Array(1);
 
+const noChildren: readonly Data[] = Object.freeze([]);
+
 class ArrayPlanner {
   /** Everything C will point at, for the keepalive registry. */
   retained: unknown[] = [];
@@ -243,8 +273,13 @@ class ArrayPlanner {
   owners: number[] = [];
   depth = 0;
 
+  /** Buffers pushed for the node being planned (patched into its header
+   * before its children are planned). */
+  private nBuffers = 0;
+
   /** Notes `view`'s import owner, if it is a view of imported memory;
-   * refuses a view whose import was disposed. */
+   * refuses a view whose import was disposed. Reading `view.buffer` here
+   * also pins its bytes (see addressOf). */
   private source(view: NodeJS.ArrayBufferView): void {
     const buffer = view.buffer as ArrayBuffer;
     if (buffer.detached) throw new ReleasedError(Status.released, "cannot export data converted from an import that was disposed: its buffers are detached");
@@ -273,6 +308,25 @@ class ArrayPlanner {
     if (!view || view.byteLength === 0) return 0;
     this.retained.push(view);
     return addressOf(view);
+  }
+
+  /** Pushes one buffer address of the current node; false for null (the
+   * node cannot be exported that way). */
+  private buffer(address: number | null): boolean {
+    if (address === null) return false;
+    push(address);
+    this.nBuffers++;
+    return true;
+  }
+
+  /** Pushes the validity buffer of `data` (NULL when it has no nulls:
+   * `nulls`, its nullCountOf). */
+  private validity(data: Data, rebase: boolean, nulls: number): boolean {
+    const bitmap = data.nullBitmap as Uint8Array | undefined;
+    if (nulls === 0 || !bitmap || bitmap.byteLength === 0) return this.buffer(0);
+    if (!rebase) return this.buffer(this.keep(bitmap));
+    if (data.offset % 8 === 0) return this.buffer(this.keep(bitmap.subarray(data.offset >> 3)));
+    return this.buffer(this.keep(shiftBits(bitmap, data.offset, data.length, 0)));
   }
 
   /** Plans `data` as a child whose parent adds `shift` to its index.
@@ -317,7 +371,8 @@ class ArrayPlanner {
     // count covers that longer range, so it is unknown then.
     const lead0 = start - offset;
     // Unions have no validity; a null array's slots are all null.
-    const knownNulls = isUnion ? 0 : typeId === Type.Null ? data.length + start - offset : nullCountOf(data);
+    const nulls = isUnion || typeId === Type.Null ? 0 : nullCountOf(data);
+    const knownNulls = typeId === Type.Null ? data.length + start - offset : nulls;
     push(data.length + lead0);
     // The C range is longer than apache-arrow's by the lead slots: their
     // nulls are counted too (one pass over the bitmap).
@@ -327,82 +382,68 @@ class ArrayPlanner {
     push(0); // n_buffers, patched below
     push(0); // n_children, patched below
     push(typeId === Type.Dictionary ? 1 : 0);
-    let nBuffers = 0;
-    const buffer = (address: number | null): boolean => {
-      if (address === null) return false;
-      push(address);
-      nBuffers++;
-      return true;
-    };
-    const validity = (): boolean => {
-      const bitmap = data.nullBitmap as Uint8Array | undefined;
-      if (!bitmap || bitmap.byteLength === 0 || nullCountOf(data) === 0) return buffer(0);
-      if (!rebase) return buffer(this.keep(bitmap));
-      if (data.offset % 8 === 0) return buffer(this.keep(bitmap.subarray(data.offset >> 3)));
-      const copy = shiftBits(bitmap, data.offset, data.length, 0);
-      return buffer(this.keep(copy));
-    };
+    this.nBuffers = 0;
 
-    let children: Data[] = [];
+    let children: readonly Data[] = noChildren;
     let childShift = 0; // what C adds to each child's index
     switch (typeId) {
       case Type.Null:
         planWords[header + 2] = 0; // a null array has no buffers: any offset
         break;
       case Type.Bool: {
-        if (!validity()) return false;
+        if (!this.validity(data, rebase, nulls)) return false;
         const values = data.values as Uint8Array;
         if (!rebase || data.offset % 8 === 0) {
-          if (!buffer(rebase ? this.keep(values.subarray(data.offset >> 3)) : this.keep(values))) return false;
+          if (!this.buffer(rebase ? this.keep(values.subarray(data.offset >> 3)) : this.keep(values))) return false;
         } else {
-          if (!buffer(this.keep(shiftBits(values, data.offset, data.length, 0)))) return false;
+          if (!this.buffer(this.keep(shiftBits(values, data.offset, data.length, 0)))) return false;
         }
         break;
       }
       case Type.Int: case Type.Float: case Type.Decimal: case Type.Date: case Type.Time:
       case Type.Timestamp: case Type.Interval: case Type.Duration: case Type.FixedSizeBinary:
       case Type.Dictionary: {
-        if (!validity()) return false;
-        if (!buffer(this.backed(data.values as NodeJS.TypedArray, lead * slotBytes(data)))) return false;
+        if (!this.validity(data, rebase, nulls)) return false;
+        if (!this.buffer(this.backed(data.values as NodeJS.TypedArray, lead === 0 ? 0 : lead * slotBytes(data)))) return false;
         break;
       }
       case Type.Binary: case Type.Utf8: case Type.LargeBinary: case Type.LargeUtf8: {
-        if (!validity()) return false;
-        if (!buffer(this.offsets(data.valueOffsets as Int32Array | BigInt64Array | undefined, lead, data.length))) return false;
-        if (!buffer(this.keep(data.values as Uint8Array))) return false;
+        if (!this.validity(data, rebase, nulls)) return false;
+        if (!this.buffer(this.offsets(data.valueOffsets as Int32Array | BigInt64Array | undefined, lead, data.length))) return false;
+        if (!this.buffer(this.keep(data.values as Uint8Array))) return false;
         break;
       }
       case Type.BinaryView: case Type.Utf8View: {
-        if (!validity()) return false;
-        if (!buffer(this.backed(data.values as Uint8Array, lead * 16))) return false;
+        if (!this.validity(data, rebase, nulls)) return false;
+        if (!this.buffer(this.backed(data.values as Uint8Array, lead * 16))) return false;
         const variadic = data.variadicBuffers ?? [];
-        for (const v of variadic) buffer(this.keep(v));
+        for (const v of variadic) this.buffer(this.keep(v));
         const sizes = new BigInt64Array(variadic.length);
         variadic.forEach((v, i) => (sizes[i] = BigInt(v.byteLength)));
-        buffer(this.keep(sizes));
+        this.buffer(this.keep(sizes));
         break;
       }
       case Type.List: case Type.LargeList: case Type.Map: {
-        if (!validity()) return false;
-        if (!buffer(this.offsets(data.valueOffsets as Int32Array | BigInt64Array | undefined, lead, data.length))) return false;
+        if (!this.validity(data, rebase, nulls)) return false;
+        if (!this.buffer(this.offsets(data.valueOffsets as Int32Array | BigInt64Array | undefined, lead, data.length))) return false;
         children = data.children;
         break;
       }
       case Type.FixedSizeList:
-        if (!validity()) return false;
+        if (!this.validity(data, rebase, nulls)) return false;
         children = data.children;
         childShift = start * (type as FixedSizeList).listSize;
         break;
       case Type.Struct:
-        if (!validity()) return false;
+        if (!this.validity(data, rebase, nulls)) return false;
         children = data.children;
         childShift = start;
         break;
       case Type.Union: {
         const union = type as Union;
-        if (!buffer(this.backed(data.typeIds as Int8Array, lead))) return false;
+        if (!this.buffer(this.backed(data.typeIds as Int8Array, lead))) return false;
         if (union.mode === UnionMode.Dense) {
-          if (!buffer(this.backed(data.valueOffsets as Int32Array, lead * 4))) return false;
+          if (!this.buffer(this.backed(data.valueOffsets as Int32Array, lead * 4))) return false;
         } else {
           childShift = start;
         }
@@ -412,7 +453,7 @@ class ArrayPlanner {
       default:
         throw new UnsupportedError(Status.unsupported, `cannot export apache-arrow type id ${typeId}`);
     }
-    planWords[header + 3] = nBuffers;
+    planWords[header + 3] = this.nBuffers;
     planWords[header + 4] = children.length;
     for (const child of children) {
       if (!this.node(child, childShift)) return false;
@@ -493,6 +534,22 @@ function exportKindArg(fn: string, options: ExportOptions | undefined, keys: rea
   return oneOfArg(fn, "options.as", checked.as ?? "device_array", ["device_array", "array"]);
 }
 
+/** The struct Data and schema a RecordBatch exports as. */
+function batchData(source: RecordBatch): { data: Data; schema: SchemaSource } {
+  // Each column's type comes from its own Data: apache-arrow's RecordBatch
+  // constructor merges repeated field names (Schema.assign), so for them
+  // neither RecordBatch.schema nor (after a slice) the struct type
+  // describes the columns any more; the child Data always does.
+  const children = source.data.children;
+  const declared = source.schema.fields;
+  // With distinct names the schema is right (and its template cached).
+  if (!repeatsNames(source.schema) && declared.length === children.length) {
+    return { data: source.data, schema: source.schema };
+  }
+  const fields = source.data.type.children.map((f, i) => (f.type === children[i]?.type ? f : new Field(f.name, children[i].type, f.nullable, f.metadata)));
+  return { data: source.data, schema: new Schema(fields, source.schema.metadata) };
+}
+
 /** The single Data (plus its field) that `source` exports as. */
 function dataOf(fn: string, source: ArraySource): { data: Data; schema: SchemaSource } {
   if (arrowKindOf(source, ["Table"]) !== null) {
@@ -502,27 +559,14 @@ function dataOf(fn: string, source: ArraySource): { data: Data; schema: SchemaSo
     }
     source = batches[0]!;
   }
-  if (source instanceof RecordBatch) {
-    // Each column's type comes from its own Data: apache-arrow's RecordBatch
-    // constructor merges repeated field names (Schema.assign), so for them
-    // neither RecordBatch.schema nor (after a slice) the struct type
-    // describes the columns any more; the child Data always does.
-    const children = source.data.children;
-    const declared = source.schema.fields;
-    // With distinct names the schema is right (and its encoded plan cached).
-    if (!repeatsNames(source.schema) && declared.length === children.length) {
-      return { data: source.data, schema: source.schema };
-    }
-    const fields = source.data.type.children.map((f, i) => (f.type === children[i]?.type ? f : new Field(f.name, children[i].type, f.nullable, f.metadata)));
-    return { data: source.data, schema: new Schema(fields, source.schema.metadata) };
-  }
+  if (source instanceof RecordBatch) return batchData(source);
   if (source instanceof Vector) {
     if (source.data.length !== 1) {
       throw new InvalidArgumentError(Status.invalid_argument, `a Vector with ${source.data.length} chunks cannot be one C array; export each chunk (vector.data[i]) or each batch of a table`);
     }
-    return { data: source.data[0], schema: new Field("", source.type, true) };
+    return { data: source.data[0], schema: unnamedField(source.type) };
   }
-  if (source instanceof Data) return { data: source, schema: new Field("", source.type, true) };
+  if (source instanceof Data) return { data: source, schema: unnamedField(source.type) };
   throw arrowKindError("exportArray", "source", source, arrayKinds);
 }
 
@@ -530,11 +574,33 @@ function dataOf(fn: string, source: ArraySource): { data: Data; schema: SchemaSo
  * the import owners under them) under a keepalive id; a caller whose build
  * fails passes the id to `forgetUnused`. */
 function planArray(data: Data): { words: number; keepaliveId: number } {
-  planLength = 0;
-  const planner = new ArrayPlanner();
-  planner.node(data, 0);
-  return { words: planLength, keepaliveId: retainWithOwners(planner.retained, planner.owners) };
+  const keepaliveId = planKeepalive(data);
+  return { words: planLength, keepaliveId };
 }
+
+/** One planner for every export (planning never re-enters itself); each
+ * plan gets a fresh `retained` list, which the keepalive registry keeps. */
+const planner = new ArrayPlanner();
+
+/** `planArray` without the result object: plans into `planWords` (its
+ * length in `planLength`) and returns the keepalive id. */
+function planKeepalive(data: Data): number {
+  planLength = 0;
+  const retained: unknown[] = [];
+  planner.retained = retained;
+  planner.owners.length = 0;
+  planner.depth = 0;
+  try {
+    planner.node(data, 0);
+  } finally {
+    // Only the keepalive registry may hold what C points at: the planner
+    // must not keep the last export's buffers reachable after C released.
+    planner.retained = noRetained;
+  }
+  return retainWithOwners(retained, planner.owners);
+}
+
+const noRetained: unknown[] = [];
 
 /**
  * Exports `source` as ArrowSchema + ArrowDeviceArray (CPU: device_id -1,
@@ -549,37 +615,35 @@ function planArray(data: Data): { words: number; keepaliveId: number } {
  * Call `handle.release()` (or `using`) when done: it releases whatever was
  * not moved.
  */
-export function exportArray(source: ArraySource, options: ExportOptions = {}): ExportedArray {
-  const kind = exportKindArg("exportArray", options, exportArrayOptionKeys);
+export function exportArray(source: ArraySource, options?: ExportOptions): ExportedArray {
+  const kind = options === undefined ? "device_array" : exportKindArg("exportArray", options, exportArrayOptionKeys);
   return exportArrayAs("exportArray", source, kind, options?.field);
 }
 
 function exportArrayAs(fn: string, source: ArraySource, kind: Exclude<ExportedKind, "schema">, field?: Field): ExportedArray {
-  const sourceKind = arrowArg(fn, "source", source, arrayKinds);
+  // An exact RecordBatch (the common case) is recognised without
+  // apache-arrow's Symbol.hasInstance; anything else takes the full check.
+  const sourceKind = (source as { constructor?: unknown } | null)?.constructor === RecordBatch ? "RecordBatch" : arrowArg(fn, "source", source, arrayKinds);
   if (field !== undefined) {
     if (sourceKind === "RecordBatch" || arrowKindOf(field, ["Field"]) === null) {
       throw argumentError(fn, "options.field", "an apache-arrow Field (for a Data or Vector source)", field);
     }
   }
   drainReleased();
-  const { data, schema } = dataOf(fn, source);
+  const { data, schema } = sourceKind === "RecordBatch" ? batchData(source as RecordBatch) : dataOf(fn, source);
   if (field !== undefined && field.type.typeId !== data.type.typeId) {
     throw new InvalidArgumentError(Status.invalid_argument, `${fn}: options.field must have the data's own type`);
   }
-  const handle = new ExportedArray(kind);
-  try {
-    buildSchema(field ?? schema, handle.schema);
-    const { words, keepaliveId } = planArray(data);
-    const status = kind === "device_array"
-      ? native.abd_device_array_build(planWords, words, keepaliveId, DeviceType.CPU, -1, null, handle.array)
-      : native.abd_array_build(planWords, words, keepaliveId, handle.array);
-    if (status !== 0) forgetUnused(keepaliveId);
-    check(status);
-    return handle;
-  } catch (error) {
-    handle.release();
-    throw error;
+  // One native call builds the slot, the schema (from the cached template)
+  // and the array tree; the handle owns the slot from then on.
+  const template = templateOf(field ?? schema);
+  const keepaliveId = planKeepalive(data);
+  const address = native.abd_export_slot_new(template as Pointer, planWords, planLength, keepaliveId, exportSlotKinds[kind]);
+  if (!address) {
+    forgetUnused(keepaliveId);
+    check(native.abd_last_status() || Status.internal);
   }
+  return adoptExportSlot(kind, address as number);
 }
 
 /** `exportArray(source, { as: "device_array" })`. */
@@ -590,14 +654,9 @@ export function exportDeviceArray(source: ArraySource): ExportedArray {
 /** Exports a DataType, Field or Schema as an ArrowSchema. */
 export function exportSchema(source: SchemaSource): ExportedArray {
   arrowArg("exportSchema", "source", source, schemaKinds);
-  const handle = new ExportedArray("schema");
-  try {
-    buildSchema(source, handle.schema);
-    return handle;
-  } catch (error) {
-    handle.release();
-    throw error;
-  }
+  const address = native.abd_export_slot_new(templateOf(source) as Pointer, null, 0, 0, exportSlotKinds.schema);
+  if (!address) check(native.abd_last_status() || Status.internal);
+  return adoptExportSlot("schema", address as number);
 }
 
 /** Exports every batch of a table; one handle per batch. */
@@ -625,6 +684,7 @@ export function exportBatches(batches: Iterable<RecordBatch>, options: ExportOpt
  * existing native ArrowDeviceArray / ArrowSchema address. */
 export const internal = {
   buildSchema,
+  templateOf,
   schemaPlan,
   planArray,
   planWords: () => planWords,

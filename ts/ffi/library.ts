@@ -23,6 +23,7 @@ import { streamSymbols } from "./symbols_streams.ts";
 import { asyncSymbols } from "./symbols_async.ts";
 import { importSymbols } from "./symbols_import.ts";
 import { deviceStreamSymbols } from "./symbols_device_streams.ts";
+import { exportSymbols } from "./symbols_export.ts";
 
 /** Every symbol area, merged. Add new areas here. */
 const symbols = {
@@ -33,6 +34,7 @@ const symbols = {
   ...asyncSymbols,
   ...importSymbols,
   ...deviceStreamSymbols,
+  ...exportSymbols,
 };
 
 /** The environment variable that names the library file to load instead

@@ -11,12 +11,18 @@
  * idempotent. A FinalizationRegistry does the same for handles that were
  * dropped without release(): a safety net (with a warning in debug mode),
  * never the intended path.
+ *
+ * Handles made by `adoptExportSlot` (convert/export.ts) wrap a slot that
+ * one native call allocated and filled (zig/export_batch.zig); one native
+ * call releases and frees it, handing back the keepalive id when the tree
+ * finished right there (`forgetReleased`: no queue, no wake).
  */
 import { read, type Pointer } from "bun:ffi";
 import { ArrowArrayLayout, ArrowDeviceArrayLayout, ArrowSchemaLayout } from "../abi/layout.ts";
 import { ReleasedError, Status } from "../errors.ts";
 import { native } from "../ffi/library.ts";
 import { NativeSlot } from "./native_slot.ts";
+import { drainReleased, forgetReleased } from "./keepalive.ts";
 import { ArrowCArray, ArrowCDeviceArray, ArrowCSchema, type ArrowCapsule, type ProtocolOptions } from "../protocol/symbols.ts";
 import { oneOfArg, stringArg } from "../args.ts";
 
@@ -40,6 +46,41 @@ const releaseContents: Record<ExportedKind, (address: number) => void> = {
   },
 };
 
+const labels: Record<ExportedKind, string> = {
+  schema: "exported ArrowSchema",
+  array: "exported ArrowArray",
+  device_array: "exported ArrowDeviceArray",
+};
+
+/** zig/export_batch.zig's slot kinds. */
+export const exportSlotKinds: Record<ExportedKind, number> = { schema: 0, array: 1, device_array: 2 };
+
+function freeExportSlot(address: number, kind: number): void {
+  const finished = native.abd_export_slot_free(address as Pointer, kind);
+  if (finished !== 0) forgetReleased(finished);
+  drainReleased();
+}
+
+const freeAdopted: Record<ExportedKind, (address: number) => void> = {
+  schema: (address) => freeExportSlot(address, 0),
+  array: (address) => freeExportSlot(address, 1),
+  device_array: (address) => freeExportSlot(address, 2),
+};
+
+/** Set only while `adoptExportSlot` constructs a handle. */
+let adopting = 0;
+
+/** A handle owning `address`, a slot of `kind` that abd_export_slot_new
+ * returned (filled; freed by abd_export_slot_free). Internal. */
+export function adoptExportSlot(kind: ExportedKind, address: number): ExportedArray {
+  adopting = address;
+  try {
+    return new ExportedArray(kind);
+  } finally {
+    adopting = 0;
+  }
+}
+
 /** An exported ArrowSchema (kind "schema"), optionally with its ArrowArray
  * or ArrowDeviceArray. */
 export class ExportedArray implements Disposable {
@@ -53,10 +94,14 @@ export class ExportedArray implements Disposable {
   #slot: NativeSlot;
 
   /** Allocates an empty (released) slot; the converter fills it. */
-  constructor(readonly kind: ExportedKind, label = `exported ${kind === "schema" ? "ArrowSchema" : kind === "array" ? "ArrowArray" : "ArrowDeviceArray"}`) {
+  constructor(readonly kind: ExportedKind, label?: string) {
+    if (adopting !== 0) {
+      this.#slot = new NativeSlot(slotBytes, labels[kind], freeAdopted[kind], adopting);
+      return;
+    }
     oneOfArg("ExportedArray", "kind", kind, ["schema", "array", "device_array"]);
-    stringArg("ExportedArray", "label", label);
-    this.#slot = new NativeSlot(slotBytes, label, releaseContents[kind]);
+    stringArg("ExportedArray", "label", label, true);
+    this.#slot = new NativeSlot(slotBytes, label ?? labels[kind], releaseContents[kind]);
   }
 
   /** `struct ArrowSchema*` for C. Valid until `release()`. */

@@ -8,25 +8,61 @@
  * whenever an API call asks and whenever the library wakes it through a
  * threadsafe callback, and only then drops the references. So no JS memory
  * reachable by C is ever collected or moved before C released it.
+ *
+ * Two shortcuts keep this off the export hot path: the number of queued
+ * ids is a native u32 this module reads through a typed array (no call
+ * when nothing is queued), and a release the JS thread runs itself through
+ * `abd_export_slot_free` gets its id back as the call's result instead of
+ * queued (`forgetReleased`).
  */
-import { JSCallback } from "bun:ffi";
+import { JSCallback, toArrayBuffer } from "bun:ffi";
 import { check, native } from "../ffi/library.ts";
 
-const retained = new Map<number, unknown>();
+/** What each live id keeps reachable, indexed by id (0 is never an id).
+ * An id is reused once it was forgotten: by then no native tree or queue
+ * holds it any more (the native release drops the id's import owners and
+ * queues or hands it back once; JS forgets each id once). */
+const retainedById: unknown[] = [null];
+/** Marks an id that is not in use. */
+const free = Symbol("free id");
+const freeIds: number[] = [];
+let retainedSize = 0;
+
+const retained = {
+  set(id: number, objects: unknown): void {
+    retainedById[id] = objects;
+    retainedSize++;
+  },
+  has(id: number): boolean {
+    return id > 0 && id < retainedById.length && retainedById[id] !== free;
+  },
+  /** Forgets `id` (and makes it reusable); false if it was not in use. */
+  delete(id: number): boolean {
+    if (!retained.has(id)) return false;
+    retainedById[id] = free;
+    freeIds.push(id);
+    retainedSize--;
+    return true;
+  },
+};
 /** Callbacks to run, on the JS thread, once an id was released natively. */
 const onRelease = new Map<number, () => void>();
-let nextId = 1;
 
 // Passed to native code as the typed array itself on every call: a cached
 // ptr() of it went stale (its storage moved), so the library wrote ids into
 // the old place — corrupting the JS heap — while JS read zeros here.
 const drainScratch = new Float64Array(512);
 
+// The native count of queued ids (zig/keepalive.zig `queued`): static
+// library memory, never freed (the library is never closed), so the view
+// needs no deallocator. A stale zero only delays a drain to the next call.
+const queued = new Uint32Array(toArrayBuffer(native.abd_keepalive_queued_address()!, 0, 4));
+
 /** Registers `objects` to be kept strongly reachable; returns the id to
  * hand to the native builder. `released`, if given, runs on the JS thread
  * when the id is drained (after the native release ran, on any thread). */
 export function retainForNative(objects: unknown, released?: () => void): number {
-  const id = nextId++;
+  const id = freeIds.pop() ?? retainedById.length;
   retained.set(id, objects);
   if (released) onRelease.set(id, released);
   return id;
@@ -76,6 +112,14 @@ export function forgetUnused(id: number): void {
   if (holdingOwners.delete(id)) native.abd_export_drop_owners(id);
 }
 
+/** Drops the references of `id`, whose tree was released on the JS thread
+ * and handed back by the release call (not queued). */
+export function forgetReleased(id: number): void {
+  retained.delete(id);
+  if (holdingOwners.size !== 0) holdingOwners.delete(id);
+  if (onRelease.size !== 0) runReleased(id);
+}
+
 function runReleased(id: number): void {
   const callback = onRelease.get(id);
   if (!callback) return;
@@ -93,6 +137,7 @@ function runReleased(id: number): void {
 /** Drops the references of every export whose native release has run.
  * Returns how many were dropped. Cheap when nothing is queued. */
 export function drainReleased(): number {
+  if (queued[0] === 0) return 0;
   let dropped = 0;
   for (;;) {
     const n = native.abd_take_released(drainScratch, drainScratch.length);
@@ -109,7 +154,7 @@ export function drainReleased(): number {
 
 /** Exports whose JS memory is still held for C. */
 export function retainedCount(): number {
-  return retained.size;
+  return retainedSize;
 }
 
 /** Wakes the library posted to this module so far (each one is a task

@@ -1,0 +1,138 @@
+/**
+ * The one-call export path (zig/export_batch.zig, lifetime/exported.ts):
+ * pooled native slots, schema templates cached per apache-arrow object, the
+ * keepalive id handed back by the release call, and the GC safety net of a
+ * handle dropped without release(). Exact counts; bounded GC loops.
+ */
+import { expect, test } from "bun:test";
+import { CString, read, type Pointer } from "bun:ffi";
+import { Field, Int32, RecordBatch, Schema, Struct, Utf8, makeData, vectorFromArray } from "apache-arrow";
+import { ArrowSchemaLayout, Flags } from "../ts/abi/layout.ts";
+import { counters } from "../ts/diagnostics.ts";
+import { ImportedArray, exportArray, exportSchema, toRecordBatch, type ExportedArray } from "../ts/index.ts";
+import { collectUntil } from "./helpers/gc.ts";
+
+/** A two-column batch whose values start at `base` (distinct per batch). */
+function batchFrom(base: number): RecordBatch {
+  const fields = [new Field("n", new Int32(), true), new Field("s", new Utf8(), true)];
+  return new RecordBatch(new Schema(fields), makeData({
+    type: new Struct(fields),
+    length: 3,
+    children: [
+      vectorFromArray([base, base + 1, null], new Int32()).data[0],
+      vectorFromArray([`v${base}`, null, `w${base}`], new Utf8()).data[0],
+    ],
+  }));
+}
+
+function valuesOf(handle: ExportedArray): unknown[] {
+  using imported = ImportedArray.fromDeviceArray(handle.schema, handle.array);
+  const batch = toRecordBatch(imported);
+  return [...batch.getChildAt(0)!, ...batch.getChildAt(1)!];
+}
+
+function liveExports() {
+  const c = counters();
+  return { arrays: c.live_array_exports, schemas: c.live_schema_exports, retained: c.js_retained_exports };
+}
+
+test("live exports never share a slot; a slot comes back only after release(), with the new export's trees", () => {
+  const before = liveExports();
+  const batches = Array.from({ length: 40 }, (_, i) => batchFrom(i * 10));
+  const handles = batches.map((b) => exportArray(b));
+  const addresses = new Set(handles.map((h) => Number(h.schema)));
+  expect(addresses.size).toBe(40);
+  // Release every other one: their slots may be handed out again.
+  const released = new Set<number>();
+  for (let i = 0; i < 40; i += 2) {
+    released.add(Number(handles[i].schema));
+    handles[i].release();
+  }
+  const again = batches.slice(0, 20).map((b) => exportArray(b));
+  const live = [...handles.filter((h) => !h.released), ...again];
+  expect(new Set(live.map((h) => Number(h.schema))).size).toBe(live.length);
+  // Only released slots were reused, never a live one.
+  const oldLive = new Set(handles.filter((h) => !h.released).map((h) => Number(h.schema)));
+  for (const h of again) expect(oldLive.has(Number(h.schema))).toBe(false);
+  expect(again.some((h) => released.has(Number(h.schema)))).toBe(true); // the pool at work
+  // Every live handle still holds its own batch's trees.
+  for (let i = 1; i < 40; i += 2) expect(valuesOf(handles[i])).toEqual([i * 10, i * 10 + 1, null, `v${i * 10}`, null, `w${i * 10}`]);
+  again.forEach((h, i) => expect(valuesOf(h)).toEqual([i * 10, i * 10 + 1, null, `v${i * 10}`, null, `w${i * 10}`]));
+  for (const h of live) h.release();
+  expect(liveExports()).toEqual(before);
+});
+
+test("trees a consumer moved out outlive the handle and the reuse of its slot", () => {
+  const before = liveExports();
+  const first = exportArray(batchFrom(100));
+  const slot = Number(first.schema);
+  const imported = ImportedArray.fromDeviceArray(first.schema, first.array); // moves both out
+  first.release(); // frees (pools) the slot; nothing left in it to release
+  const second = exportArray(batchFrom(200));
+  expect(Number(second.schema)).toBe(slot); // the same memory, a new export
+  const batch = toRecordBatch(imported);
+  expect([...batch.getChildAt(0)!, ...batch.getChildAt(1)!]).toEqual([100, 101, null, "v100", null, "w100"]);
+  expect(valuesOf(second)).toEqual([200, 201, null, "v200", null, "w200"]);
+  second.release();
+  expect(liveExports().arrays).toBe(before.arrays + 1); // the moved tree, still imported
+  imported.dispose();
+  expect(liveExports()).toEqual(before);
+});
+
+test("one cached schema template builds independent trees, each released once", () => {
+  const before = liveExports();
+  const batch = batchFrom(7);
+  const a = exportArray(batch);
+  const b = exportArray(batch);
+  const c = exportSchema(batch.schema);
+  const privateData = (h: ExportedArray) => read.ptr(h.schema, ArrowSchemaLayout.fields.private_data);
+  const format = (h: ExportedArray) => read.ptr(h.schema, ArrowSchemaLayout.fields.format);
+  expect(new Set([privateData(a), privateData(b), privateData(c)]).size).toBe(3);
+  expect(new Set([format(a), format(b), format(c)]).size).toBe(3);
+  expect(liveExports().schemas).toBe(before.schemas + 3);
+  a.release();
+  expect(liveExports().schemas).toBe(before.schemas + 2);
+  expect(valuesOf(b)).toEqual([7, 8, null, "v7", null, "w7"]); // moved out and released by the import
+  expect(liveExports().schemas).toBe(before.schemas + 1);
+  b.release();
+  c.release();
+  c.release(); // idempotent
+  expect(liveExports()).toEqual(before);
+});
+
+test("the same schema exported under another field name gets its own tree", () => {
+  const data = vectorFromArray([1, 2], new Int32()).data[0];
+  const named = exportArray(data, { field: new Field("named", new Int32(), false) });
+  const unnamed = exportArray(data);
+  const name = (h: ExportedArray) => new CString(read.ptr(h.schema, ArrowSchemaLayout.fields.name) as Pointer).toString();
+  const flags = (h: ExportedArray) => read.i64(h.schema, ArrowSchemaLayout.fields.flags);
+  expect(name(named)).toBe("named");
+  expect(flags(named)).toBe(0n);
+  expect(name(unnamed)).toBe("");
+  expect(flags(unnamed)).toBe(BigInt(Flags.NULLABLE));
+  named.release();
+  unnamed.release();
+});
+
+function dropExports(n: number): void {
+  for (let i = 0; i < n; i++) exportArray(batchFrom(i)); // never released
+}
+
+test("handles dropped without release() are released by the GC: every tree once, every buffer let go", async () => {
+  const before = liveExports();
+  dropExports(300);
+  expect(liveExports()).toEqual({ arrays: before.arrays + 300, schemas: before.schemas + 300, retained: before.retained + 300 });
+  expect(await collectUntil(() => liveExports().arrays === before.arrays && liveExports().schemas === before.schemas, 200)).toBe(true);
+  expect(liveExports()).toEqual(before);
+});
+
+test("a consumer's release of a moved tree lets its buffers go through the queue", () => {
+  const before = liveExports();
+  const handle = exportArray(batchFrom(1));
+  using imported = ImportedArray.fromDeviceArray(handle.schema, handle.array);
+  handle.release();
+  expect(liveExports().retained).toBe(before.retained + 1);
+  imported.dispose(); // releases the moved tree: its id goes through the queue
+  exportArray(batchFrom(2)).release(); // drains whatever is still queued
+  expect(liveExports()).toEqual(before);
+});

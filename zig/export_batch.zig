@@ -1,0 +1,189 @@
+//! One-call export of a batch: a new slot (ArrowSchema + ArrowArray or
+//! ArrowDeviceArray at a stable address) filled from a schema template
+//! (export_schema.zig) and an array plan (export_array.zig), and one-call
+//! release of that slot. This is the hot path of `exportArray`: one FFI
+//! call to build, one to release, nothing else.
+//!
+//! Ownership: the slot belongs to the JS handle that `create` returned it
+//! to (lifetime/exported.ts), until `destroy`. The trees in it follow the C
+//! Data Interface: a consumer that moves a struct out owns that tree and
+//! releases it from any thread; `destroy` releases only what is still in
+//! the slot (release != NULL) and frees the slot. The array tree's last
+//! release hands its keepalive id to the JS side: through the queue
+//! (keepalive.zig) when it runs anywhere else, or as `destroy`'s return
+//! value when it runs inside `destroy` (no queue, lock or wake then).
+//!
+//! Slots are pooled per thread (`pool`): `destroy` puts a slot back only
+//! after releasing what was still in it, i.e. after the handle's
+//! `release()`, when its addresses are no longer valid to anyone (a
+//! consumer that moved a struct out holds its own copy, not the slot).
+
+const std = @import("std");
+const abi = @import("abi.zig");
+const status = @import("status.zig");
+const keepalive = @import("keepalive.zig");
+const export_array = @import("export_array.zig");
+const export_schema = @import("export_schema.zig");
+const Status = status.Status;
+const fail = status.fail;
+
+/// What the slot holds besides the schema.
+pub const Kind = enum(i32) { schema = 0, array = 1, device_array = 2 };
+
+/// The slot: the same layout lifetime/exported.ts reads (schema at 0, the
+/// array struct right after it).
+pub const Slot = extern struct {
+    schema: abi.ArrowSchema,
+    array: abi.ArrowDeviceArray,
+};
+
+comptime {
+    std.debug.assert(@offsetOf(Slot, "array") == @sizeOf(abi.ArrowSchema));
+}
+
+/// Released slots kept for reuse, per thread (no lock; `create` and
+/// `destroy` run on the JS thread in practice, and a slot freed on one
+/// thread may be reused or freed on another: it is plain malloc memory).
+const Pool = struct {
+    slots: [pool_capacity]*Slot = undefined,
+    len: usize = 0,
+};
+const pool_capacity = 32;
+threadlocal var pool: Pool = .{};
+
+fn allocSlot() ?*Slot {
+    if (pool.len > 0) {
+        pool.len -= 1;
+        return pool.slots[pool.len];
+    }
+    return @ptrCast(@alignCast(std.c.malloc(@sizeOf(Slot)) orelse return null));
+}
+
+fn freeSlot(slot: *Slot) void {
+    if (pool.len < pool_capacity) {
+        pool.slots[pool.len] = slot;
+        pool.len += 1;
+        return;
+    }
+    std.c.free(slot);
+}
+
+/// A new slot with the schema built from `template` and, unless `kind` is
+/// schema, the array tree from `plan` (a CPU ArrowDeviceArray: device_id
+/// -1, no sync event). Null on failure, with the status set and nothing
+/// allocated or built (the caller then forgets `keepalive_id`).
+pub fn create(template: *export_schema.Template, plan: []const f64, keepalive_id: u64, kind: Kind) ?*Slot {
+    const slot = allocSlot() orelse {
+        _ = fail(.out_of_memory, "out of memory allocating the slot of an exported array", .{});
+        return null;
+    };
+    slot.* = .{ .schema = .empty, .array = .empty };
+    if (template.instantiate(&slot.schema) != .ok) {
+        freeSlot(slot);
+        return null;
+    }
+    const options: export_array.Options = .{ .keepalive_id = keepalive_id };
+    const built = switch (kind) {
+        .schema => Status.ok,
+        .array => export_array.build(plan, options, &slot.array.array),
+        .device_array => export_array.buildDevice(plan, options, .{}, &slot.array),
+    };
+    if (built != .ok) {
+        slot.schema.release.?(&slot.schema);
+        freeSlot(slot);
+        return null;
+    }
+    return slot;
+}
+
+/// Releases what no consumer moved out of `slot` and frees it. Returns the
+/// keepalive id the array tree finished with during this call (its last
+/// struct was released here), or 0 (moved out, still alive elsewhere, or
+/// no array).
+pub fn destroy(slot: *Slot, kind: Kind) u64 {
+    var finished: u64 = 0;
+    keepalive.captured(&finished, releaseContents, .{ slot, kind });
+    freeSlot(slot);
+    return finished;
+}
+
+fn releaseContents(slot: *Slot, kind: Kind) void {
+    if (slot.schema.release) |release| release(&slot.schema);
+    if (kind == .schema) return;
+    if (slot.array.array.release) |release| release(&slot.array.array);
+}
+
+// ---------------------------------------------------------------------------
+
+const testing = std.testing;
+const counters = @import("counters.zig");
+
+fn testTemplate() !*export_schema.Template {
+    var leftovers: [64]f64 = undefined; // ids other tests queued
+    while (keepalive.take(&leftovers) > 0) {}
+    var plan: std.ArrayList(u8) = .empty;
+    defer plan.deinit(testing.allocator);
+    try export_schema.appendNode(&plan, testing.allocator, "+s", "", null, 0, 1, false);
+    try export_schema.appendNode(&plan, testing.allocator, "i", "a", null, abi.flag_nullable, 0, false);
+    var template: ?*export_schema.Template = null;
+    try testing.expectEqual(Status.ok, export_schema.Template.create(plan.items, &template));
+    return template.?;
+}
+
+test "create fills both trees; destroy releases them and hands back the id" {
+    const template = try testTemplate();
+    defer template.destroy();
+    var data: [2]i32 = .{ 1, 2 };
+    const plan = [_]f64{ 2, 0, 0, 1, 1, 0, 0, 2, 0, 0, 2, 0, 0, 0, @floatFromInt(@intFromPtr(&data)) };
+    const schemas = counters.get(.live_schema_exports);
+    const arrays = counters.get(.live_array_exports);
+    const slot = create(template, &plan, 901, .device_array).?;
+    try testing.expectEqual(@as(i64, -1), slot.array.device_id);
+    try testing.expectEqual(@intFromPtr(&data), @intFromPtr(slot.array.array.children.?[0].?.buffers.?[1].?));
+    try testing.expectEqual(schemas + 1, counters.get(.live_schema_exports));
+    try testing.expectEqual(901, destroy(slot, .device_array));
+    try testing.expectEqual(schemas, counters.get(.live_schema_exports));
+    try testing.expectEqual(arrays, counters.get(.live_array_exports));
+    try testing.expectEqual(@as(u32, 0), keepalive.queuedAddress().*);
+}
+
+test "a tree moved out is released by its consumer, and its id is queued then" {
+    const template = try testTemplate();
+    defer template.destroy();
+    const plan = [_]f64{ 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0 };
+    const slot = create(template, &plan, 902, .array).?;
+    var moved = slot.array.array;
+    slot.array.array.release = null;
+    try testing.expectEqual(0, destroy(slot, .array));
+    try testing.expectEqual(@as(u32, 0), keepalive.queuedAddress().*);
+    moved.release.?(&moved);
+    var ids: [4]f64 = undefined;
+    try testing.expectEqual(@as(usize, 1), keepalive.take(&ids));
+    try testing.expectEqual(@as(f64, 902), ids[0]);
+}
+
+test "a released slot is reused only after destroy, and comes back empty of the old trees" {
+    const template = try testTemplate();
+    defer template.destroy();
+    const plan = [_]f64{ 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0 };
+    const a = create(template, &plan, 904, .array).?;
+    const b = create(template, &plan, 905, .array).?;
+    try testing.expect(a != b); // both live: never the same memory
+    try testing.expectEqual(904, destroy(a, .array));
+    const c = create(template, &plan, 906, .array).?;
+    try testing.expectEqual(a, c); // the pool handed the released slot back
+    try testing.expect(c.array.array.private_data != null);
+    try testing.expectEqual(906, destroy(c, .array));
+    try testing.expectEqual(905, destroy(b, .array));
+}
+
+test "a bad plan builds nothing and releases the schema it built" {
+    const template = try testTemplate();
+    defer template.destroy();
+    const schemas = counters.get(.live_schema_exports);
+    try testing.expect(create(template, &[_]f64{ 1, 0, 0 }, 903, .array) == null);
+    try testing.expectEqual(Status.invalid_argument, status.lastStatus());
+    try testing.expectEqual(schemas, counters.get(.live_schema_exports));
+    var ids: [4]f64 = undefined;
+    try testing.expectEqual(@as(usize, 0), keepalive.take(&ids));
+}
