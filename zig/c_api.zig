@@ -232,6 +232,27 @@ export fn abd_owner_info(owner: *Owner, out: [*]f64) void {
     @memcpy(out[0..owner_info_words], &words);
 }
 
+/// One call for what a JS handle needs of `owner`: copies the info words
+/// (as `abd_owner_info`), then the node table, then the buffer table into
+/// `out` (JS memory, `capacity` f64 words) and pays for the handle's one
+/// view of owner memory (its anchor, made next with the view deallocator):
+/// with `adopt` (non-zero), the caller's reference becomes that view's, else a new
+/// one is taken. Returns the words needed; when they do not fit, nothing
+/// is written or taken (call again with room).
+export fn abd_owner_snapshot(owner: *Owner, out: [*]f64, capacity: u32, adopt: u32) u32 {
+    const table = &owner.table;
+    const nodes = table.nodes.items;
+    const buffers = table.buffers.items;
+    const needed = owner_info_words + nodes.len + buffers.len;
+    if (needed > capacity) return @intCast(needed);
+    abd_owner_info(owner, out);
+    @memcpy(out[owner_info_words..][0..nodes.len], nodes);
+    @memcpy(out[owner_info_words + nodes.len ..][0..buffers.len], buffers);
+    if (adopt == 0) owner.retain(1);
+    counters.add(.live_imported_views, 1);
+    return @intCast(needed);
+}
+
 /// Address of the native deallocator for views of imported memory
 /// (`toArrayBuffer(ptr, 0, size, owner, deallocator)`). Each view must be
 /// paid for with one `abd_owner_retain` reference, and counts as a view.

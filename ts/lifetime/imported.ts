@@ -5,9 +5,21 @@
  * Ownership. Importing moves the producer's ArrowSchema + ArrowDeviceArray
  * into a native owner under an atomic reference count; the caller's structs
  * are left released. Every JS ArrayBuffer this module creates over owner
- * memory (the node table the handle reads, and every buffer view) holds one
- * reference, dropped by a native deallocator when the ArrayBuffer is
- * garbage-collected (any thread) or detached. So the producer's release
+ * memory (the handle's anchor, and every buffer view) holds one reference,
+ * dropped by a native deallocator when the ArrayBuffer is garbage-collected
+ * (any thread) or detached. The handle reads its node and buffer tables
+ * from a JS copy (one native call, `abd_owner_snapshot`, which also pays
+ * for the anchor: 8 bytes of the node table wrapped like a view, whose
+ * only job is to hold the handle's reference).
+ *
+ * One reference per ArrayBuffer, never one per import: a typed array keeps
+ * its ArrayBuffer's memory (and so its deallocator) alive, but not the
+ * ArrayBuffer object, nor anything linked from it (a property, a WeakMap
+ * entry): JSC collects that object while views of it live (measured,
+ * bench/repro/external_memory_gc.ts). So only each ArrayBuffer's own
+ * deallocator can tell when its memory is unused. Buffers that start at
+ * the same address share one ArrayBuffer (the largest), so they pay for
+ * one wrap and one reference. So the producer's release
  * runs exactly once, after the last view is gone — with no handle, no
  * FinalizationRegistry involved. `dispose()` (or `using`) detaches every
  * ArrayBuffer the handle created, which runs the release at once; views
@@ -173,18 +185,39 @@ function readSchemas(owner: number): NodeSchema[] {
   const bytes = schemaScratch;
   const words = new Int32Array(bytes.buffer, 0, Math.min(needed, bytes.length) >> 2);
   const n = words[0];
+  // The strings follow the records. Decoded in one go: when that gives one
+  // character per byte (ASCII, the usual case), each string is a slice of
+  // it at its byte offset; else each is decoded on its own.
+  const stringsAt = 4 + n * 32;
+  const all = utf8.decode(bytes.subarray(stringsAt, needed));
+  const oneToOne = all.length === needed - stringsAt;
+  const text = (at: number, length: number) => oneToOne ? all.slice(at - stringsAt, at - stringsAt + length) : decodeText(bytes, at, length);
   const out = new Array<NodeSchema>(n);
   for (let node = 0; node < n; node++) {
     const w = 1 + node * 8;
     const metadataAt = words[w + 6];
     out[node] = {
       flags: (words[w] >>> 0) + words[w + 1] * 2 ** 32,
-      format: decodeText(bytes, words[w + 2], words[w + 3]),
-      name: words[w + 4] < 0 ? null : decodeText(bytes, words[w + 4], words[w + 5]),
+      format: text(words[w + 2], words[w + 3]),
+      name: words[w + 4] < 0 ? null : text(words[w + 4], words[w + 5]),
       metadataPairs: metadataAt < 0 ? null : decodeMetadataBytes(bytes.subarray(metadataAt, metadataAt + words[w + 7])),
     };
   }
   return out;
+}
+
+/** Reused output of abd_owner_snapshot (copied out before the next call). */
+let snapshotScratch = new Float64Array(4096);
+
+/** The owner's info words, node table and buffer table, copied; pays for
+ * the handle's anchor view (see the constructor). */
+function ownerSnapshot(owner: number, adopt: boolean): Float64Array {
+  let needed = native.abd_owner_snapshot(asPointer(owner), snapshotScratch, snapshotScratch.length, adopt ? 1 : 0);
+  if (needed > snapshotScratch.length) {
+    snapshotScratch = new Float64Array(needed);
+    needed = native.abd_owner_snapshot(asPointer(owner), snapshotScratch, snapshotScratch.length, adopt ? 1 : 0);
+  }
+  return snapshotScratch.slice(0, needed);
 }
 
 /** Proves a constructor call comes from this module. */
@@ -218,13 +251,16 @@ export class ImportedArray implements Disposable {
   /** Protocol (docs/protocol.md): an "arrow_device_array" capsule; undefined where not offered. */
   declare readonly [ArrowCDeviceArray]?: (options?: ProtocolOptions) => ArrowCapsule;
   #owner: number;
+  /** The owner's info words, then its node table, then its buffer table
+   * (a JS copy: they never change). */
   #info: OwnerInfo;
-  #nodes: Float64Array;
-  #buffers: Float64Array;
-  /** Every ArrayBuffer created over owner memory, for `dispose()`. */
+  /** Where the buffer table starts in `#info`. */
+  #buffersAt: number;
+  /** Every ArrayBuffer created over owner memory, for `dispose()`: the
+   * anchor (the handle's own reference) first. */
   #created: ArrayBuffer[] = [];
   /** Views already made, by buffer index (so each is made once). */
-  #views = new Map<number, ArrayBuffer>();
+  #views: (ArrayBuffer | undefined)[] = [];
   /** The same memory, by start address: buffers that start at the same
    * address share one ArrayBuffer (the largest of them), so repeated or
    * shared buffers pay for one wrap and one owner reference. */
@@ -249,15 +285,14 @@ export class ImportedArray implements Disposable {
     this.#window = window;
     this.#token = track(kind);
     watch(this, this.#token, kind);
-    const info = new Float64Array(ownerInfoWords);
-    native.abd_owner_info(asPointer(owner), info);
+    // One native call copies the tables and pays for the anchor (adopting
+    // the import's reference, or taking one); the anchor, 8 bytes of the
+    // node table, then holds this handle's reference until it is detached
+    // (dispose, releaseToGC) or collected.
+    const info = ownerSnapshot(owner, adoptImportReference);
     this.#info = info;
-    // The node and buffer tables are read through ArrayBuffers that each
-    // hold one owner reference: they are this handle's own references.
-    native.abd_owner_retain_views(asPointer(owner), 2);
-    this.#nodes = new Float64Array(this.#wrap(info[OwnerInfoWord.nodes], info[OwnerInfoWord.node_count] * nodeStride * 8));
-    this.#buffers = new Float64Array(this.#wrap(info[OwnerInfoWord.buffers], Math.max(1, info[OwnerInfoWord.buffer_count]) * bufferStride * 8));
-    if (adoptImportReference) native.abd_owner_release(asPointer(owner));
+    this.#buffersAt = ownerInfoWords + info[OwnerInfoWord.node_count] * nodeStride;
+    this.#wrap(info[OwnerInfoWord.nodes], 8);
   }
 
   /** Refuses, with a typed error naming the buffer, a buffer larger than
@@ -285,8 +320,8 @@ export class ImportedArray implements Disposable {
    * of the owner's table. */
   #bufferWhere(index: number): string {
     for (let node = 0; node < this.nodeCount; node++) {
-      const first = this.#nodes[node * nodeStride + NodeWord.first_buffer];
-      const count = this.#nodes[node * nodeStride + NodeWord.n_buffers];
+      const first = this.#info[ownerInfoWords + node * nodeStride + NodeWord.first_buffer];
+      const count = this.#info[ownerInfoWords + node * nodeStride + NodeWord.n_buffers];
       if (index >= first && index < first + count) {
         const schema = this.nodeSchema(node);
         return `buffer ${index - first} of node ${node} "${schema.name ?? ""}" (${schema.format})`;
@@ -474,13 +509,22 @@ export class ImportedArray implements Disposable {
   /** @internal node-table word. */
   nodeWord(node: number, word: number): number {
     this.#live();
-    return this.#nodes[node * nodeStride + word];
+    return this.#info[ownerInfoWords + node * nodeStride + word];
+  }
+
+  /** @internal The handle's copy of the owner's tables for readers that
+   * walk many nodes (convert/import.ts): node n's word w is at
+   * `words[nodesAt + n * nodeStride + w]`, buffer b's at
+   * `words[buffersAt + b * bufferStride + w]`. Read-only. */
+  tables(): { words: Float64Array; nodesAt: number; buffersAt: number } {
+    this.#live();
+    return { words: this.#info, nodesAt: ownerInfoWords, buffersAt: this.#buffersAt };
   }
 
   /** @internal buffer-table word. */
   bufferWord(buffer: number, word: number): number {
     this.#live();
-    return this.#buffers[buffer * bufferStride + word];
+    return this.#info[this.#buffersAt + buffer * bufferStride + word];
   }
 
   /**
@@ -492,7 +536,7 @@ export class ImportedArray implements Disposable {
    */
   bufferMemory(index: number, byteLength?: number): ArrayBuffer {
     this.#live();
-    const made = this.#views.get(index);
+    const made = this.#views[index];
     if (made) return made;
     if (!this.hostReadable) throw hostAccessError(this.deviceType, this.deviceId, `buffer ${index}`);
     const address = this.bufferWord(index, BufferWord.address);
@@ -517,7 +561,7 @@ export class ImportedArray implements Disposable {
       memory = this.#wrapView(index, address, size, 0);
       this.#byAddress.set(address, memory);
     }
-    this.#views.set(index, memory);
+    this.#views[index] = memory;
     return memory;
   }
 
@@ -526,33 +570,36 @@ export class ImportedArray implements Disposable {
   prefetchBuffers(indices: Iterable<number>): void {
     this.#live();
     if (!this.hostReadable) return;
-    const buffers = this.#buffers;
-    // Pass 1: the largest size wanted at each new start address.
-    // Each region remembers the buffer it was sized by (for errors).
-    const regions = new Map<number, { size: number; index: number }>();
+    const table = this.#info;
+    const at = this.#buffersAt;
+    const views = this.#views;
+    const byAddress = this.#byAddress;
+    // Pass 1: the largest size wanted at each new start address, and the
+    // buffer it was sized by (for errors), in `regions` (address -> index).
+    const regions = new Map<number, number>();
     const wanted: number[] = [];
     for (const i of indices) {
-      const base = i * bufferStride;
-      const size = buffers[base + BufferWord.size_bytes];
-      const address = buffers[base + BufferWord.address];
-      if (!(size > 0) || address === 0 || this.#views.has(i)) continue;
+      const base = at + i * bufferStride;
+      const size = table[base + BufferWord.size_bytes];
+      const address = table[base + BufferWord.address];
+      if (!(size > 0) || address === 0 || views[i] !== undefined) continue;
       // Before any reference is taken: a refusal leaves nothing to undo.
       this.#checkViewable(i, size);
       wanted.push(i);
-      const shared = this.#byAddress.get(address);
+      const shared = byAddress.get(address);
       if (shared && shared.byteLength >= size) continue;
       const region = regions.get(address);
-      if (!region || region.size < size) regions.set(address, { size, index: i });
+      if (region === undefined || table[at + region * bufferStride + BufferWord.size_bytes] < size) regions.set(address, i);
     }
     // Pass 2: one native call pays every new region's reference; a wrap
     // that fails anyway gives back the references of the regions after it.
     if (regions.size > 0) native.abd_owner_retain_views(asPointer(this.#owner), regions.size);
     let unpaid = regions.size;
-    for (const [address, { size, index }] of regions) {
+    for (const [address, index] of regions) {
       unpaid--;
-      this.#byAddress.set(address, this.#wrapView(index, address, size, unpaid));
+      byAddress.set(address, this.#wrapView(index, address, table[at + index * bufferStride + BufferWord.size_bytes], unpaid));
     }
-    for (const i of wanted) this.#views.set(i, this.#byAddress.get(buffers[i * bufferStride + BufferWord.address])!);
+    for (const i of wanted) views[i] = byAddress.get(table[at + i * bufferStride + BufferWord.address])!;
   }
 
   /** Number of buffers in the owner's table (every node's, preorder). */
@@ -582,14 +629,13 @@ export class ImportedArray implements Disposable {
     this.#disposed = true;
     untrack(this.#token);
     unwatch(this);
-    // The handle's own references (its node and buffer table views) end
-    // now, deterministically: from here on only the buffer views, held by
-    // whatever JS made of them, keep the producer's data alive.
-    for (const table of [this.#nodes.buffer, this.#buffers.buffer] as ArrayBuffer[]) {
-      if (!table.detached) table.transfer(0);
-    }
+    // The handle's own reference (its anchor) ends now, deterministically:
+    // from here on only the buffer views, held by whatever JS made of them,
+    // keep the producer's data alive.
+    const anchor = this.#created[0];
+    if (!anchor.detached) anchor.transfer(0);
     this.#created = [];
-    this.#views.clear();
+    this.#views = [];
     this.#byAddress.clear();
   }
 
@@ -640,7 +686,7 @@ export class ImportedArray implements Disposable {
     unwatch(this);
     const created = this.#created;
     this.#created = [];
-    this.#views.clear();
+    this.#views = [];
     this.#byAddress.clear();
     for (const buffer of created) {
       if (!buffer.detached) buffer.transfer(0);
