@@ -389,6 +389,34 @@ export function recordBatchOf(imported: ImportedArray, options: ConvertOptions):
 }
 
 /**
+ * The batches of one imported stream as RecordBatches. Every batch of a
+ * stream carries the stream's one ArrowSchema (zig/stream_import.zig
+ * shares it with each batch's owner), so the apache-arrow Schema and its
+ * types are built once, from the first batch, and every later batch is
+ * built with them: no schema strings read, no types made per batch, and
+ * every batch of the stream has the same Schema object (dictionary types
+ * included), as apache-arrow's Table wants.
+ */
+export class StreamBatchConverter {
+  #schema: Schema | null = null;
+
+  constructor(readonly options: ConvertOptions) {}
+
+  /** Batch `imported` (pulled from this converter's stream). */
+  convert(imported: ImportedArray): RecordBatch {
+    const root = imported.root;
+    this.#schema ??= typedConversion(root, () => schemaOf(root, this.options));
+    return batchWith(imported, this.#schema, this.options);
+  }
+
+  /** One Table of batches pulled from this converter's stream. */
+  table(list: ImportedArray[]): Table {
+    const batches = list.map((imported) => this.convert(imported));
+    return new Table(batches[0].schema, batches);
+  }
+}
+
+/**
  * One apache-arrow Table from several imported record batches that share a
  * schema (the first batch's schema, including its metadata, is the
  * table's; dictionary-encoded columns share its dictionary types). Throws
