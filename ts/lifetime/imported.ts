@@ -12,11 +12,11 @@
  * for the anchor: 8 bytes of the node table wrapped like a view, whose
  * only job is to hold the handle's reference).
  *
- * One reference per ArrayBuffer, never one per import: a typed array keeps
- * its ArrayBuffer's memory (and so its deallocator) alive, but not the
- * ArrayBuffer object, nor anything linked from it (a property, a WeakMap
- * entry): JSC collects that object while views of it live (measured,
- * bench/repro/external_memory_gc.ts). So only each ArrayBuffer's own
+ * One reference per ArrayBuffer, never one shared by an import's
+ * ArrayBuffers through JS links: `transfer()` (or structuredClone with
+ * transfer) moves an ArrayBuffer's memory, deallocator included, into a
+ * new ArrayBuffer that has nothing JS attached to the old one (measured,
+ * bench/repro/external_memory_gc.ts), so only each ArrayBuffer's own
  * deallocator can tell when its memory is unused. Buffers that start at
  * the same address share one ArrayBuffer (the largest), so they pay for
  * one wrap and one reference. So the producer's release
