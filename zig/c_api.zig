@@ -639,6 +639,31 @@ export fn abd_owner_schema_info(owner: *Owner, out: ?[*]u8, capacity: usize) usi
     return schema_info.fill(&owner.table, bytes);
 }
 
+/// An exact key of `owner`'s schema tree, for caches of what JS builds from
+/// it (convert/import.ts): i32 words [node count, blob bytes, each node's
+/// child count, then `abd_owner_schema_info`'s blob, zero-padded] into
+/// `out` (`capacity` words). Returns the words needed (nothing is written
+/// when they do not fit), or 0 when a node is dictionary-encoded (such
+/// schemas are not cached).
+export fn abd_owner_schema_key(owner: *Owner, out: [*]i32, capacity: u32) u32 {
+    const table = &owner.table;
+    const count = table.nodeCount();
+    for (0..count) |node| {
+        if (table.get(node, .dictionary) >= 0) return 0;
+    }
+    const blob_bytes = schema_info.fill(table, &.{});
+    const needed = 2 + count + (blob_bytes + 3) / 4;
+    if (needed > capacity) return @intCast(needed);
+    out[0] = @intCast(count);
+    out[1] = @intCast(blob_bytes);
+    for (0..count) |node| out[2 + node] = @intFromFloat(table.get(node, .n_children));
+    const words = out[2 + count .. needed];
+    @memset(words, 0);
+    const bytes: [*]u8 = @ptrCast(words.ptr);
+    _ = schema_info.fill(table, bytes[0..blob_bytes]);
+    return @intCast(needed);
+}
+
 /// Size in bytes of an ArrowSchema.metadata blob, reading only its length
 /// fields within metadata.zig's limits; -1 (with the reason as last error)
 /// when they are out of bounds. NULL has size 0. A double (an exact

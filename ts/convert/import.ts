@@ -362,9 +362,13 @@ function makeBatch(schema: Schema, data: Data<Struct>): RecordBatch {
 
 /** Builds the batch with the types of `schema` (already checked to match
  * the root's structure). */
+/** The Struct type of each Schema's batches (one per Schema object). */
+const structOfSchema = new WeakMap<Schema, Struct>();
+
 function batchWith(imported: ImportedArray, schema: Schema, options: ConvertOptions): RecordBatch {
   const root = imported.root;
-  const type = new Struct(schema.fields);
+  let type = structOfSchema.get(schema);
+  if (type === undefined) structOfSchema.set(schema, type = new Struct(schema.fields));
   const builder = new DataBuilder(imported, options);
   const built = root.window === null ? builder.nodeAt(root.index, type, 0, root.length) : builder.node(root, type, 0, root.length);
   // A batch has no row-level validity (apache-arrow's own batches have
@@ -385,7 +389,53 @@ export function toRecordBatch(imported: ImportedArray, options: ConvertOptions =
 /** `toRecordBatch` without the argument checks (for this layer). */
 export function recordBatchOf(imported: ImportedArray, options: ConvertOptions): RecordBatch {
   const root = imported.root;
-  return batchWith(imported, typedConversion(root, () => schemaOf(root, options)), options);
+  return batchWith(imported, root.window === null ? cachedSchemaOf(imported, options) : typedConversion(root, () => schemaOf(root, options)), options);
+}
+
+/**
+ * Schemas built for earlier imports, found by `ImportedArray.schemaKey`
+ * (the exact schema bytes and tree: a hash picks the bucket, equal words
+ * decide) and the options that shape the types. Repeated imports of one
+ * schema (a producer's batches one by one) then share one apache-arrow
+ * Schema, as a Table's batches do; schemas with dictionaries are never
+ * cached (their types carry per-import ids). Bounded: cleared when full.
+ */
+const schemaCache = new Map<number, { key: Int32Array; materialize: boolean; schema: Schema }[]>();
+let schemaCacheSize = 0;
+const schemaCacheLimit = 64;
+
+function hashWords(words: Int32Array): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < words.length; i++) h = Math.imul(h ^ words[i], 0x01000193);
+  return h;
+}
+
+function sameWords(a: Int32Array, b: Int32Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+function cachedSchemaOf(imported: ImportedArray, options: ConvertOptions): Schema {
+  const root = imported.root;
+  const key = imported.schemaKey();
+  if (key === null) return typedConversion(root, () => schemaOf(root, options));
+  const materialize = options.materialize === true;
+  const hash = hashWords(key);
+  const bucket = schemaCache.get(hash);
+  if (bucket) {
+    for (const entry of bucket) if (entry.materialize === materialize && sameWords(entry.key, key)) return entry.schema;
+  }
+  const schema = typedConversion(root, () => schemaOf(root, options));
+  if (schemaCacheSize >= schemaCacheLimit) {
+    schemaCache.clear();
+    schemaCacheSize = 0;
+  }
+  const entries = schemaCache.get(hash) ?? [];
+  entries.push({ key: key.slice(), materialize, schema });
+  schemaCache.set(hash, entries);
+  schemaCacheSize++;
+  return schema;
 }
 
 /**

@@ -206,6 +206,9 @@ function readSchemas(owner: number): NodeSchema[] {
   return out;
 }
 
+/** Reused output of abd_owner_schema_key (see `schemaKey`). */
+let keyScratch = new Int32Array(1024);
+
 /** Reused output of abd_owner_snapshot (copied out before the next call). */
 let snapshotScratch = new Float64Array(4096);
 
@@ -504,6 +507,26 @@ export class ImportedArray implements Disposable {
     this.#live();
     this.#schemas ??= readSchemas(this.#owner);
     return this.#schemas[node];
+  }
+
+  /**
+   * @internal An exact description of this import's schema tree, for
+   * caches of what is built from it (convert/import.ts): every node's
+   * flags, format, name and metadata bytes as the producer gave them, and
+   * its child count (zig/c_api.zig abd_owner_schema_key), so two imports
+   * with the same key have the same schema. A view of a scratch buffer,
+   * valid until the next call: copy it to keep it. Null when a node is
+   * dictionary-encoded (apache-arrow gives each dictionary type its own id:
+   * such schemas are not shared).
+   */
+  schemaKey(): Int32Array | null {
+    this.#live();
+    let needed = native.abd_owner_schema_key(asPointer(this.#owner), keyScratch, keyScratch.length);
+    if (needed > keyScratch.length) {
+      keyScratch = new Int32Array(needed);
+      needed = native.abd_owner_schema_key(asPointer(this.#owner), keyScratch, keyScratch.length);
+    }
+    return needed === 0 ? null : keyScratch.subarray(0, needed);
   }
 
   /** @internal node-table word. */
