@@ -209,18 +209,22 @@ function readSchemas(owner: number): NodeSchema[] {
 /** Reused output of abd_owner_schema_key (see `schemaKey`). */
 let keyScratch = new Int32Array(1024);
 
-/** Reused output of abd_owner_snapshot (copied out before the next call). */
-let snapshotScratch = new Float64Array(4096);
+/** The words the last snapshot needed: the size tried first (imports in
+ * a row usually have one shape). */
+let snapshotGuess = 256;
 
-/** The owner's info words, node table and buffer table, copied; pays for
- * the handle's anchor view (see the constructor). */
+/** The owner's info words, node table and buffer table, copied into a new
+ * array (longer than needed when the guess was); pays for the handle's
+ * anchor view (see the constructor). */
 function ownerSnapshot(owner: number, adopt: boolean): Float64Array {
-  let needed = native.abd_owner_snapshot(asPointer(owner), snapshotScratch, snapshotScratch.length, adopt ? 1 : 0);
-  if (needed > snapshotScratch.length) {
-    snapshotScratch = new Float64Array(needed);
-    needed = native.abd_owner_snapshot(asPointer(owner), snapshotScratch, snapshotScratch.length, adopt ? 1 : 0);
+  let words = new Float64Array(snapshotGuess);
+  const needed = native.abd_owner_snapshot(asPointer(owner), words, words.length, adopt ? 1 : 0);
+  if (needed > words.length) {
+    words = new Float64Array(needed);
+    native.abd_owner_snapshot(asPointer(owner), words, words.length, adopt ? 1 : 0);
   }
-  return snapshotScratch.slice(0, needed);
+  snapshotGuess = needed;
+  return words;
 }
 
 /** Proves a constructor call comes from this module. */
@@ -593,15 +597,23 @@ export class ImportedArray implements Disposable {
   prefetchBuffers(indices: Iterable<number>): void {
     this.#live();
     if (!this.hostReadable) return;
+    this.#prefetch(Array.from(indices));
+  }
+
+  /** `prefetchBuffers` of `indices`, or of every buffer when null. */
+  #prefetch(indices: number[] | null): void {
     const table = this.#info;
     const at = this.#buffersAt;
     const views = this.#views;
     const byAddress = this.#byAddress;
-    // Pass 1: the largest size wanted at each new start address, and the
-    // buffer it was sized by (for errors), in `regions` (address -> index).
+    // Pass 1: the buffers to view, and each new start address's region:
+    // the largest size wanted there, and the buffer it was sized by (for
+    // errors), in `regions` (address -> buffer index).
     const regions = new Map<number, number>();
     const wanted: number[] = [];
-    for (const i of indices) {
+    const count = indices === null ? this.bufferCount : indices.length;
+    for (let k = 0; k < count; k++) {
+      const i = indices === null ? k : indices[k];
       const base = at + i * bufferStride;
       const size = table[base + BufferWord.size_bytes];
       const address = table[base + BufferWord.address];
@@ -610,7 +622,7 @@ export class ImportedArray implements Disposable {
       this.#checkViewable(i, size);
       wanted.push(i);
       const shared = byAddress.get(address);
-      if (shared && shared.byteLength >= size) continue;
+      if (shared !== undefined && shared.byteLength >= size) continue;
       const region = regions.get(address);
       if (region === undefined || table[at + region * bufferStride + BufferWord.size_bytes] < size) regions.set(address, i);
     }
@@ -633,10 +645,8 @@ export class ImportedArray implements Disposable {
   /** Makes views of every buffer whose size validation computed, with one
    * native call for all their references (what conversion does first). */
   prefetchAll(): void {
-    const count = this.bufferCount;
-    const all = new Array<number>(count);
-    for (let i = 0; i < count; i++) all[i] = i;
-    this.prefetchBuffers(all);
+    this.#live();
+    if (this.hostReadable) this.#prefetch(null);
   }
 
   /**
