@@ -164,6 +164,38 @@ describe("streams", () => {
     expect(batches.map((b) => b.getChild("a")!.get(0))).toEqual([0, 1000, 2000, 3000]);
   });
 
+  test("recordBatches' batches hold only their buffer views (each batch's handle is transient: no anchor)", async () => {
+    using slot = cStream(4, 3);
+    const box: { batches: RecordBatch[] } = { batches: [...recordBatches(ImportedStream.fromDeviceArrayStream(slot.stream))] };
+    const views = new Set<ArrayBufferLike>();
+    for (const batch of box.batches) {
+      for (const data of batch.data.children) {
+        for (const buffer of [data.values, data.nullBitmap, data.valueOffsets]) if (buffer && buffer.byteLength > 0) views.add(buffer.buffer);
+      }
+    }
+    expect(views.size).toBeGreaterThanOrEqual(4);
+    expect(counters().live_owners).toBe(4);
+    expect(counters().live_imported_views).toBe(views.size);
+    views.clear();
+    box.batches = [];
+    expect(await collectUntil(() => counters().live_owners === 0)).toBe(true);
+    expect(counters().live_imported_views).toBe(0);
+  });
+
+  test("a transient batch handle holds no view and gives its reference back exactly once", () => {
+    using slot = cStream(2, 3);
+    const stream = ImportedStream.fromDeviceArrayStream(slot.stream);
+    const batch = stream.nextTransient()!;
+    expect(counters().live_imported_views).toBe(0);
+    expect(counters().live_owners).toBe(1);
+    batch.dispose();
+    expect(counters().live_owners).toBe(0);
+    batch.dispose(); // idempotent: the reference is given back once
+    batch.releaseToGC();
+    expect(counters().live_owners).toBe(0);
+    stream.release();
+  });
+
   test("readTable's batches share the stream's Schema", () => {
     using slot = cStream(3, 2);
     const table = readTable(ImportedStream.fromDeviceArrayStream(slot.stream));

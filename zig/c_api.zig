@@ -234,11 +234,13 @@ export fn abd_owner_info(owner: *Owner, out: [*]f64) void {
 
 /// One call for what a JS handle needs of `owner`: copies the info words
 /// (as `abd_owner_info`), then the node table, then the buffer table into
-/// `out` (JS memory, `capacity` f64 words) and pays for the handle's one
-/// view of owner memory (its anchor, made next with the view deallocator):
-/// with `adopt` (non-zero), the caller's reference becomes that view's, else a new
-/// one is taken. Returns the words needed; when they do not fit, nothing
-/// is written or taken (call again with room).
+/// `out` (JS memory, `capacity` f64 words) and pays for the handle's own
+/// reference. `adopt` 0: a new reference, for the handle's one view of
+/// owner memory (its anchor, made next with the view deallocator); 1: the
+/// caller's reference becomes that view's; 2: the caller's reference stays
+/// a plain one, which the handle gives back itself (`abd_owner_release`).
+/// Returns the words needed; when they do not fit, nothing is written or
+/// taken (call again with room).
 export fn abd_owner_snapshot(owner: *Owner, out: [*]f64, capacity: u32, adopt: u32) u32 {
     const table = &owner.table;
     const nodes = table.nodes.items;
@@ -249,7 +251,7 @@ export fn abd_owner_snapshot(owner: *Owner, out: [*]f64, capacity: u32, adopt: u
     @memcpy(out[owner_info_words..][0..nodes.len], nodes);
     @memcpy(out[owner_info_words + nodes.len ..][0..buffers.len], buffers);
     if (adopt == 0) owner.retain(1);
-    counters.add(.live_imported_views, 1);
+    if (adopt != 2) counters.add(.live_imported_views, 1);
     return @intCast(needed);
 }
 

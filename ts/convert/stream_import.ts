@@ -106,7 +106,16 @@ export function recordBatches(input: StreamInput, options: StreamConvertOptions 
   const { stream, copy, convert: convertOptions } = openInput("recordBatches", input, options);
   const converter = new StreamBatchConverter(convertOptions);
   return (function* () {
-    for (const imported of stream) yield convert(imported, converter, copy);
+    try {
+      for (;;) {
+        // Transient: convert() always ends it (dispose or releaseToGC).
+        const imported = stream.nextTransient();
+        if (!imported) return;
+        yield convert(imported, converter, copy);
+      }
+    } finally {
+      stream.release();
+    }
   })();
 }
 

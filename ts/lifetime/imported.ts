@@ -209,6 +209,12 @@ function readSchemas(owner: number): NodeSchema[] {
 /** Reused output of abd_owner_schema_key (see `schemaKey`). */
 let keyScratch = new Int32Array(1024);
 
+/** How `abd_owner_snapshot` pays for a handle's reference (zig/c_api.zig):
+ * a new one for its anchor view, the caller's for its anchor view, or the
+ * caller's kept as a plain reference (a transient handle). */
+const SnapshotReference = { retainForAnchor: 0, adoptForAnchor: 1, adoptPlain: 2 } as const;
+type SnapshotReference = (typeof SnapshotReference)[keyof typeof SnapshotReference];
+
 /** The words the last snapshot needed: the size tried first (imports in
  * a row usually have one shape). */
 let snapshotGuess = 256;
@@ -216,12 +222,12 @@ let snapshotGuess = 256;
 /** The owner's info words, node table and buffer table, copied into a new
  * array (longer than needed when the guess was); pays for the handle's
  * anchor view (see the constructor). */
-function ownerSnapshot(owner: number, adopt: boolean): Float64Array {
+function ownerSnapshot(owner: number, adopt: SnapshotReference): Float64Array {
   let words = new Float64Array(snapshotGuess);
-  const needed = native.abd_owner_snapshot(asPointer(owner), words, words.length, adopt ? 1 : 0);
+  const needed = native.abd_owner_snapshot(asPointer(owner), words, words.length, adopt);
   if (needed > words.length) {
     words = new Float64Array(needed);
-    native.abd_owner_snapshot(asPointer(owner), words, words.length, adopt ? 1 : 0);
+    native.abd_owner_snapshot(asPointer(owner), words, words.length, adopt);
   }
   snapshotGuess = needed;
   return words;
@@ -273,6 +279,10 @@ export class ImportedArray implements Disposable {
    * shared buffers pay for one wrap and one owner reference. */
   #byAddress = new Map<number, ArrayBuffer>();
   #disposed = false;
+  /** A transient handle's own reference, held natively (no anchor view):
+   * given back by `dispose()` or `releaseToGC()`, one of which its
+   * (internal) creator always calls. */
+  #plainReference = false;
   #token: number;
   /** The rows this handle covers; null: the whole array (the root). */
   #window: Window | null;
@@ -280,7 +290,7 @@ export class ImportedArray implements Disposable {
   /** Takes `window` of `owner` (null: the whole array). The caller holds a
    * reference for the duration of the call; `adoptImportReference` says it
    * is the import's own, which this handle then drops. */
-  private constructor(token: symbol, owner: number, window: Window | null, kind: string, adoptImportReference: boolean) {
+  private constructor(token: symbol, owner: number, window: Window | null, kind: string, adoptImportReference: boolean, transient = false) {
     // Private in TS, reachable from JS: only this module may make one (an
     // owner address from elsewhere could be anything).
     if (token !== internalToken) throw argumentError("ImportedArray", "the constructor", "not called: use ImportedArray.fromArray or fromDeviceArray", token);
@@ -296,10 +306,15 @@ export class ImportedArray implements Disposable {
     // the import's reference, or taking one); the anchor, 8 bytes of the
     // node table, then holds this handle's reference until it is detached
     // (dispose, releaseToGC) or collected.
-    const info = ownerSnapshot(owner, adoptImportReference);
+    // A transient handle (adopting only) keeps the import's reference as
+    // a plain one instead: no anchor to make and detach.
+    if (transient && !adoptImportReference) throw argumentError("ImportedArray", "transient", "only with the import's own reference", transient);
+    const reference = transient ? SnapshotReference.adoptPlain : adoptImportReference ? SnapshotReference.adoptForAnchor : SnapshotReference.retainForAnchor;
+    const info = ownerSnapshot(owner, reference);
     this.#info = info;
     this.#buffersAt = ownerInfoWords + info[OwnerInfoWord.node_count] * nodeStride;
-    this.#wrap(info[OwnerInfoWord.nodes], 8);
+    if (transient) this.#plainReference = true;
+    else this.#wrap(info[OwnerInfoWord.nodes], 8);
   }
 
   /** Refuses, with a typed error naming the buffer, a buffer larger than
@@ -377,9 +392,13 @@ export class ImportedArray implements Disposable {
   }
 
   /** @internal Adopts one reference to a native owner (a batch pulled
-   * from an imported stream); the handle then holds the owner. */
-  static adoptOwner(owner: number): ImportedArray {
-    return new ImportedArray(internalToken, addressArg("ImportedArray.adoptOwner", "owner", owner), null, "ImportedArray", true);
+   * from an imported stream); the handle then holds the owner. A
+   * `transient` handle holds it natively, without an anchor view: its
+   * creator must end it with `dispose()` or `releaseToGC()` (in a finally),
+   * as nothing else gives that reference back. */
+  static adoptOwner(owner: number, transient = false): ImportedArray {
+    booleanArg("ImportedArray.adoptOwner", "transient", transient);
+    return new ImportedArray(internalToken, addressArg("ImportedArray.adoptOwner", "owner", owner), null, "ImportedArray", true, transient);
   }
 
   /** Like `fromDeviceArray` for a plain `ArrowArray*` (a CPU array). */
@@ -665,8 +684,13 @@ export class ImportedArray implements Disposable {
     // The handle's own reference (its anchor) ends now, deterministically:
     // from here on only the buffer views, held by whatever JS made of them,
     // keep the producer's data alive.
-    const anchor = this.#created[0];
-    if (!anchor.detached) anchor.transfer(0);
+    if (this.#plainReference) {
+      this.#plainReference = false;
+      native.abd_owner_release(asPointer(this.#owner));
+    } else {
+      const anchor = this.#created[0];
+      if (!anchor.detached) anchor.transfer(0);
+    }
     this.#created = [];
     this.#views = [];
     this.#byAddress.clear();
@@ -723,6 +747,10 @@ export class ImportedArray implements Disposable {
     this.#byAddress.clear();
     for (const buffer of created) {
       if (!buffer.detached) buffer.transfer(0);
+    }
+    if (this.#plainReference) {
+      this.#plainReference = false;
+      native.abd_owner_release(asPointer(this.#owner));
     }
   }
 
