@@ -42,7 +42,8 @@ const libc = dlopen(process.platform === "darwin" ? "libc.dylib" : "libc.so.6", 
   malloc: { args: [FFIType.u64], returns: FFIType.ptr },
   sched_yield: { args: [], returns: FFIType.i32 },
 });
-const noop = libc.symbols.sched_yield.ptr as Pointer;
+// bun:ffi gives each symbol its address as `.ptr` (not in its types).
+const noop = (libc.symbols.sched_yield as unknown as { ptr: Pointer }).ptr;
 const context = 8 as unknown as Pointer; // never dereferenced
 
 type Variant = (address: number, bytes: number) => unknown;

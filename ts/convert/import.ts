@@ -160,10 +160,10 @@ class DataBuilder {
         return new Data(type, offset, length, nulls, [undefined, undefined, bitmap], children);
       }
       case TypeId.binary: case TypeId.utf8: case TypeId.large_binary: case TypeId.large_utf8: {
-        const Ctor: ViewConstructor<Int32Array | BigInt64Array> = typeId === TypeId.large_binary || typeId === TypeId.large_utf8 ? BigInt64Array : Int32Array;
+        const Ctor: typeof Int32Array | typeof BigInt64Array = typeId === TypeId.large_binary || typeId === TypeId.large_utf8 ? BigInt64Array : Int32Array;
         // A zero-length array may have no offsets at all: a single 0.
         const offsets = length === 0 && this.imported.bufferMemory(first + 1).byteLength === 0
-          ? new Ctor(1) : this.#slots(Ctor, n, first + 1, 1, offset, length + 1);
+          ? new Ctor(1) : this.#slots<Int32Array | BigInt64Array>(Ctor, n, first + 1, 1, offset, length + 1);
         return new Data(type, offset, length, nulls, [offsets, this.#wholeBytes(first + 2), bitmap]);
       }
       default: {
