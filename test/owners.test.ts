@@ -233,7 +233,7 @@ describe("GC path", () => {
   test("a view outlives its collected handle, and its collection releases the producer", async () => {
     const box: { view: Int32Array | null } = { view: null };
     const handle = viewOfForgottenHandle(box);
-    // The handle's two table views go; the buffer view stays.
+    // The handle's anchor view goes; the buffer view stays.
     expect(await collectUntil(() => handle.deref() === undefined && counters().live_imported_views === 1)).toBe(true);
     expect(counters().live_owners).toBe(1);
     expect(releases()).toBe(0);
@@ -248,9 +248,9 @@ describe("GC path", () => {
   test("views of child and slice handles dropped without dispose release exactly their references", async () => {
     const box: { views: Int32Array[] } = { views: [] };
     manyChildViews(box, 20);
-    // 20 child handles (2 table views each) + 20 slice handles (2 each +
-    // one buffer view each); the parent disposed its own.
-    expect(counters().live_imported_views).toBe(20 * 2 + 20 * 3);
+    // 20 child handles (one anchor view each) + 20 slice handles (one
+    // anchor + one buffer view each); the parent disposed its own.
+    expect(counters().live_imported_views).toBe(20 * 1 + 20 * 2);
     // A buffer view covers the buffer from its start (C offsets apply).
     expect(box.views[5][5]).toBe(50);
     expect(await collectUntil(() => counters().live_imported_views === 20)).toBe(true); // only the buffer views left

@@ -288,6 +288,29 @@ export fn abd_owner_info(owner: *Owner, out: [*]f64) void {
     @memcpy(out[0..owner_info_words], &words);
 }
 
+/// One call for what a JS handle needs of `owner`: copies the info words
+/// (as `abd_owner_info`), then the node table, then the buffer table into
+/// `out` (JS memory, `capacity` f64 words) and pays for the handle's own
+/// reference. `adopt` 0: a new reference, for the handle's one view of
+/// owner memory (its anchor, made next with the view deallocator); 1: the
+/// caller's reference becomes that view's; 2: the caller's reference stays
+/// a plain one, which the handle gives back itself (`abd_owner_release`).
+/// Returns the words needed; when they do not fit, nothing is written or
+/// taken (call again with room).
+export fn abd_owner_snapshot(owner: *Owner, out: [*]f64, capacity: u32, adopt: u32) u32 {
+    const table = &owner.table;
+    const nodes = table.nodes.items;
+    const buffers = table.buffers.items;
+    const needed = owner_info_words + nodes.len + buffers.len;
+    if (needed > capacity) return @intCast(needed);
+    abd_owner_info(owner, out);
+    @memcpy(out[owner_info_words..][0..nodes.len], nodes);
+    @memcpy(out[owner_info_words + nodes.len ..][0..buffers.len], buffers);
+    if (adopt == 0) owner.retain(1);
+    if (adopt != 2) counters.add(.live_imported_views, 1);
+    return @intCast(needed);
+}
+
 /// Address of the native deallocator for views of imported memory
 /// (`toArrayBuffer(ptr, 0, size, owner, deallocator)`). Each view must be
 /// paid for with one `abd_owner_retain` reference, and counts as a view.
@@ -672,6 +695,31 @@ export fn abd_array_move_child(parent: ?*abi.ArrowArray, index: i64, dst: ?*abi.
 export fn abd_owner_schema_info(owner: *Owner, out: ?[*]u8, capacity: usize) usize {
     const bytes: []u8 = if (out) |o| o[0..capacity] else &.{};
     return schema_info.fill(&owner.table, bytes);
+}
+
+/// An exact key of `owner`'s schema tree, for caches of what JS builds from
+/// it (convert/import.ts): i32 words [node count, blob bytes, each node's
+/// child count, then `abd_owner_schema_info`'s blob, zero-padded] into
+/// `out` (`capacity` words). Returns the words needed (nothing is written
+/// when they do not fit), or 0 when a node is dictionary-encoded (such
+/// schemas are not cached).
+export fn abd_owner_schema_key(owner: *Owner, out: [*]i32, capacity: u32) u32 {
+    const table = &owner.table;
+    const count = table.nodeCount();
+    for (0..count) |node| {
+        if (table.get(node, .dictionary) >= 0) return 0;
+    }
+    const blob_bytes = schema_info.fill(table, &.{});
+    const needed = 2 + count + (blob_bytes + 3) / 4;
+    if (needed > capacity) return @intCast(needed);
+    out[0] = @intCast(count);
+    out[1] = @intCast(blob_bytes);
+    for (0..count) |node| out[2 + node] = @intFromFloat(table.get(node, .n_children));
+    const words = out[2 + count .. needed];
+    @memset(words, 0);
+    const bytes: [*]u8 = @ptrCast(words.ptr);
+    _ = schema_info.fill(table, bytes[0..blob_bytes]);
+    return @intCast(needed);
 }
 
 /// Size in bytes of an ArrowSchema.metadata blob, reading only its length

@@ -276,6 +276,11 @@ void abd_owner_release(abd_owner* owner);
 void abd_owner_retain_views(abd_owner* owner, uint32_t n);
 void abd_owner_release_views(abd_owner* owner, uint32_t n); /* views never made */
 void abd_owner_info(abd_owner* owner, double* out /* 11 words */);
+/* The info words, node table and buffer table of `owner` into `out`, and
+ * the handle's reference: adopt 0 takes one for an anchor view, 1 adopts
+ * the caller's for it, 2 adopts the caller's as a plain reference. Returns
+ * the words needed; nothing is written or taken when they do not fit. */
+uint32_t abd_owner_snapshot(abd_owner* owner, double* out, uint32_t capacity, uint32_t adopt);
 const void* abd_view_deallocator(void);
 
 /* The built-in consumer: moves in, validates, checksums, releases. Report:
@@ -410,6 +415,12 @@ abd_status abd_array_move_child(struct ArrowArray* parent, int64_t index, struct
  * `out` (layout: zig/schema_info.zig) if `capacity` suffices; returns the
  * bytes needed either way. */
 size_t abd_owner_schema_info(abd_owner* owner, uint8_t* out, size_t capacity);
+
+/* An exact key of the schema tree of `owner` (node count, blob bytes, child
+ * counts, then abd_owner_schema_info's blob) as int32 words into `out` if
+ * `capacity` suffices; returns the words needed, or 0 when a node is
+ * dictionary-encoded. */
+uint32_t abd_owner_schema_key(abd_owner* owner, int32_t* out, uint32_t capacity);
 
 /* Size of an ArrowSchema.metadata blob within sane limits (0 for NULL), or
  * -1 when its length fields are out of bounds (see abd_last_error). */

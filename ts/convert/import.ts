@@ -33,7 +33,8 @@ import { ImportedArray, hostAccessError, type ImportOptions, type RawArray } fro
 import { takeStructs, type StructRef } from "../lifetime/c_structs.ts";
 import { isArrayProducer, type ArrayProducer, type ArrowCapsule } from "../protocol/symbols.ts";
 import { listViewToList, runEndToPlain } from "./materialize.ts";
-import { convertArgs, convertOptionsArg, dataTypeOf, describeNode, nodePath, schemaOf, typedConversion, typeSignature, type ConvertOptions } from "./types.ts";
+import { BufferWord, NodeWord, TypeId, bufferStride, nodeStride } from "../abi/layout.ts";
+import { conversionError, convertArgs, convertOptionsArg, dataTypeOf, describeNode, nodePath, schemaOf, typedConversion, typeSignature, type ConvertOptions } from "./types.ts";
 
 /** A typed array constructor, used to view imported memory in place. */
 type ViewConstructor<T extends NodeJS.TypedArray> = {
@@ -56,11 +57,121 @@ function strideOf(type: DataType): number {
   }
 }
 
-/** Builds apache-arrow Data over one ImportedArray's memory. */
+/** The type ids `DataBuilder.fastNode` builds, with the buffers each has:
+ * fixed-width values, booleans, (large) binary and utf8, structs. */
+const fastBuffers: number[] = [];
+for (const id of [
+  TypeId.int8, TypeId.uint8, TypeId.int16, TypeId.uint16, TypeId.int32, TypeId.uint32, TypeId.int64, TypeId.uint64,
+  TypeId.float16, TypeId.float32, TypeId.float64, TypeId.decimal, TypeId.fixed_size_binary, TypeId.date32, TypeId.date64,
+  TypeId.time32, TypeId.time64, TypeId.timestamp, TypeId.duration, TypeId.interval_months, TypeId.interval_day_time,
+  TypeId.interval_month_day_nano, TypeId.boolean,
+]) fastBuffers[id] = 2;
+for (const id of [TypeId.binary, TypeId.utf8, TypeId.large_binary, TypeId.large_utf8]) fastBuffers[id] = 3;
+fastBuffers[TypeId.struct] = 1;
+
+/**
+ * Builds apache-arrow Data over one ImportedArray's memory.
+ *
+ * Two paths, one result. `nodeAt` reads the handle's node and buffer
+ * tables directly for the common types whose buffer sizes validation
+ * computed (no RawArray, no closure per node); everything else (and a
+ * node seen through a child or slice handle's window) goes through
+ * `node`, which reads RawArray accessors. Either way every buffer view
+ * comes from the handle's prefetched ArrayBuffers (`prefetchAll`).
+ */
 class DataBuilder {
+  readonly words: Float64Array;
+  readonly nodesAt: number;
+  readonly buffersAt: number;
+
   constructor(readonly imported: ImportedArray, readonly options: ConvertOptions) {
     if (!imported.hostReadable) throw hostAccessError(imported.deviceType, imported.deviceId, "converting to apache-arrow");
     imported.prefetchAll();
+    const { words, nodesAt, buffersAt } = imported.tables();
+    this.words = words;
+    this.nodesAt = nodesAt;
+    this.buffersAt = buffersAt;
+  }
+
+  /** The Data of node `n` (taken with its own offset, no window), as
+   * `node` builds it; see the class comment. */
+  nodeAt(n: number, type: DataType, shift: number, length: number): Data {
+    const at = this.nodesAt + n * nodeStride;
+    const words = this.words;
+    const typeId = words[at + NodeWord.type_id];
+    if (words[at + NodeWord.dictionary] < 0 && fastBuffers[typeId] !== undefined) {
+      let data: Data | null;
+      try {
+        data = this.fastNode(n, at, typeId, type, shift, length);
+      } catch (error) {
+        throw conversionError(this.imported.node(n), error);
+      }
+      if (data !== null) return data;
+    }
+    return this.node(this.imported.node(n), type, shift, length);
+  }
+
+  /** Buffer `b`'s size in bytes (-1: validation did not compute it). */
+  #size(b: number): number {
+    return this.words[this.buffersAt + b * bufferStride + BufferWord.size_bytes];
+  }
+
+  /** The whole buffer `b` as bytes. */
+  #wholeBytes(b: number): Uint8Array {
+    const memory = this.imported.bufferMemory(b);
+    return memory.byteLength === 0 ? new Uint8Array(memory) : new Uint8Array(memory, 0, this.#size(b));
+  }
+
+  /** `count` elements of buffer `b` (buffer `i` of node `n`) from element
+   * `first`, checked against its size as `view` does. */
+  #slots<T extends NodeJS.TypedArray>(Ctor: ViewConstructor<T>, n: number, b: number, i: number, first: number, count: number): T {
+    const memory = this.imported.bufferMemory(b);
+    if (count === 0) return new Ctor(memory, 0, 0);
+    const byteOffset = first * Ctor.BYTES_PER_ELEMENT;
+    const byteLength = count * Ctor.BYTES_PER_ELEMENT;
+    const size = memory.byteLength === 0 ? 0 : this.#size(b);
+    if (byteOffset + byteLength > size) {
+      throw new InvalidLayoutError(Status.invalid_layout, `${describeNode(this.imported.node(n))}: buffer ${i} holds ${size} bytes, but slots need bytes [${byteOffset}, ${byteOffset + byteLength})`);
+    }
+    return new Ctor(memory, byteOffset, count);
+  }
+
+  /** `nodeAt`'s table-reading path; null when a buffer's size is unknown
+   * (then `node` reads it). Same Data as `nodeUnchecked` builds. */
+  private fastNode(n: number, at: number, typeId: number, type: DataType, shift: number, length: number): Data | null {
+    const words = this.words;
+    const first = words[at + NodeWord.first_buffer];
+    const nBuffers = words[at + NodeWord.n_buffers];
+    if (nBuffers !== fastBuffers[typeId]) return null;
+    for (let i = 0; i < nBuffers; i++) if (this.#size(first + i) < 0) return null;
+    const offset = words[at + NodeWord.offset] + shift;
+    const exact = shift === 0 && length === words[at + NodeWord.length];
+    const bitmap = this.#wholeBytes(first);
+    const nulls = this.nullCount(bitmap, exact, words[at + NodeWord.null_count]);
+    switch (typeId) {
+      case TypeId.boolean:
+        return new Data(type, offset, length, nulls, [undefined, this.#wholeBytes(first + 1), bitmap]);
+      case TypeId.struct: {
+        const count = words[at + NodeWord.n_children];
+        const firstChild = words[at + NodeWord.first_child];
+        const fields = type.children;
+        const children = new Array<Data>(count);
+        for (let i = 0; i < count; i++) children[i] = this.nodeAt(firstChild + i, fields[i].type, offset, length);
+        return new Data(type, offset, length, nulls, [undefined, undefined, bitmap], children);
+      }
+      case TypeId.binary: case TypeId.utf8: case TypeId.large_binary: case TypeId.large_utf8: {
+        const Ctor: typeof Int32Array | typeof BigInt64Array = typeId === TypeId.large_binary || typeId === TypeId.large_utf8 ? BigInt64Array : Int32Array;
+        // A zero-length array may have no offsets at all: a single 0.
+        const offsets = length === 0 && this.imported.bufferMemory(first + 1).byteLength === 0
+          ? new Ctor(1) : this.#slots<Int32Array | BigInt64Array>(Ctor, n, first + 1, 1, offset, length + 1);
+        return new Data(type, offset, length, nulls, [offsets, this.#wholeBytes(first + 2), bitmap]);
+      }
+      default: {
+        const stride = strideOf(type);
+        const values = this.#slots<NodeJS.TypedArray>(type.ArrayType, n, first + 1, 1, offset * stride, length * stride);
+        return new Data(type, offset, length, nulls, [undefined, values, bitmap]);
+      }
+    }
   }
 
   /** `count` elements of buffer `i` of `raw` from element `first`, checked
@@ -98,7 +209,11 @@ class DataBuilder {
    * `length` its length as apache-arrow sees it.
    */
   node(raw: RawArray, type: DataType, shift: number, length: number): Data {
-    return typedConversion(raw, () => this.nodeUnchecked(raw, type, shift, length));
+    try {
+      return this.nodeUnchecked(raw, type, shift, length);
+    } catch (error) {
+      throw conversionError(raw, error);
+    }
   }
 
   private nodeUnchecked(raw: RawArray, type: DataType, shift: number, length: number): Data {
@@ -112,7 +227,7 @@ class DataBuilder {
       const bitmap = this.bytes(raw, 0);
       const values = this.view<NodeJS.TypedArray>(dictType.indices.ArrayType, raw, 1, offset, length);
       const dict = raw.dictionary;
-      const dictionary = new Vector([this.node(dict, dictType.dictionary, 0, dict.length)]);
+      const dictionary = new Vector([this.nodeAt(dict.index, dictType.dictionary, 0, dict.length)]);
       return new Data(type, offset, length, this.nullCount(bitmap, exact, known), [undefined, values, bitmap], [], dictionary);
     }
 
@@ -149,29 +264,29 @@ class DataBuilder {
         const bitmap = this.bytes(raw, 0);
         const offsets = this.offsets(raw, typeId === "large_list" ? BigInt64Array : Int32Array, offset, length);
         const child = raw.child(0);
-        const childData = this.node(child, type.children[0].type, 0, child.length);
+        const childData = this.nodeAt(child.index, type.children[0].type, 0, child.length);
         return new Data(type, offset, length, this.nullCount(bitmap, exact, known), [offsets, undefined, bitmap], [childData]);
       }
       case "fixed_size_list": {
         const bitmap = this.bytes(raw, 0);
         const size = (type as FixedSizeList).listSize;
-        const childData = this.node(raw.child(0), type.children[0].type, offset * size, length * size);
+        const childData = this.nodeAt(raw.child(0).index, type.children[0].type, offset * size, length * size);
         return new Data(type, offset, length, this.nullCount(bitmap, exact, known), [undefined, undefined, bitmap], [childData]);
       }
       case "struct": {
         const bitmap = this.bytes(raw, 0);
-        const children = raw.children.map((c, i) => this.node(c, type.children[i].type, offset, length));
+        const children = raw.children.map((c, i) => this.nodeAt(c.index, type.children[i].type, offset, length));
         return new Data(type, offset, length, this.nullCount(bitmap, exact, known), [undefined, undefined, bitmap], children);
       }
       case "sparse_union": case "dense_union": {
         const typeIds = this.view(Int8Array, raw, 0, offset, length);
         const fields = (type as Union).children;
         if ((type as Union).mode === UnionMode.Sparse) {
-          const children = raw.children.map((c, i) => this.node(c, fields[i].type, offset, length));
+          const children = raw.children.map((c, i) => this.nodeAt(c.index, fields[i].type, offset, length));
           return new Data(type, offset, length, 0, [undefined, undefined, undefined, typeIds], children);
         }
         const valueOffsets = this.view(Int32Array, raw, 1, offset, length);
-        const children = raw.children.map((c, i) => this.node(c, fields[i].type, 0, c.length));
+        const children = raw.children.map((c, i) => this.nodeAt(c.index, fields[i].type, 0, c.length));
         return new Data(type, offset, length, 0, [valueOffsets, undefined, undefined, typeIds], children);
       }
       case "list_view": case "large_list_view": {
@@ -213,7 +328,8 @@ export function toData(raw: RawArray, options: ConvertOptions = {}): Data {
 
 function rawDataOf(raw: RawArray, options: ConvertOptions): Data {
   const type = typedConversion(raw, () => dataTypeOf(raw, options));
-  return new DataBuilder(raw.imported, options).node(raw, type, 0, raw.length);
+  const builder = new DataBuilder(raw.imported, options);
+  return raw.window === null ? builder.nodeAt(raw.index, type, 0, raw.length) : builder.node(raw, type, 0, raw.length);
 }
 
 /** The imported array (its root) as an apache-arrow Vector. */
@@ -246,10 +362,15 @@ function makeBatch(schema: Schema, data: Data<Struct>): RecordBatch {
 
 /** Builds the batch with the types of `schema` (already checked to match
  * the root's structure). */
+/** The Struct type of each Schema's batches (one per Schema object). */
+const structOfSchema = new WeakMap<Schema, Struct>();
+
 function batchWith(imported: ImportedArray, schema: Schema, options: ConvertOptions): RecordBatch {
   const root = imported.root;
-  const type = new Struct(schema.fields);
-  const built = new DataBuilder(imported, options).node(root, type, 0, root.length);
+  let type = structOfSchema.get(schema);
+  if (type === undefined) structOfSchema.set(schema, type = new Struct(schema.fields));
+  const builder = new DataBuilder(imported, options);
+  const built = root.window === null ? builder.nodeAt(root.index, type, 0, root.length) : builder.node(root, type, 0, root.length);
   // A batch has no row-level validity (apache-arrow's own batches have
   // none); the columns keep theirs.
   const data = new Data(type, 0, root.length, 0, undefined, built.children) as Data<Struct>;
@@ -268,7 +389,81 @@ export function toRecordBatch(imported: ImportedArray, options: ConvertOptions =
 /** `toRecordBatch` without the argument checks (for this layer). */
 export function recordBatchOf(imported: ImportedArray, options: ConvertOptions): RecordBatch {
   const root = imported.root;
-  return batchWith(imported, typedConversion(root, () => schemaOf(root, options)), options);
+  return batchWith(imported, root.window === null ? cachedSchemaOf(imported, options) : typedConversion(root, () => schemaOf(root, options)), options);
+}
+
+/**
+ * Schemas built for earlier imports, found by `ImportedArray.schemaKey`
+ * (the exact schema bytes and tree: a hash picks the bucket, equal words
+ * decide) and the options that shape the types. Repeated imports of one
+ * schema (a producer's batches one by one) then share one apache-arrow
+ * Schema, as a Table's batches do; schemas with dictionaries are never
+ * cached (their types carry per-import ids). Bounded: cleared when full.
+ */
+const schemaCache = new Map<number, { key: Int32Array; materialize: boolean; schema: Schema }[]>();
+let schemaCacheSize = 0;
+const schemaCacheLimit = 64;
+
+function hashWords(words: Int32Array): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < words.length; i++) h = Math.imul(h ^ words[i], 0x01000193);
+  return h;
+}
+
+function sameWords(a: Int32Array, b: Int32Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+function cachedSchemaOf(imported: ImportedArray, options: ConvertOptions): Schema {
+  const root = imported.root;
+  const key = imported.schemaKey();
+  if (key === null) return typedConversion(root, () => schemaOf(root, options));
+  const materialize = options.materialize === true;
+  const hash = hashWords(key);
+  const bucket = schemaCache.get(hash);
+  if (bucket) {
+    for (const entry of bucket) if (entry.materialize === materialize && sameWords(entry.key, key)) return entry.schema;
+  }
+  const schema = typedConversion(root, () => schemaOf(root, options));
+  if (schemaCacheSize >= schemaCacheLimit) {
+    schemaCache.clear();
+    schemaCacheSize = 0;
+  }
+  const entries = schemaCache.get(hash) ?? [];
+  entries.push({ key: key.slice(), materialize, schema });
+  schemaCache.set(hash, entries);
+  schemaCacheSize++;
+  return schema;
+}
+
+/**
+ * The batches of one imported stream as RecordBatches. Every batch of a
+ * stream carries the stream's one ArrowSchema (zig/stream_import.zig
+ * shares it with each batch's owner), so the apache-arrow Schema and its
+ * types are built once, from the first batch, and every later batch is
+ * built with them: no schema strings read, no types made per batch, and
+ * every batch of the stream has the same Schema object (dictionary types
+ * included), as apache-arrow's Table wants.
+ */
+export class StreamBatchConverter {
+  #schema: Schema | null = null;
+
+  constructor(readonly options: ConvertOptions) {}
+
+  /** Batch `imported` (pulled from this converter's stream). */
+  convert(imported: ImportedArray): RecordBatch {
+    const root = imported.root;
+    this.#schema ??= typedConversion(root, () => schemaOf(root, this.options));
+    return batchWith(imported, this.#schema, this.options);
+  }
+
+  /** One Table of batches pulled from this converter's stream. */
+  table(list: ImportedArray[]): Table {
+    const batches = list.map((imported) => this.convert(imported));
+    return new Table(batches[0].schema, batches);
+  }
 }
 
 /**

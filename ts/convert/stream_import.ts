@@ -29,7 +29,7 @@ import { Status, UnknownDeviceError, UnsupportedError } from "../errors.ts";
 import { type ImportedArray } from "../lifetime/imported.ts";
 import { ImportedStream } from "../lifetime/imported_stream.ts";
 import { isStreamProducer, type ArrowCapsule, type StreamProducer } from "../protocol/symbols.ts";
-import { recordBatchOf, tableOf } from "./import.ts";
+import { StreamBatchConverter } from "./import.ts";
 import { convertOptionsArg, schemaOf, type ConvertOptions } from "./types.ts";
 
 /** Options of the stream-to-apache-arrow helpers (`recordBatches`,
@@ -85,11 +85,12 @@ function onHost(imported: ImportedArray, copy: boolean): ImportedArray {
   }
 }
 
-/** Converts one pulled batch; its memory then belongs to the GC. */
-function convert(pulled: ImportedArray, options: ConvertOptions, copy: boolean): RecordBatch {
+/** Converts one pulled batch (the stream's schema and types are built
+ * once, by `converter`); its memory then belongs to the GC. */
+function convert(pulled: ImportedArray, converter: StreamBatchConverter, copy: boolean): RecordBatch {
   const imported = onHost(pulled, copy);
   try {
-    const batch = recordBatchOf(imported, options);
+    const batch = converter.convert(imported);
     imported.releaseToGC();
     return batch;
   } catch (error) {
@@ -103,8 +104,18 @@ function convert(pulled: ImportedArray, options: ConvertOptions, copy: boolean):
 export function recordBatches(input: StreamInput, options: StreamConvertOptions = {}): Generator<RecordBatch, void, undefined> {
   // Checked now, not at the first next(): a generator body runs late.
   const { stream, copy, convert: convertOptions } = openInput("recordBatches", input, options);
+  const converter = new StreamBatchConverter(convertOptions);
   return (function* () {
-    for (const imported of stream) yield convert(imported, convertOptions, copy);
+    try {
+      for (;;) {
+        // Transient: convert() always ends it (dispose or releaseToGC).
+        const imported = stream.nextTransient();
+        if (!imported) return;
+        yield convert(imported, converter, copy);
+      }
+    } finally {
+      stream.release();
+    }
   })();
 }
 
@@ -112,8 +123,9 @@ export function recordBatches(input: StreamInput, options: StreamConvertOptions 
  * thread (`for await`). */
 export function recordBatchesAsync(input: StreamInput, options: StreamConvertOptions = {}): AsyncGenerator<RecordBatch, void, undefined> {
   const { stream, copy, convert: convertOptions } = openInput("recordBatchesAsync", input, options);
+  const converter = new StreamBatchConverter(convertOptions);
   return (async function* () {
-    for await (const imported of stream) yield convert(imported, convertOptions, copy);
+    for await (const imported of stream) yield convert(imported, converter, copy);
   })();
 }
 
@@ -139,7 +151,7 @@ function schemaOfStream(stream: ImportedStream, options: ConvertOptions): Schema
 function tableOfPulled(pulled: ImportedArray[], schema: Schema | null, options: ConvertOptions): Table {
   if (pulled.length === 0) return new Table(schema!);
   try {
-    const table = tableOf(pulled, options);
+    const table = new StreamBatchConverter(options).table(pulled);
     for (const imported of pulled) imported.releaseToGC();
     return table;
   } catch (error) {

@@ -111,14 +111,20 @@ export function typedConversion<T>(raw: RawArray, step: () => T): T {
   try {
     return step();
   } catch (error) {
-    if (error instanceof ArrowDeviceError) throw error;
-    const message = error instanceof Error ? error.message : String(error);
-    const where = nodePath(raw);
-    if (error instanceof RangeError && /memory|allocat|too large|length/i.test(message)) {
-      throw new OutOfMemoryError(Status.out_of_memory, `${where}: converting needs more memory than is available (${message})`);
-    }
-    throw new InvalidLayoutError(Status.invalid_layout, `${where}: cannot convert (${message})`);
+    throw conversionError(raw, error);
   }
+}
+
+/** What `typedConversion` throws for `error` escaping a step of `raw`
+ * (for hot paths that catch themselves rather than pass a closure). */
+export function conversionError(raw: RawArray, error: unknown): unknown {
+  if (error instanceof ArrowDeviceError) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  const where = nodePath(raw);
+  if (error instanceof RangeError && /memory|allocat|too large|length/i.test(message)) {
+    return new OutOfMemoryError(Status.out_of_memory, `${where}: converting needs more memory than is available (${message})`);
+  }
+  return new InvalidLayoutError(Status.invalid_layout, `${where}: cannot convert (${message})`);
 }
 
 function unit(raw: RawArray, format: string, at: number): TimeUnit {

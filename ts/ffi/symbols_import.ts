@@ -15,5 +15,6 @@ export const importSymbols = {
   abd_array_move_child: { args: [ptr, i64, ptr], returns: i32 },
 
   abd_owner_schema_info: { args: [ptr, ptr, usize], returns: usize },
+  abd_owner_schema_key: { args: [ptr, ptr, FFIType.u32], returns: FFIType.u32 },
   abd_metadata_length: { args: [ptr], returns: f64 },
 } as const;

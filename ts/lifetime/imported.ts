@@ -5,9 +5,21 @@
  * Ownership. Importing moves the producer's ArrowSchema + ArrowDeviceArray
  * into a native owner under an atomic reference count; the caller's structs
  * are left released. Every JS ArrayBuffer this module creates over owner
- * memory (the node table the handle reads, and every buffer view) holds one
- * reference, dropped by a native deallocator when the ArrayBuffer is
- * garbage-collected (any thread) or detached. So the producer's release
+ * memory (the handle's anchor, and every buffer view) holds one reference,
+ * dropped by a native deallocator when the ArrayBuffer is garbage-collected
+ * (any thread) or detached. The handle reads its node and buffer tables
+ * from a JS copy (one native call, `abd_owner_snapshot`, which also pays
+ * for the anchor: 8 bytes of the node table wrapped like a view, whose
+ * only job is to hold the handle's reference).
+ *
+ * One reference per ArrayBuffer, never one shared by an import's
+ * ArrayBuffers through JS links: `transfer()` (or structuredClone with
+ * transfer) moves an ArrayBuffer's memory, deallocator included, into a
+ * new ArrayBuffer that has nothing JS attached to the old one (measured,
+ * bench/repro/external_memory_gc.ts), so only each ArrayBuffer's own
+ * deallocator can tell when its memory is unused. Buffers that start at
+ * the same address share one ArrayBuffer (the largest), so they pay for
+ * one wrap and one reference. So the producer's release
  * runs exactly once, after the last view is gone — with no handle, no
  * FinalizationRegistry involved. `dispose()` (or `using`) detaches every
  * ArrayBuffer the handle created, which runs the release at once; views
@@ -173,18 +185,52 @@ function readSchemas(owner: number): NodeSchema[] {
   const bytes = schemaScratch;
   const words = new Int32Array(bytes.buffer, 0, Math.min(needed, bytes.length) >> 2);
   const n = words[0];
+  // The strings follow the records. Decoded in one go: when that gives one
+  // character per byte (ASCII, the usual case), each string is a slice of
+  // it at its byte offset; else each is decoded on its own.
+  const stringsAt = 4 + n * 32;
+  const all = utf8.decode(bytes.subarray(stringsAt, needed));
+  const oneToOne = all.length === needed - stringsAt;
+  const text = (at: number, length: number) => oneToOne ? all.slice(at - stringsAt, at - stringsAt + length) : decodeText(bytes, at, length);
   const out = new Array<NodeSchema>(n);
   for (let node = 0; node < n; node++) {
     const w = 1 + node * 8;
     const metadataAt = words[w + 6];
     out[node] = {
       flags: (words[w] >>> 0) + words[w + 1] * 2 ** 32,
-      format: decodeText(bytes, words[w + 2], words[w + 3]),
-      name: words[w + 4] < 0 ? null : decodeText(bytes, words[w + 4], words[w + 5]),
+      format: text(words[w + 2], words[w + 3]),
+      name: words[w + 4] < 0 ? null : text(words[w + 4], words[w + 5]),
       metadataPairs: metadataAt < 0 ? null : decodeMetadataBytes(bytes.subarray(metadataAt, metadataAt + words[w + 7])),
     };
   }
   return out;
+}
+
+/** Reused output of abd_owner_schema_key (see `schemaKey`). */
+let keyScratch = new Int32Array(1024);
+
+/** How `abd_owner_snapshot` pays for a handle's reference (zig/c_api.zig):
+ * a new one for its anchor view, the caller's for its anchor view, or the
+ * caller's kept as a plain reference (a transient handle). */
+const SnapshotReference = { retainForAnchor: 0, adoptForAnchor: 1, adoptPlain: 2 } as const;
+type SnapshotReference = (typeof SnapshotReference)[keyof typeof SnapshotReference];
+
+/** The words the last snapshot needed: the size tried first (imports in
+ * a row usually have one shape). */
+let snapshotGuess = 256;
+
+/** The owner's info words, node table and buffer table, copied into a new
+ * array (longer than needed when the guess was); pays for the handle's
+ * anchor view (see the constructor). */
+function ownerSnapshot(owner: number, adopt: SnapshotReference): Float64Array {
+  let words = new Float64Array(snapshotGuess);
+  const needed = native.abd_owner_snapshot(asPointer(owner), words, words.length, adopt);
+  if (needed > words.length) {
+    words = new Float64Array(needed);
+    native.abd_owner_snapshot(asPointer(owner), words, words.length, adopt);
+  }
+  snapshotGuess = needed;
+  return words;
 }
 
 /** Proves a constructor call comes from this module. */
@@ -218,18 +264,25 @@ export class ImportedArray implements Disposable {
   /** Protocol (docs/protocol.md): an "arrow_device_array" capsule; undefined where not offered. */
   declare readonly [ArrowCDeviceArray]?: (options?: ProtocolOptions) => ArrowCapsule;
   #owner: number;
+  /** The owner's info words, then its node table, then its buffer table
+   * (a JS copy: they never change). */
   #info: OwnerInfo;
-  #nodes: Float64Array;
-  #buffers: Float64Array;
-  /** Every ArrayBuffer created over owner memory, for `dispose()`. */
+  /** Where the buffer table starts in `#info`. */
+  #buffersAt: number;
+  /** Every ArrayBuffer created over owner memory, for `dispose()`: the
+   * anchor (the handle's own reference) first. */
   #created: ArrayBuffer[] = [];
   /** Views already made, by buffer index (so each is made once). */
-  #views = new Map<number, ArrayBuffer>();
+  #views: (ArrayBuffer | undefined)[] = [];
   /** The same memory, by start address: buffers that start at the same
    * address share one ArrayBuffer (the largest of them), so repeated or
    * shared buffers pay for one wrap and one owner reference. */
   #byAddress = new Map<number, ArrayBuffer>();
   #disposed = false;
+  /** A transient handle's own reference, held natively (no anchor view):
+   * given back by `dispose()` or `releaseToGC()`, one of which its
+   * (internal) creator always calls. */
+  #plainReference = false;
   #token: number;
   /** The rows this handle covers; null: the whole array (the root). */
   #window: Window | null;
@@ -237,7 +290,7 @@ export class ImportedArray implements Disposable {
   /** Takes `window` of `owner` (null: the whole array). The caller holds a
    * reference for the duration of the call; `adoptImportReference` says it
    * is the import's own, which this handle then drops. */
-  private constructor(token: symbol, owner: number, window: Window | null, kind: string, adoptImportReference: boolean) {
+  private constructor(token: symbol, owner: number, window: Window | null, kind: string, adoptImportReference: boolean, transient = false) {
     // Private in TS, reachable from JS: only this module may make one (an
     // owner address from elsewhere could be anything).
     if (token !== internalToken) throw argumentError("ImportedArray", "the constructor", "not called: use ImportedArray.fromArray or fromDeviceArray", token);
@@ -249,15 +302,19 @@ export class ImportedArray implements Disposable {
     this.#window = window;
     this.#token = track(kind);
     watch(this, this.#token, kind);
-    const info = new Float64Array(ownerInfoWords);
-    native.abd_owner_info(asPointer(owner), info);
+    // One native call copies the tables and pays for the anchor (adopting
+    // the import's reference, or taking one); the anchor, 8 bytes of the
+    // node table, then holds this handle's reference until it is detached
+    // (dispose, releaseToGC) or collected.
+    // A transient handle (adopting only) keeps the import's reference as
+    // a plain one instead: no anchor to make and detach.
+    if (transient && !adoptImportReference) throw argumentError("ImportedArray", "transient", "only with the import's own reference", transient);
+    const reference = transient ? SnapshotReference.adoptPlain : adoptImportReference ? SnapshotReference.adoptForAnchor : SnapshotReference.retainForAnchor;
+    const info = ownerSnapshot(owner, reference);
     this.#info = info;
-    // The node and buffer tables are read through ArrayBuffers that each
-    // hold one owner reference: they are this handle's own references.
-    native.abd_owner_retain_views(asPointer(owner), 2);
-    this.#nodes = new Float64Array(this.#wrap(info[OwnerInfoWord.nodes], info[OwnerInfoWord.node_count] * nodeStride * 8));
-    this.#buffers = new Float64Array(this.#wrap(info[OwnerInfoWord.buffers], Math.max(1, info[OwnerInfoWord.buffer_count]) * bufferStride * 8));
-    if (adoptImportReference) native.abd_owner_release(asPointer(owner));
+    this.#buffersAt = ownerInfoWords + info[OwnerInfoWord.node_count] * nodeStride;
+    if (transient) this.#plainReference = true;
+    else this.#wrap(info[OwnerInfoWord.nodes], 8);
   }
 
   /** Refuses, with a typed error naming the buffer, a buffer larger than
@@ -285,8 +342,8 @@ export class ImportedArray implements Disposable {
    * of the owner's table. */
   #bufferWhere(index: number): string {
     for (let node = 0; node < this.nodeCount; node++) {
-      const first = this.#nodes[node * nodeStride + NodeWord.first_buffer];
-      const count = this.#nodes[node * nodeStride + NodeWord.n_buffers];
+      const first = this.#info[ownerInfoWords + node * nodeStride + NodeWord.first_buffer];
+      const count = this.#info[ownerInfoWords + node * nodeStride + NodeWord.n_buffers];
       if (index >= first && index < first + count) {
         const schema = this.nodeSchema(node);
         return `buffer ${index - first} of node ${node} "${schema.name ?? ""}" (${schema.format})`;
@@ -335,9 +392,13 @@ export class ImportedArray implements Disposable {
   }
 
   /** @internal Adopts one reference to a native owner (a batch pulled
-   * from an imported stream); the handle then holds the owner. */
-  static adoptOwner(owner: number): ImportedArray {
-    return new ImportedArray(internalToken, addressArg("ImportedArray.adoptOwner", "owner", owner), null, "ImportedArray", true);
+   * from an imported stream); the handle then holds the owner. A
+   * `transient` handle holds it natively, without an anchor view: its
+   * creator must end it with `dispose()` or `releaseToGC()` (in a finally),
+   * as nothing else gives that reference back. */
+  static adoptOwner(owner: number, transient = false): ImportedArray {
+    booleanArg("ImportedArray.adoptOwner", "transient", transient);
+    return new ImportedArray(internalToken, addressArg("ImportedArray.adoptOwner", "owner", owner), null, "ImportedArray", true, transient);
   }
 
   /** Like `fromDeviceArray` for a plain `ArrowArray*` (a CPU array). */
@@ -471,16 +532,45 @@ export class ImportedArray implements Disposable {
     return this.#schemas[node];
   }
 
+  /**
+   * @internal An exact description of this import's schema tree, for
+   * caches of what is built from it (convert/import.ts): every node's
+   * flags, format, name and metadata bytes as the producer gave them, and
+   * its child count (zig/c_api.zig abd_owner_schema_key), so two imports
+   * with the same key have the same schema. A view of a scratch buffer,
+   * valid until the next call: copy it to keep it. Null when a node is
+   * dictionary-encoded (apache-arrow gives each dictionary type its own id:
+   * such schemas are not shared).
+   */
+  schemaKey(): Int32Array | null {
+    this.#live();
+    let needed = native.abd_owner_schema_key(asPointer(this.#owner), keyScratch, keyScratch.length);
+    if (needed > keyScratch.length) {
+      keyScratch = new Int32Array(needed);
+      needed = native.abd_owner_schema_key(asPointer(this.#owner), keyScratch, keyScratch.length);
+    }
+    return needed === 0 ? null : keyScratch.subarray(0, needed);
+  }
+
   /** @internal node-table word. */
   nodeWord(node: number, word: number): number {
     this.#live();
-    return this.#nodes[node * nodeStride + word];
+    return this.#info[ownerInfoWords + node * nodeStride + word];
+  }
+
+  /** @internal The handle's copy of the owner's tables for readers that
+   * walk many nodes (convert/import.ts): node n's word w is at
+   * `words[nodesAt + n * nodeStride + w]`, buffer b's at
+   * `words[buffersAt + b * bufferStride + w]`. Read-only. */
+  tables(): { words: Float64Array; nodesAt: number; buffersAt: number } {
+    this.#live();
+    return { words: this.#info, nodesAt: ownerInfoWords, buffersAt: this.#buffersAt };
   }
 
   /** @internal buffer-table word. */
   bufferWord(buffer: number, word: number): number {
     this.#live();
-    return this.#buffers[buffer * bufferStride + word];
+    return this.#info[this.#buffersAt + buffer * bufferStride + word];
   }
 
   /**
@@ -492,7 +582,7 @@ export class ImportedArray implements Disposable {
    */
   bufferMemory(index: number, byteLength?: number): ArrayBuffer {
     this.#live();
-    const made = this.#views.get(index);
+    const made = this.#views[index];
     if (made) return made;
     if (!this.hostReadable) throw hostAccessError(this.deviceType, this.deviceId, `buffer ${index}`);
     const address = this.bufferWord(index, BufferWord.address);
@@ -517,7 +607,7 @@ export class ImportedArray implements Disposable {
       memory = this.#wrapView(index, address, size, 0);
       this.#byAddress.set(address, memory);
     }
-    this.#views.set(index, memory);
+    this.#views[index] = memory;
     return memory;
   }
 
@@ -526,33 +616,44 @@ export class ImportedArray implements Disposable {
   prefetchBuffers(indices: Iterable<number>): void {
     this.#live();
     if (!this.hostReadable) return;
-    const buffers = this.#buffers;
-    // Pass 1: the largest size wanted at each new start address.
-    // Each region remembers the buffer it was sized by (for errors).
-    const regions = new Map<number, { size: number; index: number }>();
+    this.#prefetch(Array.from(indices));
+  }
+
+  /** `prefetchBuffers` of `indices`, or of every buffer when null. */
+  #prefetch(indices: number[] | null): void {
+    const table = this.#info;
+    const at = this.#buffersAt;
+    const views = this.#views;
+    const byAddress = this.#byAddress;
+    // Pass 1: the buffers to view, and each new start address's region:
+    // the largest size wanted there, and the buffer it was sized by (for
+    // errors), in `regions` (address -> buffer index).
+    const regions = new Map<number, number>();
     const wanted: number[] = [];
-    for (const i of indices) {
-      const base = i * bufferStride;
-      const size = buffers[base + BufferWord.size_bytes];
-      const address = buffers[base + BufferWord.address];
-      if (!(size > 0) || address === 0 || this.#views.has(i)) continue;
+    const count = indices === null ? this.bufferCount : indices.length;
+    for (let k = 0; k < count; k++) {
+      const i = indices === null ? k : indices[k];
+      const base = at + i * bufferStride;
+      const size = table[base + BufferWord.size_bytes];
+      const address = table[base + BufferWord.address];
+      if (!(size > 0) || address === 0 || views[i] !== undefined) continue;
       // Before any reference is taken: a refusal leaves nothing to undo.
       this.#checkViewable(i, size);
       wanted.push(i);
-      const shared = this.#byAddress.get(address);
-      if (shared && shared.byteLength >= size) continue;
+      const shared = byAddress.get(address);
+      if (shared !== undefined && shared.byteLength >= size) continue;
       const region = regions.get(address);
-      if (!region || region.size < size) regions.set(address, { size, index: i });
+      if (region === undefined || table[at + region * bufferStride + BufferWord.size_bytes] < size) regions.set(address, i);
     }
     // Pass 2: one native call pays every new region's reference; a wrap
     // that fails anyway gives back the references of the regions after it.
     if (regions.size > 0) native.abd_owner_retain_views(asPointer(this.#owner), regions.size);
     let unpaid = regions.size;
-    for (const [address, { size, index }] of regions) {
+    for (const [address, index] of regions) {
       unpaid--;
-      this.#byAddress.set(address, this.#wrapView(index, address, size, unpaid));
+      byAddress.set(address, this.#wrapView(index, address, table[at + index * bufferStride + BufferWord.size_bytes], unpaid));
     }
-    for (const i of wanted) this.#views.set(i, this.#byAddress.get(buffers[i * bufferStride + BufferWord.address])!);
+    for (const i of wanted) views[i] = byAddress.get(table[at + i * bufferStride + BufferWord.address])!;
   }
 
   /** Number of buffers in the owner's table (every node's, preorder). */
@@ -563,10 +664,8 @@ export class ImportedArray implements Disposable {
   /** Makes views of every buffer whose size validation computed, with one
    * native call for all their references (what conversion does first). */
   prefetchAll(): void {
-    const count = this.bufferCount;
-    const all = new Array<number>(count);
-    for (let i = 0; i < count; i++) all[i] = i;
-    this.prefetchBuffers(all);
+    this.#live();
+    if (this.hostReadable) this.#prefetch(null);
   }
 
   /**
@@ -582,14 +681,18 @@ export class ImportedArray implements Disposable {
     this.#disposed = true;
     untrack(this.#token);
     unwatch(this);
-    // The handle's own references (its node and buffer table views) end
-    // now, deterministically: from here on only the buffer views, held by
-    // whatever JS made of them, keep the producer's data alive.
-    for (const table of [this.#nodes.buffer, this.#buffers.buffer] as ArrayBuffer[]) {
-      if (!table.detached) table.transfer(0);
+    // The handle's own reference (its anchor) ends now, deterministically:
+    // from here on only the buffer views, held by whatever JS made of them,
+    // keep the producer's data alive.
+    if (this.#plainReference) {
+      this.#plainReference = false;
+      native.abd_owner_release(asPointer(this.#owner));
+    } else {
+      const anchor = this.#created[0];
+      if (!anchor.detached) anchor.transfer(0);
     }
     this.#created = [];
-    this.#views.clear();
+    this.#views = [];
     this.#byAddress.clear();
   }
 
@@ -640,10 +743,14 @@ export class ImportedArray implements Disposable {
     unwatch(this);
     const created = this.#created;
     this.#created = [];
-    this.#views.clear();
+    this.#views = [];
     this.#byAddress.clear();
     for (const buffer of created) {
       if (!buffer.detached) buffer.transfer(0);
+    }
+    if (this.#plainReference) {
+      this.#plainReference = false;
+      native.abd_owner_release(asPointer(this.#owner));
     }
   }
 

@@ -205,13 +205,25 @@ export class ImportedStream implements Disposable, Iterable<ImportedArray>, Asyn
    * `nextAsync()`, a batch read ahead is taken first; a read-ahead still
    * in flight makes this throw (await `nextAsync()` instead). */
   next(): ImportedArray | null {
+    return this.#next(false);
+  }
+
+  /** @internal `next()` for a conversion that ends the batch's handle
+   * itself, with `dispose()` or `releaseToGC()` in a finally: the handle
+   * is transient (ImportedArray.adoptOwner), holding the batch without an
+   * anchor view. */
+  nextTransient(): ImportedArray | null {
+    return this.#next(true);
+  }
+
+  #next(transient: boolean): ImportedArray | null {
     const handle = this.#idle();
     const state = native.abd_stream_import_pull_state(handle as Pointer);
     if (state === PullState.ready) return this.#take(handle, false);
     if (state !== PullState.idle) throw inFlight();
     const status = native.abd_stream_import_next(handle as Pointer, this.#level, words);
     if (status !== 0) throw this.#error(status);
-    return words[0] === 0 ? null : ImportedArray.adoptOwner(words[0]);
+    return words[0] === 0 ? null : ImportedArray.adoptOwner(words[0], transient);
   }
 
   /** Takes the finished background pull; then, with `readAhead`, starts

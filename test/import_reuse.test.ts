@@ -1,0 +1,206 @@
+/**
+ * What imports reuse and what each holds (issue 13): a handle holds one
+ * anchor view (its tables are a JS copy); repeated imports of one schema
+ * share one apache-arrow Schema, found by the exact schema bytes; every
+ * batch of a stream shares the stream's Schema; the table-reading build
+ * path gives the same Data as the RawArray path.
+ */
+import { afterEach, describe, expect, test } from "bun:test";
+import {
+  Dictionary, Field, Float64, Int32, RecordBatch, Schema, Struct, Utf8, makeData, vectorFromArray, type Data,
+} from "apache-arrow";
+import { DeviceType } from "../ts/abi/layout.ts";
+import { ExportedStream, ImportedArray, ImportedStream, exportArray, importRecordBatch, readTable, recordBatches, toRecordBatch, toVector } from "../ts/index.ts";
+import { counters, nonZeroCounters } from "../ts/diagnostics.ts";
+import { streamPeer } from "./helpers/fixtures.ts";
+import { collectUntil } from "./helpers/gc.ts";
+
+afterEach(async () => {
+  expect(await collectUntil(() => Object.keys(nonZeroCounters()).length === 0 && streamPeer.sp_produced_live() === 0n)).toBe(true);
+  streamPeer.sp_reset_counts();
+});
+
+function int32Column(values: number[], nullAt = -1): Data<Int32> {
+  const validity = new Uint8Array(Math.ceil(values.length / 8)).fill(0xff);
+  if (nullAt >= 0) validity[nullAt >> 3] &= ~(1 << (nullAt & 7));
+  return makeData({ type: new Int32(), length: values.length, nullCount: nullAt >= 0 ? 1 : 0, nullBitmap: validity, data: Int32Array.from(values) });
+}
+
+function batchOf(fields: Field[], columns: Data[], metadata?: Map<string, string>): RecordBatch {
+  return new RecordBatch(new Schema(fields, metadata), makeData({ type: new Struct(fields), length: columns[0].length, children: columns }));
+}
+
+/** Exports `batch` and converts its import; the handle is disposed. */
+function roundTrip(batch: RecordBatch): RecordBatch {
+  const exported = exportArray(batch);
+  try {
+    using imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
+    const back = toRecordBatch(imported);
+    // Read while the import is alive (dispose detaches the views).
+    expect(back.numRows).toBe(batch.numRows);
+    return back;
+  } finally {
+    exported.release();
+  }
+}
+
+describe("what a handle holds", () => {
+  test("an import holds one anchor view until its buffers are viewed; dispose releases everything at once", () => {
+    const batch = batchOf([new Field("a", new Int32(), true)], [int32Column([1, 2, 3, 4], 1)]);
+    const exported = exportArray(batch);
+    const imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
+    expect(counters().live_owners).toBe(1);
+    expect(counters().live_imported_views).toBe(1); // the anchor only
+    const back = toRecordBatch(imported);
+    // + the column's validity and values (the root has no validity).
+    expect(counters().live_imported_views).toBe(3);
+    expect(back.getChild("a")!.toArray()[3]).toBe(4);
+    imported.dispose();
+    expect(counters().live_imported_views).toBe(0);
+    expect(counters().live_owners).toBe(0);
+    expect(back.getChild("a")!.data[0].values.byteLength).toBe(0); // detached, not freed memory
+    exported.release();
+  });
+
+  test("a handle dropped without dispose is released once its anchor is collected", async () => {
+    const exported = exportArray(batchOf([new Field("a", new Int32(), true)], [int32Column([7, 8])]));
+    (() => {
+      const imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
+      expect(imported.root.child(0).buffer(1)[1]).toBe(8);
+    })();
+    expect(await collectUntil(() => counters().live_owners === 0)).toBe(true);
+    expect(counters().live_imported_views).toBe(0);
+    exported.release();
+  });
+
+  test("importRecordBatch's batch keeps the producer's data until it is collected; the handle's anchor goes at once", async () => {
+    const exported = exportArray(batchOf([new Field("a", new Int32(), true)], [int32Column([5, 6, 7])]));
+    const box: { batch: RecordBatch | null } = { batch: importRecordBatch(exported.schema, exported.array) };
+    expect(counters().live_imported_views).toBe(1); // the values (no nulls: no validity view)
+    expect(box.batch!.getChild("a")!.get(2)).toBe(7);
+    box.batch = null;
+    expect(await collectUntil(() => counters().live_owners === 0)).toBe(true);
+    exported.release();
+  });
+});
+
+describe("schemas shared across imports", () => {
+  const fields = [new Field("a", new Int32(), true), new Field("b", new Float64(), false), new Field("s", new Utf8(), true)];
+  const columns = (): Data[] => [int32Column([1, 2, 3], 0), makeData({ type: new Float64(), length: 3, data: Float64Array.from([0.5, 1.5, 2.5]) }), vectorFromArray(["x", "yy", null], new Utf8()).data[0]];
+
+  test("two imports of the same schema share one apache-arrow Schema", () => {
+    const first = roundTrip(batchOf(fields, columns()));
+    const second = roundTrip(batchOf(fields, columns()));
+    expect(second.schema).toBe(first.schema);
+    expect(second.schema.fields.map((f) => `${f.name}:${f.type}:${f.nullable}`)).toEqual(["a:Int32:true", "b:Float64:false", "s:Utf8:true"]);
+  });
+
+  test("any difference in names, nullability, metadata or types gives a Schema of its own", () => {
+    const base = roundTrip(batchOf(fields, columns()));
+    const renamed = roundTrip(batchOf([new Field("A", new Int32(), true), fields[1], fields[2]], columns()));
+    expect(renamed.schema).not.toBe(base.schema);
+    expect(renamed.schema.fields[0].name).toBe("A");
+    const nullable = roundTrip(batchOf([fields[0], new Field("b", new Float64(), true), fields[2]], columns()));
+    expect(nullable.schema).not.toBe(base.schema);
+    expect(nullable.schema.fields[1].nullable).toBe(true);
+    const tagged = roundTrip(batchOf(fields, columns(), new Map([["k", "v"]])));
+    expect(tagged.schema).not.toBe(base.schema);
+    expect(tagged.schema.metadata.get("k")).toBe("v");
+    const fieldTagged = roundTrip(batchOf([new Field("a", new Int32(), true, new Map([["k", "v"]])), fields[1], fields[2]], columns()));
+    expect(fieldTagged.schema).not.toBe(base.schema);
+    expect(fieldTagged.schema.fields[0].metadata.get("k")).toBe("v");
+    const fewer = roundTrip(batchOf(fields.slice(0, 2), columns().slice(0, 2)));
+    expect(fewer.schema).not.toBe(base.schema);
+    expect(fewer.schema.fields.length).toBe(2);
+    // Same bytes again: the first Schema.
+    expect(roundTrip(batchOf(fields, columns())).schema).toBe(base.schema);
+  });
+
+  test("nested children count: struct<a> and struct<a, b> of equal formats differ", () => {
+    const inner1 = new Struct([new Field("x", new Int32(), true)]);
+    const inner2 = new Struct([new Field("x", new Int32(), true), new Field("y", new Int32(), true)]);
+    const one = roundTrip(batchOf([new Field("n", inner1, true)], [makeData({ type: inner1, length: 2, children: [int32Column([1, 2])] })]));
+    const two = roundTrip(batchOf([new Field("n", inner2, true)], [makeData({ type: inner2, length: 2, children: [int32Column([1, 2]), int32Column([3, 4])] })]));
+    expect(two.schema).not.toBe(one.schema);
+    expect((two.schema.fields[0].type as Struct).children.length).toBe(2);
+  });
+
+  test("dictionary-encoded schemas are never shared (apache-arrow gives each its own ids)", () => {
+    const type = new Dictionary(new Utf8(), new Int32());
+    const make = () => batchOf([new Field("d", type, true)], [vectorFromArray(["p", "q", "p"], type).data[0]]);
+    const first = roundTrip(make());
+    const second = roundTrip(make());
+    expect(second.schema).not.toBe(first.schema);
+    expect(String(second.schema.fields[0].type)).toBe(String(first.schema.fields[0].type));
+  });
+
+  test("the table-reading path and the RawArray path (a child handle's window) build the same values", () => {
+    const batch = batchOf(fields, columns());
+    const exported = exportArray(batch);
+    using imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
+    const whole = toRecordBatch(imported);
+    using child = imported.child(2);
+    using sliced = imported.slice(1, 2);
+    expect(toVector(child).toArray()).toEqual(["x", "yy", null]);
+    expect(whole.getChild("s")!.toArray()).toEqual(["x", "yy", null]);
+    expect([...toRecordBatch(sliced).getChild("a")!]).toEqual([2, 3]);
+    expect([...whole.getChild("a")!]).toEqual([null, 2, 3]);
+    exported.release();
+  });
+});
+
+describe("streams", () => {
+  function cStream(batches: number, rows: number): ExportedStream {
+    const slot = new ExportedStream("device_stream", "C stream slot");
+    streamPeer.sp_int_stream(1, batches, rows, -1, null, DeviceType.CPU, DeviceType.CPU, slot.stream);
+    return slot;
+  }
+
+  test("every batch of recordBatches has the stream's one Schema, and its own data", () => {
+    using slot = cStream(4, 3);
+    const batches = [...recordBatches(ImportedStream.fromDeviceArrayStream(slot.stream))];
+    expect(batches.length).toBe(4);
+    for (const batch of batches) expect(batch.schema).toBe(batches[0].schema);
+    expect(batches.map((b) => b.getChild("a")!.get(0))).toEqual([0, 1000, 2000, 3000]);
+  });
+
+  test("recordBatches' batches hold only their buffer views (each batch's handle is transient: no anchor)", async () => {
+    using slot = cStream(4, 3);
+    const box: { batches: RecordBatch[] } = { batches: [...recordBatches(ImportedStream.fromDeviceArrayStream(slot.stream))] };
+    const views = new Set<ArrayBufferLike>();
+    for (const batch of box.batches) {
+      for (const data of batch.data.children) {
+        for (const buffer of [data.values, data.nullBitmap, data.valueOffsets]) if (buffer && buffer.byteLength > 0) views.add(buffer.buffer);
+      }
+    }
+    expect(views.size).toBeGreaterThanOrEqual(4);
+    expect(counters().live_owners).toBe(4);
+    expect(counters().live_imported_views).toBe(views.size);
+    views.clear();
+    box.batches = [];
+    expect(await collectUntil(() => counters().live_owners === 0)).toBe(true);
+    expect(counters().live_imported_views).toBe(0);
+  });
+
+  test("a transient batch handle holds no view and gives its reference back exactly once", () => {
+    using slot = cStream(2, 3);
+    const stream = ImportedStream.fromDeviceArrayStream(slot.stream);
+    const batch = stream.nextTransient()!;
+    expect(counters().live_imported_views).toBe(0);
+    expect(counters().live_owners).toBe(1);
+    batch.dispose();
+    expect(counters().live_owners).toBe(0);
+    batch.dispose(); // idempotent: the reference is given back once
+    batch.releaseToGC();
+    expect(counters().live_owners).toBe(0);
+    stream.release();
+  });
+
+  test("readTable's batches share the stream's Schema", () => {
+    using slot = cStream(3, 2);
+    const table = readTable(ImportedStream.fromDeviceArrayStream(slot.stream));
+    expect(table.batches.length).toBe(3);
+    for (const batch of table.batches) expect(batch.schema).toBe(table.schema);
+    expect([...table.getChild("a")!]).toEqual([0, 1, 1000, 1001, 2000, 2001]);
+  });
+});
