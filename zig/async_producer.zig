@@ -65,6 +65,9 @@ pub const StateWord = enum(u8) {
     bad_request,
     /// The first such `n`.
     bad_request_n,
+    /// Notifications sent to JS so far (diagnostics: requests that arrive
+    /// while one is pending, or while JS is busy sending, cost none).
+    wakes,
 };
 pub const state_words = @typeInfo(StateWord).@"enum".field_names.len;
 
@@ -116,6 +119,7 @@ pub const Producer = struct {
             @floatFromInt(@intFromBool(self.cancelled)),
             @floatFromInt(@intFromBool(self.bad_request)),
             @floatFromInt(self.bad_request_n),
+            @floatFromInt(self.waker.sentCount()),
         };
         @memcpy(out[0..state_words], &words);
     }

@@ -919,6 +919,26 @@ export fn abd_async_consumer_take(stream: *async_consumer.Consumer, schema: ?*ab
     return code(stream.take(s, a, false, out));
 }
 
+/// Takes every queued task, up to `capacity`, in one call: each task is
+/// extracted here and imported, with a copy of the stream schema, into a
+/// new owner validated at `level` (0..3). `out` (room for 1 + 2 *
+/// capacity words) receives the count, then per task the owner's address
+/// (one reference, the caller's) and its metadata size (-1: none); see
+/// async_consumer.takeMany. `arm != 0` first clears the pending wake (JS
+/// waits if nothing was taken); `words` receives the state afterwards.
+/// Returns the first failure after the tasks taken before it.
+export fn abd_async_consumer_take_many(stream: *async_consumer.Consumer, level: c_int, out: ?[*]f64, capacity: u32, arm: c_int, words: ?[*]f64) c_int {
+    const target = out orelse return code(status.fail(.invalid_argument, "out pointer is NULL", .{}));
+    const lvl = levelFrom(level) orelse {
+        target[0] = 0;
+        return code(status.fail(.invalid_argument, "validation level {d} is not 0..3", .{level}));
+    };
+    if (arm != 0) stream.waker.clear();
+    const result = stream.takeMany(lvl, target[0 .. 1 + 2 * @as(usize, capacity)], capacity);
+    if (words) |w| stream.poll(w[0..async_consumer.state_words], false);
+    return code(result);
+}
+
 /// Address and length of one of the consumer's byte strings
 /// (async_consumer.StringId) into `out[0..2]`; address 0 when absent.
 export fn abd_async_consumer_string(stream: *async_consumer.Consumer, id: u32, out: [*]f64) void {

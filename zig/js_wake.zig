@@ -33,6 +33,9 @@ pub const Waker = struct {
     token: u32,
     /// True from a wake until JS clears it.
     pending: std.atomic.Value(bool) = .init(false),
+    /// Notifications sent so far (diagnostics: tests check that news
+    /// arriving while one is pending costs no further JS callback).
+    sent: std.atomic.Value(u32) = .init(0),
 
     pub fn init(token: u32) Waker {
         return .{ .token = token };
@@ -43,8 +46,14 @@ pub const Waker = struct {
     pub fn wake(self: *Waker) bool {
         if (self.pending.swap(true, .acq_rel)) return false;
         const notify = notifier.load(.acquire) orelse return false;
+        _ = self.sent.fetchAdd(1, .monotonic);
         notify(self.token);
         return true;
+    }
+
+    /// Notifications sent so far.
+    pub fn sentCount(self: *const Waker) u32 {
+        return self.sent.load(.monotonic);
     }
 
     /// Called by JS before reading the object's state.
@@ -71,5 +80,6 @@ test "wakes coalesce until cleared" {
     waker.clear();
     try std.testing.expect(waker.wake());
     try std.testing.expectEqual(@as(u32, 2), Count.calls);
+    try std.testing.expectEqual(@as(u32, 2), waker.sentCount());
     try std.testing.expectEqual(@as(u32, 42), Count.last);
 }

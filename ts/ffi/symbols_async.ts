@@ -17,6 +17,7 @@ export const asyncSymbols = {
   abd_async_consumer_poll: { args: [ptr, ptr, i32], returns: none },
   abd_async_consumer_request: { args: [ptr, u32], returns: i32 },
   abd_async_consumer_take: { args: [ptr, ptr, ptr, ptr], returns: i32 },
+  abd_async_consumer_take_many: { args: [ptr, i32, ptr, u32, i32, ptr], returns: i32 },
   abd_async_consumer_string: { args: [ptr, u32, ptr], returns: none },
   abd_async_consumer_cancel: { args: [ptr], returns: none },
   abd_async_consumer_close: { args: [ptr, i32], returns: none },
