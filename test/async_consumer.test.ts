@@ -491,6 +491,53 @@ describe("cancel at every point", () => {
   });
 });
 
+describe("batched hand-offs", () => {
+  test("tasks pushed while JS is busy reach it by at most one wake and are taken by one native call", async () => {
+    const n = 12;
+    const source = new CSource({ generate: n });
+    const stream = new AsyncStreamConsumer({ queueDepth: n });
+    source.start(stream.handler);
+    await stream.ready();
+    const before = stream.handoffs;
+    const iterator = stream.arrays();
+    // The first pull requests all n; JS then stays busy (never yields)
+    // while the producer thread pushes every task, the end and its release.
+    const first = iterator.next();
+    const deadline = Date.now() + 10_000;
+    while (source.stat("done") !== 1 && Date.now() < deadline) Bun.sleepSync(1);
+    expect(source.stat("sent")).toBe(n);
+    let read = 0;
+    for (let next = await first; !next.done; next = await iterator.next()) {
+      expect(next.value.index).toBe(read++);
+      next.value.array.dispose();
+    }
+    expect(read).toBe(n);
+    const after = stream.handoffs;
+    // The first pull may have caught a task or two before JS got busy;
+    // everything pushed meanwhile came with one wake (or none, if JS had
+    // not armed one) and was taken by one native call.
+    expect(after.wakes - before.wakes).toBeLessThanOrEqual(1);
+    expect(after.takes - before.takes).toBeLessThanOrEqual(2);
+    expect(stream.stats).toEqual({ requested: n, received: n, taken: n, read: n, discarded: 0 });
+    await stream.closed;
+    expectEveryTaskExtractedOnce(source);
+    finishSource(source);
+  });
+
+  test("one take hands over every task ready, and the reader still gets them one by one, in order, with their metadata", async () => {
+    const n = 6;
+    const source = new CSource({ generate: n, metadata: 1 });
+    const stream = new AsyncStreamConsumer({ queueDepth: n });
+    source.start(stream.handler);
+    const seen: string[] = [];
+    expect(await readAll(stream, (batch) => seen.push(batch.metadata?.get("index") ?? "none"))).toBe(n);
+    // Every task carries metadata, so each take ends after one task: none is lost.
+    expect(seen).toEqual(["0", "1", "2", "3", "4", "5"]);
+    await stream.closed;
+    finishSource(source);
+  });
+});
+
 describe("back-pressure", () => {
   for (const depth of [1, 4, 16]) {
     test(`never more than ${depth} in flight, even with a slow consumer`, async () => {

@@ -939,6 +939,12 @@ export fn abd_async_consumer_take_many(stream: *async_consumer.Consumer, level: 
     return code(result);
 }
 
+/// How much news the producer sent so far (js_wake.Waker.news); any
+/// thread, no lock: JS spins on it briefly before it sleeps.
+export fn abd_async_consumer_news(stream: *async_consumer.Consumer) u32 {
+    return stream.waker.news();
+}
+
 /// Address and length of one of the consumer's byte strings
 /// (async_consumer.StringId) into `out[0..2]`; address 0 when absent.
 export fn abd_async_consumer_string(stream: *async_consumer.Consumer, id: u32, out: [*]f64) void {
@@ -980,6 +986,12 @@ export fn abd_async_producer_create(handler: ?*abi.ArrowAsyncDeviceStreamHandler
 /// `arm != 0` first clears its pending wake (JS is about to wait).
 export fn abd_async_producer_poll(stream: *async_producer.Producer, out: [*]f64, arm: c_int) void {
     stream.poll(out[0..async_producer.state_words], arm != 0);
+}
+
+/// How much news (requests, cancel) the consumer sent so far
+/// (js_wake.Waker.news); no lock: JS spins on it briefly before it sleeps.
+export fn abd_async_producer_news(stream: *async_producer.Producer) u32 {
+    return stream.waker.news();
 }
 
 /// Calls on_schema with `schema` (moved to the consumer; released here if

@@ -36,6 +36,9 @@ pub const Waker = struct {
     /// Notifications sent so far (diagnostics: tests check that news
     /// arriving while one is pending costs no further JS callback).
     sent: std.atomic.Value(u32) = .init(0),
+    /// Counts every piece of news, woken for or not: JS reads it without a
+    /// lock while it spins briefly instead of sleeping (see `news`).
+    news_seen: std.atomic.Value(u32) = .init(0),
 
     pub fn init(token: u32) Waker {
         return .{ .token = token };
@@ -44,11 +47,20 @@ pub const Waker = struct {
     /// Tells JS that this object has news, unless it was already told and
     /// has not looked yet. Returns whether a notification was sent.
     pub fn wake(self: *Waker) bool {
+        _ = self.news_seen.fetchAdd(1, .release);
         if (self.pending.swap(true, .acq_rel)) return false;
         const notify = notifier.load(.acquire) orelse return false;
         _ = self.sent.fetchAdd(1, .monotonic);
         notify(self.token);
         return true;
+    }
+
+    /// How much news there was so far. A JS thread that expects news
+    /// within microseconds (a peer thread is working for it) polls this
+    /// for a bounded window before it arms and sleeps: a sleeping JS thread
+    /// takes tens of microseconds to run again, through its event loop.
+    pub fn news(self: *const Waker) u32 {
+        return self.news_seen.load(.acquire);
     }
 
     /// Notifications sent so far.
@@ -81,5 +93,6 @@ test "wakes coalesce until cleared" {
     try std.testing.expect(waker.wake());
     try std.testing.expectEqual(@as(u32, 2), Count.calls);
     try std.testing.expectEqual(@as(u32, 2), waker.sentCount());
+    try std.testing.expectEqual(@as(u32, 3), waker.news()); // the coalesced one counts as news
     try std.testing.expectEqual(@as(u32, 42), Count.last);
 }

@@ -43,7 +43,8 @@ import { AsyncStreamError, CallbackError, InvalidArgumentError, ReleasedError, S
 import { check, lastError, native } from "../ffi/library.ts";
 import { reportLeak, track, untrack } from "./debug.ts";
 import { ImportedArray } from "./imported.ts";
-import { WakeSignal, holdEventLoop, registerWake, unregisterWake } from "./js_wake.ts";
+import { WakeSignal, holdEventLoop, registerWake, spinForNews, unregisterWake } from "./js_wake.ts";
+import { jsWorkSpin } from "./js_queue.ts";
 import { integerArg, optionsArg } from "../args.ts";
 import { validationLevelArg } from "../abi/layout.ts";
 
@@ -137,6 +138,8 @@ class ConsumerCore {
   /** A failure met by a take after the batches it took: thrown once they
    * were read. */
   pendingError: Error | null = null;
+  /** The native news counter as the last take began. */
+  #newsBefore = 0;
   handedOut = false;
   /** The initial request(queueDepth) was made. */
   started = false;
@@ -233,6 +236,7 @@ class ConsumerCore {
     const out = this.#taken;
     const base = this.words[W.taken];
     const capacity = (out.length - 1) >> 1;
+    this.#newsBefore = native.abd_async_consumer_news(asPointer(this.address));
     const status = native.abd_async_consumer_take_many(asPointer(this.address), this.#level, out, capacity, arm ? 1 : 0, this.words);
     const n = out[0];
     const lastMetadata = n > 0 && out[2 * n] >= 0 ? decodeOptional(this.bytes(AsyncConsumerString.task_metadata)) : null;
@@ -242,6 +246,21 @@ class ConsumerCore {
     }
     if (status !== 0 && status !== Status.callback_error && this.pendingError === null) this.pendingError = errorFor(status, lastError());
     return n;
+  }
+
+  /**
+   * Before JS arms and sleeps: when the producer owes tasks (requested and
+   * not sent), spins for the JS work spin window (`setJsWorkSpin`) waiting
+   * for its news; returns whether news came since the last take began. A
+   * producer thread that keeps up delivers within microseconds, sooner
+   * than a wake through the event loop.
+   */
+  spinForTasks(): boolean {
+    const words = this.words;
+    if (this.closed || !this.started || words[W.requested] <= words[W.received]) return false;
+    if (words[W.ended] === 1 || words[W.errored] === 1 || words[W.released] === 1) return false;
+    const address = asPointer(this.address);
+    return spinForNews(() => native.abd_async_consumer_news(address), this.#newsBefore, jsWorkSpin());
   }
 
   /** Disposes of the batches taken and never read. */
@@ -357,6 +376,16 @@ export class AsyncStreamConsumer implements AsyncDisposable {
     return { requested: words[W.requested], received: words[W.received], taken: words[W.taken], read: this.#core.delivered, discarded: words[W.discarded] };
   }
 
+  /** How the producer's news reached JS so far: `wakes`, the JS callbacks
+   * the native side sent (at most one pending; none while JS is busy), and
+   * `takes`, the native calls that took batches (each takes every batch
+   * ready at that moment). Diagnostics: both stay well below the batch
+   * count when the producer runs ahead of the reader. */
+  get handoffs(): { wakes: number; takes: number } {
+    const words = this.#core.poll();
+    return { wakes: words[W.wakes], takes: words[W.take_turns] };
+  }
+
   /** Settles once the producer released the handler and the native state
    * is gone (after the end, an error, or a cancel). */
   get closed(): Promise<void> {
@@ -431,6 +460,7 @@ export class AsyncStreamConsumer implements AsyncDisposable {
       const ready = this.#step(armed);
       if (ready) return ready;
       if (!armed) {
+        if (this.#core.spinForTasks()) continue; // news came without sleeping
         armed = true; // look once more with the wake armed, then wait
         continue;
       }
