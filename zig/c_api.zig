@@ -945,6 +945,12 @@ export fn abd_async_consumer_news(stream: *async_consumer.Consumer) u32 {
     return stream.waker.news();
 }
 
+/// Waits up to `window_ns` (clamped as `abd_set_spin_ns`) for news past
+/// `seen`, yielding the CPU meanwhile (js_wake.Waker.awaitNews); 1 if news came.
+export fn abd_async_consumer_await_news(stream: *async_consumer.Consumer, seen: u32, window_ns: f64) c_int {
+    return @intFromBool(stream.waker.awaitNews(seen, js_queue.clampSpin(window_ns)));
+}
+
 /// Address and length of one of the consumer's byte strings
 /// (async_consumer.StringId) into `out[0..2]`; address 0 when absent.
 export fn abd_async_consumer_string(stream: *async_consumer.Consumer, id: u32, out: [*]f64) void {
@@ -992,6 +998,12 @@ export fn abd_async_producer_poll(stream: *async_producer.Producer, out: [*]f64,
 /// (js_wake.Waker.news); no lock: JS spins on it briefly before it sleeps.
 export fn abd_async_producer_news(stream: *async_producer.Producer) u32 {
     return stream.waker.news();
+}
+
+/// Waits up to `window_ns` for news past `seen`, yielding the CPU
+/// meanwhile (js_wake.Waker.awaitNews); 1 if news came.
+export fn abd_async_producer_await_news(stream: *async_producer.Producer, seen: u32, window_ns: f64) c_int {
+    return @intFromBool(stream.waker.awaitNews(seen, js_queue.clampSpin(window_ns)));
 }
 
 /// Calls on_schema with `schema` (moved to the consumer; released here if

@@ -12,6 +12,14 @@
  * `extract_data` may run on any thread, at any time before or after the
  * stream ends.
  *
+ * Batched hand-offs. JS sends every credit it has in one turn (a sync
+ * source is pulled without a microtask per batch), so requests that
+ * arrive while JS is busy cost nothing and are answered by the next burst.
+ * Out of credits, JS first waits a few microseconds for the next request
+ * in one native call that yields the CPU (`awaitRequest`), and only then
+ * arms the native wake and sleeps: at most one wake is pending, and a
+ * consumer that keeps up never needs one.
+ *
  * Zero-copy. Each batch is exported as it is sent, through the same
  * machinery as `exportArray` (convert/export.ts): the task hands out an
  * ArrowDeviceArray over the JS buffers, which the keepalive registry keeps
@@ -36,7 +44,7 @@ import { AsyncStreamError, InvalidArgumentError, OutOfMemoryError, Status, error
 import { errnoOfException } from "./errno.ts";
 import { check, lastError, native } from "../ffi/library.ts";
 import { ExportedArray } from "../lifetime/exported.ts";
-import { WakeSignal, registerWake, spinForNews, unregisterWake } from "../lifetime/js_wake.ts";
+import { WakeSignal, registerWake, unregisterWake } from "../lifetime/js_wake.ts";
 import { jsWorkSpin } from "../lifetime/js_queue.ts";
 import { drainReleased, forgetUnused } from "../lifetime/keepalive.ts";
 import { exportSchema, internal } from "./export.ts";
@@ -222,14 +230,16 @@ class ProducerDriver {
     return this.words;
   }
 
-  /** Out of credits, before arming and sleeping: spins for the JS work
-   * spin window (`setJsWorkSpin`) waiting for the consumer's next request
-   * (or cancel); returns whether one came since the last poll began. A
-   * consumer thread that keeps up asks again within microseconds, sooner
-   * than a wake through the event loop. */
-  spinForRequest(): boolean {
+  /** Out of credits, before arming and sleeping: waits up to the JS work
+   * spin window (`setJsWorkSpin`) for the consumer's next request (or
+   * cancel) in one native call that yields the CPU meanwhile (to the
+   * consumer's thread, when it waits for this core); returns whether one
+   * came since the last poll began. A consumer thread that keeps up asks
+   * again within microseconds, far sooner than a wake through the event
+   * loop, and the credits it gave meanwhile are sent in one burst. */
+  awaitRequest(): boolean {
     const address = asPointer(this.address);
-    return spinForNews(() => native.abd_async_producer_news(address), this.#newsBefore, jsWorkSpin());
+    return native.abd_async_producer_await_news(address, this.#newsBefore, jsWorkSpin()) === 1;
   }
 
   sendSchema(schemaAddress: number): number {
@@ -381,7 +391,7 @@ async function drive(driver: ProducerDriver, source: AsyncExportSource, options:
         if (armed) {
           await driver.signal.wait();
           armed = false;
-        } else if (!driver.spinForRequest()) {
+        } else if (!driver.awaitRequest()) {
           armed = true; // look once more with the wake armed, then wait
         }
         continue;

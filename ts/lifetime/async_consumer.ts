@@ -16,7 +16,10 @@
  * state. JS keeps them in `ready` (owned by the core: disposed if the
  * stream is cancelled before they are read) and serves the following
  * pulls from there without another native call. So one wake and one call
- * carry as many batches as the producer managed to push meanwhile.
+ * carry as many batches as the producer managed to push meanwhile. Before
+ * it sleeps, JS waits a few microseconds for the producer's next push in
+ * one native call that yields the CPU (`awaitTasks`): a producer that
+ * keeps up then needs no wake at all.
  *
  * Flow control. JS asks the producer for more as the *reader* takes
  * batches (not as they move into `ready`): between half the queue depth
@@ -43,7 +46,7 @@ import { AsyncStreamError, CallbackError, InvalidArgumentError, ReleasedError, S
 import { check, lastError, native } from "../ffi/library.ts";
 import { reportLeak, track, untrack } from "./debug.ts";
 import { ImportedArray } from "./imported.ts";
-import { WakeSignal, holdEventLoop, registerWake, spinForNews, unregisterWake } from "./js_wake.ts";
+import { WakeSignal, holdEventLoop, registerWake, unregisterWake } from "./js_wake.ts";
 import { jsWorkSpin } from "./js_queue.ts";
 import { integerArg, optionsArg } from "../args.ts";
 import { validationLevelArg } from "../abi/layout.ts";
@@ -250,17 +253,19 @@ class ConsumerCore {
 
   /**
    * Before JS arms and sleeps: when the producer owes tasks (requested and
-   * not sent), spins for the JS work spin window (`setJsWorkSpin`) waiting
-   * for its news; returns whether news came since the last take began. A
-   * producer thread that keeps up delivers within microseconds, sooner
-   * than a wake through the event loop.
+   * not sent), waits up to the JS work spin window (`setJsWorkSpin`) for
+   * its news in one native call that yields the CPU meanwhile (to the
+   * producer's thread, when it waits for this core); returns whether news
+   * came since the last take began. A producer thread that keeps up
+   * delivers within microseconds, far sooner than a wake through the
+   * event loop, and what it pushed meanwhile is taken in one go.
    */
-  spinForTasks(): boolean {
+  awaitTasks(): boolean {
     const words = this.words;
     if (this.closed || !this.started || words[W.requested] <= words[W.received]) return false;
     if (words[W.ended] === 1 || words[W.errored] === 1 || words[W.released] === 1) return false;
     const address = asPointer(this.address);
-    return spinForNews(() => native.abd_async_consumer_news(address), this.#newsBefore, jsWorkSpin());
+    return native.abd_async_consumer_await_news(address, this.#newsBefore, jsWorkSpin()) === 1;
   }
 
   /** Disposes of the batches taken and never read. */
@@ -460,7 +465,7 @@ export class AsyncStreamConsumer implements AsyncDisposable {
       const ready = this.#step(armed);
       if (ready) return ready;
       if (!armed) {
-        if (this.#core.spinForTasks()) continue; // news came without sleeping
+        if (this.#core.awaitTasks()) continue; // news came without sleeping
         armed = true; // look once more with the wake armed, then wait
         continue;
       }

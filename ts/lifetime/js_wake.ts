@@ -46,23 +46,6 @@ export function registeredWakes(): number {
   return handlers.size;
 }
 
-/**
- * Busy-polls `news()` (a native counter read without a lock) for up to
- * `windowNs` nanoseconds until it differs from `seen`; returns whether it
- * did. For a JS thread that expects a peer thread's news within
- * microseconds: a JS thread that sleeps takes tens of microseconds to run
- * again through its event loop, so a short spin turns a stream of batches
- * into a pipeline. Bounded: a slow peer costs at most the window per wait.
- */
-export function spinForNews(news: () => number, seen: number, windowNs: number): boolean {
-  if (!(windowNs > 0)) return false;
-  const deadline = Bun.nanoseconds() + windowNs;
-  do {
-    if (news() !== seen) return true;
-  } while (Bun.nanoseconds() < deadline);
-  return false;
-}
-
 let holds = 0;
 let keeper: ReturnType<typeof setInterval> | null = null;
 
