@@ -24,8 +24,12 @@
  *     latency: from the source yielding a batch to the C worker having
  *            extracted it (async); the whole per-batch loop body (sync).
  *
- * Queue depth = batches kept requested and not yet taken. Throughput is the
- * median of 3 runs; latency percentiles pool every batch of those runs.
+ * Queue depth = batches kept requested and not yet taken. Sync and async
+ * runs are interleaved in one process, the order alternating per round, so
+ * that load from elsewhere on the machine hits both alike: each round gives
+ * one async/sync ratio per depth. Throughput columns are medians over the
+ * rounds; `async/sync` is the median of the per-round ratios and `mean` their
+ * mean; latency percentiles pool every batch of every round.
  */
 import { RecordBatch, tableFromArrays } from "apache-arrow";
 import type { Pointer } from "bun:ffi";
@@ -37,7 +41,7 @@ import { asyncPeer, CSink, CSource } from "../test/helpers/async_peer.ts";
 
 const quick = process.argv.includes("--quick");
 const depths = [1, 4, 16];
-const runs = 3;
+const rounds = quick ? 5 : 9;
 const shapes = quick
   ? [{ rows: 1_000, batches: 2_000 }, { rows: 65_536, batches: 500 }]
   : [{ rows: 1_000, batches: 20_000 }, { rows: 65_536, batches: 3_000 }];
@@ -137,38 +141,56 @@ function producerSync(pool: RecordBatch[], batches: number): Measured {
 
 // --- report -------------------------------------------------------------------
 
-async function repeat(run: () => Measured | Promise<Measured>): Promise<{ perSecond: number; p50: number; p99: number }> {
-  const perSecond: number[] = [];
-  const latencies: number[] = [];
-  for (let r = 0; r < runs; r++) {
-    const m = await run();
-    perSecond.push(m.perSecond);
-    latencies.push(...m.latencies);
-    Bun.gc(true);
-  }
-  return { perSecond: median(perSecond), p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
+type Summary = { perSecond: number; p50: number; p99: number };
+
+function summarize(measured: Measured[]): Summary {
+  const latencies = measured.flatMap((m) => m.latencies);
+  return { perSecond: median(measured.map((m) => m.perSecond)), p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
 }
 
+/** Runs sync and async at every depth, `rounds` times, interleaved (the
+ * order alternating per round); returns per depth the summaries and the
+ * per-round async/sync ratios. */
+async function compare(sync: () => Measured, async: (depth: number) => Promise<Measured>): Promise<{ depth: number; a: Summary; s: Summary; ratios: number[] }[]> {
+  const runs = depths.map(() => ({ a: [] as Measured[], s: [] as Measured[], ratios: [] as number[] }));
+  await async(depths[0]); // warm-up, not counted
+  sync();
+  for (let r = 0; r < rounds; r++) {
+    for (let d = 0; d < depths.length; d++) {
+      let a: Measured, s: Measured;
+      if (r % 2 === 0) {
+        s = sync();
+        a = await async(depths[d]);
+      } else {
+        a = await async(depths[d]);
+        s = sync();
+      }
+      runs[d].a.push(a);
+      runs[d].s.push(s);
+      runs[d].ratios.push(a.perSecond / s.perSecond);
+      Bun.gc(true);
+    }
+  }
+  return runs.map((run, d) => ({ depth: depths[d], a: summarize(run.a), s: summarize(run.s), ratios: run.ratios }));
+}
+
+const mean = (values: number[]) => values.reduce((x, y) => x + y, 0) / values.length;
 const us = (ns: number) => `${(ns / 1000).toFixed(1)} us`;
 const rate = (perSecond: number) => `${(perSecond / 1000).toFixed(1)}k/s`;
 const pad = (text: string, width: number) => text.padStart(width);
 
-console.log(`bun ${Bun.version}, ${process.platform}-${process.arch}, ${navigator.hardwareConcurrency} cpus${quick ? ", --quick" : ""}`);
-console.log(`${"role".padEnd(9)}${pad("rows", 7)}${pad("depth", 6)}${pad("async", 11)}${pad("sync", 11)}${pad("async/sync", 11)}${pad("async p50", 11)}${pad("async p99", 11)}${pad("sync p50", 10)}${pad("sync p99", 10)}`);
+function row(role: string, rows: number, { depth, a, s, ratios }: { depth: number; a: Summary; s: Summary; ratios: number[] }): string {
+  return `${role.padEnd(9)}${pad(String(rows), 7)}${pad(String(depth), 6)}${pad(rate(a.perSecond), 11)}${pad(rate(s.perSecond), 11)}${pad(median(ratios).toFixed(2) + "x", 11)}${pad(mean(ratios).toFixed(2) + "x", 7)}${pad(us(a.p50), 11)}${pad(us(a.p99), 11)}${pad(us(s.p50), 10)}${pad(us(s.p99), 10)}`;
+}
+
+console.log(`bun ${Bun.version}, ${process.platform}-${process.arch}, ${navigator.hardwareConcurrency} cpus${quick ? ", --quick" : ""}, ${rounds} interleaved rounds`);
+console.log(`${"role".padEnd(9)}${pad("rows", 7)}${pad("depth", 6)}${pad("async", 11)}${pad("sync", 11)}${pad("async/sync", 11)}${pad("mean", 7)}${pad("async p50", 11)}${pad("async p99", 11)}${pad("sync p50", 10)}${pad("sync p99", 10)}`);
 for (const { rows, batches } of shapes) {
-  const sync = await repeat(() => consumerSync(rows, batches));
-  for (const depth of depths) {
-    const a = await repeat(() => consumerAsync(rows, batches, depth));
-    console.log(`${"consumer".padEnd(9)}${pad(String(rows), 7)}${pad(String(depth), 6)}${pad(rate(a.perSecond), 11)}${pad(rate(sync.perSecond), 11)}${pad((a.perSecond / sync.perSecond).toFixed(2) + "x", 11)}${pad(us(a.p50), 11)}${pad(us(a.p99), 11)}${pad(us(sync.p50), 10)}${pad(us(sync.p99), 10)}`);
-  }
+  for (const result of await compare(() => consumerSync(rows, batches), (depth) => consumerAsync(rows, batches, depth))) console.log(row("consumer", rows, result));
 }
 for (const { rows, batches } of shapes) {
   const pool = makeBatches(rows);
-  const sync = await repeat(() => producerSync(pool, batches));
-  for (const depth of depths) {
-    const a = await repeat(() => producerAsync(pool, batches, depth));
-    console.log(`${"producer".padEnd(9)}${pad(String(rows), 7)}${pad(String(depth), 6)}${pad(rate(a.perSecond), 11)}${pad(rate(sync.perSecond), 11)}${pad((a.perSecond / sync.perSecond).toFixed(2) + "x", 11)}${pad(us(a.p50), 11)}${pad(us(a.p99), 11)}${pad(us(sync.p50), 10)}${pad(us(sync.p99), 10)}`);
-  }
+  for (const result of await compare(() => producerSync(pool, batches), (depth) => producerAsync(pool, batches, depth))) console.log(row("producer", rows, result));
 }
 const left = nonZeroCounters();
 if (Object.keys(left).length > 0) console.log("left alive:", left);

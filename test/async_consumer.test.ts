@@ -272,7 +272,7 @@ describe("stream shapes", () => {
     });
     await stream.closed;
     expect(seen).toEqual(Array.from({ length: 50 }, (_, i) => [i * 1000, i * 1000 + 1, i * 1000 + 2]));
-    expect(stream.stats).toEqual({ requested: expect.any(Number), received: 50, taken: 50, discarded: 0 });
+    expect(stream.stats).toEqual({ requested: expect.any(Number), received: 50, taken: 50, read: 50, discarded: 0 });
     expectEveryTaskExtractedOnce(source);
     finishSource(source);
   });
@@ -435,7 +435,7 @@ describe("cancel at every point", () => {
     finishSource(source);
   });
 
-  test("mid-stream (break): queued tasks and late ones are extracted with NULL", async () => {
+  test("mid-stream (break): tasks still queued and late ones are extracted with NULL, those taken and not read are released", async () => {
     const source = new CSource({ generate: 100, finish_after_cancel: 1 });
     const stream = new AsyncStreamConsumer({ queueDepth: 8 });
     source.start(stream.handler);
@@ -451,11 +451,15 @@ describe("cancel at every point", () => {
     expect(source.stat("done")).toBe(1);
     expect(source.stat("cancel_calls")).toBe(1);
     const stats = stream.stats;
-    expect(stats.taken).toBe(5);
+    expect(stats.read).toBe(5);
+    // JS takes every ready task at once: some may have been taken (with an
+    // array) and not read; cancel released those.
+    expect(stats.taken).toBeGreaterThanOrEqual(5);
     expect(stats.received).toBe(source.stat("sent"));
-    expect(stats.discarded).toBe(stats.received - 5);
+    expect(stats.discarded).toBe(stats.received - stats.taken);
     expect(stats.discarded).toBeGreaterThan(0);
     expect(source.stat("extracted_null")).toBe(stats.discarded);
+    expect(asyncPeer.peer_async_generated_live()).toBe(0n); // every array released
     expectEveryTaskExtractedOnce(source);
     finishSource(source);
   });
@@ -483,6 +487,53 @@ describe("cancel at every point", () => {
     expect(await collectUntil(() => source.stat("done") === 1, 200)).toBe(true);
     expect(source.stat("cancel_calls")).toBe(1);
     expectEveryTaskExtractedOnce(source);
+    finishSource(source);
+  });
+});
+
+describe("batched hand-offs", () => {
+  test("tasks pushed while JS is busy reach it by at most one wake and are taken by one native call", async () => {
+    const n = 12;
+    const source = new CSource({ generate: n });
+    const stream = new AsyncStreamConsumer({ queueDepth: n });
+    source.start(stream.handler);
+    await stream.ready();
+    const before = stream.handoffs;
+    const iterator = stream.arrays();
+    // The first pull requests all n; JS then stays busy (never yields)
+    // while the producer thread pushes every task, the end and its release.
+    const first = iterator.next();
+    const deadline = Date.now() + 10_000;
+    while (source.stat("done") !== 1 && Date.now() < deadline) Bun.sleepSync(1);
+    expect(source.stat("sent")).toBe(n);
+    let read = 0;
+    for (let next = await first; !next.done; next = await iterator.next()) {
+      expect(next.value.index).toBe(read++);
+      next.value.array.dispose();
+    }
+    expect(read).toBe(n);
+    const after = stream.handoffs;
+    // The first pull may have caught a task or two before JS got busy;
+    // everything pushed meanwhile came with one wake (or none, if JS had
+    // not armed one) and was taken by one native call.
+    expect(after.wakes - before.wakes).toBeLessThanOrEqual(1);
+    expect(after.takes - before.takes).toBeLessThanOrEqual(2);
+    expect(stream.stats).toEqual({ requested: n, received: n, taken: n, read: n, discarded: 0 });
+    await stream.closed;
+    expectEveryTaskExtractedOnce(source);
+    finishSource(source);
+  });
+
+  test("one take hands over every task ready, and the reader still gets them one by one, in order, with their metadata", async () => {
+    const n = 6;
+    const source = new CSource({ generate: n, metadata: 1 });
+    const stream = new AsyncStreamConsumer({ queueDepth: n });
+    source.start(stream.handler);
+    const seen: string[] = [];
+    expect(await readAll(stream, (batch) => seen.push(batch.metadata?.get("index") ?? "none"))).toBe(n);
+    // Every task carries metadata, so each take ends after one task: none is lost.
+    expect(seen).toEqual(["0", "1", "2", "3", "4", "5"]);
+    await stream.closed;
     finishSource(source);
   });
 });

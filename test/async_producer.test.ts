@@ -568,6 +568,24 @@ describe("back-pressure", () => {
   });
 });
 
+describe("batched hand-offs", () => {
+  test("k tasks requested at once are sent in one burst, and the consumer's requests cost at most one wake per wait", async () => {
+    const sink = new CSink({ depth: 8 }); // request(8) once, then request(1) per task extracted
+    const batches = smallBatches(8);
+    const run = exportAsyncStream(batches, sink.handler);
+    const result = await run.done;
+    expect(result).toEqual({ outcome: "ended", sent: 8 });
+    // Eight credits arrive in one request: all eight tasks go in one turn.
+    expect(run.handoffs.bursts).toBe(1);
+    // JS waits at most twice (for the first request, then for a credit
+    // before it learns the source is done); each wait takes one wake.
+    expect(run.handoffs.wakes).toBeLessThanOrEqual(2);
+    checkSink(sink);
+    expect(sink.stat("sum")).toBe(sumOf(batches));
+    sink.free();
+  });
+});
+
 describe("JS -> C ABI -> JS (both roles of this library)", () => {
   test("the consumer reads what the producer sends, same memory", async () => {
     const batches = smallBatches(20, 5);

@@ -41,6 +41,9 @@ const sync = @import("sync.zig");
 const js_wake = @import("js_wake.zig");
 const metadata_copy = @import("metadata_copy.zig");
 const schema_copy = @import("schema_copy.zig");
+const owner_mod = @import("owner.zig");
+const SharedSchema = @import("shared_schema.zig").SharedSchema;
+const validate = @import("validate.zig");
 const Gate = @import("producer_gate.zig").Gate;
 const Status = status.Status;
 const fail = status.fail;
@@ -86,6 +89,12 @@ pub const StateWord = enum(u8) {
     error_local,
     /// Size of the metadata of the task taken last (-1: it had none).
     task_metadata_bytes,
+    /// Notifications sent to JS so far (diagnostics: news that arrives
+    /// while one is pending, or while JS is busy, costs none).
+    wakes,
+    /// `takeMany` calls that took at least one task (diagnostics: JS
+    /// takes every task ready in one call).
+    take_turns,
 };
 pub const state_words = @typeInfo(StateWord).@"enum".field_names.len;
 
@@ -115,7 +124,9 @@ pub const Consumer = struct {
 
     // Guarded by `mutex`.
     mutex: sync.Mutex = .{},
-    schema: abi.ArrowSchema = .empty,
+    /// The stream schema (moved in by on_schema), lent to every batch JS
+    /// takes rather than copied; set once, then read without the lock.
+    schema: ?*SharedSchema = null,
     schema_received: bool = false,
     /// Valid while the gate is open (until the handler's release).
     producer: ?*abi.ArrowAsyncProducer = null,
@@ -140,6 +151,8 @@ pub const Consumer = struct {
     extract_failed: c_int = 0,
     /// Owned by the JS thread (take/string only).
     task_metadata: ?[]u8 = null,
+    /// takeMany calls that took something (JS thread only).
+    take_turns: u32 = 0,
 
     fn fromHandler(handler: *abi.ArrowAsyncDeviceStreamHandler) *Consumer {
         return @fieldParentPtr("handler", handler);
@@ -170,7 +183,7 @@ pub const Consumer = struct {
         // closed, which cancelled and discarded every queued task.
         std.debug.assert(self.queued() == 0);
         self.queue.deinit(std.heap.c_allocator);
-        if (self.schema.release) |release| release(&self.schema);
+        if (self.schema) |shared| shared.unref(); // batches may still hold it
         metadata_copy.free(self.producer_metadata);
         metadata_copy.free(self.error_metadata);
         metadata_copy.free(self.task_metadata);
@@ -234,6 +247,23 @@ pub const Consumer = struct {
     }
 
     fn takeOne(self: *Consumer, schema: *abi.ArrowSchema, array: *abi.ArrowDeviceArray, replenish: bool) Status {
+        const extracted = self.extractNext(array);
+        if (extracted != .ok) return extracted;
+        const copied = schema_copy.copy(&self.schema.?.schema, schema);
+        if (copied != .ok) {
+            array.array.release.?(&array.array);
+            return copied;
+        }
+        if (replenish) _ = self.request(1);
+        return .ok;
+    }
+
+    /// Pops the oldest queued task and extracts it into `array` on this
+    /// thread (the JS thread); its metadata becomes `task_metadata`. On
+    /// error nothing is left in `array`: `.out_of_range` when no task is
+    /// queued, `.callback_error` when extract_data failed (the producer
+    /// reports why through on_error).
+    fn extractNext(self: *Consumer, array: *abi.ArrowDeviceArray) Status {
         self.mutex.lock();
         if (self.queued() == 0) {
             self.mutex.unlock();
@@ -256,8 +286,8 @@ pub const Consumer = struct {
         array.array.release = null;
         const rc = item.task.extract_data.?(&item.task, array);
         if (rc != 0) {
-            // The producer reports the details through on_error.
             if (array.array.release) |release| release(&array.array);
+            array.array.release = null;
             self.mutex.lock();
             if (self.extract_failed == 0) self.extract_failed = rc;
             self.mutex.unlock();
@@ -269,12 +299,42 @@ pub const Consumer = struct {
             array.array.release.?(&array.array);
             return fail(.unknown_device, "task {d} holds an array on device type {d}, but the producer declared device type {d}", .{ index, got, device_type });
         }
-        const copied = schema_copy.copy(&self.schema, schema);
-        if (copied != .ok) {
-            array.array.release.?(&array.array);
-            return copied;
+        return .ok;
+    }
+
+    /// Takes every queued task, up to `max`, in one call: each is extracted
+    /// on this thread (the JS thread) and imported into a new owner
+    /// (owner.zig) validated at `level`, with the stream schema lent to it
+    /// (shared_schema.zig: no copy per batch).
+    /// `out[0]` receives how many were taken, then two words per task: the
+    /// owner's address (the caller holds its one reference) and the size of
+    /// the task's metadata (-1: none). A task with metadata ends the call,
+    /// so `task_metadata` is the last task's. Returns the first failure
+    /// after the tasks taken before it (those stay valid and are the
+    /// caller's); `.callback_error` means an extract_data failed.
+    /// This is the batched hand-off: one wake, one call, every ready task.
+    pub fn takeMany(self: *Consumer, level: validate.Level, out: []f64, max: usize) Status {
+        std.debug.assert(out.len >= 1 + 2 * max);
+        var n: usize = 0;
+        defer {
+            out[0] = @floatFromInt(n);
+            if (n > 0) self.take_turns += 1;
         }
-        if (replenish) _ = self.request(1);
+        while (n < max) {
+            var array: abi.ArrowDeviceArray = undefined;
+            const extracted = self.extractNext(&array);
+            if (extracted == .out_of_range) return .ok; // nothing more is ready
+            if (extracted != .ok) return extracted;
+            // A task is queued only after on_schema set the schema.
+            var schema = self.schema.?.lend();
+            var owner: ?*owner_mod.Owner = null;
+            const imported = owner_mod.import(&schema, &array, level, &owner);
+            if (imported != .ok) return imported; // both were released
+            out[1 + 2 * n] = @floatFromInt(@intFromPtr(owner.?));
+            out[2 + 2 * n] = if (self.task_metadata) |m| @floatFromInt(m.len) else -1;
+            n += 1;
+            if (self.task_metadata != null) return .ok;
+        }
         return .ok;
     }
 
@@ -301,6 +361,8 @@ pub const Consumer = struct {
             @floatFromInt(self.error_code),
             @floatFromInt(@intFromBool(self.error_local)),
             if (self.task_metadata) |m| @floatFromInt(m.len) else -1,
+            @floatFromInt(self.waker.sentCount()),
+            @floatFromInt(self.take_turns),
         };
         @memcpy(out[0..state_words], &words);
     }
@@ -373,14 +435,19 @@ fn onSchema(handler: *abi.ArrowAsyncDeviceStreamHandler, stream_schema: *abi.Arr
         self.failLocally(EINVAL, "on_schema received a released schema", .{});
         rc = EINVAL;
     } else if (metadata_copy.dupe(producer.?.additional_metadata)) |copy| {
-        self.schema = moved;
-        moved.release = null;
-        self.schema_received = true;
-        self.producer = producer;
-        self.device_type = producer.?.device_type;
-        self.producer_metadata = copy;
-        cancel_now = self.cancelled and !self.cancel_sent;
-        if (cancel_now) self.cancel_sent = true;
+        if (SharedSchema.create(&moved)) |shared| {
+            self.schema = shared;
+            self.schema_received = true;
+            self.producer = producer;
+            self.device_type = producer.?.device_type;
+            self.producer_metadata = copy;
+            cancel_now = self.cancelled and !self.cancel_sent;
+            if (cancel_now) self.cancel_sent = true;
+        } else {
+            metadata_copy.free(copy);
+            self.failLocally(ENOMEM, "out of memory holding the stream schema", .{});
+            rc = ENOMEM;
+        }
     } else |err| {
         self.failLocally(if (err == error.OutOfMemory) ENOMEM else EINVAL, "{s}", .{if (err == error.OutOfMemory) "out of memory copying additional_metadata" else "the producer's additional_metadata is malformed"});
         rc = if (err == error.OutOfMemory) ENOMEM else EINVAL;
@@ -620,6 +687,55 @@ test "an unrequested task is refused, and cancel discards the queue once" {
     try testing.expectEqual(@as(u32, 0), TestProducer.instance.cancels); // failed streams are not cancelled
     h.release.?(h);
     c.close(true);
+}
+
+test "takeMany takes every ready task in one call; a task with metadata ends the call" {
+    TestProducer.instance = .{};
+    const before = counters.get(.live_async);
+    const owners_before = counters.get(.live_owners);
+    var out: ?*Consumer = null;
+    try testing.expectEqual(Status.ok, create(10, &out));
+    const c = out.?;
+    const h = &c.handler;
+    h.producer = &TestProducer.instance.producer;
+    var schema: abi.ArrowSchema = .empty;
+    schema.format = "n";
+    schema.release = TestProducer.releaseSchema;
+    _ = h.on_schema.?(h, &schema);
+    try testing.expect(c.request(5));
+    var tasks: [5]abi.ArrowAsyncTask = undefined;
+    for (&tasks, 0..) |*t, i| {
+        t.* = TestProducer.makeTask(i + 1);
+        const metadata: ?[*:0]const u8 = if (i == 3) "\x00\x00\x00\x00" else null;
+        try testing.expectEqual(@as(c_int, 0), h.on_next_task.?(h, t, metadata));
+    }
+    var taken: [1 + 2 * 8]f64 = undefined;
+    // Tasks 1-4 in one call (the 4th has metadata, so the call ends there).
+    try testing.expectEqual(Status.ok, c.takeMany(.full, &taken, 8));
+    try testing.expectEqual(@as(f64, 4), taken[0]);
+    for (0..4) |i| {
+        const owner: *owner_mod.Owner = @ptrFromInt(@as(usize, @intFromFloat(taken[1 + 2 * i])));
+        try testing.expectEqual(@as(i64, @intCast(i + 1)), owner.array.array.length);
+        try testing.expectEqual(@as(f64, if (i == 3) 4 else -1), taken[2 + 2 * i]);
+        owner.release();
+    }
+    try testing.expectEqualSlices(u8, "\x00\x00\x00\x00", c.string(.task_metadata).?);
+    try testing.expectEqual(Status.ok, c.takeMany(.full, &taken, 8));
+    try testing.expectEqual(@as(f64, 1), taken[0]);
+    @as(*owner_mod.Owner, @ptrFromInt(@as(usize, @intFromFloat(taken[1])))).release();
+    // Nothing queued: nothing taken, no turn counted.
+    try testing.expectEqual(Status.ok, c.takeMany(.full, &taken, 8));
+    try testing.expectEqual(@as(f64, 0), taken[0]);
+    var words: [state_words]f64 = undefined;
+    c.poll(&words, false);
+    try testing.expectEqual(@as(f64, 2), words[@intFromEnum(StateWord.take_turns)]);
+    try testing.expectEqual(@as(f64, 5), words[@intFromEnum(StateWord.taken)]);
+    try testing.expectEqual(@as(u32, 5), TestProducer.instance.extracts);
+    try testing.expectEqual(owners_before, counters.get(.live_owners));
+    try testing.expectEqual(@as(c_int, 0), h.on_next_task.?(h, null, null));
+    h.release.?(h);
+    c.close(true);
+    try testing.expectEqual(before, counters.get(.live_async));
 }
 
 test "a handler never handed out is released by close" {

@@ -65,6 +65,9 @@ pub const StateWord = enum(u8) {
     bad_request,
     /// The first such `n`.
     bad_request_n,
+    /// Notifications sent to JS so far (diagnostics: requests that arrive
+    /// while one is pending, or while JS is busy sending, cost none).
+    wakes,
 };
 pub const state_words = @typeInfo(StateWord).@"enum".field_names.len;
 
@@ -116,6 +119,7 @@ pub const Producer = struct {
             @floatFromInt(@intFromBool(self.cancelled)),
             @floatFromInt(@intFromBool(self.bad_request)),
             @floatFromInt(self.bad_request_n),
+            @floatFromInt(self.waker.sentCount()),
         };
         @memcpy(out[0..state_words], &words);
     }
@@ -133,15 +137,21 @@ pub const Producer = struct {
     /// (export_array.zig) into a new task, and sends it. `rc` receives the
     /// consumer's code.
     pub fn sendPlan(self: *Producer, plan: []const f64, keepalive_id: u64, metadata: ?[*]const u8, rc: *c_int) Status {
-        const checked = self.checkCredit();
+        const checked = self.takeCredit();
         if (checked != .ok) return checked;
-        if (self.producer.device_type != abi.device_cpu)
+        if (self.producer.device_type != abi.device_cpu) {
+            self.returnCredit();
             return fail(.unknown_device, "this stream declared device type {d}; a JS batch is CPU memory (device type 1)", .{self.producer.device_type});
-        const task = Task.create(self) orelse return fail(.out_of_memory, "out of memory allocating an async task", .{});
+        }
+        const task = Task.create(self) orelse {
+            self.returnCredit();
+            return fail(.out_of_memory, "out of memory allocating an async task", .{});
+        };
         const built = export_array.buildDevice(plan, .{ .keepalive_id = keepalive_id }, .{}, &task.array);
         if (built != .ok) {
             task.array.array.release = null;
             task.destroy();
+            self.returnCredit();
             return built;
         }
         rc.* = self.deliver(task, metadata);
@@ -152,40 +162,62 @@ pub const Producer = struct {
     /// its sync event) into a new task and sends it. On error `array` is
     /// left as it was.
     pub fn sendArray(self: *Producer, array: *abi.ArrowDeviceArray, metadata: ?[*]const u8, rc: *c_int) Status {
-        const checked = self.checkCredit();
+        const checked = self.takeCredit();
         if (checked != .ok) return checked;
-        if (array.array.release == null) return fail(.released, "the device array to send is released", .{});
-        if (array.device_type != self.producer.device_type)
+        if (array.array.release == null) {
+            self.returnCredit();
+            return fail(.released, "the device array to send is released", .{});
+        }
+        if (array.device_type != self.producer.device_type) {
+            self.returnCredit();
             return fail(.unknown_device, "the array is on device type {d} but this stream declared device type {d}", .{ array.device_type, self.producer.device_type });
-        const task = Task.create(self) orelse return fail(.out_of_memory, "out of memory allocating an async task", .{});
+        }
+        const task = Task.create(self) orelse {
+            self.returnCredit();
+            return fail(.out_of_memory, "out of memory allocating an async task", .{});
+        };
         task.array = array.*;
         array.array.release = null;
         rc.* = self.deliver(task, metadata);
         return .ok;
     }
 
-    fn checkCredit(self: *Producer) Status {
+    /// Counts one task as sent if the consumer requested one more: the one
+    /// lock a send takes (a consumer thread requests under the same lock;
+    /// fewer locks per batch, fewer collisions that put JS to sleep).
+    fn takeCredit(self: *Producer) Status {
         self.mutex.lock();
         defer self.mutex.unlock();
         if (self.finished) return fail(.released, "the stream already ended", .{});
         if (self.sent >= self.requested) return fail(.out_of_range, "the consumer requested {d} tasks and {d} were sent: no task may be sent now", .{ self.requested, self.sent });
+        self.sent += 1;
         return .ok;
     }
 
-    fn deliver(self: *Producer, task: *Task, metadata: ?[*]const u8) c_int {
+    /// Undoes `takeCredit` when the task could not be made.
+    fn returnCredit(self: *Producer) void {
         self.mutex.lock();
-        self.sent += 1;
-        self.mutex.unlock();
+        defer self.mutex.unlock();
+        self.sent -= 1;
+    }
+
+    fn deliver(self: *Producer, task: *Task, metadata: ?[*]const u8) c_int {
         var c_task: abi.ArrowAsyncTask = .{ .extract_data = extractData, .private_data = task };
         const rc = self.handler.on_next_task.?(self.handler, &c_task, @ptrCast(metadata));
         if (rc != 0) {
             // Refused. The consumer may still extract it (the spec's
             // convention), now or later on any thread, or never (Arrow
             // C++'s): park it until then or until the handler's release.
+            // `is_parked` is stored before `taken` is read, and an extract
+            // swaps `taken` before it reads `is_parked` (both seq_cst): one
+            // of the two sees the other, so a task extracted meanwhile is
+            // never left parked.
             self.mutex.lock();
-            if (!task.taken.load(.acquire)) {
+            task.is_parked.store(true, .seq_cst);
+            if (task.taken.load(.seq_cst)) {
+                task.is_parked.store(false, .seq_cst);
+            } else {
                 task.next_parked = self.parked;
-                task.is_parked = true;
                 self.parked = task;
             }
             self.finished = true;
@@ -199,8 +231,8 @@ pub const Producer = struct {
     fn unpark(self: *Producer, task: *Task) void {
         self.mutex.lock();
         defer self.mutex.unlock();
-        if (!task.is_parked) return;
-        task.is_parked = false;
+        if (!task.is_parked.load(.seq_cst)) return;
+        task.is_parked.store(false, .seq_cst);
         var link = &self.parked;
         while (link.*) |t| : (link = &t.next_parked) {
             if (t == task) {
@@ -223,8 +255,8 @@ pub const Producer = struct {
         var mine: ?*Task = null;
         while (list) |t| {
             list = t.next_parked;
-            t.is_parked = false;
-            if (!t.taken.swap(true, .acq_rel)) {
+            t.is_parked.store(false, .seq_cst);
+            if (!t.taken.swap(true, .seq_cst)) {
                 t.next_parked = mine;
                 mine = t;
             }
@@ -284,9 +316,10 @@ const Task = struct {
     /// Set by whoever disposes of `array` first (extract, or the reclaim of
     /// a refused task at the handler's release).
     taken: std.atomic.Value(bool) = .init(false),
-    /// On the producer's parked list (refused, not extracted); guarded by
-    /// the producer's mutex, like `next_parked`.
-    is_parked: bool = false,
+    /// On the producer's parked list (refused, not extracted). Written
+    /// under the producer's mutex, like `next_parked`; read without it by
+    /// extract_data, which takes the mutex only for a parked task.
+    is_parked: std.atomic.Value(bool) = .init(false),
     next_parked: ?*Task = null,
 
     fn create(producer: *Producer) ?*Task {
@@ -316,14 +349,15 @@ const Task = struct {
 fn extractData(c_task: *abi.ArrowAsyncTask, out: ?*abi.ArrowDeviceArray) callconv(.c) c_int {
     const task: *Task = @ptrCast(@alignCast(c_task.private_data orelse return EINVAL));
     c_task.private_data = null; // a second call through this struct fails cleanly
-    if (task.taken.swap(true, .acq_rel)) return EINVAL;
+    if (task.taken.swap(true, .seq_cst)) return EINVAL;
     if (out) |target| {
         target.* = task.array;
     } else if (task.array.array.release) |release| {
         release(&task.array.array);
     }
     task.array.array.release = null;
-    task.producer.unpark(task); // a refused task, extracted after all
+    // A refused task, extracted after all; the common case takes no lock.
+    if (task.is_parked.load(.seq_cst)) task.producer.unpark(task);
     task.unref();
     return 0;
 }

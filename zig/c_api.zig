@@ -1023,6 +1023,38 @@ export fn abd_async_consumer_take(stream: *async_consumer.Consumer, schema: ?*ab
     return code(stream.take(s, a, false, out));
 }
 
+/// Takes every queued task, up to `capacity`, in one call: each task is
+/// extracted here and imported, with a copy of the stream schema, into a
+/// new owner validated at `level` (0..3). `out` (room for 1 + 2 *
+/// capacity words) receives the count, then per task the owner's address
+/// (one reference, the caller's) and its metadata size (-1: none); see
+/// async_consumer.takeMany. `arm != 0` first clears the pending wake (JS
+/// waits if nothing was taken); `words` receives the state afterwards.
+/// Returns the first failure after the tasks taken before it.
+export fn abd_async_consumer_take_many(stream: *async_consumer.Consumer, level: c_int, out: ?[*]f64, capacity: u32, arm: c_int, words: ?[*]f64) c_int {
+    const target = out orelse return code(status.fail(.invalid_argument, "out pointer is NULL", .{}));
+    const lvl = levelFrom(level) orelse {
+        target[0] = 0;
+        return code(status.fail(.invalid_argument, "validation level {d} is not 0..3", .{level}));
+    };
+    if (arm != 0) stream.waker.clear();
+    const result = stream.takeMany(lvl, target[0 .. 1 + 2 * @as(usize, capacity)], capacity);
+    if (words) |w| stream.poll(w[0..async_consumer.state_words], false);
+    return code(result);
+}
+
+/// How much news the producer sent so far (js_wake.Waker.news); any
+/// thread, no lock: JS spins on it briefly before it sleeps.
+export fn abd_async_consumer_news(stream: *async_consumer.Consumer) u32 {
+    return stream.waker.news();
+}
+
+/// Waits up to `window_ns` (clamped as `abd_set_spin_ns`) for news past
+/// `seen`, yielding the CPU meanwhile (js_wake.Waker.awaitNews); 1 if news came.
+export fn abd_async_consumer_await_news(stream: *async_consumer.Consumer, seen: u32, window_ns: f64) c_int {
+    return @intFromBool(stream.waker.awaitNews(seen, js_queue.clampSpin(window_ns)));
+}
+
 /// Address and length of one of the consumer's byte strings
 /// (async_consumer.StringId) into `out[0..2]`; address 0 when absent.
 export fn abd_async_consumer_string(stream: *async_consumer.Consumer, id: u32, out: [*]f64) void {
@@ -1064,6 +1096,18 @@ export fn abd_async_producer_create(handler: ?*abi.ArrowAsyncDeviceStreamHandler
 /// `arm != 0` first clears its pending wake (JS is about to wait).
 export fn abd_async_producer_poll(stream: *async_producer.Producer, out: [*]f64, arm: c_int) void {
     stream.poll(out[0..async_producer.state_words], arm != 0);
+}
+
+/// How much news (requests, cancel) the consumer sent so far
+/// (js_wake.Waker.news); no lock: JS spins on it briefly before it sleeps.
+export fn abd_async_producer_news(stream: *async_producer.Producer) u32 {
+    return stream.waker.news();
+}
+
+/// Waits up to `window_ns` for news past `seen`, yielding the CPU
+/// meanwhile (js_wake.Waker.awaitNews); 1 if news came.
+export fn abd_async_producer_await_news(stream: *async_producer.Producer, seen: u32, window_ns: f64) c_int {
+    return @intFromBool(stream.waker.awaitNews(seen, js_queue.clampSpin(window_ns)));
 }
 
 /// Calls on_schema with `schema` (moved to the consumer; released here if

@@ -9,8 +9,17 @@
 //! the pending flag (`clear()`) *before* it reads the object's state, so news
 //! that arrives after the read always causes a new wake: none is lost.
 //!
+//! Before it arms and sleeps, JS may wait a few microseconds for news
+//! instead (`awaitNews`: a lock-free counter checked between yields of
+//! the CPU): a peer thread that keeps up answers sooner than a JS thread
+//! asleep in its event loop can run again (tens of microseconds), and
+//! everything it pushed meanwhile is then handled in one go. So a stream
+//! costs a JS callback only when its peer is really slow, never one per
+//! batch.
+//!
 //! Threads: `wake` from any thread, with no lock of the caller's held (the
-//! notifier may take Bun's own locks). `clear` from the JS thread.
+//! notifier may take Bun's own locks). `clear` and `awaitNews` from the JS
+//! thread; `news` from any.
 //! The notifier only carries the token: it never dereferences the object,
 //! so a wake that reaches JS after the object was freed is harmless (JS
 //! finds no object under that token and ignores it).
@@ -19,6 +28,7 @@
 //! deliberately small and generic so the two can share it.
 
 const std = @import("std");
+const monotonicNs = @import("js_queue.zig").monotonicNs;
 
 /// A void callback that runs `token`'s handler later on the JS thread.
 pub const Notifier = *const fn (token: u32) callconv(.c) void;
@@ -33,6 +43,12 @@ pub const Waker = struct {
     token: u32,
     /// True from a wake until JS clears it.
     pending: std.atomic.Value(bool) = .init(false),
+    /// Notifications sent so far (diagnostics: tests check that news
+    /// arriving while one is pending costs no further JS callback).
+    sent: std.atomic.Value(u32) = .init(0),
+    /// Counts every piece of news, woken for or not: JS reads it without a
+    /// lock while it spins briefly instead of sleeping (see `news`).
+    news_seen: std.atomic.Value(u32) = .init(0),
 
     pub fn init(token: u32) Waker {
         return .{ .token = token };
@@ -41,10 +57,40 @@ pub const Waker = struct {
     /// Tells JS that this object has news, unless it was already told and
     /// has not looked yet. Returns whether a notification was sent.
     pub fn wake(self: *Waker) bool {
+        _ = self.news_seen.fetchAdd(1, .release);
         if (self.pending.swap(true, .acq_rel)) return false;
         const notify = notifier.load(.acquire) orelse return false;
+        _ = self.sent.fetchAdd(1, .monotonic);
         notify(self.token);
         return true;
+    }
+
+    /// How much news there was so far. A JS thread that expects news
+    /// within microseconds (a peer thread is working for it) polls this
+    /// for a bounded window before it arms and sleeps: a sleeping JS thread
+    /// takes tens of microseconds to run again, through its event loop.
+    pub fn news(self: *const Waker) u32 {
+        return self.news_seen.load(.acquire);
+    }
+
+    /// Waits up to `window_ns` for news past `seen` without sleeping in
+    /// the event loop: checks, then yields the CPU (so that a peer thread
+    /// waiting for this core runs), until news or the window ends. Returns
+    /// whether news came. The JS thread calls it before it arms and sleeps.
+    pub fn awaitNews(self: *const Waker, seen: u32, window_ns: u64) bool {
+        if (self.news() != seen) return true;
+        if (window_ns == 0) return false;
+        const deadline = monotonicNs() + window_ns;
+        while (monotonicNs() < deadline) {
+            std.Thread.yield() catch std.atomic.spinLoopHint();
+            if (self.news() != seen) return true;
+        }
+        return false;
+    }
+
+    /// Notifications sent so far.
+    pub fn sentCount(self: *const Waker) u32 {
+        return self.sent.load(.monotonic);
     }
 
     /// Called by JS before reading the object's state.
@@ -71,5 +117,9 @@ test "wakes coalesce until cleared" {
     waker.clear();
     try std.testing.expect(waker.wake());
     try std.testing.expectEqual(@as(u32, 2), Count.calls);
+    try std.testing.expectEqual(@as(u32, 2), waker.sentCount());
+    try std.testing.expectEqual(@as(u32, 3), waker.news()); // the coalesced one counts as news
     try std.testing.expectEqual(@as(u32, 42), Count.last);
+    try std.testing.expect(waker.awaitNews(0, 0)); // news since 0 already
+    try std.testing.expect(!waker.awaitNews(waker.news(), 1000)); // none within 1 us
 }

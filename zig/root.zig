@@ -2,7 +2,7 @@
 //! tests. Layers point one way:
 //!   abi <- format <- validate <- owner/export_* <- consumer/reexport/streams <- c_api
 //!   device/{dynlib, cuda, hip} <- device/runtime <- device/transfer <- c_api
-//!   (async: js_wake, metadata_copy, schema_copy, producer_gate <-
+//!   (async: js_wake, metadata_copy, schema_copy, shared_schema, producer_gate <-
 //!    async_consumer, async_producer <- c_api)
 //!   abi <- move <- c_api
 //!   metadata <- validate; validate <- schema_info <- c_api
@@ -44,6 +44,7 @@ test {
     _ = @import("js_wake.zig");
     _ = @import("metadata_copy.zig");
     _ = @import("producer_gate.zig");
+    _ = @import("shared_schema.zig");
     _ = @import("async_consumer.zig");
     _ = @import("async_producer.zig");
     _ = @import("move.zig");

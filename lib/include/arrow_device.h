@@ -529,10 +529,21 @@ abd_status abd_schema_copy(const struct ArrowSchema* source, struct ArrowSchema*
 /* This library as consumer: a handler to give to any producer. */
 abd_status abd_async_consumer_create(uint32_t token, abd_async_consumer** out);
 struct ArrowAsyncDeviceStreamHandler* abd_async_consumer_handler(abd_async_consumer* consumer);
-void abd_async_consumer_poll(abd_async_consumer* consumer, double* out /* 15 words */, int arm);
+void abd_async_consumer_poll(abd_async_consumer* consumer, double* out /* 17 words */, int arm);
 int abd_async_consumer_request(abd_async_consumer* consumer, uint32_t n);
 abd_status abd_async_consumer_take(abd_async_consumer* consumer, struct ArrowSchema* schema,
-                                   struct ArrowDeviceArray* array, double* words /* 15, or NULL */);
+                                   struct ArrowDeviceArray* array, double* words /* 17, or NULL */);
+/* Takes every queued task (up to `capacity`) in one call, each extracted
+ * and imported into an owner validated at `level`: out[0] = count, then
+ * per task the owner (the caller's reference) and its metadata size (-1:
+ * none). `arm` first clears the pending wake; `words` (17) gets the state.
+ * Returns the first failure after the tasks taken before it. */
+abd_status abd_async_consumer_take_many(abd_async_consumer* consumer, int level, double* out,
+                                        uint32_t capacity, int arm, double* words);
+/* News the producer sent so far (lock-free), and a wait of up to
+ * `window_ns` for more, yielding the CPU meanwhile (1: news came). */
+uint32_t abd_async_consumer_news(abd_async_consumer* consumer);
+int abd_async_consumer_await_news(abd_async_consumer* consumer, uint32_t seen, double window_ns);
 void abd_async_consumer_string(abd_async_consumer* consumer, uint32_t id, double* out /* 2 words */);
 void abd_async_consumer_cancel(abd_async_consumer* consumer);
 void abd_async_consumer_close(abd_async_consumer* consumer, int handed_out);
@@ -542,7 +553,11 @@ abd_status abd_async_producer_create(struct ArrowAsyncDeviceStreamHandler* handl
                                      int32_t device_type, const uint8_t* metadata,
                                      size_t metadata_len, uint32_t token,
                                      abd_async_producer** out);
-void abd_async_producer_poll(abd_async_producer* producer, double* out /* 6 words */, int arm);
+void abd_async_producer_poll(abd_async_producer* producer, double* out /* 7 words */, int arm);
+/* News (requests, cancel) the consumer sent so far (lock-free), and a wait
+ * of up to `window_ns` for more, yielding the CPU meanwhile (1: news came). */
+uint32_t abd_async_producer_news(abd_async_producer* producer);
+int abd_async_producer_await_news(abd_async_producer* producer, uint32_t seen, double window_ns);
 int abd_async_producer_send_schema(abd_async_producer* producer, struct ArrowSchema* schema);
 abd_status abd_async_producer_send_plan(abd_async_producer* producer, const double* plan,
                                         size_t plan_words, double keepalive_id,

@@ -204,16 +204,16 @@ export type PointerKindName = keyof typeof PointerKind;
 export const AsyncConsumerWord = {
   schema_received: 0, queued: 1, ended: 2, errored: 3, released: 4, requested: 5, received: 6,
   taken: 7, discarded: 8, device_type: 9, cancelled: 10, extract_failed: 11, error_code: 12, error_local: 13,
-  task_metadata_bytes: 14,
+  task_metadata_bytes: 14, wakes: 15, take_turns: 16,
 } as const;
-export const asyncConsumerWords = 15;
+export const asyncConsumerWords = 17;
 
 /** Strings of `abd_async_consumer_string` (zig/async_consumer.zig StringId). */
 export const AsyncConsumerString = { producer_metadata: 0, error_message: 1, error_metadata: 2, task_metadata: 3 } as const;
 
 /** Words of `abd_async_producer_poll` (zig/async_producer.zig StateWord). */
-export const AsyncProducerWord = { credits: 0, requested: 1, sent: 2, cancelled: 3, bad_request: 4, bad_request_n: 5 } as const;
-export const asyncProducerWords = 6;
+export const AsyncProducerWord = { credits: 0, requested: 1, sent: 2, cancelled: 3, bad_request: 4, bad_request_n: 5, wakes: 6 } as const;
+export const asyncProducerWords = 7;
 
 type Manifest = {
   abi: number;

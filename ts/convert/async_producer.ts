@@ -12,6 +12,14 @@
  * `extract_data` may run on any thread, at any time before or after the
  * stream ends.
  *
+ * Batched hand-offs. JS sends every credit it has in one turn (a sync
+ * source is pulled without a microtask per batch), so requests that
+ * arrive while JS is busy cost nothing and are answered by the next burst.
+ * Out of credits, JS first waits a few microseconds for the next request
+ * in one native call that yields the CPU (`awaitRequest`), and only then
+ * arms the native wake and sleeps: at most one wake is pending, and a
+ * consumer that keeps up never needs one.
+ *
  * Zero-copy. Each batch is exported as it is sent, through the same
  * machinery as `exportArray` (convert/export.ts): the task hands out an
  * ArrowDeviceArray over the JS buffers, which the keepalive registry keeps
@@ -37,6 +45,7 @@ import { errnoOfException } from "./errno.ts";
 import { check, lastError, native } from "../ffi/library.ts";
 import { ExportedArray } from "../lifetime/exported.ts";
 import { WakeSignal, registerWake, unregisterWake } from "../lifetime/js_wake.ts";
+import { jsWorkSpin } from "../lifetime/js_queue.ts";
 import { drainReleased, forgetUnused } from "../lifetime/keepalive.ts";
 import { exportSchema, internal } from "./export.ts";
 import { addressArg, argumentError, describeValue, deviceTypeArg, optionsArg } from "../args.ts";
@@ -188,7 +197,14 @@ class ProducerDriver {
   readonly words = new Float64Array(asyncProducerWords);
   readonly rc = new Int32Array(1);
   sent = 0;
+  /** Runs of sends made without waiting in between (diagnostics). */
+  bursts = 0;
+  #inBurst = false;
+  /** The native wake count when the producer was freed. */
+  wakesAtRelease = 0;
   released = false;
+  /** The native news counter as the last poll began. */
+  #newsBefore = 0;
   /** Batch struct types already found to match the stream's schema (by
    * identity: batches of one reader or table often share theirs). */
   readonly #accepted = new WeakSet<DataType>();
@@ -208,16 +224,39 @@ class ProducerDriver {
    * after this snapshot must wake it (while JS is busy sending, requests
    * wake nobody: no JS callback per batch). */
   poll(arm = false): Float64Array {
-    native.abd_async_producer_poll(asPointer(this.address), this.words, arm ? 1 : 0);
+    const address = asPointer(this.address);
+    this.#newsBefore = native.abd_async_producer_news(address);
+    native.abd_async_producer_poll(address, this.words, arm ? 1 : 0);
     return this.words;
+  }
+
+  /** Out of credits, before arming and sleeping: waits up to the JS work
+   * spin window (`setJsWorkSpin`) for the consumer's next request (or
+   * cancel) in one native call that yields the CPU meanwhile (to the
+   * consumer's thread, when it waits for this core); returns whether one
+   * came since the last poll began. A consumer thread that keeps up asks
+   * again within microseconds, far sooner than a wake through the event
+   * loop, and the credits it gave meanwhile are sent in one burst. */
+  awaitRequest(): boolean {
+    const address = asPointer(this.address);
+    return native.abd_async_producer_await_news(address, this.#newsBefore, jsWorkSpin()) === 1;
   }
 
   sendSchema(schemaAddress: number): number {
     return native.abd_async_producer_send_schema(asPointer(this.address), asPointer(schemaAddress));
   }
 
+  /** Out of credits: the current burst of sends is over. */
+  endBurst(): void {
+    this.#inBurst = false;
+  }
+
   /** Sends one item (consuming it); returns the consumer's code. */
   send(item: AsyncExportItem, schema: Schema | null): number {
+    if (!this.#inBurst) {
+      this.#inBurst = true;
+      this.bursts++;
+    }
     const { batch, metadata } = unwrap(item);
     if (batch instanceof RecordBatch) {
       // Checked against the columns' own types, never `batch.schema` (see
@@ -247,6 +286,7 @@ class ProducerDriver {
   /** Calls the handler's release and frees the native producer. */
   finish(result: Omit<AsyncExportResult, "sent">): AsyncExportResult {
     if (!this.released) {
+      this.wakesAtRelease = this.poll()[W.wakes];
       this.released = true;
       native.abd_async_producer_release(asPointer(this.address));
       unregisterWake(this.token);
@@ -347,10 +387,11 @@ async function drive(driver: ProducerDriver, source: AsyncExportSource, options:
         return driver.finish({ outcome: "failed", code: EINVAL, error });
       }
       if (words[W.credits] <= 0) {
+        driver.endBurst();
         if (armed) {
           await driver.signal.wait();
           armed = false;
-        } else {
+        } else if (!driver.awaitRequest()) {
           armed = true; // look once more with the wake armed, then wait
         }
         continue;
@@ -408,6 +449,16 @@ export class AsyncExport {
   /** Tasks sent so far. */
   get sent(): number {
     return this.#driver.sent;
+  }
+
+  /** How the consumer's requests reached JS so far: `wakes`, the JS
+   * callbacks the native side sent (none while JS is busy sending), and
+   * `bursts`, the runs of tasks sent in one go (JS sends every requested
+   * task it can before it waits again). Diagnostics. */
+  get handoffs(): { wakes: number; bursts: number } {
+    const driver = this.#driver;
+    const wakes = driver.released ? driver.wakesAtRelease : driver.poll()[W.wakes];
+    return { wakes, bursts: driver.bursts };
   }
 }
 

@@ -5,11 +5,26 @@
  * arrays (raw views; convert/async_stream.ts adds apache-arrow batches).
  *
  * Threads. The producer calls the handler from its own threads; the native
- * side only queues and wakes JS (lifetime/js_wake.ts). Everything here runs
- * on the JS thread: each pull takes a queued task, calls its
- * `extract_data` here, imports the array (ImportedArray, zero-copy) and
- * asks the producer for one more, so that `queueDepth` batches stay in
- * flight (requested and not yet taken) and never more.
+ * side only queues and wakes JS (lifetime/js_wake.ts), at most one wake
+ * pending at a time. Everything here runs on the JS thread.
+ *
+ * Batched hand-off. A producer thread that pushes while JS is busy costs
+ * JS nothing; when JS looks (a pull, or the one wake that news caused), a
+ * single native call (`abd_async_consumer_take_many`) takes *every* task
+ * that is ready: it calls each task's `extract_data` here, imports each
+ * array into a native owner (zero-copy) and returns them all, with the
+ * state. JS keeps them in `ready` (owned by the core: disposed if the
+ * stream is cancelled before they are read) and serves the following
+ * pulls from there without another native call. So one wake and one call
+ * carry as many batches as the producer managed to push meanwhile. Before
+ * it sleeps, JS waits a few microseconds for the producer's next push in
+ * one native call that yields the CPU (`awaitTasks`): a producer that
+ * keeps up then needs no wake at all.
+ *
+ * Flow control. JS asks the producer for more as the *reader* takes
+ * batches (not as they move into `ready`): between half the queue depth
+ * and the depth stay requested and not yet read, never more, so `ready`
+ * plus what the producer may still send never exceeds `queueDepth`.
  *
  * Lifetimes. The handler lives until the producer calls its release; the
  * native state until both that release and JS are done. `break` / `return()`
@@ -22,16 +37,17 @@
  */
 import { toArrayBuffer, type Pointer } from "bun:ffi";
 import {
-  ArrowDeviceArrayLayout, ArrowSchemaLayout, AsyncConsumerString, AsyncConsumerWord, ValidationLevel,
+  AsyncConsumerString, AsyncConsumerWord, ValidationLevel,
   asyncConsumerWords, type ValidationLevelName,
 } from "../abi/layout.ts";
 import { decodeMetadataBytes } from "../abi/metadata.ts";
 import { asPointer } from "../abi/structs.ts";
-import { AsyncStreamError, CallbackError, InvalidArgumentError, OutOfMemoryError, ReleasedError, Status, errorFor } from "../errors.ts";
+import { AsyncStreamError, CallbackError, InvalidArgumentError, ReleasedError, Status, errorFor } from "../errors.ts";
 import { check, lastError, native } from "../ffi/library.ts";
 import { reportLeak, track, untrack } from "./debug.ts";
 import { ImportedArray } from "./imported.ts";
 import { WakeSignal, holdEventLoop, registerWake, unregisterWake } from "./js_wake.ts";
+import { jsWorkSpin } from "./js_queue.ts";
 import { integerArg, optionsArg } from "../args.ts";
 import { validationLevelArg } from "../abi/layout.ts";
 
@@ -83,14 +99,19 @@ export type AsyncConsumerStats = {
   requested: number;
   /** Tasks the producer sent. */
   received: number;
-  /** Tasks taken by JS (extracted with an array). */
+  /** Tasks taken by JS (extracted with an array). JS takes every ready
+   * task at once, so this may run ahead of `read`; batches taken and not
+   * read when the stream is cancelled are released then. */
   taken: number;
+  /** Batches the reader got (returned by the iterator). */
+  read: number;
   /** Tasks extracted with NULL after cancel. */
   discarded: number;
 };
 
 const W = AsyncConsumerWord;
-const slotBytes = ArrowSchemaLayout.size + ArrowDeviceArrayLayout.size;
+/** Most tasks one native take hands over (the queue depth, if smaller). */
+const maxTakePerCall = 256;
 
 function decodeOptional(bytes: Uint8Array | null): Map<string, string> | null {
   return bytes === null ? null : new Map(decodeMetadataBytes(bytes));
@@ -107,7 +128,21 @@ class ConsumerCore {
   readonly signal = new WakeSignal();
   readonly words = new Float64Array(asyncConsumerWords);
   readonly stringWords = new Float64Array(2);
-  slot = 0;
+  /** `abd_async_consumer_take_many`'s output: count, then owner and
+   * metadata size per task. */
+  readonly #taken: Float64Array;
+  readonly #level: number;
+  /** Batches taken from the native side, not yet read (oldest at
+   * `#head`). Owned here until a pull returns them. */
+  #ready: AsyncArray[] = [];
+  #head = 0;
+  /** Batches handed to the reader so far. */
+  delivered = 0;
+  /** A failure met by a take after the batches it took: thrown once they
+   * were read. */
+  pendingError: Error | null = null;
+  /** The native news counter as the last take began. */
+  #newsBefore = 0;
   handedOut = false;
   /** The initial request(queueDepth) was made. */
   started = false;
@@ -118,10 +153,9 @@ class ConsumerCore {
   #closedWaiters: (() => void)[] = [];
   readonly debugToken: number;
 
-  readonly importOptions: { validation: ValidationLevelName };
-
   constructor(readonly depth: number, readonly validation: ValidationLevelName) {
-    this.importOptions = { validation };
+    this.#level = ValidationLevel[validation];
+    this.#taken = new Float64Array(1 + 2 * Math.min(depth, maxTakePerCall));
     this.token = registerWake(() => this.#onWake());
     const out = new BigUint64Array(1);
     const status = native.abd_async_consumer_create(this.token, out);
@@ -130,12 +164,6 @@ class ConsumerCore {
       check(status);
     }
     this.address = Number(out[0]);
-    this.slot = native.abd_alloc_zeroed(slotBytes) ?? 0;
-    if (!this.slot) {
-      native.abd_async_consumer_close(asPointer(this.address), 0);
-      unregisterWake(this.token);
-      throw new OutOfMemoryError(Status.out_of_memory, "out of memory allocating an async stream slot");
-    }
     this.debugToken = track("AsyncStreamConsumer");
   }
 
@@ -184,19 +212,68 @@ class ConsumerCore {
     if (!this.closed) native.abd_async_consumer_request(asPointer(this.address), n);
   }
 
-  /** Takes the next queued task into the slot; null when its extract_data
-   * failed (the producer then reports why through on_error). */
-  take(): AsyncArray | null {
-    // The native call also refreshes `words` (the state after the take).
-    const status = native.abd_async_consumer_take(asPointer(this.address), asPointer(this.slot), asPointer(this.slot + ArrowSchemaLayout.size), this.words);
-    if (status === Status.callback_error) return null;
-    if (status !== 0) throw errorFor(status, lastError());
-    const index = this.words[W.taken] - 1;
-    this.replenish(index + 1);
-    const metadataBytes = this.words[W.task_metadata_bytes];
-    const metadata = metadataBytes < 0 ? null : decodeOptional(this.bytes(AsyncConsumerString.task_metadata));
-    const array = ImportedArray.fromDeviceArray(this.slot, this.slot + ArrowSchemaLayout.size, this.importOptions);
-    return { array, metadata, index };
+  /** The oldest batch taken and not yet read, or null. Counts it as read
+   * and asks the producer for more when due. */
+  next(): AsyncArray | null {
+    if (this.#head === this.#ready.length) return null;
+    const item = this.#ready[this.#head++];
+    if (this.#head === this.#ready.length) {
+      this.#ready = [];
+      this.#head = 0;
+    }
+    this.delivered++;
+    this.replenish(this.delivered);
+    return item;
+  }
+
+  /**
+   * One native call takes every task that is ready (each extracted and
+   * imported there) into `ready`, and refreshes `words`. `arm`: JS is about
+   * to wait if nothing comes, so news after this look must wake it.
+   * Returns how many batches it took. A failure after some batches is
+   * kept in `pendingError` (thrown once they were read); a failed
+   * extract_data is not thrown: the producer reports it with on_error.
+   */
+  fill(arm: boolean): number {
+    if (this.closed) return 0;
+    const out = this.#taken;
+    const base = this.words[W.taken];
+    const capacity = (out.length - 1) >> 1;
+    this.#newsBefore = native.abd_async_consumer_news(asPointer(this.address));
+    const status = native.abd_async_consumer_take_many(asPointer(this.address), this.#level, out, capacity, arm ? 1 : 0, this.words);
+    const n = out[0];
+    const lastMetadata = n > 0 && out[2 * n] >= 0 ? decodeOptional(this.bytes(AsyncConsumerString.task_metadata)) : null;
+    for (let i = 0; i < n; i++) {
+      // Only the last task of a take can carry metadata (see takeMany).
+      this.#ready.push({ array: ImportedArray.adoptOwner(out[1 + 2 * i]), metadata: i === n - 1 ? lastMetadata : null, index: base + i });
+    }
+    if (status !== 0 && status !== Status.callback_error && this.pendingError === null) this.pendingError = errorFor(status, lastError());
+    return n;
+  }
+
+  /**
+   * Before JS arms and sleeps: when the producer owes tasks (requested and
+   * not sent), waits up to the JS work spin window (`setJsWorkSpin`) for
+   * its news in one native call that yields the CPU meanwhile (to the
+   * producer's thread, when it waits for this core); returns whether news
+   * came since the last take began. A producer thread that keeps up
+   * delivers within microseconds, far sooner than a wake through the
+   * event loop, and what it pushed meanwhile is taken in one go.
+   */
+  awaitTasks(): boolean {
+    const words = this.words;
+    if (this.closed || !this.started || words[W.requested] <= words[W.received]) return false;
+    if (words[W.ended] === 1 || words[W.errored] === 1 || words[W.released] === 1) return false;
+    const address = asPointer(this.address);
+    return native.abd_async_consumer_await_news(address, this.#newsBefore, jsWorkSpin()) === 1;
+  }
+
+  /** Disposes of the batches taken and never read. */
+  dropReady(): void {
+    const left = this.#ready.slice(this.#head);
+    this.#ready = [];
+    this.#head = 0;
+    for (const item of left) item.array.dispose();
   }
 
   /**
@@ -221,6 +298,7 @@ class ConsumerCore {
   finish(): void {
     if (this.finished) return;
     this.finished = true;
+    this.dropReady();
     if (!this.closed) native.abd_async_consumer_cancel(asPointer(this.address));
     this.tryClose();
   }
@@ -232,7 +310,6 @@ class ConsumerCore {
     if (this.handedOut && words[W.released] !== 1) return; // a wake will retry
     this.closed = true;
     native.abd_async_consumer_close(asPointer(this.address), this.handedOut ? 1 : 0);
-    native.abd_free(asPointer(this.slot));
     unregisterWake(this.token);
     untrack(this.debugToken);
     for (const resolve of this.#closedWaiters.splice(0)) resolve();
@@ -301,7 +378,17 @@ export class AsyncStreamConsumer implements AsyncDisposable {
   /** Task counts so far (read from the native state). */
   get stats(): AsyncConsumerStats {
     const words = this.#core.poll();
-    return { requested: words[W.requested], received: words[W.received], taken: words[W.taken], discarded: words[W.discarded] };
+    return { requested: words[W.requested], received: words[W.received], taken: words[W.taken], read: this.#core.delivered, discarded: words[W.discarded] };
+  }
+
+  /** How the producer's news reached JS so far: `wakes`, the JS callbacks
+   * the native side sent (at most one pending; none while JS is busy), and
+   * `takes`, the native calls that took batches (each takes every batch
+   * ready at that moment). Diagnostics: both stay well below the batch
+   * count when the producer runs ahead of the reader. */
+  get handoffs(): { wakes: number; takes: number } {
+    const words = this.#core.poll();
+    return { wakes: words[W.wakes], takes: words[W.take_turns] };
   }
 
   /** Settles once the producer released the handler and the native state
@@ -378,6 +465,7 @@ export class AsyncStreamConsumer implements AsyncDisposable {
       const ready = this.#step(armed);
       if (ready) return ready;
       if (!armed) {
+        if (this.#core.awaitTasks()) continue; // news came without sleeping
         armed = true; // look once more with the wake armed, then wait
         continue;
       }
@@ -386,23 +474,22 @@ export class AsyncStreamConsumer implements AsyncDisposable {
     }
   }
 
-  /** What a pull gets now, or null when it must wait for news. */
+  /** What a pull gets now, or null when it must wait for news. Batches
+   * already taken come first, then a failure met while taking them, then
+   * one native take of everything ready. */
   #step(armed: boolean): IteratorResult<AsyncArray> | null {
     const core = this.#core;
     for (;;) {
       if (core.finished) return { done: true, value: undefined };
-      const words = core.poll(armed);
-      if (words[W.queued] > 0) {
-        let taken: AsyncArray | null;
-        try {
-          taken = core.take();
-        } catch (error) {
-          core.finish();
-          throw error;
-        }
-        if (taken) return { done: false, value: taken };
-        continue; // extract_data failed: wait for on_error (or release)
+      const item = core.next();
+      if (item) return { done: false, value: item };
+      if (core.pendingError) {
+        const error = core.pendingError;
+        core.finish();
+        throw error;
       }
+      if (core.fill(armed) > 0 || core.pendingError) continue;
+      const words = core.words;
       if (words[W.errored] === 1) {
         const error = core.streamError();
         core.finish();
@@ -423,6 +510,7 @@ export class AsyncStreamConsumer implements AsyncDisposable {
       if (words[W.schema_received] === 1 && !core.started) {
         core.started = true;
         core.request(core.depth);
+        words[W.requested] = core.depth; // this snapshot's copy, kept current
         continue;
       }
       return null;
