@@ -33,6 +33,16 @@ pub const Block = struct {
         return block;
     }
 
+    /// Like `create`, without zeroing the payload: for a caller that writes
+    /// every byte it carves (schema templates copy a whole image in).
+    pub fn createUndefined(struct_count: u32, payload_bytes: usize) ?*Block {
+        const total = header_bytes + payload_bytes;
+        const memory = std.c.malloc(total) orelse return null;
+        const block: *Block = @ptrCast(@alignCast(memory));
+        block.* = .{ .remaining = .init(struct_count), .total_bytes = total };
+        return block;
+    }
+
     pub fn payload(self: *Block) [*]u8 {
         const bytes: [*]u8 = @ptrCast(self);
         return bytes + header_bytes;

@@ -266,6 +266,19 @@ const zeroOffset = new BigInt64Array(1);
 
 const noChildren: readonly Data[] = Object.freeze([]);
 
+/** What the planner learnt about a JS view it exported: the address of its
+ * first byte, its byteOffset and the import owner under it (undefined: JS
+ * memory). Reading `view.buffer`, `detached`, the owner map and `ptr` cost
+ * ~100 ns per buffer; a view exported again (every export of the same
+ * batch, or of batches sharing columns) costs one WeakMap lookup. All three
+ * hold for as long as the view is attached: the address is pinned once
+ * `view.buffer` was read (addressOf) and an ArrayBuffer's memory never
+ * moves while attached, and detaching (an import's dispose(), `transfer`)
+ * makes every view of it read byteLength 0, which `facts` checks before
+ * trusting an entry. Weak: an entry goes with its view. */
+type ViewFacts = { address: number; byteOffset: number; owner: number | undefined };
+const viewFacts = new WeakMap<object, ViewFacts>();
+
 class ArrayPlanner {
   /** Everything C will point at, for the keepalive registry. */
   retained: unknown[] = [];
@@ -277,37 +290,54 @@ class ArrayPlanner {
    * before its children are planned). */
   private nBuffers = 0;
 
-  /** Notes `view`'s import owner, if it is a view of imported memory;
-   * refuses a view whose import was disposed. Reading `view.buffer` here
-   * also pins its bytes (see addressOf). */
-  private source(view: NodeJS.ArrayBufferView): void {
+  /** What `view` exports as (its address, byteOffset and import owner),
+   * noting its import owner; null for an empty view. Refuses a view whose
+   * import was disposed. Looked up in `viewFacts` for a view exported
+   * before, else learnt (see ViewFacts). */
+  private facts(view: NodeJS.ArrayBufferView): ViewFacts | null {
+    // A detached view reads byteLength 0, so a non-empty one is attached
+    // and what was learnt about it still holds.
+    if (view.byteLength !== 0) {
+      const known = viewFacts.get(view);
+      if (known !== undefined) {
+        if (known.owner !== undefined && !this.owners.includes(known.owner)) this.owners.push(known.owner);
+        return known;
+      }
+    }
+    // Reading `view.buffer` also pins its bytes (see addressOf).
     const buffer = view.buffer as ArrayBuffer;
     if (buffer.detached) throw new ReleasedError(Status.released, "cannot export data converted from an import that was disposed: its buffers are detached");
     const owner = importOwnerOf(buffer);
     if (owner !== undefined && !this.owners.includes(owner)) this.owners.push(owner);
+    if (view.byteLength === 0) return null;
+    const learnt: ViewFacts = { address: addressOf(view), byteOffset: view.byteOffset, owner };
+    viewFacts.set(view, learnt);
+    return learnt;
   }
 
-  /** Address of a buffer exported `backSlots` slots before its JS start;
-   * null when that memory is not in the same ArrayBuffer. */
   /** The offsets buffer of a variable-size or list node (see zeroOffset). */
   private offsets(offsets: Int32Array | BigInt64Array | undefined, lead: number, length: number): number | null {
     if (length === 0 && (!offsets || offsets.length === 0)) return this.keep(zeroOffset);
     return this.backed(offsets, lead * (offsets?.BYTES_PER_ELEMENT ?? 0));
   }
 
+  /** Address of a buffer exported `backBytes` bytes before its JS start;
+   * null when that memory is not in the same ArrayBuffer. */
   private backed(view: NodeJS.ArrayBufferView | undefined, backBytes: number): number | null {
-    if (view) this.source(view);
-    if (!view || view.byteLength === 0) return 0;
-    if (view.byteOffset < backBytes) return null;
+    if (!view) return 0;
+    const facts = this.facts(view);
+    if (facts === null) return 0;
+    if (facts.byteOffset < backBytes) return null;
     this.retained.push(view);
-    return addressOf(view) - backBytes;
+    return facts.address - backBytes;
   }
 
   private keep(view: NodeJS.ArrayBufferView | undefined | null): number {
-    if (view) this.source(view);
-    if (!view || view.byteLength === 0) return 0;
+    if (!view) return 0;
+    const facts = this.facts(view);
+    if (facts === null) return 0;
     this.retained.push(view);
-    return addressOf(view);
+    return facts.address;
   }
 
   /** Pushes one buffer address of the current node; false for null (the
