@@ -279,6 +279,24 @@ const noChildren: readonly Data[] = Object.freeze([]);
 type ViewFacts = { address: number; byteOffset: number; owner: number | undefined };
 const viewFacts = new WeakMap<object, ViewFacts>();
 
+/** What a flat primitive node (Int, Float, temporal, decimal, fixed-size
+ * binary) planned at C offset 0 pushed, by its Data: exporting the same
+ * Data again (the same batch, or batches sharing columns) pushes the same
+ * words after checking, by identity, everything they came from (type,
+ * length, null count, bitmap and values views, each still attached). */
+type Leaf = {
+  type: DataType;
+  length: number;
+  nullCount: number;
+  nullBitmap: unknown;
+  values: unknown;
+  nulls: number;
+  bitmap: NodeJS.ArrayBufferView | null;
+  bitmapAddress: number;
+  valuesAddress: number;
+};
+const leaves = new WeakMap<Data, Leaf>();
+
 class ArrayPlanner {
   /** Everything C will point at, for the keepalive registry. */
   retained: unknown[] = [];
@@ -359,25 +377,85 @@ class ArrayPlanner {
     return this.buffer(this.keep(shiftBits(bitmap, data.offset, data.length, 0)));
   }
 
+  /** Records what `tryNode` just planned for `data`, a flat primitive
+   * node at C offset 0 (its header at `header`), for `leafAgain`. */
+  private rememberLeaf(data: Data, header: number): void {
+    const bitmapAddress = planWords[header + 6];
+    const valuesAddress = planWords[header + 7];
+    if (valuesAddress === 0) return; // nothing to point at: not worth a shortcut
+    leaves.set(data, {
+      type: data.type,
+      length: data.length,
+      nullCount: (data as unknown as { _nullCount: number })._nullCount,
+      nullBitmap: data.nullBitmap,
+      values: data.values,
+      nulls: planWords[header + 1],
+      // validity() exported the node's own bitmap (not re-based) or NULL.
+      bitmap: bitmapAddress === 0 ? null : data.nullBitmap as NodeJS.ArrayBufferView,
+      bitmapAddress,
+      valuesAddress,
+    });
+  }
+
+  /** Plans `data` again the way `rememberLeaf` recorded it, if nothing it
+   * depends on changed; false (nothing pushed) otherwise. */
+  private leafAgain(data: Data): boolean {
+    const leaf = leaves.get(data);
+    if (leaf === undefined) return false;
+    const values = data.values as NodeJS.ArrayBufferView;
+    if (data.type !== leaf.type || data.length !== leaf.length || values !== leaf.values || data.nullBitmap !== leaf.nullBitmap) return false;
+    if ((data as unknown as { _nullCount: number })._nullCount !== leaf.nullCount) return false;
+    // Detached views read byteLength 0: then the full path refuses them.
+    if (values.byteLength === 0 || (leaf.bitmap !== null && leaf.bitmap.byteLength === 0)) return false;
+    const owners = this.owners;
+    const valuesFacts = viewFacts.get(values);
+    if (valuesFacts?.owner !== undefined && !owners.includes(valuesFacts.owner)) owners.push(valuesFacts.owner);
+    if (leaf.bitmap !== null) {
+      const bitmapFacts = viewFacts.get(leaf.bitmap);
+      if (bitmapFacts?.owner !== undefined && !owners.includes(bitmapFacts.owner)) owners.push(bitmapFacts.owner);
+      this.retained.push(leaf.bitmap);
+    }
+    this.retained.push(values);
+    push(data.length);
+    push(leaf.nulls);
+    push(0);
+    push(2);
+    push(0);
+    push(0);
+    push(leaf.bitmapAddress);
+    push(leaf.valuesAddress);
+    return true;
+  }
+
   /** Plans `data` as a child whose parent adds `shift` to its index.
    * Returns false (having pushed nothing) if it cannot be exported under
    * that shift; then the parent re-bases itself so the shift is 0. */
   node(data: Data, shift: number): boolean {
+    // No try/finally around the depth (it kept this path from being
+    // optimized well): a throw ends the whole plan, and planKeepalive
+    // resets the depth before the next one.
     if (++this.depth > maxNestingDepth) throw new TooDeepError(Status.too_deep, `array nests deeper than ${maxNestingDepth} levels`);
-    try {
-      const mark = planLength;
-      const retainedMark = this.retained.length;
-      // An empty array is always exported at offset 0: nothing to point at.
-      if (data.length > 0 && this.tryNode(data, data.offset - shift, false)) return true;
-      planLength = mark;
-      this.retained.length = retainedMark;
-      if (shift !== 0) return false;
-      const rebased = this.tryNode(data, 0, true);
-      if (!rebased) throw new UnsupportedError(Status.internal, `could not export type id ${data.type.typeId} at offset ${data.offset}`);
-      return true;
-    } finally {
+    if (shift === 0 && data.offset === 0 && this.leafAgain(data)) {
       this.depth--;
+      return true;
     }
+    const mark = planLength;
+    const retainedMark = this.retained.length;
+    // An empty array is always exported at offset 0: nothing to point at.
+    if (data.length > 0 && this.tryNode(data, data.offset - shift, false)) {
+      this.depth--;
+      return true;
+    }
+    planLength = mark;
+    this.retained.length = retainedMark;
+    if (shift !== 0) {
+      this.depth--;
+      return false;
+    }
+    const rebased = this.tryNode(data, 0, true);
+    if (!rebased) throw new UnsupportedError(Status.internal, `could not export type id ${data.type.typeId} at offset ${data.offset}`);
+    this.depth--;
+    return true;
   }
 
   /** Plans one node with C offset `offset`. `rebase`: the node's JS
@@ -435,6 +513,7 @@ class ArrayPlanner {
       case Type.Dictionary: {
         if (!this.validity(data, rebase, nulls)) return false;
         if (!this.buffer(this.backed(data.values as NodeJS.TypedArray, lead === 0 ? 0 : lead * slotBytes(data)))) return false;
+        if (typeId !== Type.Dictionary && offset === 0 && lead0 === 0 && !rebase) this.rememberLeaf(data, header);
         break;
       }
       case Type.Binary: case Type.Utf8: case Type.LargeBinary: case Type.LargeUtf8: {
@@ -618,7 +697,8 @@ function planKeepalive(data: Data): number {
   planLength = 0;
   const retained: unknown[] = [];
   planner.retained = retained;
-  planner.owners.length = 0;
+  // (Setting an array's length costs a runtime call even when it is 0.)
+  if (planner.owners.length !== 0) planner.owners.length = 0;
   planner.depth = 0;
   try {
     planner.node(data, 0);
