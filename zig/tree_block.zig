@@ -78,6 +78,16 @@ pub const Carver = struct {
         return .{ .next = start, .end = start + payload_bytes };
     }
 
+    /// Like `take`, for a caller that sized the payload by an upper bound
+    /// that a bad plan may exceed: null (nothing taken) if `n` items do not
+    /// fit.
+    pub fn takeChecked(self: *Carver, comptime T: type, n: usize) ?[]T {
+        const address = std.mem.alignForward(usize, @intFromPtr(self.next), @alignOf(T));
+        const room = @intFromPtr(self.end) -| address;
+        if (address > @intFromPtr(self.end) or n > room / @sizeOf(T)) return null;
+        return self.take(T, n);
+    }
+
     pub fn take(self: *Carver, comptime T: type, n: usize) []T {
         const address = std.mem.alignForward(usize, @intFromPtr(self.next), @alignOf(T));
         const bytes = n * @sizeOf(T);
