@@ -149,4 +149,15 @@ describe("exports of converted imports hold the import's owner", () => {
     expect(live()).toBe(0);
     expect(() => exportArray(column)).toThrow(ReleasedError);
   });
+
+  test("a column exported before its import was disposed is refused after it (what the planner learnt about its views is not reused)", () => {
+    const imported = importInts();
+    const column = toVector(imported);
+    const first = exportArray(column);
+    first.release();
+    expect(live()).toBe(1); // the import itself still holds it
+    imported.dispose();
+    expect(live()).toBe(0);
+    expect(() => exportArray(column)).toThrow(ReleasedError);
+  });
 });

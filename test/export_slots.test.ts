@@ -5,11 +5,11 @@
  * handle dropped without release(). Exact counts; bounded GC loops.
  */
 import { expect, test } from "bun:test";
-import { CString, read, type Pointer } from "bun:ffi";
+import { CString, ptr, read, type Pointer } from "bun:ffi";
 import { Field, Int32, RecordBatch, Schema, Struct, Utf8, makeData, vectorFromArray } from "apache-arrow";
-import { ArrowSchemaLayout, Flags } from "../ts/abi/layout.ts";
+import { ArrowArrayLayout, ArrowSchemaLayout, Flags } from "../ts/abi/layout.ts";
 import { counters } from "../ts/diagnostics.ts";
-import { ImportedArray, exportArray, exportSchema, toRecordBatch, type ExportedArray } from "../ts/index.ts";
+import { ImportedArray, ReleasedError, exportArray, exportSchema, toRecordBatch, toVector, type ExportedArray } from "../ts/index.ts";
 import { collectUntil } from "./helpers/gc.ts";
 
 /** A two-column batch whose values start at `base` (distinct per batch). */
@@ -136,3 +136,52 @@ test("a consumer's release of a moved tree lets its buffers go through the queue
   exportArray(batchFrom(2)).release(); // drains whatever is still queued
   expect(liveExports()).toEqual(before);
 });
+
+/** The C address of buffer `buffer` of child `child` of an exported struct. */
+function childBufferAddress(handle: ExportedArray, child: number, buffer: number): number {
+  const children = read.ptr(handle.array, ArrowArrayLayout.fields.children);
+  const array = read.ptr(children as unknown as Pointer, child * 8);
+  const buffers = read.ptr(array as unknown as Pointer, ArrowArrayLayout.fields.buffers);
+  return read.ptr(buffers as unknown as Pointer, buffer * 8);
+}
+
+test("a batch exported again points at the same JS memory; a view detached since is refused, not pointed at", () => {
+  const batch = batchFrom(7);
+  const values = batch.data.children[0].values as Int32Array;
+  const first = exportArray(batch);
+  const address = childBufferAddress(first, 0, 1);
+  first.release();
+  const second = exportArray(batch);
+  expect(childBufferAddress(second, 0, 1)).toBe(address);
+  expect(address).toBe(ptr(values));
+  expect(valuesOf(second)).toEqual([7, 8, null, "v7", null, "w7"]);
+  second.release();
+  (values.buffer as ArrayBuffer).transfer(); // detaches `values`
+  expect(() => exportArray(batch)).toThrow(ReleasedError);
+});
+
+test("a column exported again after setValid exports its new bitmap and null count", () => {
+  const column = makeData({ type: new Int32(), length: 3, nullCount: 0, data: new Int32Array([1, 2, 3]) });
+  const nullCountAt = (handle: ExportedArray) => Number(read.i64(handle.array, ArrowArrayLayout.fields.null_count));
+  const bitmapAt = (handle: ExportedArray) => read.ptr(read.ptr(handle.array, ArrowArrayLayout.fields.buffers) as unknown as Pointer, 0);
+  const first = exportArray(column);
+  expect(nullCountAt(first)).toBe(0);
+  expect(bitmapAt(first)).toBe(0);
+  first.release();
+  column.setValid(1, false); // a new bitmap, one null
+  const second = exportArray(column);
+  expect(nullCountAt(second)).toBe(1);
+  expect(bitmapAt(second)).toBe(ptr(column.nullBitmap!));
+  expect(valuesOfColumn(second)).toEqual([1, null, 3]);
+  second.release();
+  column.setValid(2, false); // the same bitmap, two nulls
+  const third = exportArray(column);
+  expect(nullCountAt(third)).toBe(2);
+  expect(valuesOfColumn(third)).toEqual([1, null, null]);
+  third.release();
+});
+
+function valuesOfColumn(handle: ExportedArray): unknown[] {
+  using imported = ImportedArray.fromDeviceArray(handle.schema, handle.array);
+  return [...toVector(imported)];
+}

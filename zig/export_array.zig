@@ -45,9 +45,6 @@ const PlanReader = struct {
     nodes: u32 = 0,
     /// Why `node` returned null.
     failure: Status = .ok,
-    /// Set for the fill pass, over a plan `measure` already checked: `node`
-    /// reads the words without checking them again.
-    trusted: bool = false,
 
     fn reject(self: *PlanReader, code: Status) ?PlanNode {
         self.failure = code;
@@ -61,25 +58,7 @@ const PlanReader = struct {
         return value;
     }
 
-    fn trustedNode(self: *PlanReader) PlanNode {
-        const w = self.words[self.at..][0..plan_header_words];
-        const nb: usize = @intFromFloat(w[3]);
-        self.at += plan_header_words;
-        const buffers = self.words[self.at..][0..nb];
-        self.at += nb;
-        return .{
-            .length = @intFromFloat(w[0]),
-            .null_count = @intFromFloat(w[1]),
-            .offset = @intFromFloat(w[2]),
-            .n_buffers = nb,
-            .n_children = @intFromFloat(w[4]),
-            .has_dictionary = w[5] != 0,
-            .buffers = buffers,
-        };
-    }
-
     fn node(self: *PlanReader) ?PlanNode {
-        if (self.trusted) return self.trustedNode();
         if (self.at + plan_header_words > self.words.len) return self.reject(fail(.invalid_argument, "export plan ends in the middle of node {d}", .{self.nodes}));
         const w = self.words[self.at..][0..plan_header_words];
         const length = int(w[0]) orelse return self.reject(fail(.invalid_argument, "export plan node {d} has a non-integer length", .{self.nodes}));
@@ -110,58 +89,6 @@ const PlanReader = struct {
         };
     }
 };
-
-/// Pass 1: checks the plan's shape and counts structs and payload bytes.
-fn measure(reader: *PlanReader, sizer: *tree_block.Sizer, structs: *u32, depth: usize, is_root: bool) Status {
-    if (depth > validate.max_nesting_depth) return fail(.too_deep, "export plan nests deeper than {d} levels", .{validate.max_nesting_depth});
-    const node = reader.node() orelse return reader.failure;
-    if (!is_root) sizer.add(abi.ArrowArray, 1);
-    sizer.add(?*const anyopaque, node.n_buffers);
-    sizer.add(?*abi.ArrowArray, node.n_children);
-    structs.* += 1;
-    for (0..node.n_children) |_| {
-        const s = measure(reader, sizer, structs, depth + 1, false);
-        if (s != .ok) return s;
-    }
-    if (node.has_dictionary) {
-        const s = measure(reader, sizer, structs, depth + 1, false);
-        if (s != .ok) return s;
-    }
-    return .ok;
-}
-
-/// Pass 2: fills `target` and its descendants from the plan.
-fn fill(reader: *PlanReader, carver: *tree_block.Carver, block: *tree_block.Block, target: *abi.ArrowArray) void {
-    const node = reader.node().?; // measured already
-    const buffers = carver.take(?*const anyopaque, node.n_buffers);
-    for (node.buffers, buffers) |word, *slot| {
-        const address: usize = @intFromFloat(word);
-        slot.* = if (address == 0) null else @ptrFromInt(address);
-    }
-    const children = carver.take(?*abi.ArrowArray, node.n_children);
-    target.* = .{
-        .length = node.length,
-        .null_count = node.null_count,
-        .offset = node.offset,
-        .n_buffers = @intCast(node.n_buffers),
-        .n_children = @intCast(node.n_children),
-        .buffers = if (node.n_buffers == 0) null else buffers.ptr,
-        .children = if (node.n_children == 0) null else children.ptr,
-        .dictionary = null,
-        .release = releaseArray,
-        .private_data = block,
-    };
-    for (children) |*slot| {
-        const child = &carver.take(abi.ArrowArray, 1)[0];
-        fill(reader, carver, block, child);
-        slot.* = child;
-    }
-    if (node.has_dictionary) {
-        const dictionary = &carver.take(abi.ArrowArray, 1)[0];
-        fill(reader, carver, block, dictionary);
-        target.dictionary = dictionary;
-    }
-}
 
 /// The release callback of every struct this module builds.
 fn releaseArray(array: *abi.ArrowArray) callconv(.c) void {
@@ -211,15 +138,25 @@ pub const Options = struct {
 
 /// Builds the tree described by `plan` into `out`. On error `out` is left
 /// untouched (released) and nothing is allocated.
+///
+/// One pass: the block is sized by an upper bound computed from the plan's
+/// length alone (every node takes at least `plan_header_words` words, and
+/// each other word is one buffer), then the plan is checked while the tree
+/// is filled. A bad plan frees the block before any struct left it.
 pub fn build(plan: []const f64, options: Options, out: *abi.ArrowArray) Status {
+    const bound = payloadBound(plan.len);
+    const block = tree_block.Block.createUndefined(0, bound) orelse return fail(.out_of_memory, "out of memory allocating {d} bytes for an exported array", .{bound});
+    var carver = tree_block.Carver.init(block, bound);
     var reader: PlanReader = .{ .words = plan };
-    var sizer: tree_block.Sizer = .{};
     var structs: u32 = 0;
-    const measured = measure(&reader, &sizer, &structs, 0, true);
-    if (measured != .ok) return measured;
-    if (reader.at != plan.len) return fail(.invalid_argument, "export plan has {d} words after its last node", .{plan.len - reader.at});
-
-    const block = tree_block.Block.create(structs, sizer.bytes) orelse return fail(.out_of_memory, "out of memory allocating {d} bytes for an exported array", .{sizer.bytes});
+    var root: abi.ArrowArray = .empty;
+    var filled = fillChecked(&reader, &carver, block, &root, &structs, 0);
+    if (filled == .ok and reader.at != plan.len) filled = fail(.invalid_argument, "export plan has {d} words after its last node", .{plan.len - reader.at});
+    if (filled != .ok) {
+        std.c.free(block);
+        return filled;
+    }
+    block.remaining = .init(structs);
     if (options.on_free) |hook| {
         block.on_free = hook;
         block.on_free_context = options.on_free_context;
@@ -228,9 +165,59 @@ pub fn build(plan: []const f64, options: Options, out: *abi.ArrowArray) Status {
         block.on_free_context = @ptrFromInt(options.keepalive_id);
         counters.add(.live_array_exports, 1);
     }
-    var carver = tree_block.Carver.init(block, sizer.bytes);
-    reader = .{ .words = plan, .trusted = true };
-    fill(&reader, &carver, block, out);
+    out.* = root;
+    return .ok;
+}
+
+/// The most payload a plan of `words` words can need: n nodes take 6n
+/// header words and leave `words - 6n` buffer words; each node but the
+/// root needs a struct and a child (or dictionary) pointer, so the need
+/// grows with n, at most `words / 6`.
+fn payloadBound(words: usize) usize {
+    const nodes = words / plan_header_words;
+    if (nodes == 0) return 0;
+    const per_child = @sizeOf(abi.ArrowArray) + @sizeOf(?*abi.ArrowArray);
+    return (nodes - 1) * per_child + (words - nodes * plan_header_words) * @sizeOf(?*const anyopaque);
+}
+
+/// Checks the next node of the plan and fills `target` from it, then its
+/// children and dictionary (for `build`); counts the structs in `structs`.
+fn fillChecked(reader: *PlanReader, carver: *tree_block.Carver, block: *tree_block.Block, target: *abi.ArrowArray, structs: *u32, depth: usize) Status {
+    if (depth > validate.max_nesting_depth) return fail(.too_deep, "export plan nests deeper than {d} levels", .{validate.max_nesting_depth});
+    const node = reader.node() orelse return reader.failure;
+    const too_big = "export plan node {d} needs more memory than its plan's length allows";
+    const buffers = carver.takeChecked(?*const anyopaque, node.n_buffers) orelse return fail(.invalid_argument, too_big, .{reader.nodes});
+    for (node.buffers, buffers) |word, *slot| {
+        const address = PlanReader.int(word) orelse -1;
+        if (address < 0) return fail(.invalid_argument, "export plan node {d} has a buffer address that is not a non-negative integer", .{reader.nodes});
+        slot.* = if (address == 0) null else @ptrFromInt(@as(usize, @intCast(address)));
+    }
+    const children = carver.takeChecked(?*abi.ArrowArray, node.n_children) orelse return fail(.invalid_argument, too_big, .{reader.nodes});
+    structs.* += 1;
+    target.* = .{
+        .length = node.length,
+        .null_count = node.null_count,
+        .offset = node.offset,
+        .n_buffers = @intCast(node.n_buffers),
+        .n_children = @intCast(node.n_children),
+        .buffers = if (node.n_buffers == 0) null else buffers.ptr,
+        .children = if (node.n_children == 0) null else children.ptr,
+        .dictionary = null,
+        .release = releaseArray,
+        .private_data = block,
+    };
+    for (children) |*slot| {
+        const child = &(carver.takeChecked(abi.ArrowArray, 1) orelse return fail(.invalid_argument, too_big, .{reader.nodes}))[0];
+        const s = fillChecked(reader, carver, block, child, structs, depth + 1);
+        if (s != .ok) return s;
+        slot.* = child;
+    }
+    if (node.has_dictionary) {
+        const dictionary = &(carver.takeChecked(abi.ArrowArray, 1) orelse return fail(.invalid_argument, too_big, .{reader.nodes}))[0];
+        const s = fillChecked(reader, carver, block, dictionary, structs, depth + 1);
+        if (s != .ok) return s;
+        target.dictionary = dictionary;
+    }
     return .ok;
 }
 
@@ -308,6 +295,10 @@ test "a child moved out keeps the block alive until it is released too" {
 
 test "malformed plans are rejected without allocating" {
     var out: abi.ArrowArray = .empty;
+    // More children than the plan's words could describe, a bad address.
+    try testing.expectEqual(Status.invalid_argument, build(&[_]f64{ 1, 0, 0, 0, 1000, 0 }, .{}, &out));
+    try testing.expectEqual(Status.invalid_argument, build(&[_]f64{ 1, 0, 0, 1, 0, 0, -8 }, .{}, &out));
+    try testing.expectEqual(Status.invalid_argument, build(&[_]f64{ 1, 0, 0, 1, 1, 0, 0, 1, 0, 0, 0, 0 }, .{}, &out));
     try testing.expectEqual(Status.invalid_argument, build(&[_]f64{ 1, 0, 0 }, .{}, &out));
     try testing.expectEqual(Status.invalid_layout, build(&[_]f64{ -1, 0, 0, 0, 0, 0 }, .{}, &out));
     try testing.expectEqual(Status.invalid_argument, build(&[_]f64{ 1, 0, 0, 0, 0, 0, 9 }, .{}, &out));

@@ -228,32 +228,92 @@ fn buildMeasured(plan: []const u8, sized: Sized, out: *abi.ArrowSchema) Status {
     return .ok;
 }
 
-/// A schema plan checked and measured once, from which `instantiate` builds
-/// any number of trees without checking it again: the JS side keeps one per
-/// apache-arrow Schema/Field/DataType it exported (convert/export.ts).
+/// A schema plan checked and built once, from which `instantiate` makes
+/// any number of trees without reading the plan again: the JS side keeps
+/// one per apache-arrow Schema/Field/DataType it exported
+/// (convert/export.ts).
+///
+/// The template holds an image of a built tree's block payload (every
+/// struct but the root, the children arrays and the strings), with each
+/// pointer into the payload stored as an offset from its start, plus the
+/// places of those pointers (`payload_relocs`) and of the structs'
+/// `private_data` (`block_relocs`). `instantiate` is one allocation, one
+/// memcpy and one add per pointer: no parsing, no per-string copies.
 ///
 /// Ownership: whoever `create`d it (the JS schema cache, which `destroy`s it
 /// when the apache-arrow object is collected). A tree built from it owns
-/// copies of every string and never points into the template, so trees
+/// its copy of the image and never points into the template, so trees
 /// outlive it and each is released on its own, exactly once.
 pub const Template = struct {
     sized: Sized,
-    plan_len: usize,
+    /// The root struct, its pointers into the payload as offsets from the
+    /// payload start (the fields whose bit is set in `root_relocs`, one bit
+    /// per field of `root_fields`; an offset may be 0, so the bits say
+    /// which fields are set); private_data is the block, set per instance.
+    root: abi.ArrowSchema,
+    root_relocs: u8,
+    n_payload_relocs: usize,
+    n_block_relocs: usize,
 
-    fn planBytes(self: *Template) []u8 {
+    const root_fields = [_][]const u8{ "format", "name", "metadata", "children", "dictionary" };
+
+    fn tail(self: *Template) [*]u8 {
         const bytes: [*]u8 = @ptrCast(self);
-        return (bytes + @sizeOf(Template))[0..self.plan_len];
+        return bytes + @sizeOf(Template);
     }
 
-    /// A template of `plan` (copied), or an error status (nothing allocated).
+    fn image(self: *Template) []u8 {
+        return self.tail()[0..self.sized.payload_bytes];
+    }
+
+    fn relocs(self: *Template) []align(1) u32 {
+        const start = self.tail() + self.sized.payload_bytes;
+        const words: [*]align(1) u32 = @ptrCast(start);
+        return words[0 .. self.n_payload_relocs + self.n_block_relocs];
+    }
+
+    /// A template of `plan`, or an error status (nothing kept).
     pub fn create(plan: []const u8, out: *?*Template) Status {
         var sized: Sized = undefined;
         const measured = measurePlan(plan, &sized);
         if (measured != .ok) return measured;
-        const memory = std.c.malloc(@sizeOf(Template) + plan.len) orelse return fail(.out_of_memory, "out of memory keeping a schema plan of {d} bytes", .{plan.len});
+        if (sized.payload_bytes > std.math.maxInt(u32)) return fail(.invalid_argument, "schema plan needs {d} bytes, more than a template holds", .{sized.payload_bytes});
+        // Build one tree, then record where its pointers are.
+        var root: abi.ArrowSchema = .empty;
+        const built = buildMeasured(plan, sized, &root);
+        if (built != .ok) return built;
+        defer root.release.?(&root);
+        const block: *tree_block.Block = @ptrCast(@alignCast(root.private_data.?));
+        const base = @intFromPtr(block.payload());
+        var finder: RelocFinder = .{ .base = base, .end = base + sized.payload_bytes, .block = block };
+        defer finder.payload.deinit(std.heap.c_allocator);
+        defer finder.blocks.deinit(std.heap.c_allocator);
+        if (!finder.visitChildren(&root)) return fail(.out_of_memory, "out of memory making a schema template", .{});
+        const n_relocs = finder.payload.items.len + finder.blocks.items.len;
+        const memory = std.c.malloc(@sizeOf(Template) + sized.payload_bytes + n_relocs * @sizeOf(u32)) orelse return fail(.out_of_memory, "out of memory keeping a schema template of {d} bytes", .{sized.payload_bytes});
         const template: *Template = @ptrCast(@alignCast(memory));
-        template.* = .{ .sized = sized, .plan_len = plan.len };
-        @memcpy(template.planBytes(), plan);
+        template.* = .{ .sized = sized, .root = root, .root_relocs = 0, .n_payload_relocs = finder.payload.items.len, .n_block_relocs = finder.blocks.items.len };
+        const copy = template.image();
+        @memcpy(copy, block.payload()[0..sized.payload_bytes]);
+        for (finder.payload.items) |at| {
+            const word: *align(1) usize = @ptrCast(copy.ptr + at);
+            word.* -= base;
+        }
+        for (finder.blocks.items) |at| {
+            const word: *align(1) usize = @ptrCast(copy.ptr + at);
+            word.* = 0;
+        }
+        @memcpy(template.relocs()[0..finder.payload.items.len], finder.payload.items);
+        @memcpy(template.relocs()[finder.payload.items.len..], finder.blocks.items);
+        inline for (root_fields, 0..) |field, bit| {
+            const address = @intFromPtr(@field(template.root, field));
+            if (address != 0) {
+                std.debug.assert(address >= base and address <= finder.end);
+                @field(template.root, field) = @ptrFromInt(address - base);
+                template.root_relocs |= 1 << bit;
+            }
+        }
+        template.root.private_data = null;
         out.* = template;
         return .ok;
     }
@@ -264,7 +324,73 @@ pub const Template = struct {
 
     /// Builds a new, independent tree into `out` (as `build`).
     pub fn instantiate(self: *Template, out: *abi.ArrowSchema) Status {
-        return buildMeasured(self.planBytes(), self.sized, out);
+        const payload_bytes = self.sized.payload_bytes;
+        const block = tree_block.Block.createUndefined(self.sized.structs, payload_bytes) orelse return fail(.out_of_memory, "out of memory allocating an exported schema", .{});
+        block.on_free = finishSchema;
+        counters.add(.live_schema_exports, 1);
+        const payload = block.payload();
+        const base = @intFromPtr(payload);
+        @memcpy(payload[0..payload_bytes], self.image());
+        const all = self.relocs();
+        for (all[0..self.n_payload_relocs]) |at| {
+            const word: *align(1) usize = @ptrCast(payload + at);
+            word.* += base;
+        }
+        for (all[self.n_payload_relocs..]) |at| {
+            const word: *align(1) usize = @ptrCast(payload + at);
+            word.* = @intFromPtr(block);
+        }
+        var root = self.root;
+        inline for (root_fields, 0..) |field, bit| {
+            if (self.root_relocs & (1 << bit) != 0) @field(root, field) = @ptrFromInt(@intFromPtr(@field(root, field)) + base);
+        }
+        root.private_data = block;
+        out.* = root;
+        return .ok;
+    }
+};
+
+/// Collects, for `Template.create`, the payload offsets of every pointer
+/// into the payload and of every `private_data` in a freshly built tree.
+const RelocFinder = struct {
+    base: usize,
+    end: usize,
+    block: *tree_block.Block,
+    payload: std.ArrayList(u32) = .empty,
+    blocks: std.ArrayList(u32) = .empty,
+
+    fn offsetOf(self: *RelocFinder, place: usize) u32 {
+        return @intCast(place - self.base);
+    }
+
+    /// Records `place` unless it holds NULL: every pointer field a tree
+    /// built from a plan sets points into its own payload.
+    fn pointer(self: *RelocFinder, place: usize, value: usize) bool {
+        if (value == 0) return true;
+        std.debug.assert(value >= self.base and value <= self.end);
+        self.payload.append(std.heap.c_allocator, self.offsetOf(place)) catch return false;
+        return true;
+    }
+
+    /// Records the pointers of `schema`'s children and dictionary (which
+    /// live in the payload), recursively; not those of `schema` itself.
+    fn visitChildren(self: *RelocFinder, schema: *abi.ArrowSchema) bool {
+        if (schema.children) |children| {
+            for (children[0..@intCast(schema.n_children)]) |*slot| {
+                if (!self.pointer(@intFromPtr(slot), @intFromPtr(slot.*))) return false;
+                if (!self.visitStruct(slot.*.?)) return false;
+            }
+        }
+        if (schema.dictionary) |dictionary| return self.visitStruct(dictionary);
+        return true;
+    }
+
+    fn visitStruct(self: *RelocFinder, schema: *abi.ArrowSchema) bool {
+        inline for (Template.root_fields) |field| {
+            if (!self.pointer(@intFromPtr(&@field(schema, field)), @intFromPtr(@field(schema, field)))) return false;
+        }
+        self.blocks.append(std.heap.c_allocator, self.offsetOf(@intFromPtr(&schema.private_data))) catch return false;
+        return self.visitChildren(schema);
     }
 };
 
@@ -329,6 +455,62 @@ test "a template builds independent trees, each released once, that outlive it" 
     a.release.?(&a);
     try std.testing.expectEqualStrings("u", std.mem.span(b.children.?[0].?.format.?));
     b.release.?(&b);
+    try std.testing.expectEqual(before, counters.get(.live_schema_exports));
+}
+
+test "template instances relocate every pointer: nested children, a dictionary, metadata, a child moved out" {
+    const allocator = std.testing.allocator;
+    var plan: std.ArrayList(u8) = .empty;
+    defer plan.deinit(allocator);
+    try appendNode(&plan, allocator, "+s", "", "\x01\x00\x00\x00\x01\x00\x00\x00k\x01\x00\x00\x00v", 0, 2, false);
+    try appendNode(&plan, allocator, "+l", "list", null, abi.flag_nullable, 1, false);
+    try appendNode(&plan, allocator, "i", "item", null, abi.flag_nullable, 0, false);
+    try appendNode(&plan, allocator, "i", "colors", null, abi.flag_nullable, 0, true);
+    try appendNode(&plan, allocator, "u", null, null, 0, 0, false);
+    var maybe: ?*Template = null;
+    try std.testing.expectEqual(Status.ok, Template.create(plan.items, &maybe));
+    const template = maybe.?;
+    defer template.destroy();
+    const before = counters.get(.live_schema_exports);
+    var trees: [2]abi.ArrowSchema = .{ .empty, .empty };
+    for (&trees) |*tree| try std.testing.expectEqual(Status.ok, template.instantiate(tree));
+    for (trees) |tree| {
+        const block: *tree_block.Block = @ptrCast(@alignCast(tree.private_data.?));
+        const start = @intFromPtr(block);
+        const end = start + block.total_bytes;
+        const inside = struct {
+            fn check(lo: usize, hi: usize, address: usize) !void {
+                try std.testing.expect(address > lo and address < hi);
+            }
+        }.check;
+        try inside(start, end, @intFromPtr(tree.format.?));
+        try inside(start, end, @intFromPtr(tree.metadata.?));
+        try inside(start, end, @intFromPtr(tree.children.?));
+        const list = tree.children.?[0].?;
+        const colors = tree.children.?[1].?;
+        try inside(start, end, @intFromPtr(list));
+        try std.testing.expectEqual(tree.private_data, list.private_data);
+        try std.testing.expectEqual(tree.private_data, list.children.?[0].?.private_data);
+        try std.testing.expectEqual(tree.private_data, colors.dictionary.?.private_data);
+        try std.testing.expectEqualStrings("+l", std.mem.span(list.format.?));
+        try std.testing.expectEqualStrings("item", std.mem.span(list.children.?[0].?.name.?));
+        try std.testing.expectEqualStrings("colors", std.mem.span(colors.name.?));
+        try std.testing.expectEqualStrings("u", std.mem.span(colors.dictionary.?.format.?));
+        try std.testing.expect(colors.dictionary.?.name == null);
+        try std.testing.expect(list.metadata == null and list.dictionary == null);
+        try std.testing.expectEqual(@as(u8, 'k'), tree.metadata.?[8]);
+        try std.testing.expectEqual(abi.flag_nullable, colors.flags);
+    }
+    try std.testing.expect(trees[0].private_data != trees[1].private_data);
+    // Move a child out of the first tree: the block outlives the root's release.
+    const slot = trees[0].children.?[1].?;
+    var moved = slot.*;
+    slot.release = null;
+    trees[0].release.?(&trees[0]);
+    try std.testing.expectEqual(before + 2, counters.get(.live_schema_exports));
+    try std.testing.expectEqualStrings("colors", std.mem.span(moved.name.?));
+    moved.release.?(&moved);
+    trees[1].release.?(&trees[1]);
     try std.testing.expectEqual(before, counters.get(.live_schema_exports));
 }
 

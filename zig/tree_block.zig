@@ -33,6 +33,16 @@ pub const Block = struct {
         return block;
     }
 
+    /// Like `create`, without zeroing the payload: for a caller that writes
+    /// every byte it carves (schema templates copy a whole image in).
+    pub fn createUndefined(struct_count: u32, payload_bytes: usize) ?*Block {
+        const total = header_bytes + payload_bytes;
+        const memory = std.c.malloc(total) orelse return null;
+        const block: *Block = @ptrCast(@alignCast(memory));
+        block.* = .{ .remaining = .init(struct_count), .total_bytes = total };
+        return block;
+    }
+
     pub fn payload(self: *Block) [*]u8 {
         const bytes: [*]u8 = @ptrCast(self);
         return bytes + header_bytes;
@@ -66,6 +76,16 @@ pub const Carver = struct {
     pub fn init(block: *Block, payload_bytes: usize) Carver {
         const start = block.payload();
         return .{ .next = start, .end = start + payload_bytes };
+    }
+
+    /// Like `take`, for a caller that sized the payload by an upper bound
+    /// that a bad plan may exceed: null (nothing taken) if `n` items do not
+    /// fit.
+    pub fn takeChecked(self: *Carver, comptime T: type, n: usize) ?[]T {
+        const address = std.mem.alignForward(usize, @intFromPtr(self.next), @alignOf(T));
+        const room = @intFromPtr(self.end) -| address;
+        if (address > @intFromPtr(self.end) or n > room / @sizeOf(T)) return null;
+        return self.take(T, n);
     }
 
     pub fn take(self: *Carver, comptime T: type, n: usize) []T {

@@ -266,6 +266,37 @@ const zeroOffset = new BigInt64Array(1);
 
 const noChildren: readonly Data[] = Object.freeze([]);
 
+/** What the planner learnt about a JS view it exported: the address of its
+ * first byte, its byteOffset and the import owner under it (undefined: JS
+ * memory). Reading `view.buffer`, `detached`, the owner map and `ptr` cost
+ * ~100 ns per buffer; a view exported again (every export of the same
+ * batch, or of batches sharing columns) costs one WeakMap lookup. All three
+ * hold for as long as the view is attached: the address is pinned once
+ * `view.buffer` was read (addressOf) and an ArrayBuffer's memory never
+ * moves while attached, and detaching (an import's dispose(), `transfer`)
+ * makes every view of it read byteLength 0, which `facts` checks before
+ * trusting an entry. Weak: an entry goes with its view. */
+type ViewFacts = { address: number; byteOffset: number; owner: number | undefined };
+const viewFacts = new WeakMap<object, ViewFacts>();
+
+/** What a flat primitive node (Int, Float, temporal, decimal, fixed-size
+ * binary) planned at C offset 0 pushed, by its Data: exporting the same
+ * Data again (the same batch, or batches sharing columns) pushes the same
+ * words after checking, by identity, everything they came from (type,
+ * length, null count, bitmap and values views, each still attached). */
+type Leaf = {
+  type: DataType;
+  length: number;
+  nullCount: number;
+  nullBitmap: unknown;
+  values: unknown;
+  nulls: number;
+  bitmap: NodeJS.ArrayBufferView | null;
+  bitmapAddress: number;
+  valuesAddress: number;
+};
+const leaves = new WeakMap<Data, Leaf>();
+
 class ArrayPlanner {
   /** Everything C will point at, for the keepalive registry. */
   retained: unknown[] = [];
@@ -277,37 +308,54 @@ class ArrayPlanner {
    * before its children are planned). */
   private nBuffers = 0;
 
-  /** Notes `view`'s import owner, if it is a view of imported memory;
-   * refuses a view whose import was disposed. Reading `view.buffer` here
-   * also pins its bytes (see addressOf). */
-  private source(view: NodeJS.ArrayBufferView): void {
+  /** What `view` exports as (its address, byteOffset and import owner),
+   * noting its import owner; null for an empty view. Refuses a view whose
+   * import was disposed. Looked up in `viewFacts` for a view exported
+   * before, else learnt (see ViewFacts). */
+  private facts(view: NodeJS.ArrayBufferView): ViewFacts | null {
+    // A detached view reads byteLength 0, so a non-empty one is attached
+    // and what was learnt about it still holds.
+    if (view.byteLength !== 0) {
+      const known = viewFacts.get(view);
+      if (known !== undefined) {
+        if (known.owner !== undefined && !this.owners.includes(known.owner)) this.owners.push(known.owner);
+        return known;
+      }
+    }
+    // Reading `view.buffer` also pins its bytes (see addressOf).
     const buffer = view.buffer as ArrayBuffer;
     if (buffer.detached) throw new ReleasedError(Status.released, "cannot export data converted from an import that was disposed: its buffers are detached");
     const owner = importOwnerOf(buffer);
     if (owner !== undefined && !this.owners.includes(owner)) this.owners.push(owner);
+    if (view.byteLength === 0) return null;
+    const learnt: ViewFacts = { address: addressOf(view), byteOffset: view.byteOffset, owner };
+    viewFacts.set(view, learnt);
+    return learnt;
   }
 
-  /** Address of a buffer exported `backSlots` slots before its JS start;
-   * null when that memory is not in the same ArrayBuffer. */
   /** The offsets buffer of a variable-size or list node (see zeroOffset). */
   private offsets(offsets: Int32Array | BigInt64Array | undefined, lead: number, length: number): number | null {
     if (length === 0 && (!offsets || offsets.length === 0)) return this.keep(zeroOffset);
     return this.backed(offsets, lead * (offsets?.BYTES_PER_ELEMENT ?? 0));
   }
 
+  /** Address of a buffer exported `backBytes` bytes before its JS start;
+   * null when that memory is not in the same ArrayBuffer. */
   private backed(view: NodeJS.ArrayBufferView | undefined, backBytes: number): number | null {
-    if (view) this.source(view);
-    if (!view || view.byteLength === 0) return 0;
-    if (view.byteOffset < backBytes) return null;
+    if (!view) return 0;
+    const facts = this.facts(view);
+    if (facts === null) return 0;
+    if (facts.byteOffset < backBytes) return null;
     this.retained.push(view);
-    return addressOf(view) - backBytes;
+    return facts.address - backBytes;
   }
 
   private keep(view: NodeJS.ArrayBufferView | undefined | null): number {
-    if (view) this.source(view);
-    if (!view || view.byteLength === 0) return 0;
+    if (!view) return 0;
+    const facts = this.facts(view);
+    if (facts === null) return 0;
     this.retained.push(view);
-    return addressOf(view);
+    return facts.address;
   }
 
   /** Pushes one buffer address of the current node; false for null (the
@@ -329,25 +377,85 @@ class ArrayPlanner {
     return this.buffer(this.keep(shiftBits(bitmap, data.offset, data.length, 0)));
   }
 
+  /** Records what `tryNode` just planned for `data`, a flat primitive
+   * node at C offset 0 (its header at `header`), for `leafAgain`. */
+  private rememberLeaf(data: Data, header: number): void {
+    const bitmapAddress = planWords[header + 6];
+    const valuesAddress = planWords[header + 7];
+    if (valuesAddress === 0) return; // nothing to point at: not worth a shortcut
+    leaves.set(data, {
+      type: data.type,
+      length: data.length,
+      nullCount: (data as unknown as { _nullCount: number })._nullCount,
+      nullBitmap: data.nullBitmap,
+      values: data.values,
+      nulls: planWords[header + 1],
+      // validity() exported the node's own bitmap (not re-based) or NULL.
+      bitmap: bitmapAddress === 0 ? null : data.nullBitmap as NodeJS.ArrayBufferView,
+      bitmapAddress,
+      valuesAddress,
+    });
+  }
+
+  /** Plans `data` again the way `rememberLeaf` recorded it, if nothing it
+   * depends on changed; false (nothing pushed) otherwise. */
+  private leafAgain(data: Data): boolean {
+    const leaf = leaves.get(data);
+    if (leaf === undefined) return false;
+    const values = data.values as NodeJS.ArrayBufferView;
+    if (data.type !== leaf.type || data.length !== leaf.length || values !== leaf.values || data.nullBitmap !== leaf.nullBitmap) return false;
+    if ((data as unknown as { _nullCount: number })._nullCount !== leaf.nullCount) return false;
+    // Detached views read byteLength 0: then the full path refuses them.
+    if (values.byteLength === 0 || (leaf.bitmap !== null && leaf.bitmap.byteLength === 0)) return false;
+    const owners = this.owners;
+    const valuesFacts = viewFacts.get(values);
+    if (valuesFacts?.owner !== undefined && !owners.includes(valuesFacts.owner)) owners.push(valuesFacts.owner);
+    if (leaf.bitmap !== null) {
+      const bitmapFacts = viewFacts.get(leaf.bitmap);
+      if (bitmapFacts?.owner !== undefined && !owners.includes(bitmapFacts.owner)) owners.push(bitmapFacts.owner);
+      this.retained.push(leaf.bitmap);
+    }
+    this.retained.push(values);
+    push(data.length);
+    push(leaf.nulls);
+    push(0);
+    push(2);
+    push(0);
+    push(0);
+    push(leaf.bitmapAddress);
+    push(leaf.valuesAddress);
+    return true;
+  }
+
   /** Plans `data` as a child whose parent adds `shift` to its index.
    * Returns false (having pushed nothing) if it cannot be exported under
    * that shift; then the parent re-bases itself so the shift is 0. */
   node(data: Data, shift: number): boolean {
+    // No try/finally around the depth (it kept this path from being
+    // optimized well): a throw ends the whole plan, and planKeepalive
+    // resets the depth before the next one.
     if (++this.depth > maxNestingDepth) throw new TooDeepError(Status.too_deep, `array nests deeper than ${maxNestingDepth} levels`);
-    try {
-      const mark = planLength;
-      const retainedMark = this.retained.length;
-      // An empty array is always exported at offset 0: nothing to point at.
-      if (data.length > 0 && this.tryNode(data, data.offset - shift, false)) return true;
-      planLength = mark;
-      this.retained.length = retainedMark;
-      if (shift !== 0) return false;
-      const rebased = this.tryNode(data, 0, true);
-      if (!rebased) throw new UnsupportedError(Status.internal, `could not export type id ${data.type.typeId} at offset ${data.offset}`);
-      return true;
-    } finally {
+    if (shift === 0 && data.offset === 0 && this.leafAgain(data)) {
       this.depth--;
+      return true;
     }
+    const mark = planLength;
+    const retainedMark = this.retained.length;
+    // An empty array is always exported at offset 0: nothing to point at.
+    if (data.length > 0 && this.tryNode(data, data.offset - shift, false)) {
+      this.depth--;
+      return true;
+    }
+    planLength = mark;
+    this.retained.length = retainedMark;
+    if (shift !== 0) {
+      this.depth--;
+      return false;
+    }
+    const rebased = this.tryNode(data, 0, true);
+    if (!rebased) throw new UnsupportedError(Status.internal, `could not export type id ${data.type.typeId} at offset ${data.offset}`);
+    this.depth--;
+    return true;
   }
 
   /** Plans one node with C offset `offset`. `rebase`: the node's JS
@@ -405,6 +513,7 @@ class ArrayPlanner {
       case Type.Dictionary: {
         if (!this.validity(data, rebase, nulls)) return false;
         if (!this.buffer(this.backed(data.values as NodeJS.TypedArray, lead === 0 ? 0 : lead * slotBytes(data)))) return false;
+        if (typeId !== Type.Dictionary && offset === 0 && lead0 === 0 && !rebase) this.rememberLeaf(data, header);
         break;
       }
       case Type.Binary: case Type.Utf8: case Type.LargeBinary: case Type.LargeUtf8: {
@@ -588,7 +697,8 @@ function planKeepalive(data: Data): number {
   planLength = 0;
   const retained: unknown[] = [];
   planner.retained = retained;
-  planner.owners.length = 0;
+  // (Setting an array's length costs a runtime call even when it is 0.)
+  if (planner.owners.length !== 0) planner.owners.length = 0;
   planner.depth = 0;
   try {
     planner.node(data, 0);
