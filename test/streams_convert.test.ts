@@ -61,6 +61,55 @@ describe("RecordBatch iterators over C streams", () => {
     expect(kept[1].getChild("a")!.get(1)).toBe(1001);
   });
 
+  test("recordBatches after nextAsync takes the batch read ahead first, then pulls the rest on the JS thread", async () => {
+    using slot = cStream(1, 4, 2);
+    const stream = ImportedStream.fromDeviceArrayStream(slot.stream);
+    const first = (await stream.nextAsync())!;
+    expect(first.root.child(0).buffer(1)[0]).toBe(0);
+    first.dispose();
+    const rest = [...recordBatches(stream)].map((batch) => [...batch.getChild("a")!.toArray()]);
+    expect(rest).toEqual([[1000, 1001], [2000, 2001], [3000, 3001]]);
+    expect(streamPeer.sp_stream_releases()).toBe(1n);
+    expect(stream.released).toBe(true);
+  });
+
+  test("every validation level converts a stream's batches alike (the per-stream plan, or the generic path where sizes are unknown), nulls and zero-length batches included", async () => {
+    const sources: ReturnType<typeof streamPeer.sp_repeat_new>[] = [];
+    const read = (rows: number, validation: "none" | "minimal" | "default" | "full") => {
+      const source = streamPeer.sp_repeat_new(3, rows)!;
+      sources.push(source);
+      using slot = new ExportedStream("stream", "C stream slot");
+      streamPeer.sp_repeat_stream(source, slot.stream);
+      const stream = ImportedStream.fromArrayStream(slot.stream, { validation });
+      return [...recordBatches(stream)].map((batch) => ({
+        fields: batch.schema.fields.map((f) => `${f.name}: ${f.type}`),
+        rows: batch.numRows,
+        a: [...batch.getChild("a")!.toArray()],
+        b: [...batch.getChild("b")!],
+        bNulls: batch.getChild("b")!.nullCount,
+      }));
+    };
+    try {
+      for (const rows of [0, 9]) {
+        const expected = read(rows, "default");
+        expect(expected.length).toBe(3);
+        if (rows === 9) {
+          expect(expected[0].fields).toEqual(["a: Int32", "b: Float64"]);
+          expect(expected[0].a).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8]);
+          expect(expected[0].b).toEqual([0, 0.5, 1, null, 2, 2.5, 3, null, 4]);
+          expect(expected[0].bNulls).toBe(2);
+        } else {
+          expect(expected.map((batch) => batch.rows)).toEqual([0, 0, 0]);
+        }
+        for (const validation of ["none", "minimal", "full"] as const) expect(read(rows, validation)).toEqual(expected);
+      }
+    } finally {
+      // Each batch is released once its views are collected.
+      expect(await collectUntil(() => sources.every((source) => streamPeer.sp_repeat_live_batches(source) === 0n))).toBe(true);
+      for (const source of sources) streamPeer.sp_repeat_free(source);
+    }
+  });
+
   test("a failing get_next throws StreamError with the producer's text and releases once", () => {
     using slot = cStream(1, 5, 1, { failAt: 3, message: "the producer gave up" });
     const got: number[] = [];

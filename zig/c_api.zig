@@ -1170,3 +1170,27 @@ export fn abd_stream_export_deliver_array(producer: *stream_export.Producer, sch
     const a = array orelse return code(status.fail(.invalid_argument, "array pointer is NULL", .{}));
     return code(stream_export.deliverArray(producer, schema, a));
 }
+
+// ---------------------------------------------------------------------------
+// Stream pulls in one call (issue 13): get_next, validation and the owner
+// snapshot a JS handle reads, for a stream read on the JS thread.
+// ---------------------------------------------------------------------------
+
+/// `abd_stream_import_next`, then `abd_owner_snapshot(owner, out, capacity,
+/// 2)` of the new batch: `head[0]` is the owner (0 at the end), `head[1]`
+/// the words its snapshot needs (0 at the end). The owner's reference (the
+/// caller's) stays a plain one. When the snapshot did not fit, nothing was
+/// written to `out`: call `abd_owner_snapshot` with room.
+export fn abd_stream_import_next_snapshot(imported: *stream_import.Imported, level: c_int, out: [*]f64, capacity: u32, head: [*]f64) c_int {
+    head[0] = 0;
+    head[1] = 0;
+    const lvl = levelFrom(level) orelse return code(status.fail(.invalid_argument, "validation level {d} is not 0..3", .{level}));
+    var owner: ?*Owner = null;
+    const s = stream_import.next(imported, lvl, &owner);
+    if (s != .ok) return code(s);
+    if (owner) |o| {
+        head[0] = @floatFromInt(@intFromPtr(o));
+        head[1] = @floatFromInt(abd_owner_snapshot(o, out, capacity, 2));
+    }
+    return code(s);
+}

@@ -570,6 +570,12 @@ void abd_async_producer_send_error(abd_async_producer* producer, int code, const
                                    const char* metadata);
 void abd_async_producer_release(abd_async_producer* producer);
 
+/* abd_stream_import_next, then abd_owner_snapshot(owner, out, capacity, 2) of
+ * the new batch, in one call: head[0] = owner (0 at the end), head[1] = the
+ * words its snapshot needs (nothing written to out when over capacity). */
+abd_status abd_stream_import_next_snapshot(abd_imported_stream* stream, int level, double* out,
+                                           uint32_t capacity, double* head);
+
 #ifdef __cplusplus
 }
 #endif

@@ -39,4 +39,5 @@ export const streamSymbols = {
 
   abd_stream_to_device: { args: [ptr, ptr], returns: i32 },
   abd_stream_from_device: { args: [ptr, ptr], returns: i32 },
+  abd_stream_import_next_snapshot: { args: [ptr, i32, ptr, u32, ptr], returns: i32 },
 } as const;

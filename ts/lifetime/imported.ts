@@ -219,6 +219,22 @@ type SnapshotReference = (typeof SnapshotReference)[keyof typeof SnapshotReferen
  * a row usually have one shape). */
 let snapshotGuess = 256;
 
+/** A new array for a snapshot, of the size the last one needed. */
+export function snapshotWords(): Float64Array {
+  return new Float64Array(snapshotGuess);
+}
+
+/** After a snapshot into `words` that needed `needed` words (written only
+ * when they fit): the words to keep, re-taken (adoptPlain) when they did
+ * not fit. */
+export function completeSnapshot(owner: number, words: Float64Array, needed: number): Float64Array {
+  snapshotGuess = needed;
+  if (needed <= words.length) return words;
+  const bigger = new Float64Array(needed);
+  native.abd_owner_snapshot(asPointer(owner), bigger, needed, SnapshotReference.adoptPlain);
+  return bigger;
+}
+
 /** The owner's info words, node table and buffer table, copied into a new
  * array (longer than needed when the guess was); pays for the handle's
  * anchor view (see the constructor). */
@@ -290,7 +306,7 @@ export class ImportedArray implements Disposable {
   /** Takes `window` of `owner` (null: the whole array). The caller holds a
    * reference for the duration of the call; `adoptImportReference` says it
    * is the import's own, which this handle then drops. */
-  private constructor(token: symbol, owner: number, window: Window | null, kind: string, adoptImportReference: boolean, transient = false) {
+  private constructor(token: symbol, owner: number, window: Window | null, kind: string, adoptImportReference: boolean, transient = false, snapshot: Float64Array | null = null) {
     // Private in TS, reachable from JS: only this module may make one (an
     // owner address from elsewhere could be anything).
     if (token !== internalToken) throw argumentError("ImportedArray", "the constructor", "not called: use ImportedArray.fromArray or fromDeviceArray", token);
@@ -310,7 +326,10 @@ export class ImportedArray implements Disposable {
     // a plain one instead: no anchor to make and detach.
     if (transient && !adoptImportReference) throw argumentError("ImportedArray", "transient", "only with the import's own reference", transient);
     const reference = transient ? SnapshotReference.adoptPlain : adoptImportReference ? SnapshotReference.adoptForAnchor : SnapshotReference.retainForAnchor;
-    const info = ownerSnapshot(owner, reference);
+    // A given snapshot was taken with the pull (adoptPlain, see
+    // `adoptSnapshot`): only a transient handle may take one.
+    if (snapshot !== null && !transient) throw argumentError("ImportedArray", "snapshot", "only for a transient handle", snapshot);
+    const info = snapshot ?? ownerSnapshot(owner, reference);
     this.#info = info;
     this.#buffersAt = ownerInfoWords + info[OwnerInfoWord.node_count] * nodeStride;
     if (transient) this.#plainReference = true;
@@ -399,6 +418,14 @@ export class ImportedArray implements Disposable {
   static adoptOwner(owner: number, transient = false): ImportedArray {
     booleanArg("ImportedArray.adoptOwner", "transient", transient);
     return new ImportedArray(internalToken, addressArg("ImportedArray.adoptOwner", "owner", owner), null, "ImportedArray", true, transient);
+  }
+
+  /** @internal `adoptOwner(owner, true)` for a batch whose snapshot was
+   * taken by the pull itself (abd_stream_import_next_snapshot: the import's
+   * reference kept as a plain one). The handle keeps `words`. */
+  static adoptSnapshot(owner: number, words: Float64Array): ImportedArray {
+    if (!(words instanceof Float64Array)) throw argumentError("ImportedArray.adoptSnapshot", "words", "a Float64Array", words);
+    return new ImportedArray(internalToken, addressArg("ImportedArray.adoptSnapshot", "owner", owner), null, "ImportedArray", true, true, words);
   }
 
   /** Like `fromDeviceArray` for a plain `ArrowArray*` (a CPU array). */
@@ -654,6 +681,14 @@ export class ImportedArray implements Disposable {
       byAddress.set(address, this.#wrapView(index, address, table[at + index * bufferStride + BufferWord.size_bytes], unpaid));
     }
     for (const i of wanted) views[i] = byAddress.get(table[at + i * bufferStride + BufferWord.address])!;
+  }
+
+  /** @internal The views made so far, by buffer index (after
+   * `prefetchAll()`: every buffer with a size, an address and bytes;
+   * undefined for the others). Read-only. */
+  prefetchedViews(): readonly (ArrayBuffer | undefined)[] {
+    this.#live();
+    return this.#views;
   }
 
   /** Number of buffers in the owner's table (every node's, preorder). */

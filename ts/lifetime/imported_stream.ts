@@ -29,7 +29,7 @@ import {
 import { check, lastError, native } from "../ffi/library.ts";
 import { reportLeak, track, untrack } from "./debug.ts";
 import { ExportedStream, type StreamKind } from "./exported_stream.ts";
-import { ImportedArray, type ImportOptions } from "./imported.ts";
+import { ImportedArray, completeSnapshot, snapshotWords, type ImportOptions } from "./imported.ts";
 import { JsWorkTag, jsWorkSpin, onJsWork } from "./js_queue.ts";
 import { withStreamCapsule } from "../protocol/consume.ts";
 import { ArrowCDeviceStream, ArrowCStream, isStreamProducer, type ArrowCapsule, type ProtocolOptions, type StreamProducer } from "../protocol/symbols.ts";
@@ -56,6 +56,8 @@ onJsWork(JsWorkTag.stream_import_pulled, (serial) => {
 const PullState = { idle: 0, queued: 1, running: 2, ready: 3 } as const;
 
 const words = new Float64Array(4);
+/** abd_stream_import_next_snapshot's head: owner, snapshot words needed. */
+const pulledHead = new Float64Array(2);
 const errnoOut = new Int32Array(1);
 
 function inFlight(): InvalidArgumentError {
@@ -85,6 +87,10 @@ export class ImportedStream implements Disposable, Iterable<ImportedArray>, Asyn
   readonly #serial: number;
   readonly #level: number;
   #pending: PendingPull | null = null;
+  /** Set by the first `nextAsync()`: from then on a background pull may be
+   * ready or running, which the sync pull must look at first. Before it,
+   * the sync pull is one native call (get_next + validation + snapshot). */
+  #pulledAsync = false;
 
   private constructor(handle: number, level: number) {
     native.abd_stream_import_info(handle as Pointer, words);
@@ -218,12 +224,27 @@ export class ImportedStream implements Disposable, Iterable<ImportedArray>, Asyn
 
   #next(transient: boolean): ImportedArray | null {
     const handle = this.#idle();
+    if (transient && !this.#pulledAsync) return this.#nextSnapshot(handle);
     const state = native.abd_stream_import_pull_state(handle as Pointer);
     if (state === PullState.ready) return this.#take(handle, false);
     if (state !== PullState.idle) throw inFlight();
     const status = native.abd_stream_import_next(handle as Pointer, this.#level, words);
     if (status !== 0) throw this.#error(status);
     return words[0] === 0 ? null : ImportedArray.adoptOwner(words[0], transient);
+  }
+
+  /** A transient pull in one native call (no background pull was ever
+   * started, so none can be ready or running): the batch's owner comes
+   * with its snapshot, and the handle keeps the import's reference as a
+   * plain one (ImportedArray.adoptSnapshot). */
+  #nextSnapshot(handle: number): ImportedArray | null {
+    let table = snapshotWords();
+    const status = native.abd_stream_import_next_snapshot(handle as Pointer, this.#level, table, table.length, pulledHead);
+    if (status !== 0) throw this.#error(status);
+    const owner = pulledHead[0];
+    if (owner === 0) return null;
+    table = completeSnapshot(owner, table, pulledHead[1]);
+    return ImportedArray.adoptSnapshot(owner, table);
   }
 
   /** Takes the finished background pull; then, with `readAhead`, starts
@@ -244,6 +265,7 @@ export class ImportedStream implements Disposable, Iterable<ImportedArray>, Asyn
    * slower than the producer waits for nothing. One call at a time. */
   nextAsync(): Promise<ImportedArray | null> {
     const handle = this.#idle();
+    this.#pulledAsync = true;
     const state = native.abd_stream_import_pull_state(handle as Pointer);
     if (state === PullState.ready) return this.#takeNow(handle);
     if (state === PullState.idle) check(native.abd_stream_import_pull(handle as Pointer, this.#level));
