@@ -71,8 +71,11 @@ function query(db: DuckDB, sql: string): { table: Table; zeroCopy: boolean } {
 
 {
   // The mistake the library catches: threads >= 2, query on the JS thread.
+  // A hundred small batches, so that DuckDB's workers share the scan (with
+  // few batches the JS thread may read them all before any worker asks).
   using db = new DuckDB({ threads: "4" });
-  using ordersStream = register(db, "orders", orders);
+  const smallBatches = new Table(Array.from({ length: 100 }, (_, k) => orders.slice(k * 100, (k + 1) * 100).batches[0]!));
+  using ordersStream = register(db, "orders", smallBatches);
   try {
     callBlocking(() => query(db, "select sum(amount) from orders"));
     console.log("no deadlock risk this time (DuckDB pulled on the JS thread only)");

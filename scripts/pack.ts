@@ -18,7 +18,7 @@
  *
  * Prints one tarball path per line on stdout.
  */
-import { copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { libraryFileName, platformId, platformIds, platformPackage } from "../ts/ffi/platform.ts";
 
@@ -77,11 +77,29 @@ export function writePlatformPackage(id: string, version: string): string {
   return dir;
 }
 
+/** The newest modification time of the native sources (zig/, build.zig,
+ * the C header): a library built before it may lack symbols the JS needs. */
+function nativeSourcesTime(): number {
+  const files = [join(root, "build.zig"), join(root, "lib", "include", "arrow_device.h")];
+  for (const name of readdirSync(join(root, "zig"), { recursive: true }) as string[]) {
+    if (name.endsWith(".zig")) files.push(join(root, "zig", name));
+  }
+  return Math.max(...files.filter((f) => existsSync(f)).map((f) => statSync(f).mtimeMs));
+}
+
 /** The built library for `id`: dist/native/<id>/, or for the host the
- * development build under lib/. */
+ * development build under lib/. A dist build older than the native
+ * sources is stale (a later change to zig/ was not cross-built): it is
+ * skipped with a message, never packed. */
 function builtLibrary(id: string): string | undefined {
   const file = libraryFileName(platformFields(id).os);
-  const candidates = [join(root, "dist", "native", id, file)];
+  const dist = join(root, "dist", "native", id, file);
+  const candidates: string[] = [];
+  if (existsSync(dist) && statSync(dist).mtimeMs < nativeSourcesTime()) {
+    console.error(`pack: ${dist} is older than the native sources; run bash scripts/build-dist.sh to rebuild it`);
+  } else {
+    candidates.push(dist);
+  }
   if (id === platformId()) candidates.push(join(root, "lib", id, file), join(root, "lib", `${process.platform}-${process.arch}`, file));
   return candidates.find((path) => existsSync(path));
 }

@@ -558,19 +558,27 @@ class BatchPlan {
     const at = nodesAt;
     const length = words[at + NodeWord.length];
     const offset = words[at + NodeWord.offset];
-    const count = words[at + NodeWord.n_children];
-    const firstChild = words[at + NodeWord.first_child];
-    const children = new Array<Data>(count);
-    for (let i = 0; i < count; i++) {
-      const child = this.#node(words, nodesAt, buffersAt, views, firstChild + i, offset, length);
-      if (child === null) return null;
-      children[i] = child;
-    }
+    const children = this.#children(words, nodesAt, buffersAt, views, at, offset, length);
+    if (children === null) return null;
     // As batchWith: no row-level validity for the batch itself.
     return makeBatch(this.schema, new Data(this.struct, 0, length, 0, undefined, children) as Data<Struct>);
   }
 
   /** Bytes [0, size) of buffer `b`, or null when its size is unknown. */
+  /** The Data of every child of the node at word `at` (struct children:
+   * shifted by the parent's offset, its length); null if one does not fit. */
+  #children(words: Float64Array, nodesAt: number, buffersAt: number, views: readonly (ArrayBuffer | undefined)[], at: number, shift: number, length: number): Data[] | null {
+    const count = words[at + NodeWord.n_children];
+    const firstChild = words[at + NodeWord.first_child];
+    const children = new Array<Data>(count);
+    for (let i = 0; i < count; i++) {
+      const child = this.#node(words, nodesAt, buffersAt, views, firstChild + i, shift, length);
+      if (child === null) return null;
+      children[i] = child;
+    }
+    return children;
+  }
+
   #bytes(words: Float64Array, buffersAt: number, views: readonly (ArrayBuffer | undefined)[], b: number): Uint8Array | null {
     const size = words[buffersAt + b * bufferStride + BufferWord.size_bytes];
     if (size < 0) return null;
@@ -600,15 +608,8 @@ class BatchPlan {
         return values === null ? null : new Data(type, offset, length, nulls, [undefined, values, bitmap]);
       }
       case PlanKind.struct: {
-        const count = words[at + NodeWord.n_children];
-        const firstChild = words[at + NodeWord.first_child];
-        const children = new Array<Data>(count);
-        for (let i = 0; i < count; i++) {
-          const child = this.#node(words, nodesAt, buffersAt, views, firstChild + i, offset, length);
-          if (child === null) return null;
-          children[i] = child;
-        }
-        return new Data(type, offset, length, nulls, [undefined, undefined, bitmap], children);
+        const children = this.#children(words, nodesAt, buffersAt, views, at, offset, length);
+        return children === null ? null : new Data(type, offset, length, nulls, [undefined, undefined, bitmap], children);
       }
       default: {
         // Offsets of a zero-length array may be absent: the generic path.
