@@ -508,7 +508,8 @@ function emptyBytes(): Uint8Array {
 }
 
 /**
- * A stream's conversion, worked out once from its first batch: the
+ * A stream's conversion (or a cached schema's: `recordBatchOf` keeps one
+ * with each shared Schema), worked out once from its first batch: the
  * apache-arrow type, Data kind and typed-array constructor of every node
  * (its batches share one schema, so one node table shape). `build` makes
  * each batch's Data straight from the handle's tables and prefetched
