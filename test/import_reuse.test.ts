@@ -125,6 +125,31 @@ describe("schemas shared across imports", () => {
     expect((two.schema.fields[0].type as Struct).children.length).toBe(2);
   });
 
+  test("later imports of a shared schema (built through its cached plan) keep their own values, nulls, lengths and memory", () => {
+    const make = (a: number[], nullAt: number, s: (string | null)[]) =>
+      batchOf(fields, [int32Column(a, nullAt), makeData({ type: new Float64(), length: a.length, data: Float64Array.from(a, (x) => x / 2) }), vectorFromArray(s, new Utf8()).data[0]]);
+    const first = roundTrip(make([1, 2, 3], 0, ["x", "yy", null]));
+    for (const [a, nullAt, s] of [[[7, 8, 9, 10], 3, ["p", null, "qq", "r"]], [[4, 5], -1, ["", "z"]], [[], -1, []]] as [number[], number, (string | null)[]][]) {
+      const batch = make(a, nullAt, s);
+      const exported = exportArray(batch);
+      using imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
+      const back = toRecordBatch(imported);
+      expect(back.schema).toBe(first.schema);
+      expect(back.numRows).toBe(a.length);
+      expect(back.getChild("a")!.toArray().length).toBe(a.length);
+      expect([...back.getChild("a")!]).toEqual(a.map((x, i) => (i === nullAt ? null : x)));
+      expect(back.getChild("a")!.nullCount).toBe(nullAt >= 0 ? 1 : 0);
+      expect([...back.getChild("b")!]).toEqual(a.map((x) => x / 2));
+      expect([...back.getChild("s")!]).toEqual(s);
+      if (a.length > 0) {
+        // Zero-copy: the column's values are the producer's own bytes.
+        const values = back.getChild("a")!.data[0].values;
+        expect(values.buffer).toBe(imported.root.child(0).memory(1));
+      }
+      exported.release();
+    }
+  });
+
   test("dictionary-encoded schemas are never shared (apache-arrow gives each its own ids)", () => {
     const type = new Dictionary(new Utf8(), new Int32());
     const make = () => batchOf([new Field("d", type, true)], [vectorFromArray(["p", "q", "p"], type).data[0]]);

@@ -399,7 +399,12 @@ export function toRecordBatch(imported: ImportedArray, options: ConvertOptions =
 /** `toRecordBatch` without the argument checks (for this layer). */
 export function recordBatchOf(imported: ImportedArray, options: ConvertOptions): RecordBatch {
   const root = imported.root;
-  return batchWith(imported, root.window === null ? cachedSchemaOf(imported, options) : typedConversion(root, () => schemaOf(root, options)), options);
+  if (root.window !== null) return batchWith(imported, typedConversion(root, () => schemaOf(root, options)), options);
+  const entry = cachedSchemaOf(imported, options);
+  if (entry.plan === undefined) entry.plan = BatchPlan.of(imported, entry.schema);
+  // As a stream's batches: the plan builds what fits, batchWith the rest
+  // (and reports its errors).
+  return entry.plan?.build(imported) ?? batchWith(imported, entry.schema, options);
 }
 
 /**
@@ -410,7 +415,15 @@ export function recordBatchOf(imported: ImportedArray, options: ConvertOptions):
  * Schema, as a Table's batches do; schemas with dictionaries are never
  * cached (their types carry per-import ids). Bounded: cleared when full.
  */
-const schemaCache = new Map<number, { key: Int32Array; materialize: boolean; schema: Schema }[]>();
+type SchemaEntry = {
+  key: Int32Array;
+  materialize: boolean;
+  schema: Schema;
+  /** The schema's batch plan (undefined: not tried yet; null: a node the
+   * plan does not build). Same exact key, same node tree: one plan. */
+  plan: BatchPlan | null | undefined;
+};
+const schemaCache = new Map<number, SchemaEntry[]>();
 let schemaCacheSize = 0;
 const schemaCacheLimit = 64;
 
@@ -426,15 +439,18 @@ function sameWords(a: Int32Array, b: Int32Array): boolean {
   return true;
 }
 
-function cachedSchemaOf(imported: ImportedArray, options: ConvertOptions): Schema {
+/** The cache entry of `imported`'s schema; an uncached one (a schema with
+ * dictionaries) is a fresh entry that nothing keeps. */
+function cachedSchemaOf(imported: ImportedArray, options: ConvertOptions): SchemaEntry {
   const root = imported.root;
   const key = imported.schemaKey();
-  if (key === null) return typedConversion(root, () => schemaOf(root, options));
   const materialize = options.materialize === true;
+  // Not cached (dictionaries, which the plan never builds): no plan.
+  if (key === null) return { key: empty32, materialize, schema: typedConversion(root, () => schemaOf(root, options)), plan: null };
   const hash = hashWords(key);
   const bucket = schemaCache.get(hash);
   if (bucket) {
-    for (const entry of bucket) if (entry.materialize === materialize && sameWords(entry.key, key)) return entry.schema;
+    for (const entry of bucket) if (entry.materialize === materialize && sameWords(entry.key, key)) return entry;
   }
   const schema = typedConversion(root, () => schemaOf(root, options));
   if (schemaCacheSize >= schemaCacheLimit) {
@@ -442,11 +458,14 @@ function cachedSchemaOf(imported: ImportedArray, options: ConvertOptions): Schem
     schemaCacheSize = 0;
   }
   const entries = schemaCache.get(hash) ?? [];
-  entries.push({ key: key.slice(), materialize, schema });
+  const entry: SchemaEntry = { key: key.slice(), materialize, schema, plan: undefined };
+  entries.push(entry);
   schemaCache.set(hash, entries);
   schemaCacheSize++;
-  return schema;
+  return entry;
 }
+
+const empty32 = new Int32Array(0);
 
 /**
  * The batches of one imported stream as RecordBatches. Every batch of a
@@ -489,7 +508,8 @@ function emptyBytes(): Uint8Array {
 }
 
 /**
- * A stream's conversion, worked out once from its first batch: the
+ * A stream's conversion (or a cached schema's: `recordBatchOf` keeps one
+ * with each shared Schema), worked out once from its first batch: the
  * apache-arrow type, Data kind and typed-array constructor of every node
  * (its batches share one schema, so one node table shape). `build` makes
  * each batch's Data straight from the handle's tables and prefetched
@@ -589,7 +609,9 @@ class BatchPlan {
   /** Node `n`'s Data, as `DataBuilder.fastNode` makes it; null: not this plan's. */
   #node(words: Float64Array, nodesAt: number, buffersAt: number, views: readonly (ArrayBuffer | undefined)[], n: number, shift: number, length: number): Data | null {
     const at = nodesAt + n * nodeStride;
-    if (words[at + NodeWord.type_id] !== this.typeIds[n] || words[at + NodeWord.dictionary] >= 0) return null;
+    // The buffer count too: without validation, a batch of the same
+    // schema may have another (then batchWith reads it as it is).
+    if (words[at + NodeWord.type_id] !== this.typeIds[n] || words[at + NodeWord.dictionary] >= 0 || words[at + NodeWord.n_buffers] !== fastBuffers[this.typeIds[n]]) return null;
     const type = this.types[n];
     const first = words[at + NodeWord.first_buffer];
     const offset = words[at + NodeWord.offset] + shift;

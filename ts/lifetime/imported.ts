@@ -648,6 +648,7 @@ export class ImportedArray implements Disposable {
 
   /** `prefetchBuffers` of `indices`, or of every buffer when null. */
   #prefetch(indices: number[] | null): void {
+    if (indices === null && this.#byAddress.size === 0 && this.#prefetchAscending()) return;
     const table = this.#info;
     const at = this.#buffersAt;
     const views = this.#views;
@@ -681,6 +682,48 @@ export class ImportedArray implements Disposable {
       byAddress.set(address, this.#wrapView(index, address, table[at + index * bufferStride + BufferWord.size_bytes], unpaid));
     }
     for (const i of wanted) views[i] = byAddress.get(table[at + i * bufferStride + BufferWord.address])!;
+  }
+
+  /**
+   * `#prefetch(null)` on a handle with no views yet, when the buffers to
+   * view start at strictly ascending addresses (a producer that allocates
+   * in order; then no two share a region): one region per buffer, so no
+   * region map and no look-ups. False, having taken nothing, when an
+   * address repeats or goes down (the general path then groups them).
+   */
+  #prefetchAscending(): boolean {
+    const table = this.#info;
+    const at = this.#buffersAt;
+    const views = this.#views;
+    const count = this.bufferCount;
+    let wanted = 0;
+    let last = 0;
+    for (let i = 0; i < count; i++) {
+      const base = at + i * bufferStride;
+      const size = table[base + BufferWord.size_bytes];
+      const address = table[base + BufferWord.address];
+      if (!(size > 0) || address === 0 || views[i] !== undefined) continue;
+      if (address <= last) return false;
+      // Before any reference is taken: a refusal leaves nothing to undo.
+      this.#checkViewable(i, size);
+      last = address;
+      wanted++;
+    }
+    if (wanted === 0) return true;
+    native.abd_owner_retain_views(asPointer(this.#owner), wanted);
+    const byAddress = this.#byAddress;
+    let unpaid = wanted;
+    for (let i = 0; i < count; i++) {
+      const base = at + i * bufferStride;
+      const size = table[base + BufferWord.size_bytes];
+      const address = table[base + BufferWord.address];
+      if (!(size > 0) || address === 0 || views[i] !== undefined) continue;
+      unpaid--;
+      const memory = this.#wrapView(i, address, size, unpaid);
+      views[i] = memory;
+      byAddress.set(address, memory);
+    }
+    return true;
   }
 
   /** @internal The views made so far, by buffer index (after
