@@ -185,3 +185,49 @@ function valuesOfColumn(handle: ExportedArray): unknown[] {
   using imported = ImportedArray.fromDeviceArray(handle.schema, handle.array);
   return [...toVector(imported)];
 }
+
+test("a batch of flat columns exported again reuses its plan only while the struct and every column are unchanged", () => {
+  const fields = [new Field("a", new Int32(), true), new Field("b", new Int32(), true)];
+  const column = (values: number[]) => makeData({ type: new Int32(), length: 3, nullCount: 0, data: new Int32Array(values) });
+  const batch = new RecordBatch(new Schema(fields), makeData({ type: new Struct(fields), length: 3, children: [column([1, 2, 3]), column([4, 5, 6])] }));
+  const data = batch.data; // (the constructor may make its own struct Data)
+  const nullCountAt = (handle: ExportedArray) => Number(read.i64(handle.array, ArrowArrayLayout.fields.null_count));
+  const retainedBefore = counters().js_retained_exports;
+  const first = exportArray(batch);
+  const second = exportArray(batch); // from the memo, while the first is live
+  expect(counters().js_retained_exports).toBe(retainedBefore + 2); // one keepalive entry per export
+  for (const handle of [first, second]) {
+    expect(childBufferAddress(handle, 0, 1)).toBe(ptr(data.children[0].values));
+    expect(childBufferAddress(handle, 1, 1)).toBe(ptr(data.children[1].values));
+    expect(valuesOfColumns(handle)).toEqual([1, 2, 3, 4, 5, 6]);
+  }
+  first.release();
+  second.release();
+  expect(counters().js_retained_exports).toBe(retainedBefore);
+  // A column replaced in place: the new column's memory.
+  data.children[1] = column([7, 8, 9]);
+  const third = exportArray(batch);
+  expect(valuesOfColumns(third)).toEqual([1, 2, 3, 7, 8, 9]);
+  expect(childBufferAddress(third, 1, 1)).toBe(ptr(data.children[1].values));
+  third.release();
+  // A column given a null: its new bitmap and null count.
+  data.children[0].setValid(0, false);
+  const fourth = exportArray(batch);
+  expect(valuesOfColumns(fourth)).toEqual([null, 2, 3, 7, 8, 9]);
+  fourth.release();
+  // The struct itself given a null: its bitmap and null count.
+  data.setValid(2, false);
+  const fifth = exportArray(batch);
+  expect(nullCountAt(fifth)).toBe(1);
+  expect(read.ptr(read.ptr(fifth.array, ArrowArrayLayout.fields.buffers) as unknown as Pointer, 0)).toBe(ptr(data.nullBitmap!));
+  fifth.release();
+  // A column's memory detached since: refused, not pointed at.
+  (data.children[0].values.buffer as ArrayBuffer).transfer();
+  expect(() => exportArray(batch)).toThrow(ReleasedError);
+});
+
+function valuesOfColumns(handle: ExportedArray): unknown[] {
+  using imported = ImportedArray.fromDeviceArray(handle.schema, handle.array);
+  const batch = toRecordBatch(imported);
+  return [...batch.getChildAt(0)!, ...batch.getChildAt(1)!];
+}

@@ -297,6 +297,83 @@ type Leaf = {
 };
 const leaves = new WeakMap<Data, Leaf>();
 
+/** Whether `leaf` still describes `data`: everything its words came from
+ * is the same by identity, and its views are still attached. */
+function leafHolds(data: Data, leaf: Leaf): boolean {
+  const values = data.values as NodeJS.ArrayBufferView;
+  if (data.type !== leaf.type || data.length !== leaf.length || values !== leaf.values || data.nullBitmap !== leaf.nullBitmap) return false;
+  if ((data as unknown as { _nullCount: number })._nullCount !== leaf.nullCount) return false;
+  // Detached views read byteLength 0: then the full path refuses them.
+  return values.byteLength !== 0 && (leaf.bitmap === null || leaf.bitmap.byteLength !== 0);
+}
+
+/** What a whole plan of a struct Data (a RecordBatch's) at offset 0 whose
+ * children all planned as flat leaves (see Leaf) came to: its words, the
+ * views C points at and the import owners under them. Exporting the same
+ * struct Data again reuses them after checking, by identity, the struct's
+ * own fields and each child (the same Data, still described by the same
+ * Leaf). `retained` is never changed after the plan, so every export of
+ * it may keep the same list. */
+type Batch = {
+  type: DataType;
+  length: number;
+  nullCount: number;
+  nullBitmap: unknown;
+  bitmap: NodeJS.ArrayBufferView | null;
+  children: Data[];
+  leaves: Leaf[];
+  words: Float64Array;
+  retained: unknown[];
+  owners: number[];
+};
+const batches = new WeakMap<Data, Batch>();
+
+/** The Batch memo of `data` if it still holds, else undefined. */
+function batchAgain(data: Data): Batch | undefined {
+  const batch = batches.get(data);
+  if (batch === undefined) return undefined;
+  if (data.type !== batch.type || data.length !== batch.length || data.offset !== 0 || data.nullBitmap !== batch.nullBitmap) return undefined;
+  if ((data as unknown as { _nullCount: number })._nullCount !== batch.nullCount) return undefined;
+  if (batch.bitmap !== null && batch.bitmap.byteLength === 0) return undefined;
+  const children = data.children;
+  const n = batch.children.length;
+  if (children.length !== n || batch.words.length > planWords.length) return undefined;
+  for (let i = 0; i < n; i++) {
+    const child = children[i];
+    const leaf = batch.leaves[i];
+    if (child !== batch.children[i] || leaves.get(child) !== leaf || !leafHolds(child, leaf)) return undefined;
+  }
+  return batch;
+}
+
+/** Records the plan just made of `data` (planWords[0, planLength),
+ * `retained`, `owners`) as its Batch memo, if it is a struct at offset 0
+ * whose children all hold their leaves (then each was planned from that
+ * leaf: node() tries it first, and nothing changed since). */
+function rememberBatch(data: Data, retained: unknown[], owners: readonly number[]): void {
+  if (data.type.typeId !== Type.Struct || data.offset !== 0 || data.length === 0) return;
+  const children = data.children;
+  const childLeaves: Leaf[] = [];
+  for (const child of children) {
+    const leaf = leaves.get(child);
+    if (leaf === undefined || child.offset !== 0 || !leafHolds(child, leaf)) return;
+    childLeaves.push(leaf);
+  }
+  batches.set(data, {
+    type: data.type,
+    length: data.length,
+    nullCount: (data as unknown as { _nullCount: number })._nullCount,
+    nullBitmap: data.nullBitmap,
+    // validity() exported the struct's own bitmap (offset 0) or NULL.
+    bitmap: planWords[6] === 0 ? null : data.nullBitmap as NodeJS.ArrayBufferView,
+    children: [...children],
+    leaves: childLeaves,
+    words: planWords.slice(0, planLength),
+    retained,
+    owners: [...owners],
+  });
+}
+
 class ArrayPlanner {
   /** Everything C will point at, for the keepalive registry. */
   retained: unknown[] = [];
@@ -401,12 +478,8 @@ class ArrayPlanner {
    * depends on changed; false (nothing pushed) otherwise. */
   private leafAgain(data: Data): boolean {
     const leaf = leaves.get(data);
-    if (leaf === undefined) return false;
+    if (leaf === undefined || !leafHolds(data, leaf)) return false;
     const values = data.values as NodeJS.ArrayBufferView;
-    if (data.type !== leaf.type || data.length !== leaf.length || values !== leaf.values || data.nullBitmap !== leaf.nullBitmap) return false;
-    if ((data as unknown as { _nullCount: number })._nullCount !== leaf.nullCount) return false;
-    // Detached views read byteLength 0: then the full path refuses them.
-    if (values.byteLength === 0 || (leaf.bitmap !== null && leaf.bitmap.byteLength === 0)) return false;
     const owners = this.owners;
     const valuesFacts = viewFacts.get(values);
     if (valuesFacts?.owner !== undefined && !owners.includes(valuesFacts.owner)) owners.push(valuesFacts.owner);
@@ -694,6 +767,12 @@ const planner = new ArrayPlanner();
 /** `planArray` without the result object: plans into `planWords` (its
  * length in `planLength`) and returns the keepalive id. */
 function planKeepalive(data: Data): number {
+  const batch = batchAgain(data);
+  if (batch !== undefined) {
+    planWords.set(batch.words);
+    planLength = batch.words.length;
+    return retainWithOwners(batch.retained, batch.owners);
+  }
   planLength = 0;
   const retained: unknown[] = [];
   planner.retained = retained;
@@ -707,6 +786,7 @@ function planKeepalive(data: Data): number {
     // must not keep the last export's buffers reachable after C released.
     planner.retained = noRetained;
   }
+  rememberBatch(data, retained, planner.owners);
   return retainWithOwners(retained, planner.owners);
 }
 
