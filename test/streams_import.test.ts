@@ -233,7 +233,28 @@ describe("background pulls (async iterator)", () => {
     }
   });
 
-  test("after a batch, the next one is read ahead; next() takes it or refuses while in flight", async () => {
+  test("a next() while the read-ahead is still in flight waits for it and takes it", async () => {
+    using slot = cStream(1, 3, 2);
+    const stream = ImportedStream.fromDeviceArrayStream(slot.stream);
+    // A slow producer (every get_next sleeps 30 ms), so when nextAsync()
+    // resolves, the read-ahead of batch 1 has just started: surely in flight.
+    streamPeer.sp_set_delay_us(30_000);
+    try {
+      (await stream.nextAsync())!.dispose();
+      const ahead = stream.next()!; // was: InvalidArgumentError "still in flight"
+      expect(ahead.root.child(0).buffer(1)[0]).toBe(1000);
+      ahead.dispose();
+    } finally {
+      streamPeer.sp_set_delay_us(0);
+    }
+    using last = stream.next()!;
+    expect(last.root.child(0).buffer(1)[0]).toBe(2000);
+    expect(stream.next()).toBeNull();
+    stream.release();
+    expect(streamPeer.sp_stream_releases()).toBe(1n);
+  });
+
+  test("after a batch, the next one is read ahead; next() takes it once it is there", async () => {
     using slot = cStream(1, 3, 2);
     const stream = ImportedStream.fromDeviceArrayStream(slot.stream);
     (await stream.nextAsync())!.dispose();

@@ -225,12 +225,27 @@ export class ImportedStream implements Disposable, Iterable<ImportedArray>, Asyn
   #next(transient: boolean): ImportedArray | null {
     const handle = this.#idle();
     if (transient && !this.#pulledAsync) return this.#nextSnapshot(handle);
-    const state = native.abd_stream_import_pull_state(handle as Pointer);
+    let state = native.abd_stream_import_pull_state(handle as Pointer);
+    // No nextAsync() is pending (#idle checked), so a pull still queued or
+    // running is the read-ahead of the last one: this synchronous pull
+    // waits for it, as it would have waited for get_next itself.
+    if (state === PullState.queued || state === PullState.running) state = this.#awaitReadAhead(handle);
     if (state === PullState.ready) return this.#take(handle, false);
     if (state !== PullState.idle) throw inFlight();
     const status = native.abd_stream_import_next(handle as Pointer, this.#level, words);
     if (status !== 0) throw this.#error(status);
     return words[0] === 0 ? null : ImportedArray.adoptOwner(words[0], transient);
+  }
+
+  /** Blocks the JS thread until the worker's read-ahead pull is over
+   * (spinning briefly, then sleeping 1 ms at a time); its final state. */
+  #awaitReadAhead(handle: number): number {
+    const spinUntil = Bun.nanoseconds() + jsWorkSpin();
+    for (;;) {
+      const state = native.abd_stream_import_pull_state(handle as Pointer);
+      if (state !== PullState.queued && state !== PullState.running) return state;
+      if (Bun.nanoseconds() > spinUntil) Bun.sleepSync(1);
+    }
   }
 
   /** A transient pull in one native call (no background pull was ever
