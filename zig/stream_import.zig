@@ -43,39 +43,9 @@ fn copyZ(bytes: []const u8) ?[:0]u8 {
 
 pub const Kind = abi.StreamKind;
 
-/// The producer's schema, shared by the stream and its batches.
-const SharedSchema = struct {
-    refs: std.atomic.Value(u32),
-    schema: abi.ArrowSchema,
-
-    fn create(schema: abi.ArrowSchema) ?*SharedSchema {
-        const self = allocator.create(SharedSchema) catch return null;
-        self.* = .{ .refs = .init(1), .schema = schema };
-        return self;
-    }
-
-    /// A root struct for one batch: the producer's fields, our release.
-    fn share(self: *SharedSchema) abi.ArrowSchema {
-        _ = self.refs.fetchAdd(1, .monotonic);
-        var copy = self.schema;
-        copy.release = releaseShared;
-        copy.private_data = self;
-        return copy;
-    }
-
-    fn unref(self: *SharedSchema) void {
-        if (self.refs.fetchSub(1, .acq_rel) != 1) return;
-        if (self.schema.release) |producer_release| producer_release(&self.schema);
-        allocator.destroy(self);
-    }
-
-    fn releaseShared(schema: *abi.ArrowSchema) callconv(.c) void {
-        const self: *SharedSchema = @ptrCast(@alignCast(schema.private_data.?));
-        schema.release = null;
-        schema.private_data = null;
-        self.unref();
-    }
-};
+/// The producer's schema, shared by the stream and its batches
+/// (zig/shared_schema.zig: each batch's root is lent, never copied).
+const SharedSchema = @import("shared_schema.zig").SharedSchema;
 
 /// Where a background pull is. Values are part of the C API.
 pub const PullState = enum(c_int) { idle = 0, queued = 1, running = 2, ready = 3 };
@@ -141,7 +111,7 @@ pub const Imported = struct {
         };
         if (rc != 0) return self.producerFailed("get_schema", rc);
         if (schema.release == null) return fail(.released, "get_schema returned 0 but a released schema", .{});
-        self.schema = SharedSchema.create(schema) orelse {
+        self.schema = SharedSchema.create(&schema) orelse {
             schema.release.?(&schema);
             return fail(.out_of_memory, "out of memory sharing a stream's schema", .{});
         };
@@ -178,7 +148,7 @@ pub const Imported = struct {
                 abi.deviceTypeName(self.device_type) orelse "unknown", self.device_type,
             });
         }
-        var schema = self.schema.?.share();
+        var schema = self.schema.?.lend();
         return owner_mod.import(&schema, &array, level, out);
     }
 
@@ -339,7 +309,7 @@ pub fn emptyBatch(self: *Imported, level: validate.Level, out: *?*Owner) Status 
     var array: abi.ArrowDeviceArray = .empty;
     const built = empty_batch.build(&self.schema.?.schema, &array);
     if (built != .ok) return built;
-    var schema = self.schema.?.share();
+    var schema = self.schema.?.lend();
     return owner_mod.import(&schema, &array, level, out);
 }
 
