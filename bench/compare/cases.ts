@@ -13,7 +13,7 @@
  *   The JS floor wraps the same C buffers itself (see jsFloor).
  */
 import { toArrayBuffer, type Pointer } from "bun:ffi";
-import { Table, tableFromArrays, tableFromIPC, tableToIPC, type RecordBatch } from "apache-arrow";
+import { Data, Field, Float64, Int32, RecordBatch, Schema, Struct, Table, tableFromArrays, tableFromIPC, tableToIPC } from "apache-arrow";
 import { ImportedArray, ImportedStream, exportArray, exportAsyncStream, recordBatches, toRecordBatch } from "../../ts/index.ts";
 import { AsyncStreamConsumer } from "../../ts/raw.ts";
 import { streamPeer } from "../../test/helpers/fixtures.ts";
@@ -230,6 +230,7 @@ export function streamGroup(rows: number, batches: number, ctx: Context): Built 
       return ns;
     },
   }];
+  contenders.push(streamFloor(rows, slot, open));
   if (py) {
     contenders.push({
       name: "pyarrow",
@@ -242,6 +243,54 @@ export function streamGroup(rows: number, batches: number, ctx: Context): Built 
     });
   }
   return built(group(`stream 2 columns x ${rows} rows`, contenders, batches, batches), {});
+}
+
+/**
+ * The least any Bun consumer of this stream must do per batch, as a
+ * contender: one FFI call pulling the batch (test/fixtures/bench_floor.c
+ * bf_stream_pull, which also releases the one before), one external
+ * ArrayBuffer with a deallocator per buffer (Bun's only zero-copy view of
+ * C memory), a typed array over each, an apache-arrow Data per column and
+ * for the struct, and a RecordBatch object made without its constructor
+ * (as ts/convert/import.ts makeBatch does). No validation, no ownership
+ * bookkeeping, no schema import: the schema and types are built once.
+ */
+function streamFloor(rows: number, slot: Pointer, open: (k: number) => void): Contender {
+  const fields = [new Field("a", new Int32(), false), new Field("b", new Float64(), true)];
+  const schema = new Schema(fields);
+  const type = new Struct(fields);
+  const array = floor.bf_device_array_slots(1)!; // an ArrowArray at its start
+  const addresses = new Float64Array(8);
+  const dealloc = floor.bf_view_deallocator()!;
+  const context = array; // any pointer: the deallocator ignores it
+  const sizes = [0, rows * 4, Math.ceil(rows / 8), rows * 8]; // a: NULL, values; b: validity, values
+  const nullCount = Math.floor(rows / 4); // the repeat source's
+  return {
+    name: "JS floor",
+    run(k) {
+      open(k);
+      let n = 0;
+      const t = now();
+      while (floor.bf_stream_pull(slot, array, addresses, addresses.length) >= 0) {
+        floor.bf_views_add(3);
+        const a = new Int32Array(toArrayBuffer(addresses[1] as Pointer, 0, sizes[1], context, dealloc));
+        const valid = new Uint8Array(toArrayBuffer(addresses[2] as Pointer, 0, sizes[2], context, dealloc));
+        const b = new Float64Array(toArrayBuffer(addresses[3] as Pointer, 0, sizes[3], context, dealloc));
+        const children = [
+          new Data(fields[0].type, 0, rows, 0, [undefined, a, undefined] as never),
+          new Data(fields[1].type, 0, rows, nullCount, [undefined, b, valid] as never),
+        ];
+        const batch = Object.create(RecordBatch.prototype) as { schema: Schema; data: Data; _metadata: Map<string, string>; numRows: number };
+        batch.schema = schema;
+        batch.data = new Data(type, 0, rows, 0, [undefined, undefined, undefined] as never, children);
+        batch._metadata = new Map();
+        if (batch.numRows === rows) n++;
+      }
+      const ns = now() - t;
+      if (n !== k) throw new Error(`JS floor: ${n} of ${k} batches`);
+      return ns;
+    },
+  };
 }
 
 // --- async ------------------------------------------------------------------

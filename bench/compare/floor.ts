@@ -30,6 +30,7 @@ function open() {
     bf_schema_slots: { args: [i64], returns: ptr },
     bf_device_array_slots: { args: [i64], returns: ptr },
     bf_stream_slot: { args: [], returns: ptr },
+    bf_stream_pull: { args: [ptr, ptr, ptr, i64], returns: i64 },
     bf_free: { args: [ptr], returns: none },
     bf_sizeof_schema: { args: [], returns: i64 },
     bf_sizeof_device_array: { args: [], returns: i64 },
