@@ -35,6 +35,24 @@ describe("public API", () => {
     }
   });
 
+  test("no entry point reaches a function that adopts a raw native owner address", async () => {
+    // A wrong address there would be dereferenced natively: only the
+    // library's own modules may adopt the owners its native calls return.
+    const adopters = ["adoptImportOwner", "adoptImportSnapshot", "adoptOwner", "adoptSnapshot"];
+    for (const entry of Object.values(entries)) {
+      const module = (await import(resolve(import.meta.dir, "..", entry))) as Record<string, unknown>;
+      expect({ entry, exported: Object.keys(module).filter((name) => adopters.includes(name)) }).toEqual({ entry, exported: [] });
+      for (const [name, value] of Object.entries(module)) {
+        if (typeof value !== "function") continue;
+        const statics = Object.getOwnPropertyNames(value).filter((key) => adopters.includes(key));
+        expect({ entry, name, statics }).toEqual({ entry, name, statics: [] });
+      }
+    }
+    // The library itself still adopts what its pulls return.
+    const { adoptImportOwner } = await import("../ts/lifetime/imported.ts");
+    expect(typeof adoptImportOwner).toBe("function");
+  });
+
   test("the everyday entry point has the one-call Table functions and the typed errors", async () => {
     const everyday = await import("../ts/index.ts");
     for (const name of ["exportTable", "importTable", "exportArray", "exportSchema", "exportBatches", "exportStream", "exportAsyncStream", "importVector", "importRecordBatch", "readTable", "recordBatches", "AsyncRecordBatchStream", "ArrowDeviceError", "LibraryLoadError"]) {

@@ -141,8 +141,6 @@ export const table: Record<string, Entry> = {
   ExportedArray: { args: () => ["device_array", "label"], accepts: [[], ["undefined", "string"]], construct: true },
   ExportedStream: { args: () => ["stream", "label"], accepts: [[], ["undefined", "string"]], construct: true },
   ImportedArray: internalCtor(() => [Symbol("not the token"), (imported() as unknown as { ownerAddress: number }).ownerAddress, null, "ImportedArray", false]),
-  "ImportedArray.adoptOwner": { args: () => [8], noValidCall: "needs a native owner reference" },
-  "ImportedArray.adoptSnapshot": { args: () => [8, new Float64Array(16)], noValidCall: "needs a native owner reference and its snapshot" },
   "ImportedArray.fromArray": { args: () => { const h = exported("array"); return [h.schema, h.array, {}]; }, accepts: [NULLABLE, NULLABLE, OPT] },
   "ImportedArray.fromDeviceArray": { args: () => { const h = exported(); return [h.schema, h.array, {}]; }, accepts: [NULLABLE, NULLABLE, OPT] },
   ImportedStream: { skip: "no public constructor (ImportedStream.fromArrayStream / fromDeviceArrayStream)" },

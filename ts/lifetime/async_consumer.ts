@@ -45,7 +45,7 @@ import { asPointer } from "../abi/structs.ts";
 import { AsyncStreamError, CallbackError, InvalidArgumentError, ReleasedError, Status, errorFor } from "../errors.ts";
 import { check, lastError, native } from "../ffi/library.ts";
 import { reportLeak, track, untrack } from "./debug.ts";
-import { ImportedArray } from "./imported.ts";
+import { ImportedArray, adoptImportOwner } from "./imported.ts";
 import { WakeSignal, holdEventLoop, registerWake, unregisterWake } from "./js_wake.ts";
 import { jsWorkSpin } from "./js_queue.ts";
 import { integerArg, optionsArg } from "../args.ts";
@@ -245,7 +245,7 @@ class ConsumerCore {
     const lastMetadata = n > 0 && out[2 * n] >= 0 ? decodeOptional(this.bytes(AsyncConsumerString.task_metadata)) : null;
     for (let i = 0; i < n; i++) {
       // Only the last task of a take can carry metadata (see takeMany).
-      this.#ready.push({ array: ImportedArray.adoptOwner(out[1 + 2 * i]), metadata: i === n - 1 ? lastMetadata : null, index: base + i });
+      this.#ready.push({ array: adoptImportOwner(out[1 + 2 * i]), metadata: i === n - 1 ? lastMetadata : null, index: base + i });
     }
     if (status !== 0 && status !== Status.callback_error && this.pendingError === null) this.pendingError = errorFor(status, lastError());
     return n;

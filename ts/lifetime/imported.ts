@@ -266,6 +266,34 @@ export function hostAccessError(deviceType: number, deviceId: number | bigint, w
   return new UnsupportedError(Status.unsupported, `${what}: the data is in ${name} memory (device ${deviceId}), which the host cannot read; copy it to the host first`);
 }
 
+/** Set by ImportedArray's static block: the private constructor, adopting
+ * the import's own reference. */
+let adopt: (owner: number, transient: boolean, words: Float64Array | null) => ImportedArray;
+
+/**
+ * Adopts one reference to a native owner (a batch pulled from an imported
+ * stream or an async consumer); the handle then holds the owner. A
+ * `transient` handle holds it natively, without an anchor view: its
+ * creator must end it with `dispose()` or `releaseToGC()` (in a finally),
+ * as nothing else gives that reference back.
+ *
+ * Library-internal: a module function, not a member of the public class,
+ * because a wrong address would be dereferenced natively. The package's
+ * entry points do not export it.
+ */
+export function adoptImportOwner(owner: number, transient = false): ImportedArray {
+  booleanArg("adoptImportOwner", "transient", transient);
+  return adopt(addressArg("adoptImportOwner", "owner", owner), transient, null);
+}
+
+/** `adoptImportOwner(owner, true)` for a batch whose snapshot was taken by
+ * the pull itself (abd_stream_import_next_snapshot: the import's reference
+ * kept as a plain one). The handle keeps `words`. Library-internal. */
+export function adoptImportSnapshot(owner: number, words: Float64Array): ImportedArray {
+  if (!(words instanceof Float64Array)) throw argumentError("adoptImportSnapshot", "words", "a Float64Array", words);
+  return adopt(addressArg("adoptImportSnapshot", "owner", owner), true, words);
+}
+
 /**
  * An imported array (or record batch: a struct array) held by a native
  * owner. Read it through `root` (typed raw views, every Arrow type) or
@@ -327,7 +355,7 @@ export class ImportedArray implements Disposable {
     if (transient && !adoptImportReference) throw argumentError("ImportedArray", "transient", "only with the import's own reference", transient);
     const reference = transient ? SnapshotReference.adoptPlain : adoptImportReference ? SnapshotReference.adoptForAnchor : SnapshotReference.retainForAnchor;
     // A given snapshot was taken with the pull (adoptPlain, see
-    // `adoptSnapshot`): only a transient handle may take one.
+    // `adoptImportSnapshot`): only a transient handle may take one.
     if (snapshot !== null && !transient) throw argumentError("ImportedArray", "snapshot", "only for a transient handle", snapshot);
     const info = snapshot ?? ownerSnapshot(owner, reference);
     this.#info = info;
@@ -410,22 +438,11 @@ export class ImportedArray implements Disposable {
     return new ImportedArray(internalToken, Number(out[0]), null, "ImportedArray", true);
   }
 
-  /** @internal Adopts one reference to a native owner (a batch pulled
-   * from an imported stream); the handle then holds the owner. A
-   * `transient` handle holds it natively, without an anchor view: its
-   * creator must end it with `dispose()` or `releaseToGC()` (in a finally),
-   * as nothing else gives that reference back. */
-  static adoptOwner(owner: number, transient = false): ImportedArray {
-    booleanArg("ImportedArray.adoptOwner", "transient", transient);
-    return new ImportedArray(internalToken, addressArg("ImportedArray.adoptOwner", "owner", owner), null, "ImportedArray", true, transient);
-  }
-
-  /** @internal `adoptOwner(owner, true)` for a batch whose snapshot was
-   * taken by the pull itself (abd_stream_import_next_snapshot: the import's
-   * reference kept as a plain one). The handle keeps `words`. */
-  static adoptSnapshot(owner: number, words: Float64Array): ImportedArray {
-    if (!(words instanceof Float64Array)) throw argumentError("ImportedArray.adoptSnapshot", "words", "a Float64Array", words);
-    return new ImportedArray(internalToken, addressArg("ImportedArray.adoptSnapshot", "owner", owner), null, "ImportedArray", true, true, words);
+  // Module-private adoption (see adoptImportOwner below): a static block
+  // can reach the private constructor; nothing on the class takes a raw
+  // owner address.
+  static {
+    adopt = (owner, transient, words) => new ImportedArray(internalToken, owner, null, "ImportedArray", true, transient, words);
   }
 
   /** Like `fromDeviceArray` for a plain `ArrowArray*` (a CPU array). */

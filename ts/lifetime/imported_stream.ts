@@ -29,7 +29,7 @@ import {
 import { check, lastError, native } from "../ffi/library.ts";
 import { reportLeak, track, untrack } from "./debug.ts";
 import { ExportedStream, type StreamKind } from "./exported_stream.ts";
-import { ImportedArray, completeSnapshot, snapshotWords, type ImportOptions } from "./imported.ts";
+import { ImportedArray, adoptImportOwner, adoptImportSnapshot, completeSnapshot, snapshotWords, type ImportOptions } from "./imported.ts";
 import { JsWorkTag, jsWorkSpin, onJsWork } from "./js_queue.ts";
 import { withStreamCapsule } from "../protocol/consume.ts";
 import { ArrowCDeviceStream, ArrowCStream, isStreamProducer, type ArrowCapsule, type ProtocolOptions, type StreamProducer } from "../protocol/symbols.ts";
@@ -203,7 +203,7 @@ export class ImportedStream implements Disposable, Iterable<ImportedArray>, Asyn
     const handle = this.#idle();
     const status = native.abd_stream_import_empty_batch(handle as Pointer, this.#level, words);
     if (status !== 0) throw this.#error(status);
-    return ImportedArray.adoptOwner(words[0]);
+    return adoptImportOwner(words[0]);
   }
 
   /** Pulls the next batch on this (the JS) thread; null at the end, and on
@@ -216,7 +216,7 @@ export class ImportedStream implements Disposable, Iterable<ImportedArray>, Asyn
 
   /** @internal `next()` for a conversion that ends the batch's handle
    * itself, with `dispose()` or `releaseToGC()` in a finally: the handle
-   * is transient (ImportedArray.adoptOwner), holding the batch without an
+   * is transient (adoptImportOwner), holding the batch without an
    * anchor view. */
   nextTransient(): ImportedArray | null {
     return this.#next(true);
@@ -234,7 +234,7 @@ export class ImportedStream implements Disposable, Iterable<ImportedArray>, Asyn
     if (state !== PullState.idle) throw inFlight();
     const status = native.abd_stream_import_next(handle as Pointer, this.#level, words);
     if (status !== 0) throw this.#error(status);
-    return words[0] === 0 ? null : ImportedArray.adoptOwner(words[0], transient);
+    return words[0] === 0 ? null : adoptImportOwner(words[0], transient);
   }
 
   /** Blocks the JS thread until the worker's read-ahead pull is over
@@ -251,7 +251,7 @@ export class ImportedStream implements Disposable, Iterable<ImportedArray>, Asyn
   /** A transient pull in one native call (no background pull was ever
    * started, so none can be ready or running): the batch's owner comes
    * with its snapshot, and the handle keeps the import's reference as a
-   * plain one (ImportedArray.adoptSnapshot). */
+   * plain one (adoptImportSnapshot). */
   #nextSnapshot(handle: number): ImportedArray | null {
     let table = snapshotWords();
     const status = native.abd_stream_import_next_snapshot(handle as Pointer, this.#level, table, table.length, pulledHead);
@@ -259,7 +259,7 @@ export class ImportedStream implements Disposable, Iterable<ImportedArray>, Asyn
     const owner = pulledHead[0];
     if (owner === 0) return null;
     table = completeSnapshot(owner, table, pulledHead[1]);
-    return ImportedArray.adoptSnapshot(owner, table);
+    return adoptImportSnapshot(owner, table);
   }
 
   /** Takes the finished background pull; then, with `readAhead`, starts
@@ -268,7 +268,7 @@ export class ImportedStream implements Disposable, Iterable<ImportedArray>, Asyn
     const status = native.abd_stream_import_take_pull(handle as Pointer, words);
     if (status !== 0) throw this.#error(status);
     if (words[0] === 0) return null;
-    const batch = ImportedArray.adoptOwner(words[0]);
+    const batch = adoptImportOwner(words[0]);
     // A failure to start is reported by the next nextAsync(), which retries.
     if (readAhead) native.abd_stream_import_pull(handle as Pointer, this.#level);
     return batch;
