@@ -33,6 +33,7 @@ import { ImportedArray, hostAccessError, type ImportOptions, type RawArray } fro
 import { takeStructs, type StructRef } from "../lifetime/c_structs.ts";
 import { isArrayProducer, type ArrayProducer, type ArrowCapsule } from "../protocol/symbols.ts";
 import { listViewToList, runEndToPlain } from "./materialize.ts";
+import { newData } from "./arrow_data.ts";
 import { BufferWord, NodeWord, TypeId, bufferStride, nodeStride } from "../abi/layout.ts";
 import { conversionError, convertArgs, convertOptionsArg, dataTypeOf, describeNode, nodePath, schemaOf, typedConversion, typeSignature, type ConvertOptions } from "./types.ts";
 
@@ -150,26 +151,26 @@ class DataBuilder {
     const nulls = this.nullCount(bitmap, exact, words[at + NodeWord.null_count]);
     switch (typeId) {
       case TypeId.boolean:
-        return new Data(type, offset, length, nulls, [undefined, this.#wholeBytes(first + 1), bitmap]);
+        return newData(type, offset, length, nulls, undefined, this.#wholeBytes(first + 1), bitmap);
       case TypeId.struct: {
         const count = words[at + NodeWord.n_children];
         const firstChild = words[at + NodeWord.first_child];
         const fields = type.children;
         const children = new Array<Data>(count);
         for (let i = 0; i < count; i++) children[i] = this.nodeAt(firstChild + i, fields[i].type, offset, length);
-        return new Data(type, offset, length, nulls, [undefined, undefined, bitmap], children);
+        return newData(type, offset, length, nulls, undefined, undefined, bitmap, children);
       }
       case TypeId.binary: case TypeId.utf8: case TypeId.large_binary: case TypeId.large_utf8: {
         const Ctor: typeof Int32Array | typeof BigInt64Array = typeId === TypeId.large_binary || typeId === TypeId.large_utf8 ? BigInt64Array : Int32Array;
         // A zero-length array may have no offsets at all: a single 0.
         const offsets = length === 0 && this.imported.bufferMemory(first + 1).byteLength === 0
           ? new Ctor(1) : this.#slots<Int32Array | BigInt64Array>(Ctor, n, first + 1, 1, offset, length + 1);
-        return new Data(type, offset, length, nulls, [offsets, this.#wholeBytes(first + 2), bitmap]);
+        return newData(type, offset, length, nulls, offsets, this.#wholeBytes(first + 2), bitmap);
       }
       default: {
         const stride = strideOf(type);
         const values = this.#slots<NodeJS.TypedArray>(type.ArrayType, n, first + 1, 1, offset * stride, length * stride);
-        return new Data(type, offset, length, nulls, [undefined, values, bitmap]);
+        return newData(type, offset, length, nulls, undefined, values, bitmap);
       }
     }
   }
@@ -228,15 +229,15 @@ class DataBuilder {
       const values = this.view<NodeJS.TypedArray>(dictType.indices.ArrayType, raw, 1, offset, length);
       const dict = raw.dictionary;
       const dictionary = new Vector([this.nodeAt(dict.index, dictType.dictionary, 0, dict.length)]);
-      return new Data(type, offset, length, this.nullCount(bitmap, exact, known), [undefined, values, bitmap], [], dictionary);
+      return newData(type, offset, length, this.nullCount(bitmap, exact, known), undefined, values, bitmap, [], dictionary);
     }
 
     switch (typeId) {
       case "null":
-        return new Data(type, offset, length, length);
+        return newData(type, offset, length, length, undefined, undefined, undefined);
       case "boolean": {
         const bitmap = this.bytes(raw, 0);
-        return new Data(type, offset, length, this.nullCount(bitmap, exact, known), [undefined, this.bytes(raw, 1), bitmap]);
+        return newData(type, offset, length, this.nullCount(bitmap, exact, known), undefined, this.bytes(raw, 1), bitmap);
       }
       case "int8": case "uint8": case "int16": case "uint16": case "int32": case "uint32": case "int64": case "uint64":
       case "float16": case "float32": case "float64": case "decimal": case "fixed_size_binary":
@@ -245,49 +246,49 @@ class DataBuilder {
         const bitmap = this.bytes(raw, 0);
         const stride = strideOf(type);
         const values = this.view<NodeJS.TypedArray>(type.ArrayType, raw, 1, offset * stride, length * stride);
-        return new Data(type, offset, length, this.nullCount(bitmap, exact, known), [undefined, values, bitmap]);
+        return newData(type, offset, length, this.nullCount(bitmap, exact, known), undefined, values, bitmap);
       }
       case "binary": case "utf8": case "large_binary": case "large_utf8": {
         const bitmap = this.bytes(raw, 0);
         const large = typeId === "large_binary" || typeId === "large_utf8";
         const offsets = this.offsets(raw, large ? BigInt64Array : Int32Array, offset, length);
-        return new Data(type, offset, length, this.nullCount(bitmap, exact, known), [offsets, this.bytes(raw, 2), bitmap]);
+        return newData(type, offset, length, this.nullCount(bitmap, exact, known), offsets, this.bytes(raw, 2), bitmap);
       }
       case "binary_view": case "utf8_view": {
         const bitmap = this.bytes(raw, 0);
         const views = this.view(Uint8Array, raw, 1, offset * 16, length * 16);
         const variadic: Uint8Array[] = [];
         for (let i = 2; i < raw.nBuffers - 1; i++) variadic.push(this.bytes(raw, i));
-        return new Data(type, offset, length, this.nullCount(bitmap, exact, known), [undefined, views, bitmap], [], undefined, variadic);
+        return newData(type, offset, length, this.nullCount(bitmap, exact, known), undefined, views, bitmap, [], undefined, undefined, variadic);
       }
       case "list": case "large_list": case "map": {
         const bitmap = this.bytes(raw, 0);
         const offsets = this.offsets(raw, typeId === "large_list" ? BigInt64Array : Int32Array, offset, length);
         const child = raw.child(0);
         const childData = this.nodeAt(child.index, type.children[0].type, 0, child.length);
-        return new Data(type, offset, length, this.nullCount(bitmap, exact, known), [offsets, undefined, bitmap], [childData]);
+        return newData(type, offset, length, this.nullCount(bitmap, exact, known), offsets, undefined, bitmap, [childData]);
       }
       case "fixed_size_list": {
         const bitmap = this.bytes(raw, 0);
         const size = (type as FixedSizeList).listSize;
         const childData = this.nodeAt(raw.child(0).index, type.children[0].type, offset * size, length * size);
-        return new Data(type, offset, length, this.nullCount(bitmap, exact, known), [undefined, undefined, bitmap], [childData]);
+        return newData(type, offset, length, this.nullCount(bitmap, exact, known), undefined, undefined, bitmap, [childData]);
       }
       case "struct": {
         const bitmap = this.bytes(raw, 0);
         const children = raw.children.map((c, i) => this.nodeAt(c.index, type.children[i].type, offset, length));
-        return new Data(type, offset, length, this.nullCount(bitmap, exact, known), [undefined, undefined, bitmap], children);
+        return newData(type, offset, length, this.nullCount(bitmap, exact, known), undefined, undefined, bitmap, children);
       }
       case "sparse_union": case "dense_union": {
         const typeIds = this.view(Int8Array, raw, 0, offset, length);
         const fields = (type as Union).children;
         if ((type as Union).mode === UnionMode.Sparse) {
           const children = raw.children.map((c, i) => this.nodeAt(c.index, fields[i].type, offset, length));
-          return new Data(type, offset, length, 0, [undefined, undefined, undefined, typeIds], children);
+          return newData(type, offset, length, 0, undefined, undefined, undefined, children, undefined, typeIds);
         }
         const valueOffsets = this.view(Int32Array, raw, 1, offset, length);
         const children = raw.children.map((c, i) => this.nodeAt(c.index, fields[i].type, 0, c.length));
-        return new Data(type, offset, length, 0, [valueOffsets, undefined, undefined, typeIds], children);
+        return newData(type, offset, length, 0, valueOffsets, undefined, undefined, children, undefined, typeIds);
       }
       case "list_view": case "large_list_view": {
         // Only reached with { materialize: true } (toDataType checks).
@@ -383,7 +384,7 @@ function batchWith(imported: ImportedArray, schema: Schema, options: ConvertOpti
   const built = root.window === null ? builder.nodeAt(root.index, type, 0, root.length) : builder.node(root, type, 0, root.length);
   // A batch has no row-level validity (apache-arrow's own batches have
   // none); the columns keep theirs.
-  const data = new Data(type, 0, root.length, 0, undefined, built.children) as Data<Struct>;
+  const data = newData(type, 0, root.length, 0, undefined, undefined, undefined, built.children) as Data<Struct>;
   return makeBatch(schema, data);
 }
 
@@ -581,7 +582,7 @@ class BatchPlan {
     const children = this.#children(words, nodesAt, buffersAt, views, at, offset, length);
     if (children === null) return null;
     // As batchWith: no row-level validity for the batch itself.
-    return makeBatch(this.schema, new Data(this.struct, 0, length, 0, undefined, children) as Data<Struct>);
+    return makeBatch(this.schema, newData(this.struct, 0, length, 0, undefined, undefined, undefined, children) as Data<Struct>);
   }
 
   /** Bytes [0, size) of buffer `b`, or null when its size is unknown. */
@@ -623,15 +624,15 @@ class BatchPlan {
         const Ctor = this.ctors[n]!;
         const stride = this.strides[n];
         const values = this.#slots(words, buffersAt, views, first + 1, Ctor, offset * stride, length * stride);
-        return values === null ? null : new Data(type, offset, length, nulls, [undefined, values, bitmap]);
+        return values === null ? null : newData(type, offset, length, nulls, undefined, values, bitmap);
       }
       case PlanKind.boolean: {
         const values = this.#bytes(words, buffersAt, views, first + 1);
-        return values === null ? null : new Data(type, offset, length, nulls, [undefined, values, bitmap]);
+        return values === null ? null : newData(type, offset, length, nulls, undefined, values, bitmap);
       }
       case PlanKind.struct: {
         const children = this.#children(words, nodesAt, buffersAt, views, at, offset, length);
-        return children === null ? null : new Data(type, offset, length, nulls, [undefined, undefined, bitmap], children);
+        return children === null ? null : newData(type, offset, length, nulls, undefined, undefined, bitmap, children);
       }
       default: {
         // Offsets of a zero-length array may be absent: the generic path.
@@ -639,7 +640,7 @@ class BatchPlan {
         const Ctor = (this.kinds[n] === PlanKind.largeBinary ? BigInt64Array : Int32Array) as ViewConstructor<NodeJS.TypedArray>;
         const offsets = this.#slots(words, buffersAt, views, first + 1, Ctor, offset, length + 1);
         const data = this.#bytes(words, buffersAt, views, first + 2);
-        return offsets === null || data === null ? null : new Data(type, offset, length, nulls, [offsets, data, bitmap]);
+        return offsets === null || data === null ? null : newData(type, offset, length, nulls, offsets, data, bitmap);
       }
     }
   }
