@@ -5,7 +5,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { ptr } from "bun:ffi";
-import { Data, Field, Int32, Struct, Utf8, Vector, tableFromArrays, vectorFromArray } from "apache-arrow";
+import { Data, Field, Int32, Struct, Table, Utf8, Vector, vectorFromArray } from "apache-arrow";
 import { dataAssembled, dataMakers, newData } from "../ts/convert/arrow_data.ts";
 import { ImportedArray, exportArray, toRecordBatch } from "../ts/index.ts";
 
@@ -35,7 +35,7 @@ describe("arrow_data", () => {
     const child = new Data(new Int32(), 0, 2, 0, [undefined, new Int32Array([5, 6])] as never);
     const struct = new Struct([new Field("a", new Int32(), true)]);
     const typeIds = new Int8Array([0, 0]);
-    const args = [struct, 0, 2, 0, undefined, undefined, undefined, [child], undefined, typeIds, undefined] as const;
+    const args: Parameters<typeof assembled> = [struct, 0, 2, 0, undefined, undefined, undefined, [child], undefined, typeIds, undefined];
     const made = assembled(...args);
     expect(sameData(made, constructed(...args))).toBe(true);
     expect(made.children[0]).toBe(child);
@@ -44,20 +44,20 @@ describe("arrow_data", () => {
 
   test("sameData notices another property order, a missing property and another value", () => {
     const type = new Utf8();
-    const args = [type, 0, 1, 0, new Int32Array([0, 1]), new Uint8Array([65]), undefined, undefined, undefined, undefined, undefined] as const;
+    const args: Parameters<typeof assembled> = [type, 0, 1, 0, new Int32Array([0, 1]), new Uint8Array([65]), undefined, undefined, undefined, undefined, undefined];
     const real = constructed(...args);
     expect(sameData(assembled(...args), real)).toBe(true);
     const reordered = Object.assign(Object.create(Data.prototype), { children: real.children, type: real.type }) as Data;
     for (const key of Object.keys(real)) if (!(key in reordered)) (reordered as unknown as Record<string, unknown>)[key] = (real as unknown as Record<string, unknown>)[key];
     expect(sameData(reordered, real)).toBe(false);
-    const missing = assembled(type, 0, 1, 0, undefined, new Uint8Array([65]), undefined);
+    const missing = newData(type, 0, 1, 0, undefined, new Uint8Array([65]), undefined);
     expect(sameData(missing, real)).toBe(false);
-    const otherValue = assembled(type, 0, 1, 1, args[4], args[5], undefined);
+    const otherValue = newData(type, 0, 1, 1, args[4], args[5], undefined);
     expect(sameData(otherValue, real)).toBe(false);
   });
 
   test("an imported batch is made of Data objects shaped exactly like the constructor's, over the producer's memory", () => {
-    const source = tableFromArrays({ n: new Int32Array([1, 2, 3]), s: vectorFromArray(["x", null, "zz"]) }).batches[0];
+    const source = new Table({ n: vectorFromArray([1, 2, 3], new Int32()), s: vectorFromArray(["x", null, "zz"], new Utf8()) }).batches[0];
     const exported = exportArray(source);
     const imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
     const batch = toRecordBatch(imported);

@@ -14,6 +14,7 @@ import { nonZeroCounters } from "../ts/diagnostics.ts";
 import { CSink } from "./helpers/async_peer.ts";
 import { peer, streamPeer, SP_HOLD } from "./helpers/fixtures.ts";
 import { collectUntil } from "./helpers/gc.ts";
+import { importOwnerOf } from "../ts/lifetime/imported.ts";
 import { consumeInC } from "./helpers/streams.ts";
 
 const rows = 1000;
@@ -50,6 +51,21 @@ describe("exports of converted imports hold the import's owner", () => {
     expect(peer.peer_sum_primitive(held, -1)).toBe(expectedSum);
     peer.peer_release_held(held);
     expect(live()).toBe(0); // released natively, by the consumer's release
+  });
+
+  test("the owner of an imported buffer is private to the library: not visible on the buffer, not forgeable", () => {
+    const imported = importInts();
+    const values = toVector(imported).data[0].values as Int32Array;
+    const owner = imported.ownerAddress;
+    expect(importOwnerOf(values.buffer)).toBe(owner);
+    // Nothing to read, copy or set from outside: no own property of any kind.
+    expect(Reflect.ownKeys(values.buffer)).toEqual([]);
+    const lookalike = new ArrayBuffer(values.byteLength);
+    Object.assign(lookalike, { owner });
+    expect(importOwnerOf(lookalike)).toBeUndefined();
+    expect(importOwnerOf(values.buffer.slice(0))).toBeUndefined(); // a copy is JS memory
+    imported.dispose();
+    expect(values.buffer.detached).toBe(true); // exports refuse detached views before asking for an owner
   });
 
   test("the consumer releases first, then dispose releases the producer", () => {
