@@ -65,7 +65,7 @@ describe("exports of converted imports hold the import's owner", () => {
     expect(importOwnerOf(lookalike)).toBeUndefined();
     expect(importOwnerOf(values.buffer.slice(0))).toBeUndefined(); // a copy is JS memory
     imported.dispose();
-    expect(values.buffer.detached).toBe(true); // exports refuse detached views before asking for an owner
+    expect((values.buffer as ArrayBuffer).detached).toBe(true); // exports refuse detached views before asking for an owner
   });
 
   test("the consumer releases first, then dispose releases the producer", () => {

@@ -6,6 +6,7 @@
  * path gives the same Data as the RawArray path.
  */
 import { afterEach, describe, expect, test } from "bun:test";
+import { ptr } from "bun:ffi";
 import {
   Dictionary, Field, Float64, Int32, RecordBatch, Schema, Struct, Utf8, makeData, vectorFromArray, type Data,
 } from "apache-arrow";
@@ -45,6 +46,38 @@ function roundTrip(batch: RecordBatch): RecordBatch {
 }
 
 describe("what a handle holds", () => {
+  test("buffers at distinct addresses get one view each in any address order; buffers starting at one address share one", () => {
+    // Columns over three separate int32 arrays, laid out in the batch in
+    // descending address order (not the order a producer allocating
+    // forwards gives), then a batch whose first and last columns are the
+    // same memory.
+    const arrays = [0, 1, 2].map((i) => Int32Array.from({ length: 64 }, (_, k) => k * 10 + i));
+    const descending = [...arrays].sort((x, y) => ptr(y) - ptr(x));
+    const column = (values: Int32Array) => makeData({ type: new Int32(), length: values.length, nullCount: 0, data: values });
+    const fields = (n: number) => Array.from({ length: n }, (_, i) => new Field(`c${i}`, new Int32(), false));
+    const cases = [
+      { columns: descending, distinct: 3 },
+      { columns: [descending[1], descending[0], descending[1]], distinct: 2 },
+    ];
+    for (const { columns, distinct } of cases) {
+      const exported = exportArray(batchOf(fields(columns.length), columns.map(column)));
+      const imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
+      imported.prefetchAll();
+      expect(counters().live_imported_views).toBe(1 + distinct); // the anchor + one per distinct start address
+      const views = imported.prefetchedViews();
+      const byColumn = columns.map((_, c) => views[2 + 2 * c]!); // root validity, then (validity, values) per column
+      expect(new Set(byColumn).size).toBe(distinct);
+      for (const [c, view] of byColumn.entries()) {
+        expect(ptr(new Uint8Array(view))).toBe(ptr(columns[c])); // zero-copy: the exported array's own memory
+        expect(new Int32Array(view)[5]).toBe(columns[c][5]);
+      }
+      if (distinct === 2) expect(byColumn[0]).toBe(byColumn[2]); // one ArrayBuffer for one start address
+      imported.dispose();
+      exported.release();
+      expect(counters().live_imported_views).toBe(0);
+    }
+  });
+
   test("an import holds one anchor view until its buffers are viewed; dispose releases everything at once", () => {
     const batch = batchOf([new Field("a", new Int32(), true)], [int32Column([1, 2, 3, 4], 1)]);
     const exported = exportArray(batch);

@@ -247,6 +247,11 @@ type SnapshotReference = (typeof SnapshotReference)[keyof typeof SnapshotReferen
  * a row usually have one shape). */
 let snapshotGuess = 256;
 
+/** Start addresses seen by `#prefetchAscending` (its distinctness check for
+ * tables not in ascending order; JS thread only, never kept). */
+const distinctCheckLimit = 16;
+const distinctScratch = new Float64Array(distinctCheckLimit);
+
 /** A new array for a snapshot, of the size the last one needed. */
 export function snapshotWords(): Float64Array {
   return new Float64Array(snapshotGuess);
@@ -731,10 +736,14 @@ export class ImportedArray implements Disposable {
 
   /**
    * `#prefetch(null)` on a handle with no views yet, when the buffers to
-   * view start at strictly ascending addresses (a producer that allocates
-   * in order; then no two share a region): one region per buffer, so no
-   * region map and no look-ups. False, having taken nothing, when an
-   * address repeats or goes down (the general path then groups them).
+   * view start at distinct addresses (then no two share a region): one
+   * region per buffer, so no region map and no look-ups. Distinct is
+   * proven by strictly ascending addresses (a producer that allocates in
+   * order), or, for up to `distinctCheckLimit` buffers, by comparing each
+   * with the ones before (a producer that allocates in another order, as
+   * most small batches do). False, having taken nothing, when an address
+   * repeats or a long table is out of order (the general path then groups
+   * them).
    */
   #prefetchAscending(): boolean {
     const table = this.#info;
@@ -743,12 +752,18 @@ export class ImportedArray implements Disposable {
     const count = this.bufferCount;
     let wanted = 0;
     let last = 0;
+    let ascending = true;
     for (let i = 0; i < count; i++) {
       const base = at + i * bufferStride;
       const size = table[base + BufferWord.size_bytes];
       const address = table[base + BufferWord.address];
       if (!(size > 0) || address === 0 || views[i] !== undefined) continue;
-      if (address <= last) return false;
+      if (address <= last) ascending = false;
+      if (!ascending) {
+        if (wanted >= distinctCheckLimit) return false;
+        for (let j = 0; j < wanted; j++) if (distinctScratch[j] === address) return false;
+      }
+      if (wanted < distinctCheckLimit) distinctScratch[wanted] = address;
       // Before any reference is taken: a refusal leaves nothing to undo.
       this.#checkViewable(i, size);
       last = address;
