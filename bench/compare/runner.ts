@@ -49,21 +49,29 @@ const total = (o: Outcome) => (typeof o === "number" ? o : o.ns);
 /** Warm-up and calibration: every contender runs blocks of k = 1, 2, 4, ...
  * until the slowest contender's block reaches `blockNs` (or k reaches
  * kMax), so the JIT has compiled every path before the first sample; then
- * k is set from the slowest contender's last per-cycle time. */
+ * k is set from the slowest contender's per-cycle time, taken as its best
+ * over the passes after the first (k = 1 compiles; one slow pass, such as
+ * the first calls into the embedded Python of the first group warmed, a
+ * GC, or another job on the machine, must not shrink k far below what
+ * `blockNs` asks for: it once gave a 1-column export block of 6 cycles,
+ * ~8 us instead of ~1 ms). */
 async function warm(g: Group, blockNs: number): Promise<void> {
   if (g.fixedK !== undefined) {
     g.k = g.fixedK;
     for (const c of g.contenders) await c.run(g.k);
     return;
   }
-  let slowest = 0;
+  const best = new Map<Contender, number>();
+  const slowestBest = () => Math.max(...best.values());
   for (let k = 1, passes = 0; ; k = Math.min(g.kMax, k * 2), passes++) {
-    slowest = 0;
-    for (const c of g.contenders) slowest = Math.max(slowest, total(await c.run(k)) / k);
+    for (const c of g.contenders) {
+      const perCycle = total(await c.run(k)) / k;
+      if (passes >= 1) best.set(c, Math.min(best.get(c) ?? Infinity, perCycle));
+    }
     await turn();
-    if (passes >= 3 && (k * slowest >= blockNs || k === g.kMax)) break;
+    if (passes >= 3 && (k * slowestBest() >= blockNs || k === g.kMax)) break;
   }
-  g.k = Math.max(1, Math.min(g.kMax, Math.round(blockNs / Math.max(slowest, 1))));
+  g.k = Math.max(1, Math.min(g.kMax, Math.round(blockNs / Math.max(slowestBest(), 1))));
 }
 
 /** One turn of the event loop (untimed, before every block): what the
