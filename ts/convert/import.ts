@@ -399,8 +399,11 @@ export function toRecordBatch(imported: ImportedArray, options: ConvertOptions =
 
 /** `toRecordBatch` without the argument checks (for this layer). */
 export function recordBatchOf(imported: ImportedArray, options: ConvertOptions): RecordBatch {
-  const root = imported.root;
-  if (root.window !== null) return batchWith(imported, typedConversion(root, () => schemaOf(root, options)), options);
+  // (imported.window: the root's window, without making the root's RawArray.)
+  if (imported.window !== null) {
+    const root = imported.root;
+    return batchWith(imported, typedConversion(root, () => schemaOf(root, options)), options);
+  }
   const entry = cachedSchemaOf(imported, options);
   if (entry.plan === undefined) entry.plan = BatchPlan.of(imported, entry.schema);
   // As a stream's batches: the plan builds what fits, batchWith the rest
@@ -443,17 +446,17 @@ function sameWords(a: Int32Array, b: Int32Array): boolean {
 /** The cache entry of `imported`'s schema; an uncached one (a schema with
  * dictionaries) is a fresh entry that nothing keeps. */
 function cachedSchemaOf(imported: ImportedArray, options: ConvertOptions): SchemaEntry {
-  const root = imported.root;
   const key = imported.schemaKey();
   const materialize = options.materialize === true;
+  const root = () => imported.root;
   // Not cached (dictionaries, which the plan never builds): no plan.
-  if (key === null) return { key: empty32, materialize, schema: typedConversion(root, () => schemaOf(root, options)), plan: null };
+  if (key === null) return { key: empty32, materialize, schema: typedConversion(root(), () => schemaOf(root(), options)), plan: null };
   const hash = hashWords(key);
   const bucket = schemaCache.get(hash);
   if (bucket) {
     for (const entry of bucket) if (entry.materialize === materialize && sameWords(entry.key, key)) return entry;
   }
-  const schema = typedConversion(root, () => schemaOf(root, options));
+  const schema = typedConversion(root(), () => schemaOf(root(), options));
   if (schemaCacheSize >= schemaCacheLimit) {
     schemaCache.clear();
     schemaCacheSize = 0;
