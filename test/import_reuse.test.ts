@@ -78,6 +78,31 @@ describe("what a handle holds", () => {
     }
   });
 
+  test("a buffer viewed later (size unknown at \"minimal\") shares the region of a view made at its address before", () => {
+    // c1's string bytes are c0's int32 memory: one start address. At
+    // "minimal" validation the bytes' size is not computed, so prefetchAll
+    // views c0 only and conversion views c1's bytes afterwards.
+    const ints = Int32Array.from([0x44434241, 0x48474645]); // little-endian "ABCD", "EFGH"
+    const bytes = new Uint8Array(ints.buffer, 0, 8);
+    const strings = makeData({ type: new Utf8(), length: 2, nullCount: 0, valueOffsets: Int32Array.from([0, 4, 8]), data: bytes });
+    const ints0 = makeData({ type: new Int32(), length: 2, nullCount: 0, data: ints });
+    const batch = batchOf([new Field("c0", new Int32(), false), new Field("c1", new Utf8(), false)], [ints0, strings]);
+    const exported = exportArray(batch);
+    const imported = ImportedArray.fromDeviceArray(exported.schema, exported.array, { validation: "minimal" });
+    imported.prefetchAll();
+    const viewed = counters().live_imported_views;
+    const back = toRecordBatch(imported);
+    expect(back.getChild("c1")!.toArray()).toEqual(["ABCD", "EFGH"]);
+    const c0 = back.getChild("c0")!.data[0].values as Int32Array;
+    const c1 = back.getChild("c1")!.data[0].values as Uint8Array;
+    expect(c1.buffer).toBe(c0.buffer); // one ArrayBuffer for the one start address
+    expect(viewed).toBe(3); // the anchor, c0's values and c1's offsets (sizes known)
+    expect(counters().live_imported_views).toBe(viewed); // c1's bytes took no new view
+    imported.dispose();
+    exported.release();
+    expect(counters().live_imported_views).toBe(0);
+  });
+
   test("an import holds one anchor view until its buffers are viewed; dispose releases everything at once", () => {
     const batch = batchOf([new Field("a", new Int32(), true)], [int32Column([1, 2, 3, 4], 1)]);
     const exported = exportArray(batch);

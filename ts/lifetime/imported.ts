@@ -353,8 +353,10 @@ export class ImportedArray implements Disposable {
   #views: (ArrayBuffer | undefined)[] = [];
   /** The same memory, by start address: buffers that start at the same
    * address share one ArrayBuffer (the largest of them), so repeated or
-   * shared buffers pay for one wrap and one owner reference. */
-  #byAddress = new Map<number, ArrayBuffer>();
+   * shared buffers pay for one wrap and one owner reference. Null until a
+   * look-up needs it (`#regions`): the usual import views every buffer at
+   * once at distinct addresses (`#prefetchAscending`) and never looks. */
+  #byAddress: Map<number, ArrayBuffer> | null = null;
   #disposed = false;
   /** A transient handle's own reference, held natively (no anchor view):
    * given back by `dispose()` or `releaseToGC()`, one of which its
@@ -673,16 +675,19 @@ export class ImportedArray implements Disposable {
       size = byteLength;
     }
     let memory: ArrayBuffer;
-    const shared = this.#byAddress.get(address);
     if (size === 0 || address === 0) {
       memory = new ArrayBuffer(0);
-    } else if (shared && shared.byteLength >= size) {
-      memory = shared;
     } else {
-      this.#checkViewable(index, size);
-      native.abd_owner_retain_views(asPointer(this.#owner), 1);
-      memory = this.#wrapView(index, address, size, 0);
-      this.#byAddress.set(address, memory);
+      const regions = this.#regions();
+      const shared = regions.get(address);
+      if (shared && shared.byteLength >= size) {
+        memory = shared;
+      } else {
+        this.#checkViewable(index, size);
+        native.abd_owner_retain_views(asPointer(this.#owner), 1);
+        memory = this.#wrapView(index, address, size, 0);
+        regions.set(address, memory);
+      }
     }
     this.#views[index] = memory;
     return memory;
@@ -698,11 +703,11 @@ export class ImportedArray implements Disposable {
 
   /** `prefetchBuffers` of `indices`, or of every buffer when null. */
   #prefetch(indices: number[] | null): void {
-    if (indices === null && this.#byAddress.size === 0 && this.#prefetchAscending()) return;
+    if (indices === null && this.#views.length === 0 && this.#prefetchAscending()) return;
     const table = this.#info;
     const at = this.#buffersAt;
     const views = this.#views;
-    const byAddress = this.#byAddress;
+    const byAddress = this.#regions();
     // Pass 1: the buffers to view, and each new start address's region:
     // the largest size wanted there, and the buffer it was sized by (for
     // errors), in `regions` (address -> buffer index).
@@ -732,6 +737,23 @@ export class ImportedArray implements Disposable {
       byAddress.set(address, this.#wrapView(index, address, table[at + index * bufferStride + BufferWord.size_bytes], unpaid));
     }
     for (const i of wanted) views[i] = byAddress.get(table[at + i * bufferStride + BufferWord.address])!;
+  }
+
+  /** `#byAddress`, made from the views so far when it is not kept yet
+   * (each start address to the largest view made there). */
+  #regions(): Map<number, ArrayBuffer> {
+    if (this.#byAddress !== null) return this.#byAddress;
+    const regions = new Map<number, ArrayBuffer>();
+    const views = this.#views;
+    for (let i = 0; i < views.length; i++) {
+      const view = views[i];
+      if (view === undefined || view.byteLength === 0) continue;
+      const address = this.#info[this.#buffersAt + i * bufferStride + BufferWord.address];
+      const known = regions.get(address);
+      if (known === undefined || known.byteLength < view.byteLength) regions.set(address, view);
+    }
+    this.#byAddress = regions;
+    return regions;
   }
 
   /**
@@ -771,7 +793,6 @@ export class ImportedArray implements Disposable {
     }
     if (wanted === 0) return true;
     native.abd_owner_retain_views(asPointer(this.#owner), wanted);
-    const byAddress = this.#byAddress;
     let unpaid = wanted;
     for (let i = 0; i < count; i++) {
       const base = at + i * bufferStride;
@@ -779,10 +800,10 @@ export class ImportedArray implements Disposable {
       const address = table[base + BufferWord.address];
       if (!(size > 0) || address === 0 || views[i] !== undefined) continue;
       unpaid--;
-      const memory = this.#wrapView(i, address, size, unpaid);
-      views[i] = memory;
-      byAddress.set(address, memory);
+      views[i] = this.#wrapView(i, address, size, unpaid);
     }
+    // No #byAddress: every address here is distinct, and #regions makes it
+    // from these views if a later look-up needs it.
     return true;
   }
 
@@ -831,7 +852,7 @@ export class ImportedArray implements Disposable {
     }
     this.#created = [];
     this.#views = [];
-    this.#byAddress.clear();
+    this.#byAddress = null;
   }
 
   /**
@@ -882,7 +903,7 @@ export class ImportedArray implements Disposable {
     const created = this.#created;
     this.#created = [];
     this.#views = [];
-    this.#byAddress.clear();
+    this.#byAddress = null;
     for (const buffer of created) {
       if (!buffer.detached) buffer.transfer(0);
     }
