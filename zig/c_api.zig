@@ -178,6 +178,44 @@ export fn abd_export_slot_free(slot: ?*export_batch.Slot, kind: i32) f64 {
     return @floatFromInt(export_batch.destroy(s, which));
 }
 
+/// Checks and builds an array plan once (export_array.zig `Image`); the
+/// image is the caller's until `abd_array_image_free`. NULL on failure
+/// (`abd_last_status` / `abd_last_error` say why).
+export fn abd_array_image_new(plan: ?[*]const f64, plan_words: usize) ?*export_array.Image {
+    const words: []const f64 = if (plan) |p| p[0..plan_words] else &.{};
+    var image: ?*export_array.Image = null;
+    if (export_array.Image.create(words, &image) != .ok) return null;
+    return image;
+}
+
+export fn abd_array_image_free(image: ?*export_array.Image) void {
+    if (image) |i| i.destroy();
+}
+
+/// Array images not yet freed (for tests).
+export fn abd_array_images_live() f64 {
+    return @floatFromInt(export_array.Image.liveCount());
+}
+
+/// `abd_export_slot_new` with the array tree copied from `image` (numbers
+/// only: no plan to pass or read). The caller keeps the image's buffers
+/// alive under `keepalive_id`, as for a plan.
+export fn abd_export_slot_from_image(template: ?*export_schema.Template, image: ?*export_array.Image, keepalive_id: f64, kind: i32) ?*export_batch.Slot {
+    const t = template orelse {
+        _ = status.fail(.invalid_argument, "schema template is NULL", .{});
+        return null;
+    };
+    const i = image orelse {
+        _ = status.fail(.invalid_argument, "array image is NULL", .{});
+        return null;
+    };
+    const which = std.enums.fromInt(export_batch.Kind, kind) orelse {
+        _ = status.fail(.invalid_argument, "export slot kind {d} is not 0, 1 or 2", .{kind});
+        return null;
+    };
+    return export_batch.createFrom(t, .{ .image = i }, @intFromFloat(keepalive_id), which);
+}
+
 /// The address of the number of queued keepalive ids (a u32 the JS side
 /// reads without a call, to drain only when it is non-zero).
 export fn abd_keepalive_queued_address() *const u32 {

@@ -20,6 +20,7 @@ const status = @import("status.zig");
 const counters = @import("counters.zig");
 const keepalive = @import("keepalive.zig");
 const tree_block = @import("tree_block.zig");
+const tree_image = @import("tree_image.zig");
 const validate = @import("validate.zig");
 const Status = status.Status;
 const fail = status.fail;
@@ -138,12 +139,24 @@ pub const Options = struct {
 
 /// Builds the tree described by `plan` into `out`. On error `out` is left
 /// untouched (released) and nothing is allocated.
-///
+pub fn build(plan: []const f64, options: Options, out: *abi.ArrowArray) Status {
+    var built: Built = undefined;
+    const s = buildBlock(plan, &built);
+    if (s != .ok) return s;
+    finishBlock(built.block, options);
+    out.* = built.root;
+    return .ok;
+}
+
+/// A tree `buildBlock` filled: its root, and its block with no on-free hook
+/// yet, `used_bytes` of whose payload the tree points into.
+const Built = struct { root: abi.ArrowArray, block: *tree_block.Block, used_bytes: usize };
+
 /// One pass: the block is sized by an upper bound computed from the plan's
 /// length alone (every node takes at least `plan_header_words` words, and
 /// each other word is one buffer), then the plan is checked while the tree
 /// is filled. A bad plan frees the block before any struct left it.
-pub fn build(plan: []const f64, options: Options, out: *abi.ArrowArray) Status {
+fn buildBlock(plan: []const f64, out: *Built) Status {
     const bound = payloadBound(plan.len);
     const block = tree_block.Block.createUndefined(0, bound) orelse return fail(.out_of_memory, "out of memory allocating {d} bytes for an exported array", .{bound});
     var carver = tree_block.Carver.init(block, bound);
@@ -157,6 +170,12 @@ pub fn build(plan: []const f64, options: Options, out: *abi.ArrowArray) Status {
         return filled;
     }
     block.remaining = .init(structs);
+    out.* = .{ .root = root, .block = block, .used_bytes = @intFromPtr(carver.next) - @intFromPtr(block.payload()) };
+    return .ok;
+}
+
+/// Sets the on-free hook of a new tree's block from `options`.
+fn finishBlock(block: *tree_block.Block, options: Options) void {
     if (options.on_free) |hook| {
         block.on_free = hook;
         block.on_free_context = options.on_free_context;
@@ -165,9 +184,61 @@ pub fn build(plan: []const f64, options: Options, out: *abi.ArrowArray) Status {
         block.on_free_context = @ptrFromInt(options.keepalive_id);
         counters.add(.live_array_exports, 1);
     }
-    out.* = root;
-    return .ok;
 }
+
+/// A plan checked and built once, from which `instantiate` makes equal
+/// trees (the same buffer addresses) without reading the plan again: the
+/// JS side keeps one per memoized batch plan (convert/export.ts `Batch`),
+/// so exporting the same batch again costs one allocation, one memcpy and
+/// one add per pointer (tree_image.zig).
+///
+/// Ownership: whoever `create`d it, until `destroy` (the JS memo, when it
+/// is collected). Trees made from it never point into it; the buffers they
+/// point at are the caller's to keep alive per tree, as for `build`.
+pub const Image = opaque {
+    const Inner = tree_image.Image(abi.ArrowArray, &.{ "buffers", "children", "dictionary" });
+
+    /// Images not yet destroyed (for tests: `abd_array_images_live`).
+    var live: std.atomic.Value(i64) = .init(0);
+
+    fn inner(self: *Image) *Inner {
+        return @ptrCast(@alignCast(self));
+    }
+
+    /// An image of `plan`, or an error status (nothing kept).
+    pub fn create(plan: []const f64, out: *?*Image) Status {
+        var built: Built = undefined;
+        const s = buildBlock(plan, &built);
+        if (s != .ok) return s;
+        // The tree built here is only read, then its block freed whole: no
+        // struct of it ever left this function.
+        defer std.c.free(built.block);
+        const captured = Inner.capture(&built.root, built.block.remaining.raw, built.used_bytes) catch |err| return switch (err) {
+            error.TooBig => fail(.invalid_argument, "export plan needs {d} bytes, more than an array image holds", .{built.used_bytes}),
+            error.OutOfMemory => fail(.out_of_memory, "out of memory keeping an array image of {d} bytes", .{built.used_bytes}),
+        };
+        _ = live.fetchAdd(1, .monotonic);
+        out.* = @ptrCast(captured);
+        return .ok;
+    }
+
+    pub fn destroy(self: *Image) void {
+        _ = live.fetchSub(1, .monotonic);
+        self.inner().destroy();
+    }
+
+    pub fn liveCount() i64 {
+        return live.load(.monotonic);
+    }
+
+    /// Makes a new tree equal to the one of the image's plan at `out` (as
+    /// `build` with that plan would).
+    pub fn instantiate(self: *Image, options: Options, out: *abi.ArrowArray) Status {
+        const block = self.inner().instantiate(out) orelse return fail(.out_of_memory, "out of memory allocating an exported array", .{});
+        finishBlock(block, options);
+        return .ok;
+    }
+};
 
 /// The most payload a plan of `words` words can need: n nodes take 6n
 /// header words and leave `words - 6n` buffer words; each node but the
@@ -331,4 +402,88 @@ test "buildDevice refuses device type 0, negative ones and a sync event on the C
     try testing.expectEqual(Status.ok, buildDevice(&plan, .{}, .{ .device_type = abi.device_cpu, .device_id = big }, &out));
     try testing.expectEqual(big, out.device_id);
     out.array.release.?(&out.array);
+}
+
+test "an image makes trees equal to the plan's, each in its own block, released once, outliving the image" {
+    var ints: [4]i32 = .{ 1, 2, 3, 4 };
+    var validity: [1]u8 = .{0b1011};
+    var offsets: [3]i32 = .{ 0, 1, 3 };
+    var chars: [3]u8 = .{ 'a', 'b', 'c' };
+    const w = struct {
+        fn of(p: anytype) f64 {
+            return @floatFromInt(@intFromPtr(p));
+        }
+    }.of;
+    // struct<a: int32, s: utf8 (2 of 4), d: dictionary int32 -> int32>.
+    const plan = [_]f64{
+        4, 0, 0, 1, 3, 0, 0, // struct: validity NULL
+        4, 1, 0, 2, 0, 0, w(&validity), w(&ints), // int32
+        2, 0, 1, 3, 0, 0, 0, w(&offsets), w(&chars), // utf8 at offset 1
+        4, 0, 0, 2, 0, 1, 0, w(&ints), // dictionary indices
+        3, 0, 0, 2, 0, 0, 0, w(&ints), // its dictionary
+    };
+    const before = Image.liveCount();
+    var maybe: ?*Image = null;
+    try testing.expectEqual(Status.ok, Image.create(&plan, &maybe));
+    const image = maybe.?;
+    try testing.expectEqual(before + 1, Image.liveCount());
+    const arrays = counters.get(.live_array_exports);
+    var planned: abi.ArrowArray = .empty;
+    try testing.expectEqual(Status.ok, build(&plan, .{ .keepalive_id = 60 }, &planned));
+    var copies: [2]abi.ArrowArray = .{ .empty, .empty };
+    try testing.expectEqual(Status.ok, image.instantiate(.{ .keepalive_id = 61 }, &copies[0]));
+    try testing.expectEqual(Status.ok, image.instantiate(.{ .keepalive_id = 62 }, &copies[1]));
+    image.destroy();
+    try testing.expectEqual(before, Image.liveCount());
+    try testing.expectEqual(arrays + 3, counters.get(.live_array_exports));
+    try testing.expect(copies[0].private_data != copies[1].private_data);
+    for (copies) |copy| {
+        try expectSameTree(&planned, &copy);
+        const block: *tree_block.Block = @ptrCast(@alignCast(copy.private_data.?));
+        const start = @intFromPtr(block);
+        const end = start + block.total_bytes;
+        const child = copy.children.?[2].?;
+        try testing.expect(@intFromPtr(child) > start and @intFromPtr(child) < end);
+        try testing.expect(@intFromPtr(child.dictionary.?) > start and @intFromPtr(child.dictionary.?) < end);
+        try testing.expect(@intFromPtr(copy.buffers.?) > start and @intFromPtr(copy.buffers.?) < end);
+        try testing.expectEqual(copy.private_data, child.dictionary.?.private_data);
+    }
+    // A child moved out of one copy keeps that copy's block alone alive.
+    const slot = copies[0].children.?[1].?;
+    var moved = slot.*;
+    slot.release = null;
+    copies[0].release.?(&copies[0]);
+    planned.release.?(&planned);
+    copies[1].release.?(&copies[1]);
+    var ids: [8]f64 = undefined;
+    try testing.expectEqual(@as(usize, 2), keepalive.take(&ids));
+    try testing.expectEqual([2]f64{ 60, 62 }, ids[0..2].*);
+    try testing.expectEqual(@as(i64, 1), moved.offset);
+    try testing.expectEqual(@intFromPtr(&chars), @intFromPtr(moved.buffers.?[2].?));
+    moved.release.?(&moved);
+    try testing.expectEqual(@as(usize, 1), keepalive.take(&ids));
+    try testing.expectEqual(@as(f64, 61), ids[0]);
+    try testing.expectEqual(arrays, counters.get(.live_array_exports));
+}
+
+/// Two trees agree field by field (every buffer address too), recursively.
+fn expectSameTree(a: *const abi.ArrowArray, b: *const abi.ArrowArray) !void {
+    try testing.expectEqual(a.length, b.length);
+    try testing.expectEqual(a.null_count, b.null_count);
+    try testing.expectEqual(a.offset, b.offset);
+    try testing.expectEqual(a.n_buffers, b.n_buffers);
+    try testing.expectEqual(a.n_children, b.n_children);
+    try testing.expect(a.release == b.release and b.release != null);
+    for (0..@intCast(a.n_buffers)) |i| try testing.expectEqual(a.buffers.?[i], b.buffers.?[i]);
+    for (0..@intCast(a.n_children)) |i| try expectSameTree(a.children.?[i].?, b.children.?[i].?);
+    try testing.expectEqual(a.dictionary == null, b.dictionary == null);
+    if (a.dictionary) |dictionary| try expectSameTree(dictionary, b.dictionary.?);
+}
+
+test "an image refuses a bad plan without keeping anything" {
+    const before = Image.liveCount();
+    var maybe: ?*Image = null;
+    try testing.expectEqual(Status.invalid_argument, Image.create(&[_]f64{ 1, 0, 0, 1, 1, 0, 0, 1, 0, 0, 0, 0 }, &maybe));
+    try testing.expect(maybe == null);
+    try testing.expectEqual(before, Image.liveCount());
 }

@@ -68,11 +68,24 @@ fn freeSlot(slot: *Slot) void {
     std.c.free(slot);
 }
 
+/// Where the array tree of a new slot comes from: a plan (checked while
+/// it is built) or the image of a plan built before (export_array.zig
+/// `Image`: a copy, no plan read).
+pub const ArraySource = union(enum) {
+    plan: []const f64,
+    image: *export_array.Image,
+};
+
 /// A new slot with the schema built from `template` and, unless `kind` is
 /// schema, the array tree from `plan` (a CPU ArrowDeviceArray: device_id
 /// -1, no sync event). Null on failure, with the status set and nothing
 /// allocated or built (the caller then forgets `keepalive_id`).
 pub fn create(template: *export_schema.Template, plan: []const f64, keepalive_id: u64, kind: Kind) ?*Slot {
+    return createFrom(template, .{ .plan = plan }, keepalive_id, kind);
+}
+
+/// `create` with the array tree from `source`.
+pub fn createFrom(template: *export_schema.Template, source: ArraySource, keepalive_id: u64, kind: Kind) ?*Slot {
     const slot = allocSlot() orelse {
         _ = fail(.out_of_memory, "out of memory allocating the slot of an exported array", .{});
         return null;
@@ -83,10 +96,14 @@ pub fn create(template: *export_schema.Template, plan: []const f64, keepalive_id
         return null;
     }
     const options: export_array.Options = .{ .keepalive_id = keepalive_id };
+    // .empty is a CPU ArrowDeviceArray already (device_id -1, no event,
+    // reserved zeroed): only its array is filled.
     const built = switch (kind) {
         .schema => Status.ok,
-        .array => export_array.build(plan, options, &slot.array.array),
-        .device_array => export_array.buildDevice(plan, options, .{}, &slot.array),
+        .array, .device_array => switch (source) {
+            .plan => |plan| export_array.build(plan, options, &slot.array.array),
+            .image => |image| image.instantiate(options, &slot.array.array),
+        },
     };
     if (built != .ok) {
         slot.schema.release.?(&slot.schema);
@@ -186,4 +203,29 @@ test "a bad plan builds nothing and releases the schema it built" {
     try testing.expectEqual(schemas, counters.get(.live_schema_exports));
     var ids: [4]f64 = undefined;
     try testing.expectEqual(@as(usize, 0), keepalive.take(&ids));
+}
+
+test "a slot from an array image holds the same trees as one from its plan" {
+    const template = try testTemplate();
+    defer template.destroy();
+    var data: [2]i32 = .{ 1, 2 };
+    const plan = [_]f64{ 2, 0, 0, 1, 1, 0, 0, 2, 0, 0, 2, 0, 0, 0, @floatFromInt(@intFromPtr(&data)) };
+    var image: ?*export_array.Image = null;
+    try testing.expectEqual(Status.ok, export_array.Image.create(&plan, &image));
+    defer image.?.destroy();
+    const schemas = counters.get(.live_schema_exports);
+    const arrays = counters.get(.live_array_exports);
+    for ([_]Kind{ .array, .device_array }, 0..) |kind, i| {
+        const id: u64 = 910 + i;
+        const slot = createFrom(template, .{ .image = image.? }, id, kind).?;
+        try testing.expectEqual(@as(i64, -1), slot.array.device_id);
+        try testing.expectEqual(abi.device_cpu, slot.array.device_type);
+        try testing.expectEqual(@intFromPtr(&data), @intFromPtr(slot.array.array.children.?[0].?.buffers.?[1].?));
+        try testing.expectEqualStrings("a", std.mem.span(slot.schema.children.?[0].?.name.?));
+        try testing.expectEqual(schemas + 1, counters.get(.live_schema_exports));
+        try testing.expectEqual(arrays + 1, counters.get(.live_array_exports));
+        try testing.expectEqual(id, destroy(slot, kind));
+    }
+    try testing.expectEqual(schemas, counters.get(.live_schema_exports));
+    try testing.expectEqual(arrays, counters.get(.live_array_exports));
 }

@@ -17,6 +17,7 @@ const abi = @import("abi.zig");
 const status = @import("status.zig");
 const counters = @import("counters.zig");
 const tree_block = @import("tree_block.zig");
+const tree_image = @import("tree_image.zig");
 const validate = @import("validate.zig");
 const format = @import("format.zig");
 const Status = status.Status;
@@ -231,45 +232,19 @@ fn buildMeasured(plan: []const u8, sized: Sized, out: *abi.ArrowSchema) Status {
 /// A schema plan checked and built once, from which `instantiate` makes
 /// any number of trees without reading the plan again: the JS side keeps
 /// one per apache-arrow Schema/Field/DataType it exported
-/// (convert/export.ts).
-///
-/// The template holds an image of a built tree's block payload (every
-/// struct but the root, the children arrays and the strings), with each
-/// pointer into the payload stored as an offset from its start, plus the
-/// places of those pointers (`payload_relocs`) and of the structs'
-/// `private_data` (`block_relocs`). `instantiate` is one allocation, one
-/// memcpy and one add per pointer: no parsing, no per-string copies.
+/// (convert/export.ts). It is a relocatable image of one built tree
+/// (tree_image.zig): `instantiate` is one allocation, one memcpy and one
+/// add per pointer: no parsing, no per-string copies.
 ///
 /// Ownership: whoever `create`d it (the JS schema cache, which `destroy`s it
 /// when the apache-arrow object is collected). A tree built from it owns
 /// its copy of the image and never points into the template, so trees
 /// outlive it and each is released on its own, exactly once.
-pub const Template = struct {
-    sized: Sized,
-    /// The root struct, its pointers into the payload as offsets from the
-    /// payload start (the fields whose bit is set in `root_relocs`, one bit
-    /// per field of `root_fields`; an offset may be 0, so the bits say
-    /// which fields are set); private_data is the block, set per instance.
-    root: abi.ArrowSchema,
-    root_relocs: u8,
-    n_payload_relocs: usize,
-    n_block_relocs: usize,
+pub const Template = opaque {
+    const Image = tree_image.Image(abi.ArrowSchema, &.{ "format", "name", "metadata", "children", "dictionary" });
 
-    const root_fields = [_][]const u8{ "format", "name", "metadata", "children", "dictionary" };
-
-    fn tail(self: *Template) [*]u8 {
-        const bytes: [*]u8 = @ptrCast(self);
-        return bytes + @sizeOf(Template);
-    }
-
-    fn image(self: *Template) []u8 {
-        return self.tail()[0..self.sized.payload_bytes];
-    }
-
-    fn relocs(self: *Template) []align(1) u32 {
-        const start = self.tail() + self.sized.payload_bytes;
-        const words: [*]align(1) u32 = @ptrCast(start);
-        return words[0 .. self.n_payload_relocs + self.n_block_relocs];
+    fn image(self: *Template) *Image {
+        return @ptrCast(@alignCast(self));
     }
 
     /// A template of `plan`, or an error status (nothing kept).
@@ -277,120 +252,29 @@ pub const Template = struct {
         var sized: Sized = undefined;
         const measured = measurePlan(plan, &sized);
         if (measured != .ok) return measured;
-        if (sized.payload_bytes > std.math.maxInt(u32)) return fail(.invalid_argument, "schema plan needs {d} bytes, more than a template holds", .{sized.payload_bytes});
         // Build one tree, then record where its pointers are.
         var root: abi.ArrowSchema = .empty;
         const built = buildMeasured(plan, sized, &root);
         if (built != .ok) return built;
         defer root.release.?(&root);
-        const block: *tree_block.Block = @ptrCast(@alignCast(root.private_data.?));
-        const base = @intFromPtr(block.payload());
-        var finder: RelocFinder = .{ .base = base, .end = base + sized.payload_bytes, .block = block };
-        defer finder.payload.deinit(std.heap.c_allocator);
-        defer finder.blocks.deinit(std.heap.c_allocator);
-        if (!finder.visitChildren(&root)) return fail(.out_of_memory, "out of memory making a schema template", .{});
-        const n_relocs = finder.payload.items.len + finder.blocks.items.len;
-        const memory = std.c.malloc(@sizeOf(Template) + sized.payload_bytes + n_relocs * @sizeOf(u32)) orelse return fail(.out_of_memory, "out of memory keeping a schema template of {d} bytes", .{sized.payload_bytes});
-        const template: *Template = @ptrCast(@alignCast(memory));
-        template.* = .{ .sized = sized, .root = root, .root_relocs = 0, .n_payload_relocs = finder.payload.items.len, .n_block_relocs = finder.blocks.items.len };
-        const copy = template.image();
-        @memcpy(copy, block.payload()[0..sized.payload_bytes]);
-        for (finder.payload.items) |at| {
-            const word: *align(1) usize = @ptrCast(copy.ptr + at);
-            word.* -= base;
-        }
-        for (finder.blocks.items) |at| {
-            const word: *align(1) usize = @ptrCast(copy.ptr + at);
-            word.* = 0;
-        }
-        @memcpy(template.relocs()[0..finder.payload.items.len], finder.payload.items);
-        @memcpy(template.relocs()[finder.payload.items.len..], finder.blocks.items);
-        inline for (root_fields, 0..) |field, bit| {
-            const address = @intFromPtr(@field(template.root, field));
-            if (address != 0) {
-                std.debug.assert(address >= base and address <= finder.end);
-                @field(template.root, field) = @ptrFromInt(address - base);
-                template.root_relocs |= 1 << bit;
-            }
-        }
-        template.root.private_data = null;
-        out.* = template;
+        const captured = Image.capture(&root, sized.structs, sized.payload_bytes) catch |err| return switch (err) {
+            error.TooBig => fail(.invalid_argument, "schema plan needs {d} bytes, more than a template holds", .{sized.payload_bytes}),
+            error.OutOfMemory => fail(.out_of_memory, "out of memory keeping a schema template of {d} bytes", .{sized.payload_bytes}),
+        };
+        out.* = @ptrCast(captured);
         return .ok;
     }
 
     pub fn destroy(self: *Template) void {
-        std.c.free(self);
+        self.image().destroy();
     }
 
     /// Builds a new, independent tree into `out` (as `build`).
     pub fn instantiate(self: *Template, out: *abi.ArrowSchema) Status {
-        const payload_bytes = self.sized.payload_bytes;
-        const block = tree_block.Block.createUndefined(self.sized.structs, payload_bytes) orelse return fail(.out_of_memory, "out of memory allocating an exported schema", .{});
+        const block = self.image().instantiate(out) orelse return fail(.out_of_memory, "out of memory allocating an exported schema", .{});
         block.on_free = finishSchema;
         counters.add(.live_schema_exports, 1);
-        const payload = block.payload();
-        const base = @intFromPtr(payload);
-        @memcpy(payload[0..payload_bytes], self.image());
-        const all = self.relocs();
-        for (all[0..self.n_payload_relocs]) |at| {
-            const word: *align(1) usize = @ptrCast(payload + at);
-            word.* += base;
-        }
-        for (all[self.n_payload_relocs..]) |at| {
-            const word: *align(1) usize = @ptrCast(payload + at);
-            word.* = @intFromPtr(block);
-        }
-        var root = self.root;
-        inline for (root_fields, 0..) |field, bit| {
-            if (self.root_relocs & (1 << bit) != 0) @field(root, field) = @ptrFromInt(@intFromPtr(@field(root, field)) + base);
-        }
-        root.private_data = block;
-        out.* = root;
         return .ok;
-    }
-};
-
-/// Collects, for `Template.create`, the payload offsets of every pointer
-/// into the payload and of every `private_data` in a freshly built tree.
-const RelocFinder = struct {
-    base: usize,
-    end: usize,
-    block: *tree_block.Block,
-    payload: std.ArrayList(u32) = .empty,
-    blocks: std.ArrayList(u32) = .empty,
-
-    fn offsetOf(self: *RelocFinder, place: usize) u32 {
-        return @intCast(place - self.base);
-    }
-
-    /// Records `place` unless it holds NULL: every pointer field a tree
-    /// built from a plan sets points into its own payload.
-    fn pointer(self: *RelocFinder, place: usize, value: usize) bool {
-        if (value == 0) return true;
-        std.debug.assert(value >= self.base and value <= self.end);
-        self.payload.append(std.heap.c_allocator, self.offsetOf(place)) catch return false;
-        return true;
-    }
-
-    /// Records the pointers of `schema`'s children and dictionary (which
-    /// live in the payload), recursively; not those of `schema` itself.
-    fn visitChildren(self: *RelocFinder, schema: *abi.ArrowSchema) bool {
-        if (schema.children) |children| {
-            for (children[0..@intCast(schema.n_children)]) |*slot| {
-                if (!self.pointer(@intFromPtr(slot), @intFromPtr(slot.*))) return false;
-                if (!self.visitStruct(slot.*.?)) return false;
-            }
-        }
-        if (schema.dictionary) |dictionary| return self.visitStruct(dictionary);
-        return true;
-    }
-
-    fn visitStruct(self: *RelocFinder, schema: *abi.ArrowSchema) bool {
-        inline for (Template.root_fields) |field| {
-            if (!self.pointer(@intFromPtr(&@field(schema, field)), @intFromPtr(@field(schema, field)))) return false;
-        }
-        self.blocks.append(std.heap.c_allocator, self.offsetOf(@intFromPtr(&schema.private_data))) catch return false;
-        return self.visitChildren(schema);
     }
 };
 

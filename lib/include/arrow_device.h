@@ -252,6 +252,17 @@ abd_status abd_schema_template_build(abd_schema_template* template_, struct Arro
 void* abd_export_slot_new(abd_schema_template* template_, const double* plan, size_t plan_words,
                           double keepalive_id, int32_t kind);
 double abd_export_slot_free(void* slot, int32_t kind);
+/* An array image is a checked array plan built once (zig/export_array.zig
+ * `Image`), the caller's until image_free; slot_from_image is slot_new with
+ * the array tree copied from it (the same buffer addresses; the caller
+ * keeps them alive under keepalive_id). images_live counts images not yet
+ * freed. */
+typedef struct abd_array_image abd_array_image;
+abd_array_image* abd_array_image_new(const double* plan, size_t plan_words);
+void abd_array_image_free(abd_array_image* image);
+double abd_array_images_live(void);
+void* abd_export_slot_from_image(abd_schema_template* template_, abd_array_image* image,
+                                 double keepalive_id, int32_t kind);
 const uint32_t* abd_keepalive_queued_address(void);
 void abd_set_release_notifier(void (*notifier)(void));
 uint32_t abd_take_released(double* out, uint32_t capacity);

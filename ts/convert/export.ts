@@ -325,8 +325,25 @@ type Batch = {
   words: Float64Array;
   retained: unknown[];
   owners: number[];
+  /** The native image of `words` (zig/export_array.zig `Image`), made at
+   * the memo's first reuse (a batch exported once never pays for it); 0
+   * until then. Owned by this memo: freed by `arrayImages` when the memo
+   * is collected (its Data was, or a new plan replaced it). Trees never
+   * point into it, so freeing it never touches a live export. */
+  image: number;
 };
 const batches = new WeakMap<Data, Batch>();
+const arrayImages = new FinalizationRegistry<number>((image) => native.abd_array_image_free(image as Pointer));
+
+/** The array image of `batch`, made now if it has none yet. */
+function imageOf(batch: Batch): number {
+  if (batch.image !== 0) return batch.image;
+  const image = native.abd_array_image_new(batch.words, batch.words.length);
+  if (!image) check(native.abd_last_status() || Status.internal);
+  batch.image = image as number;
+  arrayImages.register(batch, batch.image);
+  return batch.image;
+}
 
 /** The Batch memo of `data` if it still holds, else undefined. */
 function batchAgain(data: Data): Batch | undefined {
@@ -371,6 +388,7 @@ function rememberBatch(data: Data, retained: unknown[], owners: readonly number[
     words: planWords.slice(0, planLength),
     retained,
     owners: [...owners],
+    image: 0,
   });
 }
 
@@ -773,6 +791,12 @@ function planKeepalive(data: Data): number {
     planLength = batch.words.length;
     return retainWithOwners(batch.retained, batch.owners);
   }
+  return planFresh(data);
+}
+
+/** `planKeepalive` for data without a Batch memo that holds: plans it
+ * from the start (remembering the plan as its memo where it may be one). */
+function planFresh(data: Data): number {
   planLength = 0;
   const retained: unknown[] = [];
   planner.retained = retained;
@@ -825,10 +849,21 @@ function exportArrayAs(fn: string, source: ArraySource, kind: Exclude<ExportedKi
     throw new InvalidArgumentError(Status.invalid_argument, `${fn}: options.field must have the data's own type`);
   }
   // One native call builds the slot, the schema (from the cached template)
-  // and the array tree; the handle owns the slot from then on.
+  // and the array tree: copied from the memo's image when the same batch
+  // was exported before (numbers only, no plan to read), else from a
+  // fresh plan. The handle owns the slot from then on.
   const template = templateOf(field ?? schema);
-  const keepaliveId = planKeepalive(data);
-  const address = native.abd_export_slot_new(template as Pointer, planWords, planLength, keepaliveId, exportSlotKinds[kind]);
+  const batch = batchAgain(data);
+  let keepaliveId: number;
+  let address: Pointer | null;
+  if (batch !== undefined) {
+    const image = imageOf(batch);
+    keepaliveId = retainWithOwners(batch.retained, batch.owners);
+    address = native.abd_export_slot_from_image(template as Pointer, image as Pointer, keepaliveId, exportSlotKinds[kind]);
+  } else {
+    keepaliveId = planFresh(data);
+    address = native.abd_export_slot_new(template as Pointer, planWords, planLength, keepaliveId, exportSlotKinds[kind]);
+  }
   if (!address) {
     forgetUnused(keepaliveId);
     check(native.abd_last_status() || Status.internal);

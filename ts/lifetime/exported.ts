@@ -15,13 +15,17 @@
  * Handles made by `adoptExportSlot` (convert/export.ts) wrap a slot that
  * one native call allocated and filled (zig/export_batch.zig); one native
  * call releases and frees it, handing back the keepalive id when the tree
- * finished right there (`forgetReleased`: no queue, no wake).
+ * finished right there (`forgetReleased`: no queue, no wake). A handle is
+ * one object (it keeps its slot's address itself) that joins NativeSlot's
+ * deferred safety net: an export released before the next microtask never
+ * touches the FinalizationRegistry.
  */
 import { read, type Pointer } from "bun:ffi";
 import { ArrowArrayLayout, ArrowDeviceArrayLayout, ArrowSchemaLayout } from "../abi/layout.ts";
-import { ReleasedError, Status } from "../errors.ts";
+import { OutOfMemoryError, ReleasedError, Status } from "../errors.ts";
 import { native } from "../ffi/library.ts";
-import { NativeSlot } from "./native_slot.ts";
+import { guardLater, unguard, type Describe } from "./native_slot.ts";
+import { debugEnabled, track, untrack } from "./debug.ts";
 import { drainReleased, forgetReleased } from "./keepalive.ts";
 import { ArrowCArray, ArrowCDeviceArray, ArrowCSchema, type ArrowCapsule, type ProtocolOptions } from "../protocol/symbols.ts";
 import { oneOfArg, stringArg } from "../args.ts";
@@ -34,6 +38,9 @@ const schemaOffset = 0;
 const arrayOffset = ArrowSchemaLayout.size; // 72: 8-byte aligned
 const slotBytes = ArrowSchemaLayout.size + ArrowDeviceArrayLayout.size;
 
+/** What a slot the constructor allocated owns, released (moved-out
+ * structs have release == NULL and are skipped natively); the memory is
+ * freed after it. */
 const releaseContents: Record<ExportedKind, (address: number) => void> = {
   schema: (address) => native.abd_schema_release((address + schemaOffset) as Pointer),
   array: (address) => {
@@ -55,30 +62,44 @@ const labels: Record<ExportedKind, string> = {
 /** zig/export_batch.zig's slot kinds. */
 export const exportSlotKinds: Record<ExportedKind, number> = { schema: 0, array: 1, device_array: 2 };
 
-function freeExportSlot(address: number, kind: number): void {
-  const finished = native.abd_export_slot_free(address as Pointer, kind);
+/** Releases and frees an adopted slot of kind `code` in one native call,
+ * forgetting the keepalive id it hands back (the tree finished right
+ * there), then drains what other threads released. */
+function freeExportSlot(address: number, code: number): void {
+  const finished = native.abd_export_slot_free(address as Pointer, code);
   if (finished !== 0) forgetReleased(finished);
   drainReleased();
 }
 
+/** Releases what a constructor-allocated slot still owns and frees it. */
+function freeAllocatedSlot(address: number, kind: ExportedKind): void {
+  releaseContents[kind](address);
+  native.abd_free(address as Pointer);
+  drainReleased();
+}
+
+/** What the safety net runs for a collected handle, by kind: adopted
+ * slots (one native call) and allocated ones. */
 const freeAdopted: Record<ExportedKind, (address: number) => void> = {
   schema: (address) => freeExportSlot(address, 0),
   array: (address) => freeExportSlot(address, 1),
   device_array: (address) => freeExportSlot(address, 2),
 };
+const freeAllocated: Record<ExportedKind, (address: number) => void> = {
+  schema: (address) => freeAllocatedSlot(address, "schema"),
+  array: (address) => freeAllocatedSlot(address, "array"),
+  device_array: (address) => freeAllocatedSlot(address, "device_array"),
+};
 
-/** Set only while `adoptExportSlot` constructs a handle. */
+/** Set only while `adoptExportSlot` constructs a handle (the constructor
+ * takes it at once). */
 let adopting = 0;
 
 /** A handle owning `address`, a slot of `kind` that abd_export_slot_new
  * returned (filled; freed by abd_export_slot_free). Internal. */
 export function adoptExportSlot(kind: ExportedKind, address: number): ExportedArray {
   adopting = address;
-  try {
-    return new ExportedArray(kind);
-  } finally {
-    adopting = 0;
-  }
+  return new ExportedArray(kind);
 }
 
 /** An exported ArrowSchema (kind "schema"), optionally with its ArrowArray
@@ -91,51 +112,93 @@ export class ExportedArray implements Disposable {
   declare readonly [ArrowCArray]?: (options?: ProtocolOptions) => ArrowCapsule;
   /** Protocol (docs/protocol.md): an "arrow_device_array" capsule; undefined where not offered. */
   declare readonly [ArrowCDeviceArray]?: (options?: ProtocolOptions) => ArrowCapsule;
-  #slot: NativeSlot;
+
+  // The handle keeps its slot itself (no NativeSlot: one object per
+  // export), and joins NativeSlot's safety net (guardLater).
+  /** The slot's address; 0 once released. */
+  #address: number;
+  /** zig/export_batch.zig's kind for an adopted slot (freed by one native
+   * call); -1 for a slot the constructor allocated. */
+  #code: number;
+  #label: string | undefined;
+  #token: number;
+  /** Whether the handle joined the safety net. */
+  #registered = false;
+
+  static #describe: Describe = (handle) => {
+    const self = handle as ExportedArray;
+    if (self.#address === 0) return null;
+    self.#registered = true;
+    const releaseContents = self.#code === -1 ? freeAllocated[self.kind] : freeAdopted[self.kind];
+    return { address: self.#address, token: self.#token, label: self.#label ?? labels[self.kind], releaseContents, adopted: true };
+  };
 
   /** Allocates an empty (released) slot; the converter fills it. */
   constructor(readonly kind: ExportedKind, label?: string) {
-    if (adopting !== 0) {
-      this.#slot = new NativeSlot(slotBytes, labels[kind], freeAdopted[kind], adopting);
-      return;
+    const adopted = adopting;
+    if (adopted !== 0) {
+      adopting = 0;
+      this.#address = adopted;
+      this.#code = exportSlotKinds[kind];
+      this.#label = undefined;
+    } else {
+      oneOfArg("ExportedArray", "kind", kind, ["schema", "array", "device_array"]);
+      stringArg("ExportedArray", "label", label, true);
+      const address = native.abd_alloc_zeroed(slotBytes);
+      if (!address) throw new OutOfMemoryError(Status.out_of_memory, `out of memory allocating the slot of an ${label ?? labels[kind]}`);
+      this.#address = address as number;
+      this.#code = -1;
+      this.#label = label;
     }
-    oneOfArg("ExportedArray", "kind", kind, ["schema", "array", "device_array"]);
-    stringArg("ExportedArray", "label", label, true);
-    this.#slot = new NativeSlot(slotBytes, label ?? labels[kind], releaseContents[kind]);
+    this.#token = debugEnabled ? track(this.#label ?? labels[kind]) : 0;
+    guardLater(this, ExportedArray.#describe);
+  }
+
+  /** The slot's address; throws ReleasedError once released. */
+  #slot(): number {
+    const address = this.#address;
+    if (address === 0) throw new ReleasedError(Status.released, `this ${this.#label ?? labels[this.kind]} handle was released; its struct addresses are no longer valid`);
+    return address;
   }
 
   /** `struct ArrowSchema*` for C. Valid until `release()`. */
   get schema(): Pointer {
-    return (this.#slot.address + schemaOffset) as Pointer;
+    return (this.#slot() + schemaOffset) as Pointer;
   }
 
   /** `struct ArrowDeviceArray*` (kind "device_array") or `struct ArrowArray*`
    * (kind "array") for C. Valid until `release()`. */
   get array(): Pointer {
     if (this.kind === "schema") throw new ReleasedError(Status.invalid_argument, "this handle holds only a schema");
-    return (this.#slot.address + arrayOffset) as Pointer;
+    return (this.#slot() + arrayOffset) as Pointer;
   }
 
   /** True once a consumer moved the schema out, or it was released. */
   get schemaReleased(): boolean {
-    if (this.#slot.released) return true;
+    if (this.#address === 0) return true;
     return read.ptr(this.schema, ArrowSchemaLayout.fields.release) === 0;
   }
 
   /** True once a consumer moved the array out, or it was released. */
   get arrayReleased(): boolean {
-    if (this.#slot.released || this.kind === "schema") return true;
+    if (this.#address === 0 || this.kind === "schema") return true;
     return read.ptr(this.array, ArrowArrayLayout.fields.release) === 0;
   }
 
   /** True once `release()` ran: the struct addresses are no longer valid. */
   get released(): boolean {
-    return this.#slot.released;
+    return this.#address === 0;
   }
 
   /** Releases what no consumer moved, and frees the slot. Idempotent. */
   release(): void {
-    this.#slot.release();
+    const address = this.#address;
+    if (address === 0) return;
+    this.#address = 0;
+    if (this.#registered) unguard(this);
+    if (this.#token !== 0) untrack(this.#token);
+    if (this.#code !== -1) freeExportSlot(address, this.#code);
+    else freeAllocatedSlot(address, this.kind);
   }
 
   [Symbol.dispose](): void {

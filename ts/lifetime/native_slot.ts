@@ -11,9 +11,10 @@
  * intended path. JS thread only; what C moved out is released by C, from any
  * thread.
  *
- * Adopted slots (`adopted`): memory a native call allocated and filled in
- * one go (zig/export_batch.zig); their `releaseContents` also frees the
- * memory (one call), so this module does not call `abd_free` for them.
+ * Handles that keep their slot state themselves (exported arrays, whose
+ * slot one native call allocated and filled: lifetime/exported.ts) join the
+ * same safety net through `guardLater`; their `releaseContents` also frees
+ * the memory (`adopted`), so this module does not call `abd_free` for them.
  *
  * Deferred registration: a new slot joins the safety net at the next
  * microtask checkpoint, or as soon as `deferLimit` slots wait, whichever
@@ -30,7 +31,7 @@ import { drainReleased } from "./keepalive.ts";
 
 /** What the safety net needs to release a slot whose handle was collected
  * (made when the slot joins it; it must not reference the handle). */
-type Held = { address: number; token: number; label: string; releaseContents: (address: number) => void; adopted: boolean };
+export type Held = { address: number; token: number; label: string; releaseContents: (address: number) => void; adopted: boolean };
 
 function releaseSlot(address: number, releaseContents: (address: number) => void, adopted: boolean): void {
   releaseContents(address);
@@ -44,53 +45,78 @@ const safetyNet = new FinalizationRegistry<Held>((held) => {
   releaseSlot(held.address, held.releaseContents, held.adopted);
 });
 
-/** Slots waiting to join the safety net (see above). */
-const deferred: NativeSlot[] = [];
+/** Says what the safety net must release if `handle` is collected, and
+ * notes that it joined the net; null if the handle was released already
+ * (it does not join then). */
+export type Describe = (handle: object) => Held | null;
+
+/** Handles waiting to join the safety net (see above), each with its
+ * Describe at the same index. */
+const deferred: object[] = [];
+const describers: Describe[] = [];
 const deferLimit = 256;
 let flushQueued = false;
+
+/** Registers every deferred handle not released yet with the safety net. */
+function flush(): void {
+  for (let i = 0; i < deferred.length; i++) {
+    const handle = deferred[i];
+    const held = describers[i](handle);
+    if (held !== null) safetyNet.register(handle, held, handle);
+  }
+  deferred.length = 0;
+  describers.length = 0;
+}
+
+function flushFromMicrotask(): void {
+  flushQueued = false;
+  flush();
+}
+
+/** Makes `handle` (which owns a slot) join the safety net later (see the
+ * module comment): `describe` runs then. Handles other than NativeSlot
+ * (lifetime/exported.ts) keep their slot state themselves. */
+export function guardLater(handle: object, describe: Describe): void {
+  deferred.push(handle);
+  describers.push(describe);
+  if (deferred.length >= deferLimit) flush();
+  else if (!flushQueued) {
+    flushQueued = true;
+    queueMicrotask(flushFromMicrotask);
+  }
+}
+
+/** Takes a handle that joined the safety net (its Describe returned
+ * non-null) out of it: it was released explicitly. */
+export function unguard(handle: object): void {
+  safetyNet.unregister(handle);
+}
 
 export class NativeSlot {
   /** 0 once released. */
   #address: number;
   #token: number;
   #releaseContents: (address: number) => void;
-  #adopted: boolean;
   /** Whether the slot joined the safety net (see above). */
   #registered = false;
 
-  /** Registers every deferred slot not released yet with the safety net. */
-  static #flush(): void {
-    for (const slot of deferred) {
-      if (slot.#address === 0) continue;
-      slot.#registered = true;
-      const held: Held = { address: slot.#address, token: slot.#token, label: slot.label, releaseContents: slot.#releaseContents, adopted: slot.#adopted };
-      safetyNet.register(slot, held, slot);
-    }
-    deferred.length = 0;
-  }
-
-  static #flushFromMicrotask = (): void => {
-    flushQueued = false;
-    NativeSlot.#flush();
+  static #describe: Describe = (handle) => {
+    const slot = handle as NativeSlot;
+    if (slot.#address === 0) return null;
+    slot.#registered = true;
+    return { address: slot.#address, token: slot.#token, label: slot.label, releaseContents: slot.#releaseContents, adopted: false };
   };
 
-  /** Allocates `bytes` zeroed bytes for the handle described by `label`
-   * (or, with `adopted`, takes that already filled native memory, whose
-   * `releaseContents` frees it too). `releaseContents` must be a function
-   * that captures no handle (it runs from the safety net too). */
-  constructor(bytes: number, readonly label: string, releaseContents: (address: number) => void, adopted = 0) {
-    const address = adopted || native.abd_alloc_zeroed(bytes);
+  /** Allocates `bytes` zeroed bytes for the handle described by `label`.
+   * `releaseContents` must be a function that captures no handle (it runs
+   * from the safety net too). */
+  constructor(bytes: number, readonly label: string, releaseContents: (address: number) => void) {
+    const address = native.abd_alloc_zeroed(bytes);
     if (!address) throw new OutOfMemoryError(Status.out_of_memory, `out of memory allocating the slot of an ${label}`);
     this.#address = address as number;
     this.#token = track(label);
     this.#releaseContents = releaseContents;
-    this.#adopted = adopted !== 0;
-    deferred.push(this);
-    if (deferred.length >= deferLimit) NativeSlot.#flush();
-    else if (!flushQueued) {
-      flushQueued = true;
-      queueMicrotask(NativeSlot.#flushFromMicrotask);
-    }
+    guardLater(this, NativeSlot.#describe);
   }
 
   /** The slot's address; throws ReleasedError once released. */
@@ -108,8 +134,8 @@ export class NativeSlot {
     const address = this.#address;
     if (address === 0) return;
     this.#address = 0;
-    if (this.#registered) safetyNet.unregister(this);
+    if (this.#registered) unguard(this);
     untrack(this.#token);
-    releaseSlot(address, this.#releaseContents, this.#adopted);
+    releaseSlot(address, this.#releaseContents, false);
   }
 }
