@@ -40,7 +40,7 @@ import { InvalidArgumentError, ReleasedError, Status, TooDeepError, UnsupportedE
 import { arrowArg, arrowKindError, arrowKindOf, isDataType } from "./arrow_args.ts";
 import { check, native } from "../ffi/library.ts";
 import { adoptExportSlot, exportSlotKinds, type ExportedArray, type ExportedKind } from "../lifetime/exported.ts";
-import { drainReleased, forgetUnused, retainWithOwners } from "../lifetime/keepalive.ts";
+import { drainReleased, forgetUnused, retainForNative, retainWithOwners } from "../lifetime/keepalive.ts";
 import { importOwnerOf } from "../lifetime/imported.ts";
 import { maxNestingDepth } from "../abi/layout.ts";
 import { formatOf } from "./formats.ts";
@@ -734,18 +734,20 @@ function exportKindArg(fn: string, options: ExportOptions | undefined, keys: rea
   return oneOfArg(fn, "options.as", checked.as ?? "device_array", ["device_array", "array"]);
 }
 
+/** Whether a RecordBatch's own schema describes its columns: then it
+ * exports as `source.data` under `source.schema` (whose template is
+ * cached). Each column's type comes from its own Data: apache-arrow's
+ * RecordBatch constructor merges repeated field names (Schema.assign), so
+ * for them neither RecordBatch.schema nor (after a slice) the struct type
+ * describes the columns any more; the child Data always does. */
+function schemaFits(source: RecordBatch): boolean {
+  return !repeatsNames(source.schema) && source.schema.fields.length === source.data.children.length;
+}
+
 /** The struct Data and schema a RecordBatch exports as. */
 function batchData(source: RecordBatch): { data: Data; schema: SchemaSource } {
-  // Each column's type comes from its own Data: apache-arrow's RecordBatch
-  // constructor merges repeated field names (Schema.assign), so for them
-  // neither RecordBatch.schema nor (after a slice) the struct type
-  // describes the columns any more; the child Data always does.
+  if (schemaFits(source)) return { data: source.data, schema: source.schema };
   const children = source.data.children;
-  const declared = source.schema.fields;
-  // With distinct names the schema is right (and its template cached).
-  if (!repeatsNames(source.schema) && declared.length === children.length) {
-    return { data: source.data, schema: source.schema };
-  }
   const fields = source.data.type.children.map((f, i) => (f.type === children[i]?.type ? f : new Field(f.name, children[i].type, f.nullable, f.metadata)));
   return { data: source.data, schema: new Schema(fields, source.schema.metadata) };
 }
@@ -844,7 +846,16 @@ function exportArrayAs(fn: string, source: ArraySource, kind: Exclude<ExportedKi
     }
   }
   drainReleased();
-  const { data, schema } = sourceKind === "RecordBatch" ? batchData(source as RecordBatch) : dataOf(fn, source);
+  let data: Data;
+  let schema: SchemaSource;
+  const batchSource = source as RecordBatch;
+  if (sourceKind === "RecordBatch" && schemaFits(batchSource)) {
+    // batchData's common case, without its result object.
+    data = batchSource.data;
+    schema = batchSource.schema;
+  } else {
+    ({ data, schema } = sourceKind === "RecordBatch" ? batchData(batchSource) : dataOf(fn, source));
+  }
   if (field !== undefined && field.type.typeId !== data.type.typeId) {
     throw new InvalidArgumentError(Status.invalid_argument, `${fn}: options.field must have the data's own type`);
   }
@@ -858,7 +869,7 @@ function exportArrayAs(fn: string, source: ArraySource, kind: Exclude<ExportedKi
   let address: Pointer | null;
   if (batch !== undefined) {
     const image = imageOf(batch);
-    keepaliveId = retainWithOwners(batch.retained, batch.owners);
+    keepaliveId = batch.owners.length === 0 ? retainForNative(batch.retained) : retainWithOwners(batch.retained, batch.owners);
     address = native.abd_export_slot_from_image(template as Pointer, image as Pointer, keepaliveId, exportSlotKinds[kind]);
   } else {
     keepaliveId = planFresh(data);

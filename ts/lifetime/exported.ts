@@ -92,13 +92,15 @@ const freeAllocated: Record<ExportedKind, (address: number) => void> = {
 };
 
 /** Set only while `adoptExportSlot` constructs a handle (the constructor
- * takes it at once). */
+ * takes them at once). */
 let adopting = 0;
+let adoptingCode = 0;
 
 /** A handle owning `address`, a slot of `kind` that abd_export_slot_new
  * returned (filled; freed by abd_export_slot_free). Internal. */
 export function adoptExportSlot(kind: ExportedKind, address: number): ExportedArray {
   adopting = address;
+  adoptingCode = exportSlotKinds[kind];
   return new ExportedArray(kind);
 }
 
@@ -139,7 +141,7 @@ export class ExportedArray implements Disposable {
     if (adopted !== 0) {
       adopting = 0;
       this.#address = adopted;
-      this.#code = exportSlotKinds[kind];
+      this.#code = adoptingCode;
       this.#label = undefined;
     } else {
       oneOfArg("ExportedArray", "kind", kind, ["schema", "array", "device_array"]);
