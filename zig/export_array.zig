@@ -238,6 +238,18 @@ pub const Image = opaque {
         finishBlock(block, options);
         return .ok;
     }
+
+    /// What a block for one tree of this image holds.
+    pub fn size(self: *Image) tree_block.Size {
+        return self.inner().size();
+    }
+
+    /// `instantiate` into `block`, a new block of `size()` (one half of a
+    /// tree_block.Pair).
+    pub fn fill(self: *Image, block: *tree_block.Block, options: Options, out: *abi.ArrowArray) void {
+        self.inner().fill(block, out);
+        finishBlock(block, options);
+    }
 };
 
 /// The most payload a plan of `words` words can need: n nodes take 6n

@@ -24,6 +24,7 @@ const status = @import("status.zig");
 const keepalive = @import("keepalive.zig");
 const export_array = @import("export_array.zig");
 const export_schema = @import("export_schema.zig");
+const tree_block = @import("tree_block.zig");
 const Status = status.Status;
 const fail = status.fail;
 
@@ -90,27 +91,39 @@ pub fn createFrom(template: *export_schema.Template, source: ArraySource, keepal
         _ = fail(.out_of_memory, "out of memory allocating the slot of an exported array", .{});
         return null;
     };
-    slot.* = .{ .schema = .empty, .array = .empty };
-    if (template.instantiate(&slot.schema) != .ok) {
-        freeSlot(slot);
-        return null;
-    }
-    const options: export_array.Options = .{ .keepalive_id = keepalive_id };
     // .empty is a CPU ArrowDeviceArray already (device_id -1, no event,
     // reserved zeroed): only its array is filled.
-    const built = switch (kind) {
-        .schema => Status.ok,
-        .array, .device_array => switch (source) {
-            .plan => |plan| export_array.build(plan, options, &slot.array.array),
-            .image => |image| image.instantiate(options, &slot.array.array),
-        },
+    slot.* = .{ .schema = .empty, .array = .empty };
+    const options: export_array.Options = .{ .keepalive_id = keepalive_id };
+    const built = switch (source) {
+        .plan => |plan| fromPlan(slot, template, plan, options, kind),
+        .image => |image| fromImage(slot, template, image, options, kind),
     };
     if (built != .ok) {
-        slot.schema.release.?(&slot.schema);
         freeSlot(slot);
         return null;
     }
     return slot;
+}
+
+/// Fills `slot`: the schema from `template`, the array tree from `plan`
+/// (checked while built). On failure nothing is left built.
+fn fromPlan(slot: *Slot, template: *export_schema.Template, plan: []const f64, options: export_array.Options, kind: Kind) Status {
+    const schema = template.instantiate(&slot.schema);
+    if (schema != .ok or kind == .schema) return schema;
+    const built = export_array.build(plan, options, &slot.array.array);
+    if (built != .ok) slot.schema.release.?(&slot.schema);
+    return built;
+}
+
+/// Fills `slot`: both trees copied from their images into one allocation
+/// (tree_block.Pair), nothing to check.
+fn fromImage(slot: *Slot, template: *export_schema.Template, image: *export_array.Image, options: export_array.Options, kind: Kind) Status {
+    if (kind == .schema) return template.instantiate(&slot.schema);
+    const blocks = tree_block.Pair.create(template.size(), image.size()) orelse return fail(.out_of_memory, "out of memory allocating an exported array", .{});
+    template.fill(blocks.first, &slot.schema);
+    image.fill(blocks.second, options, &slot.array.array);
+    return .ok;
 }
 
 /// Releases what no consumer moved out of `slot` and frees it. Returns the
@@ -228,4 +241,57 @@ test "a slot from an array image holds the same trees as one from its plan" {
     }
     try testing.expectEqual(schemas, counters.get(.live_schema_exports));
     try testing.expectEqual(arrays, counters.get(.live_array_exports));
+}
+
+test "the two trees of a slot from an image share one allocation, yet each is released on its own, in either order, its id queued once" {
+    const template = try testTemplate();
+    defer template.destroy();
+    var data: [2]i32 = .{ 1, 2 };
+    const plan = [_]f64{ 2, 0, 0, 1, 1, 0, 0, 2, 0, 0, 2, 0, 0, 0, @floatFromInt(@intFromPtr(&data)) };
+    var image: ?*export_array.Image = null;
+    try testing.expectEqual(Status.ok, export_array.Image.create(&plan, &image));
+    defer image.?.destroy();
+    const schemas = counters.get(.live_schema_exports);
+    const arrays = counters.get(.live_array_exports);
+    var ids: [4]f64 = undefined;
+    for ([_]bool{ false, true }) |array_first| {
+        const id: u64 = if (array_first) 921 else 920;
+        const slot = createFrom(template, .{ .image = image.? }, id, .device_array).?;
+        const schema_block: *tree_block.Block = @ptrCast(@alignCast(slot.schema.private_data.?));
+        const array_block: *tree_block.Block = @ptrCast(@alignCast(slot.array.array.private_data.?));
+        try testing.expect(schema_block.pair != null and schema_block.pair == array_block.pair);
+        // A consumer moves both trees out; the handle's release finds them gone.
+        var schema = slot.schema;
+        var array = slot.array.array;
+        slot.schema.release = null;
+        slot.array.array.release = null;
+        try testing.expectEqual(0, destroy(slot, .device_array));
+        // And moves a child out of each before releasing the roots.
+        var schema_child = schema.children.?[0].?.*;
+        schema.children.?[0].?.release = null;
+        var array_child = array.children.?[0].?.*;
+        array.children.?[0].?.release = null;
+        if (array_first) {
+            array.release.?(&array);
+            array_child.release.?(&array_child);
+            try testing.expectEqual(arrays, counters.get(.live_array_exports));
+            try testing.expectEqual(@as(usize, 1), keepalive.take(&ids));
+            try testing.expectEqual(@as(f64, @floatFromInt(id)), ids[0]);
+            try testing.expectEqualStrings("a", std.mem.span(schema_child.name.?)); // the schema half is still there
+            schema.release.?(&schema);
+            schema_child.release.?(&schema_child);
+        } else {
+            schema.release.?(&schema);
+            schema_child.release.?(&schema_child);
+            try testing.expectEqual(schemas, counters.get(.live_schema_exports));
+            try testing.expectEqual(@as(usize, 0), keepalive.take(&ids));
+            try testing.expectEqual(@intFromPtr(&data), @intFromPtr(array_child.buffers.?[1].?)); // the array half is still there
+            array_child.release.?(&array_child);
+            array.release.?(&array);
+            try testing.expectEqual(@as(usize, 1), keepalive.take(&ids));
+            try testing.expectEqual(@as(f64, @floatFromInt(id)), ids[0]);
+        }
+        try testing.expectEqual(schemas, counters.get(.live_schema_exports));
+        try testing.expectEqual(arrays, counters.get(.live_array_exports));
+    }
 }

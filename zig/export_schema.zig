@@ -272,9 +272,25 @@ pub const Template = opaque {
     /// Builds a new, independent tree into `out` (as `build`).
     pub fn instantiate(self: *Template, out: *abi.ArrowSchema) Status {
         const block = self.image().instantiate(out) orelse return fail(.out_of_memory, "out of memory allocating an exported schema", .{});
+        finishBlock(block);
+        return .ok;
+    }
+
+    /// What a block for one tree of this template holds.
+    pub fn size(self: *Template) tree_block.Size {
+        return self.image().size();
+    }
+
+    /// `instantiate` into `block`, a new block of `size()` (one half of a
+    /// tree_block.Pair).
+    pub fn fill(self: *Template, block: *tree_block.Block, out: *abi.ArrowSchema) void {
+        self.image().fill(block, out);
+        finishBlock(block);
+    }
+
+    fn finishBlock(block: *tree_block.Block) void {
         block.on_free = finishSchema;
         counters.add(.live_schema_exports, 1);
-        return .ok;
     }
 };
 

@@ -13,12 +13,18 @@ const std = @import("std");
 
 pub const OnFree = *const fn (context: ?*anyopaque) callconv(.c) void;
 
+/// What a block holds: its tree's struct count and payload size.
+pub const Size = struct { structs: u32, payload_bytes: usize };
+
 pub const Block = struct {
     /// Structs of the tree whose release has not run yet.
     remaining: std.atomic.Value(u32),
     total_bytes: usize,
     on_free: ?OnFree = null,
     on_free_context: ?*anyopaque = null,
+    /// The allocation this block shares with another tree's block
+    /// (`Pair`); null when the block is an allocation of its own.
+    pair: ?*Pair = null,
 
     const header_bytes = std.mem.alignForward(usize, @sizeOf(Block), 16);
 
@@ -61,9 +67,43 @@ pub const Block = struct {
         if (before == n) {
             const hook = self.on_free;
             const context = self.on_free_context;
-            std.c.free(self);
+            if (self.pair) |pair| pair.halfDone() else std.c.free(self);
             if (hook) |run| run(context);
         }
+    }
+};
+
+/// Two blocks in one allocation, for the two trees of one export (its
+/// schema and its array): one malloc and one free instead of two. Each
+/// block keeps its own count and on-free hook, so either tree may be moved
+/// out and released on its own, at any time, on any thread, and each hook
+/// runs when its own tree is done; the allocation is freed by whichever
+/// block finishes last.
+pub const Pair = struct {
+    /// Blocks of the pair not finished yet (2, then 1, then freed).
+    halves: std.atomic.Value(u32),
+
+    const header_bytes = std.mem.alignForward(usize, @sizeOf(Pair), 16);
+
+    pub const Blocks = struct { first: *Block, second: *Block };
+
+    /// Allocates both blocks (payloads undefined, as `createUndefined`).
+    pub fn create(first: Size, second: Size) ?Blocks {
+        const first_bytes = std.mem.alignForward(usize, Block.header_bytes + first.payload_bytes, 16);
+        const second_bytes = Block.header_bytes + second.payload_bytes;
+        const memory = std.c.malloc(header_bytes + first_bytes + second_bytes) orelse return null;
+        const bytes: [*]u8 = @ptrCast(memory);
+        const pair: *Pair = @ptrCast(@alignCast(memory));
+        pair.* = .{ .halves = .init(2) };
+        const a: *Block = @ptrCast(@alignCast(bytes + header_bytes));
+        const b: *Block = @ptrCast(@alignCast(bytes + header_bytes + first_bytes));
+        a.* = .{ .remaining = .init(first.structs), .total_bytes = first_bytes, .pair = pair };
+        b.* = .{ .remaining = .init(second.structs), .total_bytes = second_bytes, .pair = pair };
+        return .{ .first = a, .second = b };
+    }
+
+    fn halfDone(self: *Pair) void {
+        if (self.halves.fetchSub(1, .acq_rel) == 1) std.c.free(self);
     }
 };
 
@@ -135,4 +175,37 @@ test "carver hands out what the sizer counted" {
     const b = carver.take(u64, 2);
     try std.testing.expectEqual(@as(usize, 0), @intFromPtr(b.ptr) % 8);
     try std.testing.expect(@intFromPtr(b.ptr) > @intFromPtr(a.ptr));
+}
+
+test "a pair's blocks finish on their own, each hook once, in either order; the last frees the allocation" {
+    const Hook = struct {
+        var calls: [2]u32 = .{ 0, 0 };
+        fn run(context: ?*anyopaque) callconv(.c) void {
+            calls[@intFromPtr(context) - 1] += 1;
+        }
+    };
+    for ([_]bool{ false, true }) |second_first| {
+        Hook.calls = .{ 0, 0 };
+        const blocks = Pair.create(.{ .structs = 2, .payload_bytes = 40 }, .{ .structs = 1, .payload_bytes = 24 }).?;
+        blocks.first.on_free = Hook.run;
+        blocks.first.on_free_context = @ptrFromInt(1);
+        blocks.second.on_free = Hook.run;
+        blocks.second.on_free_context = @ptrFromInt(2);
+        try std.testing.expectEqual(@as(usize, 0), @intFromPtr(blocks.second) % 16);
+        try std.testing.expect(@intFromPtr(blocks.first.payload()) + 40 <= @intFromPtr(blocks.second));
+        @memset(blocks.first.payload()[0..40], 0xAA);
+        @memset(blocks.second.payload()[0..24], 0xBB);
+        if (second_first) {
+            blocks.second.unref();
+            try std.testing.expectEqual([2]u32{ 0, 1 }, Hook.calls);
+            blocks.first.unrefMany(2);
+        } else {
+            blocks.first.unref();
+            blocks.first.unref();
+            try std.testing.expectEqual([2]u32{ 1, 0 }, Hook.calls);
+            try std.testing.expectEqual(@as(u8, 0xBB), blocks.second.payload()[23]); // still allocated
+            blocks.second.unref();
+        }
+        try std.testing.expectEqual([2]u32{ 1, 1 }, Hook.calls);
+    }
 }

@@ -97,13 +97,26 @@ pub fn Image(comptime T: type, comptime pointer_fields: []const []const u8) type
             std.c.free(self);
         }
 
+        /// What a block for one tree of this image must hold.
+        pub fn size(self: *Self) tree_block.Size {
+            return .{ .structs = self.structs, .payload_bytes = self.payload_bytes };
+        }
+
         /// Makes a new tree equal to the captured one at `out` (the
         /// caller's); returns its block, with `remaining` set to the tree's
         /// structs and no on-free hook (the caller sets one). Null when out
         /// of memory (nothing allocated, `out` untouched).
         pub fn instantiate(self: *Self, out: *T) ?*tree_block.Block {
+            const block = tree_block.Block.createUndefined(self.structs, self.payload_bytes) orelse return null;
+            self.fill(block, out);
+            return block;
+        }
+
+        /// `instantiate` into `block`, a new block of `size()` (its
+        /// `remaining` already the tree's structs).
+        pub fn fill(self: *Self, block: *tree_block.Block, out: *T) void {
+            std.debug.assert(block.remaining.raw == self.structs);
             const payload_bytes = self.payload_bytes;
-            const block = tree_block.Block.createUndefined(self.structs, payload_bytes) orelse return null;
             const payload = block.payload();
             const base = @intFromPtr(payload);
             @memcpy(payload[0..payload_bytes], self.image());
@@ -122,7 +135,6 @@ pub fn Image(comptime T: type, comptime pointer_fields: []const []const u8) type
             }
             root.private_data = block;
             out.* = root;
-            return block;
         }
 
         /// Collects the payload offsets of every pointer into the payload
