@@ -62,9 +62,7 @@ pub const Block = struct {
     /// Drops `n` structs' references at once (a release that released
     /// several structs of the block); the last one frees the block.
     pub fn unrefMany(self: *Block, n: u32) void {
-        const before = self.remaining.fetchSub(n, .acq_rel);
-        std.debug.assert(before >= n);
-        if (before == n) {
+        if (lastRefs(&self.remaining, n)) {
             const hook = self.on_free;
             const context = self.on_free_context;
             if (self.pair) |pair| pair.halfDone() else std.c.free(self);
@@ -72,6 +70,20 @@ pub const Block = struct {
         }
     }
 };
+
+/// Drops `n` of the references counted in `count`; true if they were the
+/// last ones. When the count is exactly `n`, the caller holds every
+/// reference left (counts only go down, and each holder drops its own), so
+/// no other thread can touch it any more: a load that sees `n` (acquire:
+/// it sees every write made before the other holders dropped theirs)
+/// replaces the read-modify-write, the usual case of a tree released whole
+/// by one call.
+fn lastRefs(count: *std.atomic.Value(u32), n: u32) bool {
+    if (count.load(.acquire) == n) return true;
+    const before = count.fetchSub(n, .acq_rel);
+    std.debug.assert(before >= n);
+    return before == n;
+}
 
 /// Two blocks in one allocation, for the two trees of one export (its
 /// schema and its array): one malloc and one free instead of two. Each
@@ -103,7 +115,7 @@ pub const Pair = struct {
     }
 
     fn halfDone(self: *Pair) void {
-        if (self.halves.fetchSub(1, .acq_rel) == 1) std.c.free(self);
+        if (lastRefs(&self.halves, 1)) std.c.free(self);
     }
 };
 
