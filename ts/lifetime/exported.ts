@@ -24,7 +24,7 @@ import { read, type Pointer } from "bun:ffi";
 import { ArrowArrayLayout, ArrowDeviceArrayLayout, ArrowSchemaLayout } from "../abi/layout.ts";
 import { OutOfMemoryError, ReleasedError, Status } from "../errors.ts";
 import { native } from "../ffi/library.ts";
-import { guardLater, unguard, type Describe } from "./native_slot.ts";
+import { DeferredGuard, unguard } from "./native_slot.ts";
 import { debugEnabled, track, untrack } from "./debug.ts";
 import { drainReleased, forgetReleased } from "./keepalive.ts";
 import { ArrowCArray, ArrowCDeviceArray, ArrowCSchema, type ArrowCapsule, type ProtocolOptions } from "../protocol/symbols.ts";
@@ -116,7 +116,7 @@ export class ExportedArray implements Disposable {
   declare readonly [ArrowCDeviceArray]?: (options?: ProtocolOptions) => ArrowCapsule;
 
   // The handle keeps its slot itself (no NativeSlot: one object per
-  // export), and joins NativeSlot's safety net (guardLater).
+  // export), and joins NativeSlot's safety net (a DeferredGuard).
   /** The slot's address; 0 once released. */
   #address: number;
   /** zig/export_batch.zig's kind for an adopted slot (freed by one native
@@ -127,13 +127,13 @@ export class ExportedArray implements Disposable {
   /** Whether the handle joined the safety net. */
   #registered = false;
 
-  static #describe: Describe = (handle) => {
+  static #guard = new DeferredGuard((handle) => {
     const self = handle as ExportedArray;
     if (self.#address === 0) return null;
     self.#registered = true;
     const releaseContents = self.#code === -1 ? freeAllocated[self.kind] : freeAdopted[self.kind];
     return { address: self.#address, token: self.#token, label: self.#label ?? labels[self.kind], releaseContents, adopted: true };
-  };
+  });
 
   /** Allocates an empty (released) slot; the converter fills it. */
   constructor(readonly kind: ExportedKind, label?: string) {
@@ -153,7 +153,7 @@ export class ExportedArray implements Disposable {
       this.#label = label;
     }
     this.#token = debugEnabled ? track(this.#label ?? labels[kind]) : 0;
-    guardLater(this, ExportedArray.#describe);
+    ExportedArray.#guard.add(this);
   }
 
   /** The slot's address; throws ReleasedError once released. */

@@ -13,13 +13,14 @@
  *
  * Handles that keep their slot state themselves (exported arrays, whose
  * slot one native call allocated and filled: lifetime/exported.ts) join the
- * same safety net through `guardLater`; their `releaseContents` also frees
- * the memory (`adopted`), so this module does not call `abd_free` for them.
+ * same safety net through a DeferredGuard of their own; their
+ * `releaseContents` also frees the memory (`adopted`), so this module does
+ * not call `abd_free` for them.
  *
  * Deferred registration: a new slot joins the safety net at the next
  * microtask checkpoint, or as soon as `deferLimit` slots wait, whichever
- * comes first; until then `deferred` holds it strongly (so it cannot be
- * collected unregistered). A slot released before then (the usual
+ * comes first; until then its DeferredGuard holds it strongly (so it
+ * cannot be collected unregistered). A slot released before then (the usual
  * export -> consumer -> release()) never touches the FinalizationRegistry,
  * whose register + unregister cost more than the rest of a small export.
  */
@@ -50,40 +51,50 @@ const safetyNet = new FinalizationRegistry<Held>((held) => {
  * (it does not join then). */
 export type Describe = (handle: object) => Held | null;
 
-/** Handles waiting to join the safety net (see above), each with its
- * Describe at the same index. */
-const deferred: object[] = [];
-const describers: Describe[] = [];
 const deferLimit = 256;
-let flushQueued = false;
 
-/** Registers every deferred handle not released yet with the safety net. */
-function flush(): void {
-  for (let i = 0; i < deferred.length; i++) {
-    const handle = deferred[i];
-    const held = describers[i](handle);
-    if (held !== null) safetyNet.register(handle, held, handle);
+/** Handles of one class waiting to join the safety net (see above): each
+ * is stored once (a fixed array, no growth), and `describe` says at flush
+ * time what its entry is. Handles other than NativeSlot (lifetime/
+ * exported.ts) keep their slot state themselves and have their own. */
+export class DeferredGuard {
+  readonly #handles: (object | null)[] = new Array(deferLimit).fill(null);
+  #count = 0;
+  #flushQueued = false;
+  readonly #describe: Describe;
+
+  constructor(describe: Describe) {
+    this.#describe = describe;
   }
-  deferred.length = 0;
-  describers.length = 0;
-}
 
-function flushFromMicrotask(): void {
-  flushQueued = false;
-  flush();
-}
-
-/** Makes `handle` (which owns a slot) join the safety net later (see the
- * module comment): `describe` runs then. Handles other than NativeSlot
- * (lifetime/exported.ts) keep their slot state themselves. */
-export function guardLater(handle: object, describe: Describe): void {
-  deferred.push(handle);
-  describers.push(describe);
-  if (deferred.length >= deferLimit) flush();
-  else if (!flushQueued) {
-    flushQueued = true;
-    queueMicrotask(flushFromMicrotask);
+  /** Makes `handle` (which owns a slot) join the safety net at the next
+   * microtask checkpoint, or once `deferLimit` handles wait. */
+  add(handle: object): void {
+    this.#handles[this.#count++] = handle;
+    if (this.#count === deferLimit) this.#flush();
+    else if (!this.#flushQueued) {
+      this.#flushQueued = true;
+      queueMicrotask(this.#flushFromMicrotask);
+    }
   }
+
+  /** Registers every waiting handle not released yet with the safety net. */
+  #flush(): void {
+    const handles = this.#handles;
+    const describe = this.#describe;
+    for (let i = 0; i < this.#count; i++) {
+      const handle = handles[i]!;
+      handles[i] = null;
+      const held = describe(handle);
+      if (held !== null) safetyNet.register(handle, held, handle);
+    }
+    this.#count = 0;
+  }
+
+  #flushFromMicrotask = (): void => {
+    this.#flushQueued = false;
+    this.#flush();
+  };
 }
 
 /** Takes a handle that joined the safety net (its Describe returned
@@ -100,12 +111,12 @@ export class NativeSlot {
   /** Whether the slot joined the safety net (see above). */
   #registered = false;
 
-  static #describe: Describe = (handle) => {
+  static #guard = new DeferredGuard((handle) => {
     const slot = handle as NativeSlot;
     if (slot.#address === 0) return null;
     slot.#registered = true;
     return { address: slot.#address, token: slot.#token, label: slot.label, releaseContents: slot.#releaseContents, adopted: false };
-  };
+  });
 
   /** Allocates `bytes` zeroed bytes for the handle described by `label`.
    * `releaseContents` must be a function that captures no handle (it runs
@@ -116,7 +127,7 @@ export class NativeSlot {
     this.#address = address as number;
     this.#token = track(label);
     this.#releaseContents = releaseContents;
-    guardLater(this, NativeSlot.#describe);
+    NativeSlot.#guard.add(this);
   }
 
   /** The slot's address; throws ReleasedError once released. */
