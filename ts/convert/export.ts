@@ -173,7 +173,13 @@ function buildSchema(source: SchemaSource, out: Pointer): void {
  * and checks its schema once, and each export then only copies it into a
  * new tree. The cache owns the templates: one is freed when its entry (so
  * its source object) is collected. Trees never point into a template. */
-type SchemaEntry = { plan: Uint8Array; template: number };
+type SchemaEntry = {
+  plan: Uint8Array;
+  template: number;
+  /** For a Schema: whether two of its fields share a name (see
+   * `schemaFits`); false for a Field or DataType. */
+  repeatsNames: boolean;
+};
 const schemaEntries = new WeakMap<object, SchemaEntry>();
 const templates = new FinalizationRegistry<number>((template) => native.abd_schema_template_free(template as Pointer));
 
@@ -185,7 +191,8 @@ function schemaEntryOf(source: SchemaSource): SchemaEntry {
   const bytes = plan.bytes.slice(0, plan.length);
   const template = native.abd_schema_template_new(bytes, bytes.length);
   if (!template) check(native.abd_last_status() || Status.internal);
-  const entry: SchemaEntry = { plan: bytes, template: template as number };
+  const repeatsNames = source instanceof Schema && new Set(source.fields.map((f) => f.name)).size !== source.fields.length;
+  const entry: SchemaEntry = { plan: bytes, template: template as number, repeatsNames };
   templates.register(entry, entry.template);
   schemaEntries.set(source, entry);
   return entry;
@@ -710,18 +717,6 @@ export type ExportOptions = {
   field?: Field;
 };
 
-const repeatedNames = new WeakMap<Schema, boolean>();
-
-/** Whether two fields of `schema` share a name (cached per schema). */
-function repeatsNames(schema: Schema): boolean {
-  let repeats = repeatedNames.get(schema);
-  if (repeats === undefined) {
-    repeats = new Set(schema.fields.map((f) => f.name)).size !== schema.fields.length;
-    repeatedNames.set(schema, repeats);
-  }
-  return repeats;
-}
-
 const arrayKinds = ["Data", "Vector", "RecordBatch", "Table"] as const;
 const schemaKinds = ["DataType", "Field", "Schema"] as const;
 
@@ -740,8 +735,8 @@ function exportKindArg(fn: string, options: ExportOptions | undefined, keys: rea
  * RecordBatch constructor merges repeated field names (Schema.assign), so
  * for them neither RecordBatch.schema nor (after a slice) the struct type
  * describes the columns any more; the child Data always does. */
-function schemaFits(source: RecordBatch): boolean {
-  return !repeatsNames(source.schema) && source.schema.fields.length === source.data.children.length;
+function schemaFits(source: RecordBatch, entry: SchemaEntry = schemaEntryOf(source.schema)): boolean {
+  return !entry.repeatsNames && source.schema.fields.length === source.data.children.length;
 }
 
 /** The struct Data and schema a RecordBatch exports as. */
@@ -847,23 +842,26 @@ function exportArrayAs(fn: string, source: ArraySource, kind: Exclude<ExportedKi
   }
   drainReleased();
   let data: Data;
-  let schema: SchemaSource;
+  let template: number;
   const batchSource = source as RecordBatch;
-  if (sourceKind === "RecordBatch" && schemaFits(batchSource)) {
-    // batchData's common case, without its result object.
+  const entry = sourceKind === "RecordBatch" ? schemaEntryOf(batchSource.schema) : undefined;
+  if (entry !== undefined && schemaFits(batchSource, entry)) {
+    // batchData's common case, without its result object or a second
+    // look-up of the schema's entry.
     data = batchSource.data;
-    schema = batchSource.schema;
+    template = entry.template;
   } else {
-    ({ data, schema } = sourceKind === "RecordBatch" ? batchData(batchSource) : dataOf(fn, source));
-  }
-  if (field !== undefined && field.type.typeId !== data.type.typeId) {
-    throw new InvalidArgumentError(Status.invalid_argument, `${fn}: options.field must have the data's own type`);
+    const exported = sourceKind === "RecordBatch" ? batchData(batchSource) : dataOf(fn, source);
+    data = exported.data;
+    if (field !== undefined && field.type.typeId !== data.type.typeId) {
+      throw new InvalidArgumentError(Status.invalid_argument, `${fn}: options.field must have the data's own type`);
+    }
+    template = templateOf(field ?? exported.schema);
   }
   // One native call builds the slot, the schema (from the cached template)
   // and the array tree: copied from the memo's image when the same batch
   // was exported before (numbers only, no plan to read), else from a
   // fresh plan. The handle owns the slot from then on.
-  const template = templateOf(field ?? schema);
   const batch = batchAgain(data);
   let keepaliveId: number;
   let address: Pointer | null;
