@@ -318,8 +318,8 @@ function leafHolds(data: Data, leaf: Leaf): boolean {
  * children all planned as flat leaves (see Leaf) came to: its words, the
  * views C points at and the import owners under them. Exporting the same
  * struct Data again reuses them after checking, by identity, the struct's
- * own fields and each child (the same Data, still described by the same
- * Leaf). `retained` is never changed after the plan, so every export of
+ * own fields and each child (the same Data, still described by its Leaf:
+ * leafHolds). `retained` is never changed after the plan, so every export of
  * it may keep the same list. */
 type Batch = {
   type: DataType;
@@ -365,7 +365,10 @@ function batchAgain(data: Data): Batch | undefined {
   for (let i = 0; i < n; i++) {
     const child = children[i];
     const leaf = batch.leaves[i];
-    if (child !== batch.children[i] || leaves.get(child) !== leaf || !leafHolds(child, leaf)) return undefined;
+    // Not `leaves.get(child) === leaf` too (a look-up per column): if
+    // leafHolds, everything the leaf's words came from is still the same by
+    // identity, so they describe the child whichever Leaf `leaves` holds now.
+    if (child !== batch.children[i] || !leafHolds(child, leaf)) return undefined;
   }
   return batch;
 }
