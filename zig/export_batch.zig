@@ -218,19 +218,25 @@ test "a bad plan builds nothing and releases the schema it built" {
     try testing.expectEqual(@as(usize, 0), keepalive.take(&ids));
 }
 
+/// The array image of a struct<a: int32> of two rows over `data`.
+fn testImage(data: *[2]i32) !*export_array.Image {
+    const plan = [_]f64{ 2, 0, 0, 1, 1, 0, 0, 2, 0, 0, 2, 0, 0, 0, @floatFromInt(@intFromPtr(data)) };
+    var image: ?*export_array.Image = null;
+    try testing.expectEqual(Status.ok, export_array.Image.create(&plan, &image));
+    return image.?;
+}
+
 test "a slot from an array image holds the same trees as one from its plan" {
     const template = try testTemplate();
     defer template.destroy();
     var data: [2]i32 = .{ 1, 2 };
-    const plan = [_]f64{ 2, 0, 0, 1, 1, 0, 0, 2, 0, 0, 2, 0, 0, 0, @floatFromInt(@intFromPtr(&data)) };
-    var image: ?*export_array.Image = null;
-    try testing.expectEqual(Status.ok, export_array.Image.create(&plan, &image));
-    defer image.?.destroy();
+    const image = try testImage(&data);
+    defer image.destroy();
     const schemas = counters.get(.live_schema_exports);
     const arrays = counters.get(.live_array_exports);
     for ([_]Kind{ .array, .device_array }, 0..) |kind, i| {
         const id: u64 = 910 + i;
-        const slot = createFrom(template, .{ .image = image.? }, id, kind).?;
+        const slot = createFrom(template, .{ .image = image }, id, kind).?;
         try testing.expectEqual(@as(i64, -1), slot.array.device_id);
         try testing.expectEqual(abi.device_cpu, slot.array.device_type);
         try testing.expectEqual(@intFromPtr(&data), @intFromPtr(slot.array.array.children.?[0].?.buffers.?[1].?));
@@ -247,16 +253,14 @@ test "the two trees of a slot from an image share one allocation, yet each is re
     const template = try testTemplate();
     defer template.destroy();
     var data: [2]i32 = .{ 1, 2 };
-    const plan = [_]f64{ 2, 0, 0, 1, 1, 0, 0, 2, 0, 0, 2, 0, 0, 0, @floatFromInt(@intFromPtr(&data)) };
-    var image: ?*export_array.Image = null;
-    try testing.expectEqual(Status.ok, export_array.Image.create(&plan, &image));
-    defer image.?.destroy();
+    const image = try testImage(&data);
+    defer image.destroy();
     const schemas = counters.get(.live_schema_exports);
     const arrays = counters.get(.live_array_exports);
     var ids: [4]f64 = undefined;
     for ([_]bool{ false, true }) |array_first| {
         const id: u64 = if (array_first) 921 else 920;
-        const slot = createFrom(template, .{ .image = image.? }, id, .device_array).?;
+        const slot = createFrom(template, .{ .image = image }, id, .device_array).?;
         const schema_block: *tree_block.Block = @ptrCast(@alignCast(slot.schema.private_data.?));
         const array_block: *tree_block.Block = @ptrCast(@alignCast(slot.array.array.private_data.?));
         try testing.expect(schema_block.pair != null and schema_block.pair == array_block.pair);
