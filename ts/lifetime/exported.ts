@@ -131,8 +131,9 @@ export class ExportedArray implements Disposable {
     const self = handle as ExportedArray;
     if (self.#address === 0) return null;
     self.#registered = true;
-    const releaseContents = self.#code === -1 ? freeAllocated[self.kind] : freeAdopted[self.kind];
-    return { address: self.#address, token: self.#token, label: self.#label ?? labels[self.kind], releaseContents, adopted: true };
+    const free = self.#code === -1 ? freeAllocated[self.kind] : freeAdopted[self.kind];
+    // adopted: `free` frees the slot too (NativeSlot does not).
+    return { address: self.#address, token: self.#token, label: self.#label ?? labels[self.kind], releaseContents: free, adopted: true };
   });
 
   /** Allocates an empty (released) slot; the converter fills it. */
