@@ -10,9 +10,10 @@ import { CFunction, ptr, toArrayBuffer, type Pointer } from "bun:ffi";
 import { RecordBatch, RecordBatchReader, Schema, Table, tableFromArrays, tableToIPC } from "apache-arrow";
 import { AsyncRecordBatchStream, toRecordBatch, DeviceType, ExportedArray, ImportedArray, InvalidArgumentError, exportArray, exportAsyncStream, exportSchema, type AsyncExportItem } from "../ts/index.ts";
 import { AsyncStreamConsumer, decodeMetadataBytes } from "../ts/raw.ts";
-import { counters, nonZeroCounters } from "../ts/diagnostics.ts";
+import { counters, nonZeroCounters, setJsWorkSpin } from "../ts/diagnostics.ts";
 import { native } from "../ts/ffi/library.ts";
 import { registeredWakes } from "../ts/lifetime/js_wake.ts";
+import { retainedCount } from "../ts/lifetime/keepalive.ts";
 import { asyncPeer, CancelWhere, CSink, freePeers } from "./helpers/async_peer.ts";
 import { addresses, fingerprint, withoutAddresses, type Fingerprint } from "./helpers/fingerprint.ts";
 import { jsonBatchCount, jsonOnlyCases, produceJsonBatch } from "./helpers/gold_json_arrays.ts";
@@ -583,6 +584,51 @@ describe("batched hand-offs", () => {
     checkSink(sink);
     expect(sink.stat("sum")).toBe(sumOf(batches));
     sink.free();
+  });
+
+  test("while credits last, JS sends without reading the native state under its lock: no poll per batch", async () => {
+    const sink = new CSink({ depth: 50 }); // one request covers the whole stream and its end
+    const batches = smallBatches(40);
+    const run = exportAsyncStream(batches, sink.handler);
+    const result = await run.done;
+    expect(result).toEqual({ outcome: "ended", sent: 40 });
+    expect(run.handoffs.bursts).toBe(1);
+    // At most two polls, both before the request came (none if it came
+    // first; else one plain, one arming the wake): the 40 sends and the end
+    // read the published words.
+    expect(run.handoffs.polls).toBeLessThanOrEqual(2);
+    checkSink(sink);
+    expect(sink.stat("sum")).toBe(sumOf(batches));
+    sink.free();
+  });
+
+  test("a long stream from a sync source, JS never sleeping: released batches are drained as it goes, not kept until the end", async () => {
+    // JS waits for each credit in its native spin, never in the event loop
+    // (where the release wake would drain): only the loop's own drain
+    // lets go of what the consumer released.
+    const previous = setJsWorkSpin(1_000_000_000);
+    try {
+      const depth = 4;
+      const sink = new CSink({ depth });
+      const batches = smallBatches(16);
+      const before = retainedCount();
+      let most = 0;
+      function* items(): Generator<RecordBatch> {
+        for (let i = 0; i < 600; i++) {
+          most = Math.max(most, retainedCount() - before);
+          yield batches[i % batches.length];
+        }
+      }
+      const result = await exportAsyncStream(items(), sink.handler).done;
+      expect(result).toEqual({ outcome: "ended", sent: 600 });
+      // Sent and not released: at most `depth` (the sink requests again only
+      // after a release); released and not drained: under 64 at each check.
+      expect(most).toBeLessThanOrEqual(depth + 64);
+      checkSink(sink);
+      sink.free();
+    } finally {
+      setJsWorkSpin(previous);
+    }
   });
 });
 

@@ -94,6 +94,16 @@ pub const Producer = struct {
     /// JS's reference (dropped after the handler's release) and one per
     /// task not yet extracted or reclaimed.
     refs: std.atomic.Value(u32) = .init(1),
+    /// The state words (StateWord, all but `wakes`) as of the last change,
+    /// rewritten under `mutex` by every request, cancel and send. JS reads
+    /// them through a Float64Array over this memory, without a call or the
+    /// lock (`abd_async_producer_published`): between sends it checks its
+    /// credits and the cancel here, so a batch costs one native call, the
+    /// send. A stale read only sends JS through `poll` (under the lock),
+    /// never past the consumer's requests: `takeCredit` decides. Each word
+    /// is one aligned 8-byte atomic store. Valid until JS drops its
+    /// reference (`releaseAndDestroy`); JS never reads it after that.
+    published: [state_words]f64 = @splat(0),
 
     fn fromProducer(producer: *abi.ArrowAsyncProducer) *Producer {
         return @fieldParentPtr("producer", producer);
@@ -105,6 +115,28 @@ pub const Producer = struct {
         self.mutex.unlock();
     }
 
+    /// The state words, but `wakes` (`waker`'s own counter). Under `mutex`.
+    fn snapshot(self: *const Producer) [state_words]f64 {
+        return .{
+            @floatFromInt(self.requested - self.sent),
+            @floatFromInt(self.requested),
+            @floatFromInt(self.sent),
+            @floatFromInt(@intFromBool(self.cancelled)),
+            @floatFromInt(@intFromBool(self.bad_request)),
+            @floatFromInt(self.bad_request_n),
+            0,
+        };
+    }
+
+    /// Rewrites `published` after a change. Under `mutex`.
+    fn publish(self: *Producer) void {
+        const words = self.snapshot();
+        for (&self.published, words, 0..) |*word, value, i| {
+            if (i == @intFromEnum(StateWord.wakes)) continue;
+            @atomicStore(f64, word, value, .release);
+        }
+    }
+
     /// Writes the state snapshot. `arm`: first clear the pending wake, so
     /// that any change after this snapshot wakes JS (JS arms only right
     /// before it waits).
@@ -112,15 +144,8 @@ pub const Producer = struct {
         if (arm) self.waker.clear();
         self.mutex.lock();
         defer self.mutex.unlock();
-        const words = [state_words]f64{
-            @floatFromInt(self.requested - self.sent),
-            @floatFromInt(self.requested),
-            @floatFromInt(self.sent),
-            @floatFromInt(@intFromBool(self.cancelled)),
-            @floatFromInt(@intFromBool(self.bad_request)),
-            @floatFromInt(self.bad_request_n),
-            @floatFromInt(self.waker.sentCount()),
-        };
+        var words = self.snapshot();
+        words[@intFromEnum(StateWord.wakes)] = @floatFromInt(self.waker.sentCount());
         @memcpy(out[0..state_words], &words);
     }
 
@@ -191,6 +216,7 @@ pub const Producer = struct {
         if (self.finished) return fail(.released, "the stream already ended", .{});
         if (self.sent >= self.requested) return fail(.out_of_range, "the consumer requested {d} tasks and {d} were sent: no task may be sent now", .{ self.requested, self.sent });
         self.sent += 1;
+        self.publish();
         return .ok;
     }
 
@@ -199,6 +225,7 @@ pub const Producer = struct {
         self.mutex.lock();
         defer self.mutex.unlock();
         self.sent -= 1;
+        self.publish();
     }
 
     fn deliver(self: *Producer, task: *Task, metadata: ?[*]const u8) c_int {
@@ -377,6 +404,7 @@ fn requestTasks(producer: *abi.ArrowAsyncProducer, n: i64) callconv(.c) void {
     } else {
         self.requested +|= n;
     }
+    self.publish();
     self.mutex.unlock();
     _ = self.waker.wake();
 }
@@ -386,6 +414,7 @@ fn cancelStream(producer: *abi.ArrowAsyncProducer) callconv(.c) void {
     self.mutex.lock();
     const first = !self.cancelled;
     self.cancelled = true;
+    self.publish();
     self.mutex.unlock();
     if (first) _ = self.waker.wake();
 }
@@ -527,15 +556,33 @@ test "credits follow requests; request inside on_schema does not call back" {
     try testing.expectEqual(Status.out_of_range, p.sendPlan(&plan, 0, null, &rc)); // no credit left
     try testing.expectEqual(@as(usize, 2), consumer.n_tasks);
 
+    // Every change is published as it happens, word for word what poll
+    // reads (but the wake count, which poll alone gives).
+    p.poll(&words, false);
+    words[@intFromEnum(StateWord.wakes)] = 0;
+    try testing.expectEqualSlices(f64, &words, &p.published);
+    try testing.expectEqual(@as(f64, 0), p.published[@intFromEnum(StateWord.credits)]);
+    try testing.expectEqual(@as(f64, 2), p.published[@intFromEnum(StateWord.sent)]);
+    p.producer.request.?(&p.producer, 3);
+    try testing.expectEqual(@as(f64, 3), p.published[@intFromEnum(StateWord.credits)]);
+    try testing.expectEqual(@as(f64, 5), p.published[@intFromEnum(StateWord.requested)]);
+    // A send that fails after taking its credit gives it back, published.
+    const bad_plan = [_]f64{ 3, 0, 0, 0, 0, 0, 99 }; // one word too many
+    try testing.expect(p.sendPlan(&bad_plan, 0, null, &rc) != .ok);
+    try testing.expectEqual(@as(f64, 3), p.published[@intFromEnum(StateWord.credits)]);
+    try testing.expectEqual(@as(f64, 2), p.published[@intFromEnum(StateWord.sent)]);
+
     p.producer.request.?(&p.producer, 0);
+    try testing.expectEqual(@as(f64, 1), p.published[@intFromEnum(StateWord.bad_request)]);
     p.poll(&words, true);
     try testing.expectEqual(@as(f64, 1), words[@intFromEnum(StateWord.bad_request)]);
     p.producer.cancel.?(&p.producer);
     p.producer.cancel.?(&p.producer); // idempotent
     p.producer.request.?(&p.producer, 5); // a no-op after cancel
+    try testing.expectEqual(@as(f64, 1), p.published[@intFromEnum(StateWord.cancelled)]);
     p.poll(&words, true);
     try testing.expectEqual(@as(f64, 1), words[@intFromEnum(StateWord.cancelled)]);
-    try testing.expectEqual(@as(f64, 0), words[@intFromEnum(StateWord.credits)]);
+    try testing.expectEqual(@as(f64, 3), words[@intFromEnum(StateWord.credits)]);
     p.releaseAndDestroy();
     try testing.expectEqual(@as(u32, 1), consumer.releases);
 

@@ -1136,6 +1136,14 @@ export fn abd_async_producer_poll(stream: *async_producer.Producer, out: [*]f64,
     stream.poll(out[0..async_producer.state_words], arm != 0);
 }
 
+/// The address of the producer's published state words
+/// (async_producer.Producer.published: StateWord, all but `wakes`), which
+/// JS reads without a call between sends; valid until
+/// abd_async_producer_release.
+export fn abd_async_producer_published(stream: *async_producer.Producer) *const [async_producer.state_words]f64 {
+    return &stream.published;
+}
+
 /// How much news (requests, cancel) the consumer sent so far
 /// (js_wake.Waker.news); no lock: JS spins on it briefly before it sleeps.
 export fn abd_async_producer_news(stream: *async_producer.Producer) u32 {

@@ -565,6 +565,11 @@ abd_status abd_async_producer_create(struct ArrowAsyncDeviceStreamHandler* handl
                                      size_t metadata_len, uint32_t token,
                                      abd_async_producer** out);
 void abd_async_producer_poll(abd_async_producer* producer, double* out /* 7 words */, int arm);
+/* The same 7 words (but the wake count, left 0), kept current under the
+ * producer's lock by every request, cancel and send: JS reads its credits
+ * and a cancel there without a call between sends. Valid until
+ * abd_async_producer_release. */
+const double* abd_async_producer_published(abd_async_producer* producer);
 /* News (requests, cancel) the consumer sent so far (lock-free), and a wait
  * of up to `window_ns` for more, yielding the CPU meanwhile (1: news came). */
 uint32_t abd_async_producer_news(abd_async_producer* producer);

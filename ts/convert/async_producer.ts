@@ -34,7 +34,7 @@
  * If the consumer returns non-zero from a callback, only release follows.
  * Every path ends with exactly one release; `done` then settles.
  */
-import { type Pointer } from "bun:ffi";
+import { toArrayBuffer, type Pointer } from "bun:ffi";
 import { RecordBatch, RecordBatchReader, Schema, Table, type DataType, type Struct } from "apache-arrow";
 import { typeDifference } from "./types.ts";
 import { AsyncProducerWord, DeviceType, Errno, asyncProducerWords } from "../abi/layout.ts";
@@ -46,13 +46,20 @@ import { check, lastError, native } from "../ffi/library.ts";
 import { ExportedArray } from "../lifetime/exported.ts";
 import { WakeSignal, registerWake, unregisterWake } from "../lifetime/js_wake.ts";
 import { jsWorkSpin } from "../lifetime/js_queue.ts";
-import { drainReleased, forgetUnused } from "../lifetime/keepalive.ts";
+import { drainReleased, forgetUnused, releasesQueued } from "../lifetime/keepalive.ts";
 import { exportSchema, internal } from "./export.ts";
 import { addressArg, argumentError, describeValue, deviceTypeArg, optionsArg } from "../args.ts";
 import { arrowArg } from "./arrow_args.ts";
 
 const W = AsyncProducerWord;
 const EINVAL = Errno.EINVAL;
+
+/** Released batches whose ids may wait in the native keepalive queue
+ * before the loop drains them (a sync source never lets the event loop
+ * turn, and the consumer releases on its own thread): so a long stream
+ * keeps at most this many released batches reachable, beyond those the
+ * consumer still holds, and drains cost one call per this many batches. */
+const drainEvery = 64;
 
 /** Key/value metadata, in any of the forms `encodeMetadata` takes. */
 export type MetadataInit = Map<string, string> | Record<string, string> | Iterable<[string, string]>;
@@ -151,9 +158,16 @@ function cString(text: string): Uint8Array {
 
 type Unwrapped = { batch: RecordBatch | ExportedArray; metadata: Uint8Array | null };
 
+/** `value instanceof RecordBatch`, answered first by the prototype: that
+ * `instanceof` runs apache-arrow's own Symbol.hasInstance (~100 ns each,
+ * measured on Bun 1.4.5), and the send path asks it of every batch. */
+function isRecordBatch(value: unknown): value is RecordBatch {
+  return (typeof value === "object" && value !== null && Object.getPrototypeOf(value) === RecordBatch.prototype) || value instanceof RecordBatch;
+}
+
 function unwrap(item: AsyncExportItem): Unwrapped {
-  if (item instanceof RecordBatch || item instanceof ExportedArray) return { batch: item, metadata: null };
-  if (item && typeof item === "object" && "batch" in item && (item.batch instanceof RecordBatch || item.batch instanceof ExportedArray)) {
+  if (item instanceof ExportedArray || isRecordBatch(item)) return { batch: item, metadata: null };
+  if (item && typeof item === "object" && "batch" in item && (item.batch instanceof ExportedArray || isRecordBatch(item.batch))) {
     return { batch: item.batch, metadata: metadataBytes("exportAsyncStream", "an item's metadata", item.metadata) };
   }
   throw new InvalidArgumentError(Status.invalid_argument, `an async stream source yielded ${describeValue(item)}: expected a RecordBatch, an ExportedArray, or { batch, metadata }`);
@@ -195,10 +209,17 @@ class ProducerDriver {
   readonly token: number;
   readonly signal = new WakeSignal();
   readonly words = new Float64Array(asyncProducerWords);
+  /** The native state words as of their last change (async_producer.zig
+   * `published`), read without a call between sends; never after the
+   * producer is released (the memory goes with it). */
+  readonly #published: Float64Array;
   readonly rc = new Int32Array(1);
   sent = 0;
   /** Runs of sends made without waiting in between (diagnostics). */
   bursts = 0;
+  /** Reads of the native state under its lock (diagnostics: none between
+   * sends while the consumer's credits last). */
+  polls = 0;
   #inBurst = false;
   /** The native wake count when the producer was freed. */
   wakesAtRelease = 0;
@@ -218,12 +239,37 @@ class ProducerDriver {
       check(status);
     }
     this.address = Number(out[0]);
+    const published = native.abd_async_producer_published(asPointer(this.address))!;
+    this.#published = new Float64Array(toArrayBuffer(published, 0, asyncProducerWords * 8));
+  }
+
+  /** Whether JS may send now, read from the published words without a
+   * call: a credit left, no cancel, no bad request. False sends the loop
+   * through `poll` (under the native lock), which also sees what a stale
+   * read missed; a true is never stale, since credits only grow between
+   * the sends JS makes. */
+  ready(): boolean {
+    const words = this.#published;
+    return !this.released && words[W.credits] > 0 && words[W.cancelled] === 0 && words[W.bad_request] === 0;
+  }
+
+  /** The native wake count, read without disturbing the loop's poll. */
+  wakes(): number {
+    const words = new Float64Array(asyncProducerWords);
+    native.abd_async_producer_poll(asPointer(this.address), words, 0);
+    return words[W.wakes];
+  }
+
+  /** Whether the consumer cancelled, from the published words. */
+  cancelled(): boolean {
+    return !this.released && this.#published[W.cancelled] === 1;
   }
 
   /** The native state. `arm`: JS is about to wait for a request, so news
    * after this snapshot must wake it (while JS is busy sending, requests
    * wake nobody: no JS callback per batch). */
   poll(arm = false): Float64Array {
+    this.polls++;
     const address = asPointer(this.address);
     this.#newsBefore = native.abd_async_producer_news(address);
     native.abd_async_producer_poll(address, this.words, arm ? 1 : 0);
@@ -258,7 +304,7 @@ class ProducerDriver {
       this.bursts++;
     }
     const { batch, metadata } = unwrap(item);
-    if (batch instanceof RecordBatch) {
+    if (isRecordBatch(batch)) {
       // Checked against the columns' own types, never `batch.schema` (see
       // matchesSchema): a batch sent under a schema that misnames its types
       // would make the consumer read its buffers as something else.
@@ -286,7 +332,7 @@ class ProducerDriver {
   /** Calls the handler's release and frees the native producer. */
   finish(result: Omit<AsyncExportResult, "sent">): AsyncExportResult {
     if (!this.released) {
-      this.wakesAtRelease = this.poll()[W.wakes];
+      this.wakesAtRelease = this.wakes();
       this.released = true;
       native.abd_async_producer_release(asPointer(this.address));
       unregisterWake(this.token);
@@ -334,7 +380,7 @@ function sendSchema(driver: ProducerDriver, schema: Schema | null, first: AsyncE
     }
   }
   const { batch } = unwrap(first!);
-  if (batch instanceof RecordBatch) return sendSchema(driver, schemaOfBatch(batch), undefined);
+  if (isRecordBatch(batch)) return sendSchema(driver, schemaOfBatch(batch), undefined);
   // A native array: announce a copy of its own schema.
   const slot = native.abd_alloc_zeroed(72) ?? 0;
   if (!slot) throw new OutOfMemoryError(Status.out_of_memory, "out of memory allocating a schema slot");
@@ -366,7 +412,7 @@ async function drive(driver: ProducerDriver, source: AsyncExportSource, options:
     iterator = opened.iterator;
     pending = opened.first;
     const firstBatch = pending === undefined ? undefined : unwrap(pending).batch;
-    const streamSchema = opened.schema ?? (firstBatch instanceof RecordBatch ? schemaOfBatch(firstBatch) : null);
+    const streamSchema = opened.schema ?? (isRecordBatch(firstBatch) ? schemaOfBatch(firstBatch) : null);
     const schemaRc = sendSchema(driver, streamSchema, pending);
     if (schemaRc !== 0) {
       await closeSource();
@@ -374,28 +420,36 @@ async function drive(driver: ProducerDriver, source: AsyncExportSource, options:
     }
     let armed = false;
     for (;;) {
-      const words = driver.poll(armed);
-      if (words[W.cancelled] === 1) {
-        await closeSource();
-        return driver.finish({ outcome: "cancelled" });
-      }
-      if (words[W.bad_request] === 1) {
-        await closeSource();
-        const n = words[W.bad_request_n];
-        const error = new InvalidArgumentError(Status.invalid_argument, `the consumer called request(${n}); n must be > 0`);
-        native.abd_async_producer_send_error(asPointer(driver.address), EINVAL, cString(error.message), null);
-        return driver.finish({ outcome: "failed", code: EINVAL, error });
-      }
-      if (words[W.credits] <= 0) {
-        driver.endBurst();
-        if (armed) {
-          await driver.signal.wait();
-          armed = false;
-        } else if (!driver.awaitRequest()) {
-          armed = true; // look once more with the wake armed, then wait
+      // With a credit left and nothing else new (the published words say
+      // so without a call), send at once; otherwise look under the lock.
+      if (armed || !driver.ready()) {
+        // Armed once: a request after this snapshot wakes JS, whether it
+        // sends now or sleeps below.
+        const arming = armed;
+        armed = false;
+        const words = driver.poll(arming);
+        if (words[W.cancelled] === 1) {
+          await closeSource();
+          return driver.finish({ outcome: "cancelled" });
         }
-        continue;
+        if (words[W.bad_request] === 1) {
+          await closeSource();
+          const n = words[W.bad_request_n];
+          const error = new InvalidArgumentError(Status.invalid_argument, `the consumer called request(${n}); n must be > 0`);
+          native.abd_async_producer_send_error(asPointer(driver.address), EINVAL, cString(error.message), null);
+          return driver.finish({ outcome: "failed", code: EINVAL, error });
+        }
+        if (words[W.credits] <= 0) {
+          driver.endBurst();
+          if (arming) {
+            await driver.signal.wait();
+          } else if (!driver.awaitRequest()) {
+            armed = true; // look once more with the wake armed, then wait
+          }
+          continue;
+        }
       }
+      if (releasesQueued() >= drainEvery) drainReleased();
       let item = pending;
       pending = undefined;
       if (item === undefined) {
@@ -412,7 +466,7 @@ async function drive(driver: ProducerDriver, source: AsyncExportSource, options:
         }
         item = result.value;
         // A cancel may have come while the source was producing.
-        if (awaited && driver.poll()[W.cancelled] === 1) {
+        if (awaited && driver.cancelled()) {
           pending = item;
           continue;
         }
@@ -452,13 +506,15 @@ export class AsyncExport {
   }
 
   /** How the consumer's requests reached JS so far: `wakes`, the JS
-   * callbacks the native side sent (none while JS is busy sending), and
+   * callbacks the native side sent (none while JS is busy sending);
    * `bursts`, the runs of tasks sent in one go (JS sends every requested
-   * task it can before it waits again). Diagnostics. */
-  get handoffs(): { wakes: number; bursts: number } {
+   * task it can before it waits again); `polls`, the reads of the native
+   * state under its lock (none between sends while credits last: JS reads
+   * them from memory the native side publishes). Diagnostics. */
+  get handoffs(): { wakes: number; bursts: number; polls: number } {
     const driver = this.#driver;
-    const wakes = driver.released ? driver.wakesAtRelease : driver.poll()[W.wakes];
-    return { wakes, bursts: driver.bursts };
+    const wakes = driver.released ? driver.wakesAtRelease : driver.wakes();
+    return { wakes, bursts: driver.bursts, polls: driver.polls };
   }
 }
 

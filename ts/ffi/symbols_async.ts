@@ -26,6 +26,7 @@ export const asyncSymbols = {
 
   abd_async_producer_create: { args: [ptr, i32, ptr, usize, u32, ptr], returns: i32 },
   abd_async_producer_poll: { args: [ptr, ptr, i32], returns: none },
+  abd_async_producer_published: { args: [ptr], returns: ptr },
   abd_async_producer_news: { args: [ptr], returns: u32 },
   abd_async_producer_await_news: { args: [ptr, u32, f64], returns: i32 },
   abd_async_producer_send_schema: { args: [ptr, ptr], returns: i32 },

@@ -152,6 +152,12 @@ export function drainReleased(): number {
   }
 }
 
+/** Ids released natively and not drained yet (a native count read
+ * without a call; may lag by a release in flight). */
+export function releasesQueued(): number {
+  return queued[0];
+}
+
 /** Exports whose JS memory is still held for C. */
 export function retainedCount(): number {
   return retainedSize;
