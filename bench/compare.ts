@@ -143,7 +143,7 @@ const method = [
   "toArrayBuffer with a C deallocator + a typed array, then transfer(0) of each. Streams: a C ArrowArrayStream",
   "of k batches; ours = ImportedStream.fromArrayStream + recordBatches, pyarrow = RecordBatchReader._import_from_c",
   "+ read_next_batch. Async: bench/async.ts's comparison (C thread producing or consuming). IPC = tableToIPC +",
-  "tableFromIPC against export + import + construct + dispose + release. The library and the C fixtures must be",
+  "tableFromIPC against export + import + construct + dispose + release, each column its own memory. The library and the C fixtures must be",
   "release builds (scripts/setup.sh builds --release=safe; a plain `zig build` is Debug and several times slower).",
 ].join("\n");
 

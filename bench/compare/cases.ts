@@ -391,7 +391,9 @@ function batchOf(rows: number, b: number): RecordBatch {
  * would be one cycle, and a one-cycle block of ours pays what the block
  * before it left (the IPC's garbage, cold caches) on that single cycle. */
 export function ipcGroup(columns: number, rows: number, k: number, ctx: Context): Built {
-  const batch = flatBatch(columns, rows);
+  // Distinct column memory: with one shared column (as the export groups
+  // use) the import would wrap one region for all columns, flattering ours.
+  const batch = flatBatch(columns, rows, true);
   const table = new Table([batch]);
   const contenders: Contender[] = [
     {

@@ -29,10 +29,13 @@ function intColumn(rows: number): Data<Int32> {
   return data;
 }
 
-export function flatBatch(columns: number, rows: number): RecordBatch {
+export function flatBatch(columns: number, rows: number, distinct = false): RecordBatch {
   const shared = intColumn(rows);
   const fields = Array.from({ length: columns }, (_, i) => new Field(`c${i}`, new Int32(), true));
-  const data = makeData({ type: new Struct(fields), length: rows, children: fields.map(() => shared) });
+  // Distinct: each column its own copy of the memory (what a round trip
+  // through an import must wrap column by column, as real data is).
+  const column = () => (distinct ? makeData({ type: shared.type, length: rows, nullCount: shared.nullCount, nullBitmap: shared.nullBitmap!.slice(), data: shared.values.slice() }) : shared);
+  const data = makeData({ type: new Struct(fields), length: rows, children: fields.map(column) });
   return new RecordBatch(new Schema(fields), data);
 }
 
