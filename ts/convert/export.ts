@@ -40,7 +40,7 @@ import { InvalidArgumentError, ReleasedError, Status, TooDeepError, UnsupportedE
 import { arrowArg, arrowKindError, arrowKindOf, isDataType } from "./arrow_args.ts";
 import { check, native } from "../ffi/library.ts";
 import { adoptExportSlot, exportSlotKinds, type ExportedArray, type ExportedKind } from "../lifetime/exported.ts";
-import { drainReleased, forgetUnused, retainForNative, retainWithOwners } from "../lifetime/keepalive.ts";
+import { drainReleased, forgetUnused, retainWithOwners } from "../lifetime/keepalive.ts";
 import { importOwnerOf } from "../lifetime/imported.ts";
 import { maxNestingDepth } from "../abi/layout.ts";
 import { formatOf } from "./formats.ts";
@@ -870,7 +870,7 @@ function exportArrayAs(fn: string, source: ArraySource, kind: Exclude<ExportedKi
   let address: Pointer | null;
   if (batch !== undefined) {
     const image = imageOf(batch);
-    keepaliveId = batch.owners.length === 0 ? retainForNative(batch.retained) : retainWithOwners(batch.retained, batch.owners);
+    keepaliveId = retainWithOwners(batch.retained, batch.owners);
     address = native.abd_export_slot_from_image(template as Pointer, image as Pointer, keepaliveId, exportSlotKinds[kind]);
   } else {
     keepaliveId = planFresh(data);

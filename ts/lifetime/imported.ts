@@ -247,7 +247,7 @@ type SnapshotReference = (typeof SnapshotReference)[keyof typeof SnapshotReferen
  * a row usually have one shape). */
 let snapshotGuess = 256;
 
-/** Start addresses seen by `#prefetchAscending` (its distinctness check for
+/** Start addresses seen by `#prefetchDistinct` (its distinctness check for
  * tables not in ascending order; JS thread only, never kept). */
 const distinctCheckLimit = 16;
 const distinctScratch = new Float64Array(distinctCheckLimit);
@@ -355,7 +355,7 @@ export class ImportedArray implements Disposable {
    * address share one ArrayBuffer (the largest of them), so repeated or
    * shared buffers pay for one wrap and one owner reference. Null until a
    * look-up needs it (`#regions`): the usual import views every buffer at
-   * once at distinct addresses (`#prefetchAscending`) and never looks. */
+   * once at distinct addresses (`#prefetchDistinct`) and never looks. */
   #byAddress: Map<number, ArrayBuffer> | null = null;
   #disposed = false;
   /** A transient handle's own reference, held natively (no anchor view):
@@ -703,7 +703,7 @@ export class ImportedArray implements Disposable {
 
   /** `prefetchBuffers` of `indices`, or of every buffer when null. */
   #prefetch(indices: number[] | null): void {
-    if (indices === null && this.#views.length === 0 && this.#prefetchAscending()) return;
+    if (indices === null && this.#views.length === 0 && this.#prefetchDistinct()) return;
     const table = this.#info;
     const at = this.#buffersAt;
     const views = this.#views;
@@ -767,7 +767,7 @@ export class ImportedArray implements Disposable {
    * repeats or a long table is out of order (the general path then groups
    * them).
    */
-  #prefetchAscending(): boolean {
+  #prefetchDistinct(): boolean {
     const table = this.#info;
     const at = this.#buffersAt;
     const views = this.#views;

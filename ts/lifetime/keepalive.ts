@@ -95,6 +95,7 @@ export function holdOwners(id: number, owners: readonly number[]): void {
  * imports. Nothing is kept if holding fails. */
 export function retainWithOwners(objects: unknown, owners: readonly number[]): number {
   const id = retainForNative(objects);
+  if (owners.length === 0) return id; // JS memory only: nothing to hold natively
   try {
     holdOwners(id, owners);
   } catch (error) {
