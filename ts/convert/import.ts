@@ -29,12 +29,13 @@ import {
 } from "apache-arrow";
 import { argumentError, oneOfArg } from "../args.ts";
 import { InvalidArgumentError, InvalidLayoutError, Status } from "../errors.ts";
-import { ImportedArray, hostAccessError, type ImportOptions, type RawArray } from "../lifetime/imported.ts";
+import { ImportedArray, adoptImportSnapshot, hostAccessError, pulledViews, type ImportOptions, type RawArray } from "../lifetime/imported.ts";
+import { pulledBatch, releasePulled, type ImportedStream, type PulledBatch } from "../lifetime/imported_stream.ts";
 import { takeStructs, type StructRef } from "../lifetime/c_structs.ts";
 import { isArrayProducer, type ArrayProducer, type ArrowCapsule } from "../protocol/symbols.ts";
 import { listViewToList, runEndToPlain } from "./materialize.ts";
 import { newData } from "./arrow_data.ts";
-import { BufferWord, NodeWord, TypeId, bufferStride, nodeStride } from "../abi/layout.ts";
+import { BufferWord, NodeWord, OwnerInfoWord, TypeId, bufferStride, nodeStride, ownerInfoWords } from "../abi/layout.ts";
 import { conversionError, convertArgs, convertOptionsArg, dataTypeOf, describeNode, nodePath, schemaOf, typedConversion, typeSignature, type ConvertOptions } from "./types.ts";
 
 /** A typed array constructor, used to view imported memory in place. */
@@ -485,6 +486,9 @@ export class StreamBatchConverter {
   /** The stream's batch plan (undefined: not tried yet; null: its schema
    * has a node the plan does not build, so every batch takes batchWith). */
   #plan: BatchPlan | null | undefined = undefined;
+  /** `next`'s pull: its snapshot array is reused batch after batch. */
+  #pulled: PulledBatch | null = null;
+  #builtWithoutHandle = 0;
 
   constructor(readonly options: ConvertOptions) {}
 
@@ -493,6 +497,57 @@ export class StreamBatchConverter {
     const schema = this.#schema ??= typedConversion(imported.root, () => schemaOf(imported.root, this.options));
     if (this.#plan === undefined) this.#plan = BatchPlan.of(imported, schema);
     return this.#plan?.build(imported) ?? batchWith(imported, schema, this.options);
+  }
+
+  /** `convert`, then the end of `imported` (a transient handle): its
+   * memory then belongs to the GC, or, if conversion throws, is released
+   * now. */
+  convertAndEnd(imported: ImportedArray): RecordBatch {
+    try {
+      const batch = this.convert(imported);
+      imported.releaseToGC();
+      return batch;
+    } catch (error) {
+      imported.dispose();
+      throw error;
+    }
+  }
+
+  /**
+   * The next batch of `stream` (this converter's, host memory) as a
+   * RecordBatch; null at the end. A batch the plan fits is built straight
+   * from its snapshot, with no ImportedArray: its views hold the batch's
+   * memory, and the pull's own reference ends here, whatever happens. The
+   * first batch, and any the plan does not fit, go through a transient
+   * handle (`convertAndEnd`), which also reports their errors.
+   */
+  next(stream: ImportedStream): RecordBatch | null {
+    const pulled = this.#pulled ??= pulledBatch();
+    if (!stream.nextPulled(pulled)) return null;
+    if (pulled.imported !== null) return this.convertAndEnd(pulled.imported);
+    const owner = pulled.owner;
+    if (this.#plan) {
+      let batch: RecordBatch | null;
+      try {
+        batch = this.#plan.buildPulled(owner, pulled.words);
+      } catch (error) {
+        releasePulled(owner);
+        throw error;
+      }
+      if (batch !== null) {
+        releasePulled(owner);
+        this.#builtWithoutHandle++;
+        return batch;
+      }
+    }
+    // The handle keeps its words: a copy, as `pulled`'s are reused.
+    return this.convertAndEnd(adoptImportSnapshot(owner, pulled.words.slice()));
+  }
+
+  /** How many of `next`'s batches were built straight from their
+   * snapshot, without a handle. */
+  get builtWithoutHandle(): number {
+    return this.#builtWithoutHandle;
   }
 
   /** One Table of batches pulled from this converter's stream. */
@@ -578,7 +633,24 @@ class BatchPlan {
     if (imported.window !== null || !imported.hostReadable || imported.nodeCount !== this.typeIds.length) return null;
     imported.prefetchAll();
     const { words, nodesAt, buffersAt } = imported.tables();
-    const views = imported.prefetchedViews();
+    return this.#assemble(words, nodesAt, buffersAt, imported.prefetchedViews());
+  }
+
+  /** The RecordBatch of a batch pulled without a handle (`owner`, its
+   * snapshot `words`: ImportedStream.nextPulled), over views that each
+   * hold their own reference to `owner` (the caller still ends its own);
+   * null when it does not fit this plan (nothing taken then, or views
+   * made already, left to the GC). */
+  buildPulled(owner: number, words: Float64Array): RecordBatch | null {
+    const count = this.typeIds.length;
+    if (words[OwnerInfoWord.host_readable] !== 1 || words[OwnerInfoWord.node_count] !== count) return null;
+    const views = pulledViews(owner, words);
+    return views === null ? null : this.#assemble(words, ownerInfoWords, ownerInfoWords + count * nodeStride, views);
+  }
+
+  /** The batch from the tables and the views of its buffers (by index);
+   * null when a node does not fit. */
+  #assemble(words: Float64Array, nodesAt: number, buffersAt: number, views: readonly (ArrayBuffer | undefined)[]): RecordBatch | null {
     const at = nodesAt;
     const length = words[at + NodeWord.length];
     const offset = words[at + NodeWord.offset];

@@ -88,15 +88,7 @@ function onHost(imported: ImportedArray, copy: boolean): ImportedArray {
 /** Converts one pulled batch (the stream's schema and types are built
  * once, by `converter`); its memory then belongs to the GC. */
 function convert(pulled: ImportedArray, converter: StreamBatchConverter, copy: boolean): RecordBatch {
-  const imported = onHost(pulled, copy);
-  try {
-    const batch = converter.convert(imported);
-    imported.releaseToGC();
-    return batch;
-  } catch (error) {
-    imported.dispose();
-    throw error;
-  }
+  return converter.convertAndEnd(onHost(pulled, copy));
 }
 
 /** Every remaining batch of `stream` as an apache-arrow RecordBatch,
@@ -108,6 +100,12 @@ export function recordBatches(input: StreamInput, options: StreamConvertOptions 
   return (function* () {
     try {
       for (;;) {
+        if (!copy) {
+          const batch = converter.next(stream);
+          if (batch === null) return;
+          yield batch;
+          continue;
+        }
         // Transient: convert() always ends it (dispose or releaseToGC).
         const imported = stream.nextTransient();
         if (!imported) return;

@@ -247,10 +247,95 @@ type SnapshotReference = (typeof SnapshotReference)[keyof typeof SnapshotReferen
  * a row usually have one shape). */
 let snapshotGuess = 256;
 
-/** Start addresses seen by `#prefetchDistinct` (its distinctness check for
+/** Start addresses seen by `distinctWanted` (its distinctness check for
  * tables not in ascending order; JS thread only, never kept). */
 const distinctCheckLimit = 16;
 const distinctScratch = new Float64Array(distinctCheckLimit);
+
+/**
+ * How many buffers of a buffer table (`count` entries from word `at`)
+ * need a view (a size, an address, no view in `views` yet), when their
+ * start addresses are provably distinct, so that each gets an ArrayBuffer
+ * of its own; -1 when not proven (an address repeats, or a long table is
+ * out of order). Distinct is proven by strictly ascending addresses (a
+ * producer that allocates in order), or, for up to `distinctCheckLimit`
+ * buffers, by comparing each with the ones before (a producer that
+ * allocates in another order, as most small batches do). `viewable(i,
+ * size)` is asked about each before anything is taken: false (or a throw)
+ * refuses.
+ */
+function distinctWanted(table: Float64Array, at: number, count: number, views: readonly (ArrayBuffer | undefined)[], viewable: (index: number, size: number) => boolean | void): number {
+  let wanted = 0;
+  let last = 0;
+  let ascending = true;
+  for (let i = 0; i < count; i++) {
+    const base = at + i * bufferStride;
+    const size = table[base + BufferWord.size_bytes];
+    const address = table[base + BufferWord.address];
+    if (!(size > 0) || address === 0 || views[i] !== undefined) continue;
+    if (address <= last) ascending = false;
+    if (!ascending) {
+      if (wanted >= distinctCheckLimit) return -1;
+      for (let j = 0; j < wanted; j++) if (distinctScratch[j] === address) return -1;
+    }
+    if (wanted < distinctCheckLimit) distinctScratch[wanted] = address;
+    if (viewable(i, size) === false) return -1;
+    last = address;
+    wanted++;
+  }
+  return wanted;
+}
+
+/**
+ * @internal The views of a batch pulled with its snapshot and converted
+ * without a handle (convert/import.ts, a stream's planned batches): one
+ * ArrayBuffer per buffer with a size and an address, by buffer index,
+ * each holding one reference to `owner` (taken here with one native
+ * call) and stamped with it as the handle's are. The caller's own (plain)
+ * reference is untouched: it still ends it. Null, having taken nothing,
+ * when the addresses are not provably distinct or a buffer is too large
+ * to view (the caller then converts through an ImportedArray, which
+ * groups shared regions and reports the error).
+ */
+export function pulledViews(owner: number, words: Float64Array): (ArrayBuffer | undefined)[] | null {
+  const at = ownerInfoWords + words[OwnerInfoWord.node_count] * nodeStride;
+  const count = words[OwnerInfoWord.buffer_count];
+  const views: (ArrayBuffer | undefined)[] = [];
+  const wanted = distinctWanted(words, at, count, views, (_, size) => size <= maxViewBytes);
+  if (wanted < 0) return null;
+  wrapWanted(owner, words, at, count, views, wanted, (i, address, size, unpaidAfter) => {
+    let buffer: ArrayBuffer;
+    try {
+      buffer = wrapNative(address, size, owner, deallocator);
+    } catch (error) {
+      // Bun ran the failed wrap's deallocator (its reference); the views
+      // made already keep theirs until they are collected.
+      if (unpaidAfter > 0) native.abd_owner_release_views(asPointer(owner), unpaidAfter);
+      throw new OutOfMemoryError(Status.out_of_memory, `buffer ${i} (${size} bytes) could not be viewed from JS: ${(error as Error)?.message ?? String(error)}`);
+    }
+    new OwnerStamp(buffer, owner);
+    return buffer;
+  });
+  return views;
+}
+
+/** Takes the `wanted` references of `distinctWanted`'s buffers with one
+ * native call, then makes each view with `wrap(i, address, size,
+ * unpaidAfter)`, which gives back the `unpaidAfter` references of the
+ * views after it if it fails. */
+function wrapWanted(owner: number, table: Float64Array, at: number, count: number, views: (ArrayBuffer | undefined)[], wanted: number, wrap: (index: number, address: number, size: number, unpaidAfter: number) => ArrayBuffer): void {
+  if (wanted === 0) return;
+  native.abd_owner_retain_views(asPointer(owner), wanted);
+  let unpaid = wanted;
+  for (let i = 0; i < count; i++) {
+    const base = at + i * bufferStride;
+    const size = table[base + BufferWord.size_bytes];
+    const address = table[base + BufferWord.address];
+    if (!(size > 0) || address === 0 || views[i] !== undefined) continue;
+    unpaid--;
+    views[i] = wrap(i, address, size, unpaid);
+  }
+}
 
 /** A new array for a snapshot, of the size the last one needed. */
 export function snapshotWords(): Float64Array {
@@ -759,49 +844,18 @@ export class ImportedArray implements Disposable {
   /**
    * `#prefetch(null)` on a handle with no views yet, when the buffers to
    * view start at distinct addresses (then no two share a region): one
-   * region per buffer, so no region map and no look-ups. Distinct is
-   * proven by strictly ascending addresses (a producer that allocates in
-   * order), or, for up to `distinctCheckLimit` buffers, by comparing each
-   * with the ones before (a producer that allocates in another order, as
-   * most small batches do). False, having taken nothing, when an address
-   * repeats or a long table is out of order (the general path then groups
-   * them).
+   * region per buffer, so no region map and no look-ups (`distinctWanted`
+   * proves it). False, having taken nothing, when it cannot (the general
+   * path then groups them).
    */
   #prefetchDistinct(): boolean {
     const table = this.#info;
     const at = this.#buffersAt;
     const views = this.#views;
     const count = this.bufferCount;
-    let wanted = 0;
-    let last = 0;
-    let ascending = true;
-    for (let i = 0; i < count; i++) {
-      const base = at + i * bufferStride;
-      const size = table[base + BufferWord.size_bytes];
-      const address = table[base + BufferWord.address];
-      if (!(size > 0) || address === 0 || views[i] !== undefined) continue;
-      if (address <= last) ascending = false;
-      if (!ascending) {
-        if (wanted >= distinctCheckLimit) return false;
-        for (let j = 0; j < wanted; j++) if (distinctScratch[j] === address) return false;
-      }
-      if (wanted < distinctCheckLimit) distinctScratch[wanted] = address;
-      // Before any reference is taken: a refusal leaves nothing to undo.
-      this.#checkViewable(i, size);
-      last = address;
-      wanted++;
-    }
-    if (wanted === 0) return true;
-    native.abd_owner_retain_views(asPointer(this.#owner), wanted);
-    let unpaid = wanted;
-    for (let i = 0; i < count; i++) {
-      const base = at + i * bufferStride;
-      const size = table[base + BufferWord.size_bytes];
-      const address = table[base + BufferWord.address];
-      if (!(size > 0) || address === 0 || views[i] !== undefined) continue;
-      unpaid--;
-      views[i] = this.#wrapView(i, address, size, unpaid);
-    }
+    const wanted = distinctWanted(table, at, count, views, (i, size) => this.#checkViewable(i, size));
+    if (wanted < 0) return false;
+    wrapWanted(this.#owner, table, at, count, views, wanted, (i, address, size, unpaidAfter) => this.#wrapView(i, address, size, unpaidAfter));
     // No #byAddress: every address here is distinct, and #regions makes it
     // from these views if a later look-up needs it.
     return true;

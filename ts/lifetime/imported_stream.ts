@@ -33,7 +33,7 @@ import { ImportedArray, adoptImportOwner, adoptImportSnapshot, completeSnapshot,
 import { JsWorkTag, jsWorkSpin, onJsWork } from "./js_queue.ts";
 import { withStreamCapsule } from "../protocol/consume.ts";
 import { ArrowCDeviceStream, ArrowCStream, isStreamProducer, type ArrowCapsule, type ProtocolOptions, type StreamProducer } from "../protocol/symbols.ts";
-import { addressArg } from "../args.ts";
+import { addressArg, argumentError } from "../args.ts";
 
 type Native = { handle: number; token: number; label: string };
 
@@ -58,6 +58,21 @@ const PullState = { idle: 0, queued: 1, running: 2, ready: 3 } as const;
 const words = new Float64Array(4);
 /** abd_stream_import_next_snapshot's head: owner, snapshot words needed. */
 const pulledHead = new Float64Array(2);
+
+/** What `nextPulled` fills: a batch's owner and snapshot, or (after
+ * `nextAsync()`) a transient handle. */
+export type PulledBatch = { owner: number; words: Float64Array; imported: ImportedArray | null };
+
+/** A new PulledBatch, its snapshot array sized as the last one needed. */
+export function pulledBatch(): PulledBatch {
+  return { owner: 0, words: snapshotWords(), imported: null };
+}
+
+/** Ends the import reference of a batch from `nextPulled` (its views, if
+ * any, hold their own). Library-internal. */
+export function releasePulled(owner: number): void {
+  native.abd_owner_release(asPointer(addressArg("releasePulled", "owner", owner)));
+}
 const errnoOut = new Int32Array(1);
 
 function inFlight(): InvalidArgumentError {
@@ -253,13 +268,49 @@ export class ImportedStream implements Disposable, Iterable<ImportedArray>, Asyn
    * with its snapshot, and the handle keeps the import's reference as a
    * plain one (adoptImportSnapshot). */
   #nextSnapshot(handle: number): ImportedArray | null {
-    let table = snapshotWords();
+    const table = snapshotWords();
+    const owner = this.#pullSnapshot(handle, table);
+    return owner === 0 ? null : adoptImportSnapshot(owner, completeSnapshot(owner, table, pulledHead[1]));
+  }
+
+  /** get_next, validation and the snapshot into `table` in one native
+   * call: the batch's owner (0 at the end), its import reference kept as
+   * a plain one; `pulledHead[1]` says how many words the snapshot needed
+   * (written only when they fit: see completeSnapshot). */
+  #pullSnapshot(handle: number, table: Float64Array): number {
     const status = native.abd_stream_import_next_snapshot(handle as Pointer, this.#level, table, table.length, pulledHead);
     if (status !== 0) throw this.#error(status);
-    const owner = pulledHead[0];
-    if (owner === 0) return null;
-    table = completeSnapshot(owner, table, pulledHead[1]);
-    return adoptImportSnapshot(owner, table);
+    return pulledHead[0];
+  }
+
+  /**
+   * @internal A pull for a converter that builds batches from the tables
+   * without a handle (convert/import.ts StreamBatchConverter). False at
+   * the end. Otherwise `into.owner` is the batch's owner and `into.words`
+   * its snapshot, written into the array `into.words` was (or a bigger
+   * one, when it did not fit): the converter reuses it for the next pull,
+   * so nothing may keep it. The owner's import reference is the caller's,
+   * held natively, and must be ended exactly once: `releasePulled`, or
+   * `adoptImportSnapshot` with a copy of the words. After `nextAsync()`
+   * the batch comes as a transient handle instead (`into.imported`; owner
+   * 0), ended as `nextTransient`'s are.
+   */
+  nextPulled(into: PulledBatch): boolean {
+    const handle = this.#idle();
+    if (typeof into !== "object" || into === null || !(into.words instanceof Float64Array)) {
+      throw argumentError("ImportedStream.nextPulled", "into", "a PulledBatch (from pulledBatch())", into);
+    }
+    if (this.#pulledAsync) {
+      into.owner = 0;
+      into.imported = this.#next(true);
+      return into.imported !== null;
+    }
+    const owner = this.#pullSnapshot(handle, into.words);
+    if (owner === 0) return false;
+    into.words = completeSnapshot(owner, into.words, pulledHead[1]);
+    into.owner = owner;
+    into.imported = null;
+    return true;
   }
 
   /** Takes the finished background pull; then, with `readAhead`, starts
