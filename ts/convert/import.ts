@@ -519,9 +519,16 @@ export class StreamBatchConverter {
    * from its snapshot, with no ImportedArray: its views hold the batch's
    * memory, and the pull's own reference ends here, whatever happens. The
    * first batch, and any the plan does not fit, go through a transient
-   * handle (`convertAndEnd`), which also reports their errors.
+   * handle (`convertAndEnd`), which also reports their errors; so does
+   * every batch of a stream that has no plan.
    */
   next(stream: ImportedStream): RecordBatch | null {
+    // A schema the plan does not build: every batch through a handle,
+    // pulled into words of its own (no reused array to copy from).
+    if (this.#plan === null) {
+      const imported = stream.nextTransient();
+      return imported === null ? null : this.convertAndEnd(imported);
+    }
     const pulled = this.#pulled ??= pulledBatch();
     if (!stream.nextPulled(pulled)) return null;
     if (pulled.imported !== null) return this.convertAndEnd(pulled.imported);
