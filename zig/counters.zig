@@ -35,21 +35,36 @@ pub const Counter = enum(u8) {
 
 pub const count = @typeInfo(Counter).@"enum".field_names.len;
 
-var values: [count]std.atomic.Value(i64) = @splat(.init(0));
+/// One counter per cache line: the JS thread, Bun's GC threads (view
+/// deallocators) and C consumer threads (export releases) update different
+/// counters at once, and must not bounce one line between their cores.
+const Slot = struct {
+    value: std.atomic.Value(i64) align(std.atomic.cache_line) = .init(0),
+};
+
+var values: [count]Slot = @splat(.{});
 
 pub fn add(counter: Counter, delta: i64) void {
-    _ = values[@intFromEnum(counter)].fetchAdd(delta, .monotonic);
+    _ = values[@intFromEnum(counter)].value.fetchAdd(delta, .monotonic);
 }
 
 pub fn get(counter: Counter) i64 {
-    return values[@intFromEnum(counter)].load(.monotonic);
+    return values[@intFromEnum(counter)].value.load(.monotonic);
 }
 
 /// Copies every counter, in enum order, as f64 (exact up to 2^53).
 pub fn read(out: []f64) usize {
     const n = @min(out.len, count);
-    for (0..n) |i| out[i] = @floatFromInt(values[i].load(.monotonic));
+    for (0..n) |i| out[i] = @floatFromInt(values[i].value.load(.monotonic));
     return n;
+}
+
+test "each counter has a cache line of its own" {
+    try std.testing.expect(@sizeOf(Slot) >= std.atomic.cache_line);
+    const first = @intFromPtr(&values[0].value);
+    const second = @intFromPtr(&values[1].value);
+    try std.testing.expect(second - first >= std.atomic.cache_line);
+    try std.testing.expectEqual(@as(usize, 0), first % std.atomic.cache_line);
 }
 
 test "counters add and read back in order" {

@@ -721,12 +721,20 @@ fn readOffsetRange(ty: *const format.Type, offsets: *const anyopaque, start: i64
     return last;
 }
 
+/// Nodes and buffers a new table has room for before it grows.
+pub const initial_nodes = 8;
+pub const initial_buffers = 16;
+
 /// Validates a tree. `table`, when given, receives its description; the root
 /// is node 0. `host_readable` is false for device memory the host must not
 /// read.
 pub fn validate(schema: *const abi.ArrowSchema, array: *const abi.ArrowArray, level: Level, host_readable: bool, table: ?*NodeTable) Status {
     var walker: Walker = .{ .level = level, .host_readable = host_readable, .table = table };
     if (table) |t| {
+        // Room for a small tree up front (most batches are one): the
+        // appends below then grow nothing.
+        if (t.nodes.capacity == 0) t.nodes.ensureTotalCapacityPrecise(std.heap.c_allocator, initial_nodes * node_words) catch {};
+        if (t.buffers.capacity == 0) t.buffers.ensureTotalCapacityPrecise(std.heap.c_allocator, initial_buffers * buffer_words) catch {};
         t.nodes.appendNTimes(std.heap.c_allocator, 0, node_words) catch return fail(.out_of_memory, "out of memory describing the root", .{});
     }
     return walker.walk(schema, array, 0, -1);

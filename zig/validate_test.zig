@@ -157,6 +157,29 @@ test "node table: children are contiguous, the dictionary follows them, parents 
     try testing.expectEqual(@as(i64, 12), table.bufferSize(dict_first_buffer + 1));
 }
 
+test "a small tree's table is allocated once, at its initial room; a wider one grows past it" {
+    var b = Builder.init();
+    defer b.deinit();
+    const a = b.node(.{ .format = "i", .name = "a", .length = 3, .buffers = &.{ null, ptr(&int32_values) } });
+    const small = b.batch(3, &.{ a, a, a });
+    var table: validate.NodeTable = .{};
+    defer table.deinit();
+    try testing.expectEqual(Status.ok, validate.validate(small.schema, small.array, .full, true, &table));
+    try testing.expectEqual(@as(usize, 4), table.nodeCount());
+    // Room reserved up front, not grown append by append.
+    try testing.expectEqual(validate.initial_nodes * validate.node_words, table.nodes.capacity);
+    try testing.expectEqual(validate.initial_buffers * validate.buffer_words, table.buffers.capacity);
+
+    const many: [20]Node = @splat(a);
+    const wide = b.batch(3, &many);
+    var wide_table: validate.NodeTable = .{};
+    defer wide_table.deinit();
+    try testing.expectEqual(Status.ok, validate.validate(wide.schema, wide.array, .full, true, &wide_table));
+    try testing.expectEqual(@as(usize, 21), wide_table.nodeCount());
+    try testing.expectEqual(@as(f64, 20), wide_table.get(0, .n_children));
+    try testing.expectEqual(@intFromPtr(&int32_values), wide_table.bufferAddress(1 + 19 * 2 + 1));
+}
+
 test "a NULL validity buffer is fine without nulls, and with an unknown null count" {
     var b = Builder.init();
     defer b.deinit();
