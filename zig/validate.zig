@@ -721,7 +721,9 @@ fn readOffsetRange(ty: *const format.Type, offsets: *const anyopaque, start: i64
     return last;
 }
 
-/// Nodes and buffers a new table has room for before it grows.
+/// Nodes and buffers a new table has room for before it grows: 1.25 KiB
+/// per table (768 + 512 bytes), held by its owner as long as the import
+/// lives, in exchange for no regrowth while a small tree is described.
 pub const initial_nodes = 8;
 pub const initial_buffers = 16;
 
@@ -732,7 +734,8 @@ pub fn validate(schema: *const abi.ArrowSchema, array: *const abi.ArrowArray, le
     var walker: Walker = .{ .level = level, .host_readable = host_readable, .table = table };
     if (table) |t| {
         // Room for a small tree up front (most batches are one): the
-        // appends below then grow nothing.
+        // appends below then grow nothing. A failed reservation is only a
+        // lost shortcut; the appends report the out-of-memory themselves.
         if (t.nodes.capacity == 0) t.nodes.ensureTotalCapacityPrecise(std.heap.c_allocator, initial_nodes * node_words) catch {};
         if (t.buffers.capacity == 0) t.buffers.ensureTotalCapacityPrecise(std.heap.c_allocator, initial_buffers * buffer_words) catch {};
         t.nodes.appendNTimes(std.heap.c_allocator, 0, node_words) catch return fail(.out_of_memory, "out of memory describing the root", .{});
