@@ -306,13 +306,17 @@ fn parseTemporal(format: []const u8, why: *[]const u8) ParseError!Type {
 
 fn parseNested(format: []const u8, why: *[]const u8) ParseError!Type {
     const rest = format[1..];
-    if (std.mem.eql(u8, rest, "l")) return .{ .id = .list };
-    if (std.mem.eql(u8, rest, "L")) return .{ .id = .large_list };
+    // The one-letter kinds (every batch's struct root is "+s") by one switch.
+    if (rest.len == 1) switch (rest[0]) {
+        'l' => return .{ .id = .list },
+        'L' => return .{ .id = .large_list },
+        's' => return .{ .id = .@"struct" },
+        'm' => return .{ .id = .map },
+        'r' => return .{ .id = .run_end_encoded },
+        else => {},
+    };
     if (std.mem.eql(u8, rest, "vl")) return .{ .id = .list_view };
     if (std.mem.eql(u8, rest, "vL")) return .{ .id = .large_list_view };
-    if (std.mem.eql(u8, rest, "s")) return .{ .id = .@"struct" };
-    if (std.mem.eql(u8, rest, "m")) return .{ .id = .map };
-    if (std.mem.eql(u8, rest, "r")) return .{ .id = .run_end_encoded };
     if (std.mem.startsWith(u8, rest, "w")) {
         if (rest.len < 2 or rest[1] != ':') return bad(why, "needs ':' after '+w' (fixed-size list, e.g. +w:4)");
         const size = parsePositive(rest[2..]) orelse return bad(why, "has a fixed-size list size that is not a positive integer");

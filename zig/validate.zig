@@ -88,8 +88,14 @@ pub const NodeTable = struct {
         return self.nodes.items[node * node_words + @intFromEnum(word)];
     }
 
-    fn set(self: *NodeTable, node: usize, word: NodeWord, value: anytype) void {
-        self.nodes.items[node * node_words + @intFromEnum(word)] = toWord(value);
+    /// Writes node `node`'s whole record (its words reserved already): one
+    /// slice of the list, not a bounds-checked store per word.
+    fn setNode(self: *NodeTable, node: usize, record: NodeRecord) void {
+        var words: [node_words]f64 = undefined;
+        inline for (@typeInfo(NodeRecord).@"struct".field_names) |name| {
+            words[@intFromEnum(@field(NodeWord, name))] = toWord(@field(record, name));
+        }
+        self.nodes.items[node * node_words ..][0..node_words].* = words;
     }
 
     pub fn bufferAddress(self: *const NodeTable, index: usize) usize {
@@ -100,6 +106,40 @@ pub const NodeTable = struct {
         return @intFromFloat(self.buffers.items[index * buffer_words + 1]);
     }
 };
+
+/// A node's record by name, one field per NodeWord (setNode writes every
+/// word: the comptime check below keeps the two in step).
+const NodeRecord = struct {
+    schema: *const abi.ArrowSchema,
+    array: *const abi.ArrowArray,
+    type_id: format.TypeId,
+    length: i64,
+    null_count: i64,
+    offset: i64,
+    n_buffers: usize,
+    first_buffer: usize,
+    n_children: usize,
+    first_child: usize,
+    dictionary: i64,
+    parent: i64,
+};
+
+comptime {
+    const names = @typeInfo(NodeRecord).@"struct".field_names;
+    if (names.len != node_words) @compileError("NodeRecord must name every NodeWord");
+    for (names) |name| _ = @field(NodeWord, name);
+}
+
+/// Gives an empty list room for `n` items without the allocator's
+/// undefined-fill (a safe build writes 0xAA over every fresh allocation;
+/// each word is written before it is read here anyway). Leaves the list
+/// empty when out of memory: the appends after it report that.
+fn reserveUnfilled(list: *std.ArrayList(f64), n: usize) void {
+    if (list.capacity != 0) return;
+    const bytes = std.heap.c_allocator.rawAlloc(n * @sizeOf(f64), .of(f64), @returnAddress()) orelse return;
+    const items: [*]f64 = @ptrCast(@alignCast(bytes));
+    list.* = .{ .items = items[0..0], .capacity = n, .pointer_stability = .{} };
+}
 
 fn toWord(value: anytype) f64 {
     const T = @TypeOf(value);
@@ -112,7 +152,14 @@ fn toWord(value: anytype) f64 {
     };
 }
 
-const Segment = struct { kind: enum { field, child, dictionary }, index: usize, name: []const u8 };
+/// One step of the path to the node being checked. The child's name is
+/// read from its schema only when a message quotes it.
+const Segment = struct { kind: enum { field, child, dictionary }, index: usize, schema: *const abi.ArrowSchema };
+
+fn nameOf(segment: Segment) []const u8 {
+    const name = segment.schema.name orelse return "";
+    return boundedCString(name, max_name_in_path);
+}
 
 const Walker = struct {
     level: Level,
@@ -143,8 +190,8 @@ const Walker = struct {
                 }
                 const sep = if (i == 0) "" else " > ";
                 const piece = switch (segment.kind) {
-                    .field => std.fmt.bufPrint(prefix[len..], "{s}field \"{s}\"", .{ sep, segment.name }),
-                    .child => std.fmt.bufPrint(prefix[len..], "{s}child {d} \"{s}\"", .{ sep, segment.index, segment.name }),
+                    .field => std.fmt.bufPrint(prefix[len..], "{s}field \"{s}\"", .{ sep, nameOf(segment) }),
+                    .child => std.fmt.bufPrint(prefix[len..], "{s}child {d} \"{s}\"", .{ sep, segment.index, nameOf(segment) }),
                     .dictionary => std.fmt.bufPrint(prefix[len..], "{s}dictionary", .{sep}),
                 } catch break;
                 len += piece.len;
@@ -231,24 +278,29 @@ const Walker = struct {
         var first_child: usize = 0;
         var dictionary_index: i64 = -1;
         if (self.table) |table| {
+            // Reserved, not zeroed: checkBuffers writes every buffer's
+            // record, and each child's walk its node's (a failed walk's
+            // table is discarded, never read).
             first_buffer = table.buffers.items.len / buffer_words;
-            table.buffers.appendNTimes(std.heap.c_allocator, 0, n_buffers * buffer_words) catch return fail(.out_of_memory, "out of memory describing buffers", .{});
+            _ = table.buffers.addManyAsSlice(std.heap.c_allocator, n_buffers * buffer_words) catch return fail(.out_of_memory, "out of memory describing buffers", .{});
             first_child = table.nodeCount();
             const reserve = n_children + @intFromBool(schema.dictionary != null);
-            table.nodes.appendNTimes(std.heap.c_allocator, 0, reserve * node_words) catch return fail(.out_of_memory, "out of memory describing children", .{});
+            _ = table.nodes.addManyAsSlice(std.heap.c_allocator, reserve * node_words) catch return fail(.out_of_memory, "out of memory describing children", .{});
             if (schema.dictionary != null) dictionary_index = @intCast(first_child + n_children);
-            table.set(node_index, .schema, schema);
-            table.set(node_index, .array, array);
-            table.set(node_index, .type_id, ty.id);
-            table.set(node_index, .length, array.length);
-            table.set(node_index, .null_count, array.null_count);
-            table.set(node_index, .offset, array.offset);
-            table.set(node_index, .n_buffers, n_buffers);
-            table.set(node_index, .first_buffer, first_buffer);
-            table.set(node_index, .n_children, n_children);
-            table.set(node_index, .first_child, first_child);
-            table.set(node_index, .dictionary, dictionary_index);
-            table.set(node_index, .parent, parent);
+            table.setNode(node_index, .{
+                .schema = schema,
+                .array = array,
+                .type_id = ty.id,
+                .length = array.length,
+                .null_count = array.null_count,
+                .offset = array.offset,
+                .n_buffers = n_buffers,
+                .first_buffer = first_buffer,
+                .n_children = n_children,
+                .first_child = first_child,
+                .dictionary = dictionary_index,
+                .parent = parent,
+            });
         }
 
         const buffers: []const ?*const anyopaque = if (n_buffers == 0) &.{} else array.buffers.?[0..n_buffers];
@@ -261,9 +313,8 @@ const Walker = struct {
         for (0..n_children) |i| {
             const child_schema = schema.children.?[i] orelse return self.failAt(.invalid_layout, "schema child {d} is NULL", .{i});
             const child_array = array.children.?[i] orelse return self.failAt(.invalid_layout, "array child {d} is NULL", .{i});
-            const name = if (child_schema.name) |n| boundedCString(n, max_name_in_path) else "";
             self.depth += 1;
-            self.path[self.depth] = .{ .kind = if (self.depth == 1 and ty.id == .@"struct") .field else .child, .index = i, .name = name };
+            self.path[self.depth] = .{ .kind = if (self.depth == 1 and ty.id == .@"struct") .field else .child, .index = i, .schema = child_schema };
             const child_status = self.walk(child_schema, child_array, first_child + i, @intCast(node_index));
             if (child_status != .ok) return child_status;
             const relation_status = self.checkChild(&ty, array, buffers, i, child_schema, child_array);
@@ -272,7 +323,7 @@ const Walker = struct {
         }
         if (schema.dictionary) |dict_schema| {
             self.depth += 1;
-            self.path[self.depth] = .{ .kind = .dictionary, .index = 0, .name = "" };
+            self.path[self.depth] = .{ .kind = .dictionary, .index = 0, .schema = dict_schema };
             // Without a table there are no node indices to record (0 is unused).
             const dict_node: usize = if (dictionary_index < 0) 0 else @intCast(dictionary_index);
             const dict_status = self.walk(dict_schema, array.dictionary.?, dict_node, @intCast(node_index));
@@ -288,11 +339,12 @@ const Walker = struct {
 
     fn recordBuffer(self: *Walker, index: usize, address: ?*const anyopaque, size: i64, kind: format.BufferKind, element_bytes: u32) Status {
         if (self.table) |table| {
-            const base = index * buffer_words;
-            table.buffers.items[base + 0] = toWord(address);
-            table.buffers.items[base + 1] = @floatFromInt(size);
-            table.buffers.items[base + 2] = @floatFromInt(@intFromEnum(kind));
-            table.buffers.items[base + 3] = @floatFromInt(element_bytes);
+            var words: [buffer_words]f64 = undefined;
+            words[@intFromEnum(BufferWord.address)] = toWord(address);
+            words[@intFromEnum(BufferWord.size_bytes)] = @floatFromInt(size);
+            words[@intFromEnum(BufferWord.kind)] = @floatFromInt(@intFromEnum(kind));
+            words[@intFromEnum(BufferWord.element_bytes)] = @floatFromInt(element_bytes);
+            table.buffers.items[index * buffer_words ..][0..buffer_words].* = words;
             // Each size is at most max_slots (checkBuffers), but a tree has
             // many buffers: their sum must stay at most max_slots too (the
             // held-bytes counter adds it up across owners).
@@ -736,9 +788,9 @@ pub fn validate(schema: *const abi.ArrowSchema, array: *const abi.ArrowArray, le
         // Room for a small tree up front (most batches are one): the
         // appends below then grow nothing. A failed reservation is only a
         // lost shortcut; the appends report the out-of-memory themselves.
-        if (t.nodes.capacity == 0) t.nodes.ensureTotalCapacityPrecise(std.heap.c_allocator, initial_nodes * node_words) catch {};
-        if (t.buffers.capacity == 0) t.buffers.ensureTotalCapacityPrecise(std.heap.c_allocator, initial_buffers * buffer_words) catch {};
-        t.nodes.appendNTimes(std.heap.c_allocator, 0, node_words) catch return fail(.out_of_memory, "out of memory describing the root", .{});
+        reserveUnfilled(&t.nodes, initial_nodes * node_words);
+        reserveUnfilled(&t.buffers, initial_buffers * buffer_words);
+        _ = t.nodes.addManyAsSlice(std.heap.c_allocator, node_words) catch return fail(.out_of_memory, "out of memory describing the root", .{});
     }
     return walker.walk(schema, array, 0, -1);
 }

@@ -157,6 +157,45 @@ test "node table: children are contiguous, the dictionary follows them, parents 
     try testing.expectEqual(@as(i64, 12), table.bufferSize(dict_first_buffer + 1));
 }
 
+test "every word of the node and buffer tables is written: nothing is left from the memory they reuse" {
+    // The table reserves its records without zeroing them (validate.zig):
+    // poisoned memory shows any word that the walk would leave unwritten.
+    var b = Builder.init();
+    defer b.deinit();
+    var offsets = [_]i32{ 0, 2, 5 };
+    var bytes = [_]u8{ 'a', 'b', 'c', 'd', 'e' };
+    var indices = [_]i8{ 0, 1, 0 };
+    var list_offsets = [_]i32{ 0, 1, 3, 3 };
+    const dict = b.node(.{ .format = "u", .length = 2, .buffers = &.{ null, ptr(&offsets), ptr(&bytes) } });
+    const coded = b.node(.{ .format = "c", .name = "d", .length = 3, .buffers = &.{ null, ptr(&indices) }, .dictionary = dict });
+    const item = b.node(.{ .format = "i", .name = "item", .length = 3, .buffers = &.{ null, ptr(&int32_values) } });
+    const list = b.node(.{ .format = "+l", .name = "l", .length = 3, .buffers = &.{ null, ptr(&list_offsets) }, .children = &.{item} });
+    const plain = b.node(.{ .format = "i", .name = "i", .length = 3, .offset = 1, .null_count = 1, .buffers = &.{ ptr(&validity_bits), ptr(&int32_values) } });
+    const root = b.batch(3, &.{ coded, list, plain });
+    for (all_levels) |level| {
+        var table: validate.NodeTable = .{};
+        defer table.deinit();
+        try table.nodes.ensureTotalCapacityPrecise(std.heap.c_allocator, 64 * validate.node_words);
+        try table.buffers.ensureTotalCapacityPrecise(std.heap.c_allocator, 64 * validate.buffer_words);
+        @memset(table.nodes.allocatedSlice(), std.math.nan(f64));
+        @memset(table.buffers.allocatedSlice(), std.math.nan(f64));
+        try testing.expectEqual(Status.ok, validate.validate(root.schema, root.array, level, true, &table));
+        try testing.expectEqual(@as(usize, 6), table.nodeCount());
+        try testing.expectEqual(@as(usize, 12 * validate.buffer_words), table.buffers.items.len);
+        for (table.nodes.items, 0..) |word, i| if (std.math.isNan(word)) {
+            std.debug.print("node {d} word {d} was not written (level {s})\n", .{ i / validate.node_words, i % validate.node_words, @tagName(level) });
+            return error.TestUnexpectedResult;
+        };
+        for (table.buffers.items, 0..) |word, i| if (std.math.isNan(word)) {
+            std.debug.print("buffer {d} word {d} was not written (level {s})\n", .{ i / validate.buffer_words, i % validate.buffer_words, @tagName(level) });
+            return error.TestUnexpectedResult;
+        };
+        try testing.expectEqual(@as(f64, 1), table.get(3, .offset)); // the last field's own record
+        try testing.expectEqual(@as(f64, 1), table.get(4, .parent)); // the dictionary, reserved while its field was walked
+        try testing.expectEqual(@as(f64, 2), table.get(5, .parent)); // the list's item
+    }
+}
+
 test "a small tree's table is allocated once, at its initial room; a wider one grows past it" {
     var b = Builder.init();
     defer b.deinit();
