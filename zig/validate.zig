@@ -280,7 +280,7 @@ const Walker = struct {
         if (self.table) |table| {
             // Reserved, not zeroed: checkBuffers writes every buffer's
             // record, and each child's walk its node's (a failed walk's
-            // table is discarded, never read).
+            // table is discarded unread: see validate).
             first_buffer = table.buffers.items.len / buffer_words;
             _ = table.buffers.addManyAsSlice(std.heap.c_allocator, n_buffers * buffer_words) catch return fail(.out_of_memory, "out of memory describing buffers", .{});
             first_child = table.nodeCount();
@@ -781,7 +781,10 @@ pub const initial_buffers = 16;
 
 /// Validates a tree. `table`, when given, receives its description; the root
 /// is node 0. `host_readable` is false for device memory the host must not
-/// read.
+/// read. The table is the caller's (an import owner's, freed with it); on
+/// any status but ok its words are unspecified (records are reserved
+/// without zeroing and some are never written), so the caller discards it
+/// without reading it, as owner.import does.
 pub fn validate(schema: *const abi.ArrowSchema, array: *const abi.ArrowArray, level: Level, host_readable: bool, table: ?*NodeTable) Status {
     var walker: Walker = .{ .level = level, .host_readable = host_readable, .table = table };
     if (table) |t| {
