@@ -22,7 +22,10 @@ pub const Owner = struct {
     refs: std.atomic.Value(u32),
     schema: abi.ArrowSchema,
     array: abi.ArrowDeviceArray,
+    /// Describes the tree; its lists start in `room` (so an import is one
+    /// allocation) and move to the heap only for trees that outgrow it.
     table: validate.NodeTable,
+    room: validate.NodeTable.Room,
     /// False for device memory, and for host-visible device memory whose
     /// sync event could not be waited on: then no buffer may be read.
     host_readable: bool = false,
@@ -43,10 +46,30 @@ pub const Owner = struct {
         counters.add(.live_owners, -1);
         releaseMovedIn(&self.schema, &self.array.array);
         self.table.deinit();
-        std.heap.c_allocator.destroy(self);
+        freeOwner(self);
     }
 
 };
+
+// glibc serves allocations of up to 1032 bytes from its per-thread cache
+// (tcache), several times cheaper than a larger one; an owner, its table
+// room included, is allocated and freed once per import and per pull.
+comptime {
+    if (@sizeOf(Owner) > 1032) @compileError("Owner outgrew glibc's tcache size: shrink NodeTable.Room");
+}
+
+/// A new owner's memory, unfilled: a safe build's `create` would write
+/// 0xAA over all of it, the table room's 1.25 KiB included, and every word
+/// of that room is written before it is read (validate.zig).
+fn allocOwner() ?*Owner {
+    const bytes = std.heap.c_allocator.rawAlloc(@sizeOf(Owner), .of(Owner), @returnAddress()) orelse return null;
+    return @ptrCast(@alignCast(bytes));
+}
+
+fn freeOwner(owner: *Owner) void {
+    const bytes: [*]u8 = @ptrCast(owner);
+    std.heap.c_allocator.rawFree(bytes[0..@sizeOf(Owner)], .of(Owner), @returnAddress());
+}
 
 fn releaseMovedIn(schema: *abi.ArrowSchema, array: *abi.ArrowArray) void {
     if (array.release) |release| release(array);
@@ -84,11 +107,16 @@ pub fn import(schema: ?*abi.ArrowSchema, device_array: ?*abi.ArrowDeviceArray, l
         return code;
     }
 
-    const owner = std.heap.c_allocator.create(Owner) catch {
+    const owner = allocOwner() orelse {
         releaseMovedIn(&moved_schema, &moved_array.array);
         return fail(.out_of_memory, "out of memory allocating an import owner", .{});
     };
-    owner.* = .{ .refs = .init(1), .schema = moved_schema, .array = moved_array, .table = .{} };
+    // Field by field: `room` stays unwritten until validation fills it.
+    owner.refs = .init(1);
+    owner.schema = moved_schema;
+    owner.array = moved_array;
+    owner.table = .inRoom(&owner.room);
+    owner.host_readable = false;
     // The structs now live at their final address: describe them there.
     var host_readable = abi.isHostAccessible(owner.array.device_type);
     if (host_readable and owner.array.sync_event != null) {
@@ -101,7 +129,7 @@ pub fn import(schema: ?*abi.ArrowSchema, device_array: ?*abi.ArrowDeviceArray, l
     if (validated != .ok) {
         releaseMovedIn(&owner.schema, &owner.array.array);
         owner.table.deinit();
-        std.heap.c_allocator.destroy(owner);
+        freeOwner(owner);
         return validated;
     }
     owner.host_readable = host_readable;

@@ -74,10 +74,63 @@ pub const NodeTable = struct {
     buffers: std.ArrayList(f64) = .empty,
     /// Sum of known buffer sizes (what the tree holds in memory).
     bytes_known: i64 = 0,
+    /// Room the lists start in that belongs to the table's holder (an
+    /// import owner embeds one, so that an import is one allocation, not
+    /// three). A list still in it is not the allocator's: it is moved to
+    /// the heap when it outgrows the room, and never freed from it.
+    room: ?*Room = null,
+
+    /// Inline room for a small tree: `room_nodes` nodes and `room_buffers`
+    /// buffers (736 bytes: a struct of up to four columns, up to eight
+    /// buffers in all). Smaller than a heap table's initial room, so that
+    /// its holder stays a small allocation (see owner.zig).
+    pub const Room = struct {
+        nodes: [room_nodes * node_words]f64,
+        buffers: [room_buffers * buffer_words]f64,
+    };
+    pub const room_nodes = 5;
+    pub const room_buffers = 8;
+
+    /// An empty table whose lists start in `room` (left unwritten: each
+    /// word is written before it is read). `room` must outlive the table.
+    pub fn inRoom(room: *Room) NodeTable {
+        return .{
+            .nodes = .{ .items = room.nodes[0..0], .capacity = room.nodes.len, .pointer_stability = .{} },
+            .buffers = .{ .items = room.buffers[0..0], .capacity = room.buffers.len, .pointer_stability = .{} },
+            .room = room,
+        };
+    }
+
+    fn inHoldersRoom(self: *const NodeTable, list: *const std.ArrayList(f64)) bool {
+        const room = self.room orelse return false;
+        const start = @intFromPtr(list.items.ptr);
+        return start == @intFromPtr(&room.nodes) or start == @intFromPtr(&room.buffers);
+    }
 
     pub fn deinit(self: *NodeTable) void {
-        self.nodes.deinit(std.heap.c_allocator);
-        self.buffers.deinit(std.heap.c_allocator);
+        if (!self.inHoldersRoom(&self.nodes)) self.nodes.deinit(std.heap.c_allocator);
+        if (!self.inHoldersRoom(&self.buffers)) self.buffers.deinit(std.heap.c_allocator);
+    }
+
+    /// `n` more words at the end of `list` (one of this table's), reserved
+    /// and unwritten (the caller writes them through `items`). A list in
+    /// the holder's room moves to the heap first when the room is too small.
+    inline fn addWords(self: *NodeTable, list: *std.ArrayList(f64), n: usize) error{OutOfMemory}!void {
+        if (n <= list.capacity - list.items.len) {
+            list.items.len += n;
+            return;
+        }
+        return self.growWords(list, n);
+    }
+
+    fn growWords(self: *NodeTable, list: *std.ArrayList(f64), n: usize) error{OutOfMemory}!void {
+        if (self.inHoldersRoom(list)) {
+            const needed = std.math.add(usize, list.items.len, n) catch return error.OutOfMemory;
+            var moved = try std.ArrayList(f64).initCapacity(std.heap.c_allocator, @max(needed, 2 * list.capacity));
+            moved.appendSliceAssumeCapacity(list.items);
+            list.* = moved;
+        }
+        _ = try list.addManyAsSlice(std.heap.c_allocator, n);
     }
 
     pub fn nodeCount(self: *const NodeTable) usize {
@@ -282,10 +335,10 @@ const Walker = struct {
             // record, and each child's walk its node's (a failed walk's
             // table is discarded unread: see validate).
             first_buffer = table.buffers.items.len / buffer_words;
-            _ = table.buffers.addManyAsSlice(std.heap.c_allocator, n_buffers * buffer_words) catch return fail(.out_of_memory, "out of memory describing buffers", .{});
+            table.addWords(&table.buffers, n_buffers * buffer_words) catch return fail(.out_of_memory, "out of memory describing buffers", .{});
             first_child = table.nodeCount();
             const reserve = n_children + @intFromBool(schema.dictionary != null);
-            _ = table.nodes.addManyAsSlice(std.heap.c_allocator, reserve * node_words) catch return fail(.out_of_memory, "out of memory describing children", .{});
+            table.addWords(&table.nodes, reserve * node_words) catch return fail(.out_of_memory, "out of memory describing children", .{});
             if (schema.dictionary != null) dictionary_index = @intCast(first_child + n_children);
             table.setNode(node_index, .{
                 .schema = schema,
@@ -774,8 +827,9 @@ fn readOffsetRange(ty: *const format.Type, offsets: *const anyopaque, start: i64
 }
 
 /// Nodes and buffers a new table has room for before it grows: 1.25 KiB
-/// per table (768 + 512 bytes), held by its owner as long as the import
-/// lives, in exchange for no regrowth while a small tree is described.
+/// per table (768 + 512 bytes), held as long as the import lives (an
+/// owner's is inline: NodeTable.Room), in exchange for no regrowth while a
+/// small tree is described.
 pub const initial_nodes = 8;
 pub const initial_buffers = 16;
 
@@ -793,7 +847,7 @@ pub fn validate(schema: *const abi.ArrowSchema, array: *const abi.ArrowArray, le
         // lost shortcut; the appends report the out-of-memory themselves.
         reserveUnfilled(&t.nodes, initial_nodes * node_words);
         reserveUnfilled(&t.buffers, initial_buffers * buffer_words);
-        _ = t.nodes.addManyAsSlice(std.heap.c_allocator, node_words) catch return fail(.out_of_memory, "out of memory describing the root", .{});
+        t.addWords(&t.nodes, node_words) catch return fail(.out_of_memory, "out of memory describing the root", .{});
     }
     return walker.walk(schema, array, 0, -1);
 }

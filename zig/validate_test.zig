@@ -219,6 +219,46 @@ test "a small tree's table is allocated once, at its initial room; a wider one g
     try testing.expectEqual(@intFromPtr(&int32_values), wide_table.bufferAddress(1 + 19 * 2 + 1));
 }
 
+test "a table in its holder's room stays there while the tree fits, and moves to the heap, words intact, when it does not" {
+    var b = Builder.init();
+    defer b.deinit();
+    const a = b.node(.{ .format = "i", .name = "a", .length = 3, .buffers = &.{ null, ptr(&int32_values) } });
+    // The root's validity buffer (NULL) and two per column: the most
+    // columns the room holds.
+    const room_columns = @min(validate.NodeTable.room_nodes - 1, (validate.NodeTable.room_buffers - 1) / 2);
+    const fits: [room_columns]Node = @splat(a);
+    const small = b.batch(3, &fits);
+    var room: validate.NodeTable.Room = undefined;
+    var table: validate.NodeTable = .inRoom(&room);
+    try testing.expectEqual(Status.ok, validate.validate(small.schema, small.array, .full, true, &table));
+    try testing.expectEqual(@intFromPtr(&room.nodes), @intFromPtr(table.nodes.items.ptr));
+    try testing.expectEqual(@intFromPtr(&room.buffers), @intFromPtr(table.buffers.items.ptr));
+    try testing.expectEqual(@as(usize, room_columns + 1), table.nodeCount());
+    table.deinit(); // frees nothing: freeing the room (stack memory here) would abort in free()
+
+    // One column more than the room: both lists move out (the buffers
+    // first: the root's children are reserved after its own buffers).
+    const wide_columns = validate.NodeTable.room_nodes * 3;
+    const too_many: [wide_columns]Node = @splat(a);
+    const wide = b.batch(3, &too_many);
+    var wide_room: validate.NodeTable.Room = undefined;
+    var wide_table: validate.NodeTable = .inRoom(&wide_room);
+    defer wide_table.deinit();
+    try testing.expectEqual(Status.ok, validate.validate(wide.schema, wide.array, .full, true, &wide_table));
+    try testing.expect(@intFromPtr(wide_table.nodes.items.ptr) != @intFromPtr(&wide_room.nodes));
+    try testing.expect(@intFromPtr(wide_table.buffers.items.ptr) != @intFromPtr(&wide_room.buffers));
+    try testing.expectEqual(@as(usize, wide_columns + 1), wide_table.nodeCount());
+    try testing.expectEqual(@as(f64, wide_columns), wide_table.get(0, .n_children));
+    try testing.expectEqual(@as(f64, -1), wide_table.get(0, .parent));
+    for (0..wide_columns) |i| {
+        try testing.expectEqual(@as(f64, 0), wide_table.get(1 + i, .parent));
+        try testing.expectEqual(@as(f64, 3), wide_table.get(1 + i, .length));
+        // Buffer 0 is the root's validity; column i's values are 2 + 2i.
+        try testing.expectEqual(@intFromPtr(&int32_values), wide_table.bufferAddress(2 + 2 * i));
+        try testing.expectEqual(@as(i64, 12), wide_table.bufferSize(2 + 2 * i));
+    }
+}
+
 test "a NULL validity buffer is fine without nulls, and with an unknown null count" {
     var b = Builder.init();
     defer b.deinit();
