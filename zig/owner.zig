@@ -59,8 +59,8 @@ comptime {
 }
 
 /// A new owner's memory, unfilled: a safe build's `create` would write
-/// 0xAA over all of it, the table room's 1.25 KiB included, and every word
-/// of that room is written before it is read (validate.zig).
+/// 0xAA over all of it, the table room's 736 bytes included, and every
+/// word of that room is written before it is read (validate.zig).
 fn allocOwner() ?*Owner {
     const bytes = std.heap.c_allocator.rawAlloc(@sizeOf(Owner), .of(Owner), @returnAddress()) orelse return null;
     return @ptrCast(@alignCast(bytes));

@@ -826,10 +826,10 @@ fn readOffsetRange(ty: *const format.Type, offsets: *const anyopaque, start: i64
     return last;
 }
 
-/// Nodes and buffers a new table has room for before it grows: 1.25 KiB
-/// per table (768 + 512 bytes), held as long as the import lives (an
-/// owner's is inline: NodeTable.Room), in exchange for no regrowth while a
-/// small tree is described.
+/// Nodes and buffers a heap table (one not started in a holder's room:
+/// NodeTable.inRoom) has room for before it grows: 1.25 KiB per table
+/// (768 + 512 bytes), held as long as the table lives, in exchange for no
+/// regrowth while a small tree is described.
 pub const initial_nodes = 8;
 pub const initial_buffers = 16;
 
