@@ -213,6 +213,10 @@ test "the producer's release runs once, after the last holder" {
     try testing.expectEqual(Status.ok, import(&schema, &array, .default, &owner));
     try testing.expect(schema.release == null and array.array.release == null);
     try testing.expectEqual(@as(i64, 20), owner.?.table.bytes_known);
+    // A one-node tree is described in the owner's own room: the import
+    // made one allocation (the release below frees it, and only it).
+    try testing.expectEqual(@intFromPtr(&owner.?.room.nodes), @intFromPtr(owner.?.table.nodes.items.ptr));
+    try testing.expectEqual(@intFromPtr(&owner.?.room.buffers), @intFromPtr(owner.?.table.buffers.items.ptr));
     owner.?.retain(2);
     owner.?.release();
     owner.?.release();
