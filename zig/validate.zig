@@ -82,8 +82,9 @@ pub const NodeTable = struct {
 
     /// Inline room for a small tree: `room_nodes` nodes and `room_buffers`
     /// buffers (736 bytes: a struct of up to four columns, up to eight
-    /// buffers in all). Smaller than a heap table's initial room, so that
-    /// its holder stays a small allocation (see owner.zig).
+    /// buffers in all): no larger, so that its holder stays a small
+    /// allocation (see owner.zig). A table without a room (`.{}`, tests)
+    /// grows from empty.
     pub const Room = struct {
         nodes: [room_nodes * node_words]f64,
         buffers: [room_buffers * buffer_words]f64,
@@ -181,17 +182,6 @@ comptime {
     const names = @typeInfo(NodeRecord).@"struct".field_names;
     if (names.len != node_words) @compileError("NodeRecord must name every NodeWord");
     for (names) |name| _ = @field(NodeWord, name);
-}
-
-/// Gives an empty list room for `n` items without the allocator's
-/// undefined-fill (a safe build writes 0xAA over every fresh allocation;
-/// each word is written before it is read here anyway). Leaves the list
-/// empty when out of memory: the appends after it report that.
-fn reserveUnfilled(list: *std.ArrayList(f64), n: usize) void {
-    if (list.capacity != 0) return;
-    const bytes = std.heap.c_allocator.rawAlloc(n * @sizeOf(f64), .of(f64), @returnAddress()) orelse return;
-    const items: [*]f64 = @ptrCast(@alignCast(bytes));
-    list.* = .{ .items = items[0..0], .capacity = n, .pointer_stability = .{} };
 }
 
 fn toWord(value: anytype) f64 {
@@ -826,27 +816,16 @@ fn readOffsetRange(ty: *const format.Type, offsets: *const anyopaque, start: i64
     return last;
 }
 
-/// Nodes and buffers a heap table (one not started in a holder's room:
-/// NodeTable.inRoom) has room for before it grows: 1.25 KiB per table
-/// (768 + 512 bytes), held as long as the table lives, in exchange for no
-/// regrowth while a small tree is described.
-pub const initial_nodes = 8;
-pub const initial_buffers = 16;
-
 /// Validates a tree. `table`, when given, receives its description; the root
 /// is node 0. `host_readable` is false for device memory the host must not
-/// read. The table is the caller's (an import owner's, freed with it); on
+/// read. The table is the caller's (an import owner's, in the owner's room
+/// while the tree fits, and freed with the owner; see NodeTable.inRoom); on
 /// any status but ok its words are unspecified (records are reserved
 /// without zeroing and some are never written), so the caller discards it
 /// without reading it, as owner.import does.
 pub fn validate(schema: *const abi.ArrowSchema, array: *const abi.ArrowArray, level: Level, host_readable: bool, table: ?*NodeTable) Status {
     var walker: Walker = .{ .level = level, .host_readable = host_readable, .table = table };
     if (table) |t| {
-        // Room for a small tree up front (most batches are one): the
-        // appends below then grow nothing. A failed reservation is only a
-        // lost shortcut; the appends report the out-of-memory themselves.
-        reserveUnfilled(&t.nodes, initial_nodes * node_words);
-        reserveUnfilled(&t.buffers, initial_buffers * buffer_words);
         t.addWords(&t.nodes, node_words) catch return fail(.out_of_memory, "out of memory describing the root", .{});
     }
     return walker.walk(schema, array, 0, -1);
