@@ -373,6 +373,39 @@ export function asyncGroup(role: "consumer" | "producer", rows: number, batches:
         return now() - t;
       },
     });
+    // The C floor of this role: a C producer that does nothing per batch
+    // (ready-made batches of the same values, atomic credits, no export)
+    // feeding the same consumer, against the same consumer's work done
+    // synchronously. Its async/sync is the most any producer can reach
+    // against this consumer on this machine.
+    const floorPool = asyncPeer.peer_async_floor_pool_new(rows)!;
+    ctx.cleanups.push(() => asyncPeer.peer_async_floor_pool_free(floorPool));
+    for (const depth of depths) {
+      contenders.push({
+        name: `C floor d${depth}`,
+        run(k) {
+          const sink = new CSink({ depth });
+          const t = now();
+          const sent = Number(asyncPeer.peer_async_floor_produce(floorPool, sink.handler, k));
+          sink.join();
+          const ns = now() - t;
+          const sum = sink.stat("sum");
+          sink.free();
+          if (sent !== k || sum !== Number(asyncPeer.peer_async_floor_pool_sum(floorPool, k))) throw new Error(`C floor producer: ${sent} sent, sum ${sum}`);
+          return ns;
+        },
+      });
+    }
+    contenders.push({
+      name: "C floor sync",
+      run(k) {
+        const t = now();
+        const sum = Number(asyncPeer.peer_async_floor_sync(floorPool, k));
+        const ns = now() - t;
+        if (sum !== Number(asyncPeer.peer_async_floor_pool_sum(floorPool, k))) throw new Error("C floor sync: wrong sum");
+        return ns;
+      },
+    });
   }
   return built(group(`async ${role} ${rows} rows`, contenders, batches, batches), {});
 }

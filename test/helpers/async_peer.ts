@@ -37,6 +37,11 @@ export const asyncPeer = openLibrary(fixturePath("async_peer"), {
   peer_async_sink_extracted_at: { args: [ptr, i64], returns: i64 },
   peer_async_consume_sync: { args: [ptr, ptr], returns: i64 },
   peer_async_sink_free: { args: [ptr], returns: none },
+  peer_async_floor_pool_new: { args: [i64], returns: ptr },
+  peer_async_floor_pool_free: { args: [ptr], returns: none },
+  peer_async_floor_pool_sum: { args: [ptr, i64], returns: i64 },
+  peer_async_floor_sync: { args: [ptr, i64], returns: i64 },
+  peer_async_floor_produce: { args: [ptr, ptr, i64], returns: i64 },
 }).symbols;
 
 export const SourceOption = {
