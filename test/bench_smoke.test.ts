@@ -66,6 +66,13 @@ describe("bench/compare.ts --smoke", () => {
     }
     expect(Object.keys(run.result.groups["export nested x 1000"].samples).sort()).toEqual(["ours", "pyarrow", "pyarrow.release"]);
     expect(Object.keys(run.result.groups["stream 2 columns x 1000 rows"].samples).sort()).toEqual(["JS floor", "ours", "pyarrow"]);
+    // Row 8's producer role runs the C floor producer beside ours (each of
+    // its blocks checks the sum the consumer added up) and prints its ceiling.
+    expect(Object.keys(run.result.groups["async producer 1000 rows"].samples).sort()).toEqual(["C floor d16", "C floor d4", "C floor sync", "async d16", "async d4", "sync"]);
+    for (const depth of [4, 16]) {
+      const line = run.stdout.split("\n").find((l) => l.includes(`async / sync throughput, producer, depth ${depth},`));
+      expect(line).toMatch(/C floor producer \S+ \S+\/batch \(its sync .*\); ceiling \d+\.\d+x/);
+    }
     for (const group of Object.values(run.result.groups)) {
       for (const s of Object.values(group.samples)) {
         expect(s.cycles).toBeGreaterThanOrEqual(2 * group.k); // two rounds, nothing skipped
