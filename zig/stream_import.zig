@@ -570,15 +570,31 @@ test "an array on another device than the stream's is rejected and released" {
 }
 
 test "background pulls post to the JS queue and can be released mid-stream" {
+    // Each get_next waits for its turn, so that JS calls `wait` before the
+    // pull can end: a pull that ended first is not posted (`wait` returns
+    // `ready` and JS takes it at once), and this test would wait forever
+    // for a post that never comes.
+    const Gated = struct {
+        var turns: std.atomic.Value(u32) = .init(0);
+        var calls: u32 = 0; // the worker thread's own
+        fn getNext(s: *abi.ArrowDeviceArrayStream, out: *abi.ArrowDeviceArray) callconv(.c) c_int {
+            calls += 1;
+            while (turns.load(.acquire) < calls) std.Thread.yield() catch {};
+            return TestStream.getNext(s, out);
+        }
+    };
     var state: TestStream.State = .{ .left = 5, .fail_at = null };
     var stream = TestStream.make(&state);
+    stream.get_next = Gated.getNext;
     var imported: ?*Imported = null;
     try testing.expectEqual(Status.ok, import(.device, &stream, &imported));
     var out: [js_queue.entry_words * 4]f64 = undefined;
-    for (0..2) |_| {
+    for (0..2) |i| {
         try testing.expectEqual(Status.ok, pull(imported.?, .default));
         try testing.expectEqual(Status.invalid_argument, pull(imported.?, .default)); // one at a time
-        _ = wait(imported.?); // from now on the end of the pull is posted
+        // From now on the end of the pull is posted.
+        try testing.expect(wait(imported.?) != .ready);
+        Gated.turns.store(@intCast(i + 1), .release);
         var taken: usize = 0;
         while (taken == 0) {
             taken = js_queue.global.take(&out);
@@ -592,6 +608,7 @@ test "background pulls post to the JS queue and can be released mid-stream" {
     // A pull left untaken is dropped by the release; one nobody waits for
     // is not posted.
     try testing.expectEqual(Status.ok, pull(imported.?, .default));
+    Gated.turns.store(3, .release);
     while (pullState(imported.?) != .ready) std.Thread.yield() catch {};
     try testing.expectEqual(@as(usize, 0), js_queue.global.take(&out));
     release(imported.?);
