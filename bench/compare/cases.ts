@@ -342,11 +342,14 @@ export function asyncGroup(role: "consumer" | "producer", rows: number, batches:
     });
   } else {
     const pool16 = Array.from({ length: 16 }, (_, b) => batchOf(rows, b));
+    // The consumer both producers feed, configured alike (the floor's
+    // ceiling is only meaningful against the same consumer's cycle).
+    const consumer = (depth: number, k: number) => new CSink({ depth, timestamps: k });
     for (const depth of depths) {
       contenders.push({
         name: `async d${depth}`,
         async run(k) {
-          const sink = new CSink({ depth, timestamps: k });
+          const sink = consumer(depth, k);
           function* items(): Generator<RecordBatch> {
             for (let i = 0; i < k; i++) yield pool16[i % pool16.length];
           }
@@ -384,7 +387,7 @@ export function asyncGroup(role: "consumer" | "producer", rows: number, batches:
       contenders.push({
         name: `C floor d${depth}`,
         run(k) {
-          const sink = new CSink({ depth });
+          const sink = consumer(depth, k);
           const t = now();
           const sent = Number(asyncPeer.peer_async_floor_produce(floorPool, sink.handler, k));
           sink.join();
