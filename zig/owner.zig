@@ -56,6 +56,14 @@ pub const Owner = struct {
 // room included, is allocated and freed once per import and per pull.
 comptime {
     if (@sizeOf(Owner) > 1032) @compileError("Owner outgrew glibc's tcache size: shrink NodeTable.Room");
+    // `import` fills a new owner field by field (its room stays unwritten):
+    // a field added here must be set there too.
+    const filled = [_][]const u8{ "refs", "schema", "array", "table", "room", "host_readable" };
+    const names = std.meta.fieldNames(Owner);
+    if (names.len != filled.len) @compileError("Owner gained or lost a field: update import's field-by-field fill");
+    for (names, filled) |name, expected| {
+        if (!std.mem.eql(u8, name, expected)) @compileError("Owner's fields changed: update import's field-by-field fill");
+    }
 }
 
 /// A new owner's memory, unfilled: a safe build's `create` would write
@@ -111,7 +119,8 @@ pub fn import(schema: ?*abi.ArrowSchema, device_array: ?*abi.ArrowDeviceArray, l
         releaseMovedIn(&moved_schema, &moved_array.array);
         return fail(.out_of_memory, "out of memory allocating an import owner", .{});
     };
-    // Field by field: `room` stays unwritten until validation fills it.
+    // Field by field (every field but `room`, which stays unwritten until
+    // validation fills it; the comptime check above lists them).
     owner.refs = .init(1);
     owner.schema = moved_schema;
     owner.array = moved_array;
