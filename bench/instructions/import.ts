@@ -1,0 +1,32 @@
+/**
+ * Driver for count.sh / jitprof.sh: `ImportedArray.fromDeviceArray` +
+ * `toRecordBatch` + `dispose` of C-produced batches (the bench's rows 4
+ * and 5; COLS columns, default 10, of 1000 int32 rows, each its own
+ * memory), `N` times after a 2,000-import warm-up. Mode: ours.
+ */
+import { Columns, SlotPool, floor } from "../compare/floor.ts";
+import { ImportedArray, toRecordBatch } from "../../ts/index.ts";
+
+const mode = process.argv[2];
+const iterations = Number(process.argv[3]);
+const columns = new Columns(Number(process.env.COLS ?? 10), 1000, true);
+const block = 100;
+const pool = new SlotPool(block);
+let sink = 0;
+
+const modes: Record<string, () => void> = {
+  ours() {
+    floor.bf_fill_many(columns.data, block, pool.schemas, pool.arrays);
+    for (let i = 0; i < block; i++) {
+      const imported = ImportedArray.fromDeviceArray(pool.schema(i), pool.array(i));
+      sink += toRecordBatch(imported).numRows;
+      imported.dispose();
+    }
+    pool.releaseAll(block);
+  },
+};
+if (!(mode in modes)) throw new Error(`mode must be one of ${Object.keys(modes).join(", ")}`);
+const run = (n: number) => { for (let i = 0; i < n / block; i++) modes[mode](); };
+run(2_000);
+run(iterations);
+if (sink < 0) console.log(sink);
