@@ -18,7 +18,8 @@ current = None
 for line in open(dump, errors="replace"):
     header = re.match(r"Generated (.*?) code for (.*?)(?:, instructions size|:\s*\[|$)", line)
     if header:
-        current = f"{header.group(1)}: {re.sub(r'#\w+:\[.*', '', header.group(2))}"
+        name = re.sub(r"#\w+:\[.*", "", header.group(2))
+        current = f"{header.group(1)}: {name}"
         span = re.search(r"\[0x([0-9a-f]+), 0x([0-9a-f]+)\)", line)
         if span:
             ranges.append((int(span.group(1), 16), int(span.group(2), 16), current))
