@@ -197,21 +197,7 @@ export function importGroup(shape: Shape, ctx: Context): Built | null {
 export function streamGroup(rows: number, batches: number, ctx: Context): Built {
   const { py } = ctx;
   const slot = floor.bf_stream_slot()!;
-  const pending: Pointer[] = [];
-  const sweep = () => {
-    for (let i = pending.length - 1; i >= 0; i--) {
-      if (Number(streamPeer.sp_repeat_live_batches(pending[i])) === 0) {
-        streamPeer.sp_repeat_free(pending[i]);
-        pending.splice(i, 1);
-      }
-    }
-  };
-  const open = (k: number) => {
-    sweep();
-    const source = streamPeer.sp_repeat_new(k, rows)!;
-    pending.push(source);
-    streamPeer.sp_repeat_stream(source, slot);
-  };
+  const { open, sweep, pending } = repeatSources(rows, slot);
   ctx.cleanups.push(() => {
     for (let i = 0; i < 50 && pending.length > 0; i++) { Bun.gc(true); sweep(); }
     floor.bf_free(slot);
@@ -246,6 +232,31 @@ export function streamGroup(rows: number, batches: number, ctx: Context): Built 
 }
 
 /**
+ * The "repeat" C stream sources behind `slot`: `open(k)` puts a new
+ * stream of k batches of `rows` rows there; each source is freed by a
+ * later `sweep` (open calls it) once none of its batches is alive, as the
+ * batches' memory is the source's. `pending`: the sources not freed yet.
+ */
+export function repeatSources(rows: number, slot: Pointer): { open: (k: number) => void; sweep: () => void; pending: Pointer[] } {
+  const pending: Pointer[] = [];
+  const sweep = () => {
+    for (let i = pending.length - 1; i >= 0; i--) {
+      if (Number(streamPeer.sp_repeat_live_batches(pending[i])) === 0) {
+        streamPeer.sp_repeat_free(pending[i]);
+        pending.splice(i, 1);
+      }
+    }
+  };
+  const open = (k: number) => {
+    sweep();
+    const source = streamPeer.sp_repeat_new(k, rows)!;
+    pending.push(source);
+    streamPeer.sp_repeat_stream(source, slot);
+  };
+  return { open, sweep, pending };
+}
+
+/**
  * The least any Bun consumer of this stream must do per batch, as a
  * contender: one FFI call pulling the batch (test/fixtures/bench_floor.c
  * bf_stream_pull, which also releases the one before), one external
@@ -255,7 +266,7 @@ export function streamGroup(rows: number, batches: number, ctx: Context): Built 
  * (as ts/convert/import.ts makeBatch does). No validation, no ownership
  * bookkeeping, no schema import: the schema and types are built once.
  */
-function streamFloor(rows: number, slot: Pointer, open: (k: number) => void): Contender {
+export function streamFloor(rows: number, slot: Pointer, open: (k: number) => void): Contender {
   const fields = [new Field("a", new Int32(), false), new Field("b", new Float64(), true)];
   const schema = new Schema(fields);
   const type = new Struct(fields);

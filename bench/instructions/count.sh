@@ -24,7 +24,7 @@ totals() {
     || { echo "count.sh: the driver failed with $1 iterations:" >&2; tail -20 "$out/log.$1" >&2; exit 1; }
   local main all
   main=$(sed -n 's/^summary: //p' "$out/cg.$1-01")
-  all=$(cat "$out"/cg."$1"-* | sed -n 's/^summary: //p' | paste -sd+ | bc)
+  all=$(( $(cat "$out"/cg."$1"-* | sed -n 's/^summary: //p' | paste -sd+) ))
   echo "$main $all"
 }
 read -r m1 a1 <<<"$(totals "$n1")"
