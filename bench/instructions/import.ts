@@ -6,9 +6,8 @@
  */
 import { Columns, SlotPool, floor } from "../compare/floor.ts";
 import { ImportedArray, toRecordBatch } from "../../ts/index.ts";
+import { drive } from "./driver.ts";
 
-const mode = process.argv[2];
-const iterations = Number(process.argv[3]);
 const columns = new Columns(Number(process.env.COLS ?? 10), 1000, true);
 const block = 100;
 const pool = new SlotPool(block);
@@ -25,8 +24,5 @@ const modes: Record<string, () => void> = {
     pool.releaseAll(block);
   },
 };
-if (!(mode in modes)) throw new Error(`mode must be one of ${Object.keys(modes).join(", ")}`);
-const run = (n: number) => { for (let i = 0; i < n / block; i++) modes[mode](); };
-run(2_000);
-run(iterations);
+drive(modes, block, 2_000);
 if (sink < 0) console.log(sink);

@@ -14,9 +14,8 @@ import { ImportedStream } from "../../ts/index.ts";
 import { StreamBatchConverter } from "../../ts/convert/import.ts";
 import { pulledViews } from "../../ts/lifetime/imported.ts";
 import { pulledBatch, releasePulled } from "../../ts/lifetime/imported_stream.ts";
+import { drive } from "./driver.ts";
 
-const mode = process.argv[2];
-const iterations = Number(process.argv[3]);
 const rows = 1000;
 const batches = 1000;
 const slot = floor.bf_stream_slot()!;
@@ -60,8 +59,5 @@ const modes: Record<string, () => void> = {
   },
 };
 
-if (!(mode in modes)) throw new Error(`mode must be one of ${Object.keys(modes).join(", ")}`);
-const run = (n: number) => { for (let i = 0; i < n / batches; i++) modes[mode](); };
-run(10_000);
-run(iterations);
+drive(modes, batches, 10_000);
 if (sink < 0) console.log(sink);
