@@ -19,6 +19,7 @@ const abi = @import("abi.zig");
 const format = @import("format.zig");
 const metadata = @import("metadata.zig");
 const status = @import("status.zig");
+const validate_flat = @import("validate_flat.zig");
 const Status = status.Status;
 const fail = status.fail;
 
@@ -116,7 +117,7 @@ pub const NodeTable = struct {
     /// `n` more words at the end of `list` (one of this table's), reserved
     /// and unwritten (the caller writes them through `items`). A list in
     /// the holder's room moves to the heap first when the room is too small.
-    inline fn addWords(self: *NodeTable, list: *std.ArrayList(f64), n: usize) error{OutOfMemory}!void {
+    pub inline fn addWords(self: *NodeTable, list: *std.ArrayList(f64), n: usize) error{OutOfMemory}!void {
         if (n <= list.capacity - list.items.len) {
             list.items.len += n;
             return;
@@ -144,12 +145,33 @@ pub const NodeTable = struct {
 
     /// Writes node `node`'s whole record (its words reserved already): one
     /// slice of the list, not a bounds-checked store per word.
-    fn setNode(self: *NodeTable, node: usize, record: NodeRecord) void {
+    pub fn setNode(self: *NodeTable, node: usize, record: NodeRecord) void {
         var words: [node_words]f64 = undefined;
         inline for (@typeInfo(NodeRecord).@"struct".field_names) |name| {
             words[@intFromEnum(@field(NodeWord, name))] = toWord(@field(record, name));
         }
         self.nodes.items[node * node_words ..][0..node_words].* = words;
+    }
+
+    /// Writes buffer `index`'s record (its words reserved already) and
+    /// adds its size to `bytes_known`; false when the tree's buffers would
+    /// then add up to more than max_slots bytes. Each size is at most
+    /// max_slots (the caller checks), but a tree has many buffers: their
+    /// sum must stay at most max_slots too (the held-bytes counter adds it
+    /// up across owners).
+    pub fn recordBuffer(self: *NodeTable, index: usize, address: ?*const anyopaque, size: i64, kind: format.BufferKind, element_bytes: u32) bool {
+        var words: [buffer_words]f64 = undefined;
+        words[@intFromEnum(BufferWord.address)] = toWord(address);
+        words[@intFromEnum(BufferWord.size_bytes)] = @floatFromInt(size);
+        words[@intFromEnum(BufferWord.kind)] = @floatFromInt(@intFromEnum(kind));
+        words[@intFromEnum(BufferWord.element_bytes)] = @floatFromInt(element_bytes);
+        self.buffers.items[index * buffer_words ..][0..buffer_words].* = words;
+        if (size > 0) {
+            const total = std.math.add(i64, self.bytes_known, size) catch max_slots + 1;
+            if (total > max_slots) return false;
+            self.bytes_known = total;
+        }
+        return true;
     }
 
     pub fn bufferAddress(self: *const NodeTable, index: usize) usize {
@@ -163,7 +185,7 @@ pub const NodeTable = struct {
 
 /// A node's record by name, one field per NodeWord (setNode writes every
 /// word: the comptime check below keeps the two in step).
-const NodeRecord = struct {
+pub const NodeRecord = struct {
     schema: *const abi.ArrowSchema,
     array: *const abi.ArrowArray,
     type_id: format.TypeId,
@@ -382,20 +404,8 @@ const Walker = struct {
 
     fn recordBuffer(self: *Walker, index: usize, address: ?*const anyopaque, size: i64, kind: format.BufferKind, element_bytes: u32) Status {
         if (self.table) |table| {
-            var words: [buffer_words]f64 = undefined;
-            words[@intFromEnum(BufferWord.address)] = toWord(address);
-            words[@intFromEnum(BufferWord.size_bytes)] = @floatFromInt(size);
-            words[@intFromEnum(BufferWord.kind)] = @floatFromInt(@intFromEnum(kind));
-            words[@intFromEnum(BufferWord.element_bytes)] = @floatFromInt(element_bytes);
-            table.buffers.items[index * buffer_words ..][0..buffer_words].* = words;
-            // Each size is at most max_slots (checkBuffers), but a tree has
-            // many buffers: their sum must stay at most max_slots too (the
-            // held-bytes counter adds it up across owners).
-            if (size > 0) {
-                const total = std.math.add(i64, table.bytes_known, size) catch max_slots + 1;
-                if (total > max_slots) return self.failAt(.invalid_layout, "the buffers of the tree add up to more than 2^53 bytes", .{});
-                table.bytes_known = total;
-            }
+            if (!table.recordBuffer(index, address, size, kind, element_bytes))
+                return self.failAt(.invalid_layout, "the buffers of the tree add up to more than 2^53 bytes", .{});
         }
         return .ok;
     }
@@ -824,6 +834,17 @@ fn readOffsetRange(ty: *const format.Type, offsets: *const anyopaque, start: i64
 /// without zeroing and some are never written), so the caller discards it
 /// without reading it, as owner.import does.
 pub fn validate(schema: *const abi.ArrowSchema, array: *const abi.ArrowArray, level: Level, host_readable: bool, table: ?*NodeTable) Status {
+    // Flat trees (a record batch of fixed-width columns) first: the same
+    // rules without the walker's bookkeeping (validate_flat.zig). Anything
+    // it does not accept is walked, which decides and words any error.
+    if (table) |t| {
+        if (validate_flat.describe(schema, array, level, t)) return .ok;
+    }
+    return validateByWalk(schema, array, level, host_readable, table);
+}
+
+/// `validate` without the fast path: every tree walked (tests compare).
+pub fn validateByWalk(schema: *const abi.ArrowSchema, array: *const abi.ArrowArray, level: Level, host_readable: bool, table: ?*NodeTable) Status {
     var walker: Walker = .{ .level = level, .host_readable = host_readable, .table = table };
     if (table) |t| {
         t.addWords(&t.nodes, node_words) catch return fail(.out_of_memory, "out of memory describing the root", .{});

@@ -89,9 +89,18 @@ fn ptr(p: anytype) ?*const anyopaque {
     return @ptrCast(p);
 }
 
+/// Validates `tree` twice: into a node table (where flat trees take the
+/// fast path, validate_flat.zig) and without one (always walked). Both
+/// must agree; the message is the walk's.
 fn check(tree: Node, level: Level) Status {
     status.clear();
-    return validate.validate(tree.schema, tree.array, level, true, null);
+    var table: validate.NodeTable = .{};
+    defer table.deinit();
+    const described = validate.validate(tree.schema, tree.array, level, true, &table);
+    status.clear();
+    const walked = validate.validate(tree.schema, tree.array, level, true, null);
+    if (described != walked) std.debug.panic("with a node table: {s}, without: {s}", .{ @tagName(described), @tagName(walked) });
+    return walked;
 }
 
 fn message() []const u8 {
