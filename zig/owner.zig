@@ -15,6 +15,7 @@ const status = @import("status.zig");
 const counters = @import("counters.zig");
 const validate = @import("validate.zig");
 const device_sync = @import("device_sync.zig");
+const block_pool = @import("block_pool.zig");
 const Status = status.Status;
 const fail = status.fail;
 
@@ -66,15 +67,23 @@ comptime {
     }
 }
 
+/// Freed owners kept for the next imports (block_pool.zig: owners die in
+/// the collector's bursts, which overflow malloc's per-thread cache). At
+/// most 512 (about half a MiB): most of one burst of a stream of small
+/// batches.
+pub var recycled: block_pool.BlockPool(512) = .{};
+
 /// A new owner's memory, unfilled: a safe build's `create` would write
 /// 0xAA over all of it, the table room's 736 bytes included, and every
 /// word of that room is written before it is read (validate.zig).
 fn allocOwner() ?*Owner {
+    if (recycled.take()) |block| return @ptrCast(@alignCast(block));
     const bytes = std.heap.c_allocator.rawAlloc(@sizeOf(Owner), .of(Owner), @returnAddress()) orelse return null;
     return @ptrCast(@alignCast(bytes));
 }
 
 fn freeOwner(owner: *Owner) void {
+    if (recycled.give(owner)) return;
     const bytes: [*]u8 = @ptrCast(owner);
     std.heap.c_allocator.rawFree(bytes[0..@sizeOf(Owner)], .of(Owner), @returnAddress());
 }
@@ -233,6 +242,27 @@ test "the producer's release runs once, after the last holder" {
     owner.?.release();
     try testing.expectEqual(@as(u32, 1), TestProducer.array_releases);
     try testing.expectEqual(@as(u32, 1), TestProducer.schema_releases);
+}
+
+test "a released owner's memory serves the next import" {
+    var schema: abi.ArrowSchema = undefined;
+    var array: abi.ArrowDeviceArray = undefined;
+    TestProducer.make("i", &schema, &array);
+    var first: ?*Owner = null;
+    try testing.expectEqual(Status.ok, import(&schema, &array, .default, &first));
+    const kept = recycled.count();
+    const address = @intFromPtr(first.?);
+    first.?.release();
+    try testing.expectEqual(kept + 1, recycled.count());
+    TestProducer.make("i", &schema, &array);
+    var second: ?*Owner = null;
+    try testing.expectEqual(Status.ok, import(&schema, &array, .default, &second));
+    try testing.expectEqual(address, @intFromPtr(second.?));
+    try testing.expectEqual(kept, recycled.count());
+    // Described afresh in its own room, whatever the last owner left there.
+    try testing.expectEqual(@intFromPtr(&second.?.room.nodes), @intFromPtr(second.?.table.nodes.items.ptr));
+    try testing.expectEqual(@as(i64, 20), second.?.table.bytes_known);
+    second.?.release();
 }
 
 test "a failed import still releases what was moved in, once" {

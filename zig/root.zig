@@ -24,6 +24,7 @@ test {
     _ = @import("validate.zig");
     _ = @import("validate_test.zig");
     _ = @import("validate_flat_test.zig");
+    _ = @import("block_pool.zig");
     _ = @import("tree_block.zig");
     _ = @import("keepalive.zig");
     _ = @import("export_holds.zig");
