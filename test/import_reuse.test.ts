@@ -217,6 +217,49 @@ describe("schemas shared across imports", () => {
     expect(String(second.schema.fields[0].type)).toBe(String(first.schema.fields[0].type));
   });
 
+  test("schemas imported in turn (A, B, A, B, ...) each keep their own Schema, whichever import came last", () => {
+    const other = [new Field("a", new Int32(), true), new Field("b", new Float64(), false), new Field("t", new Utf8(), true)];
+    const a = roundTrip(batchOf(fields, columns())).schema;
+    const b = roundTrip(batchOf(other, columns())).schema;
+    expect(b).not.toBe(a);
+    for (let i = 0; i < 3; i++) {
+      expect(roundTrip(batchOf(fields, columns())).schema).toBe(a);
+      expect(roundTrip(batchOf(fields, columns())).schema).toBe(a);
+      expect(roundTrip(batchOf(other, columns())).schema).toBe(b);
+    }
+    expect(b.fields[2].name).toBe("t");
+    expect(a.fields[2].name).toBe("s");
+  });
+
+  test("a dictionary-encoded schema right after a cached one is built on its own, and the cached one is found again after it", () => {
+    const base = roundTrip(batchOf(fields, columns())).schema;
+    const type = new Dictionary(new Utf8(), new Int32());
+    const dictionary = roundTrip(batchOf([new Field("d", type, true)], [vectorFromArray(["p", "q", "p"], type).data[0]]));
+    expect(dictionary.schema).not.toBe(base);
+    expect(String(dictionary.schema.fields[0].type)).toBe(String(type));
+    expect(roundTrip(batchOf(fields, columns())).schema).toBe(base);
+  });
+
+  test("one schema converted with and without { materialize: true } gets an entry for each option", () => {
+    const batch = batchOf(fields, columns());
+    const exported = exportArray(batch);
+    const convert = (options: { materialize?: boolean }) => {
+      const again = exportArray(batch);
+      try {
+        using imported = ImportedArray.fromDeviceArray(again.schema, again.array);
+        return toRecordBatch(imported, options).schema;
+      } finally {
+        again.release();
+      }
+    };
+    const plain = convert({});
+    const materialized = convert({ materialize: true });
+    expect(materialized).not.toBe(plain);
+    expect(convert({ materialize: true })).toBe(materialized);
+    expect(convert({})).toBe(plain);
+    exported.release();
+  });
+
   test("the table-reading path and the RawArray path (a child handle's window) build the same values", () => {
     const batch = batchOf(fields, columns());
     const exported = exportArray(batch);

@@ -23,6 +23,7 @@ const validate = @import("validate.zig");
 const consumer = @import("consumer.zig");
 const move = @import("move.zig");
 const schema_info = @import("schema_info.zig");
+const schema_key = @import("schema_key.zig");
 const metadata = @import("metadata.zig");
 
 const Status = status.Status;
@@ -736,28 +737,21 @@ export fn abd_owner_schema_info(owner: *Owner, out: ?[*]u8, capacity: usize) usi
 }
 
 /// An exact key of `owner`'s schema tree, for caches of what JS builds from
-/// it (convert/import.ts): i32 words [node count, blob bytes, each node's
-/// child count, then `abd_owner_schema_info`'s blob, zero-padded] into
+/// it (convert/import.ts; layout in schema_key.zig), as int32 words into
 /// `out` (`capacity` words). Returns the words needed (nothing is written
 /// when they do not fit), or 0 when a node is dictionary-encoded (such
 /// schemas are not cached).
 export fn abd_owner_schema_key(owner: *Owner, out: [*]i32, capacity: u32) u32 {
-    const table = &owner.table;
-    const count = table.nodeCount();
-    for (0..count) |node| {
-        if (table.get(node, .dictionary) >= 0) return 0;
-    }
-    const blob_bytes = schema_info.fill(table, &.{});
-    const needed = 2 + count + (blob_bytes + 3) / 4;
-    if (needed > capacity) return @intCast(needed);
-    out[0] = @intCast(count);
-    out[1] = @intCast(blob_bytes);
-    for (0..count) |node| out[2 + node] = @intFromFloat(table.get(node, .n_children));
-    const words = out[2 + count .. needed];
-    @memset(words, 0);
-    const bytes: [*]u8 = @ptrCast(words.ptr);
-    _ = schema_info.fill(table, bytes[0..blob_bytes]);
-    return @intCast(needed);
+    if (!schema_key.hasKey(&owner.table)) return 0;
+    return @intCast(schema_key.write(&owner.table, out[0..capacity]));
+}
+
+/// 1 when `key` (`words` int32 words from abd_owner_schema_key) is the key
+/// of `owner`'s schema tree, 0 when it is not, -1 when the tree has no key
+/// (a node is dictionary-encoded). Reads the tree once, copies nothing.
+export fn abd_owner_schema_matches(owner: *Owner, key: [*]const i32, words: u32) i32 {
+    const equal = schema_key.matches(&owner.table, key[0..words]) orelse return -1;
+    return @intFromBool(equal);
 }
 
 /// Size in bytes of an ArrowSchema.metadata blob, reading only its length

@@ -5,7 +5,7 @@
 //!   (async: js_wake, metadata_copy, schema_copy, shared_schema, producer_gate <-
 //!    async_consumer, async_producer <- c_api)
 //!   abi <- move <- c_api
-//!   metadata <- validate; validate <- schema_info <- c_api
+//!   metadata <- validate; validate <- schema_info <- schema_key <- c_api
 
 const std = @import("std");
 
@@ -52,6 +52,7 @@ test {
     _ = @import("move.zig");
     _ = @import("metadata.zig");
     _ = @import("schema_info.zig");
+    _ = @import("schema_key.zig");
     _ = @import("js_queue.zig");
     _ = @import("stream_export.zig");
     _ = @import("stream_import.zig");

@@ -427,11 +427,14 @@ abd_status abd_array_move_child(struct ArrowArray* parent, int64_t index, struct
  * bytes needed either way. */
 size_t abd_owner_schema_info(abd_owner* owner, uint8_t* out, size_t capacity);
 
-/* An exact key of the schema tree of `owner` (node count, blob bytes, child
- * counts, then abd_owner_schema_info's blob) as int32 words into `out` if
- * `capacity` suffices; returns the words needed, or 0 when a node is
- * dictionary-encoded. */
+/* An exact key of the schema tree of `owner` (layout: zig/schema_key.zig)
+ * as int32 words into `out` if `capacity` suffices; returns the words
+ * needed, or 0 when a node is dictionary-encoded. */
 uint32_t abd_owner_schema_key(abd_owner* owner, int32_t* out, uint32_t capacity);
+
+/* 1 when `key` (`words` words from abd_owner_schema_key) is the key of the
+ * schema tree of `owner`, 0 when not, -1 when the tree has no key. */
+int32_t abd_owner_schema_matches(abd_owner* owner, const int32_t* key, uint32_t words);
 
 /* Size of an ArrowSchema.metadata blob within sane limits (0 for NULL), or
  * -1 when its length fields are out of bounds (see abd_last_error). */

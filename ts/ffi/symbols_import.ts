@@ -16,5 +16,6 @@ export const importSymbols = {
 
   abd_owner_schema_info: { args: [ptr, ptr, usize], returns: usize },
   abd_owner_schema_key: { args: [ptr, ptr, FFIType.u32], returns: FFIType.u32 },
+  abd_owner_schema_matches: { args: [ptr, ptr, FFIType.u32], returns: FFIType.i32 },
   abd_metadata_length: { args: [ptr], returns: f64 },
 } as const;

@@ -716,6 +716,18 @@ export class ImportedArray implements Disposable {
     return needed === 0 ? null : keyScratch.subarray(0, needed);
   }
 
+  /**
+   * @internal Whether `key` (a copy of an earlier `schemaKey()`) is this
+   * import's schema key: "same", "different", or "none" when this schema
+   * has no key (a dictionary-encoded node). One native pass over the
+   * schema strings, nothing copied: the cheap check for a repeated schema.
+   */
+  schemaMatches(key: Int32Array): "same" | "different" | "none" {
+    this.#live();
+    const result = native.abd_owner_schema_matches(asPointer(this.#owner), key, key.length);
+    return result === 1 ? "same" : result === 0 ? "different" : "none";
+  }
+
   /** @internal node-table word. */
   nodeWord(node: number, word: number): number {
     this.#live();
