@@ -223,6 +223,11 @@ const Tree = struct {
         return &self.table;
     }
 
+    /// The key of the structs as they are now, into `out`; its words.
+    fn keyInto(self: *Tree, out: []i32) !usize {
+        return write(try self.describe(), out);
+    }
+
     fn deinit(self: *Tree) void {
         self.table.deinit();
     }
@@ -271,7 +276,7 @@ test "a key matches only its own tree: any field changed, a key cut short or one
     tree.init();
     defer tree.deinit();
     var key: [32]i32 = undefined;
-    const words = write(try tree.describe(), &key);
+    const words = try tree.keyInto(&key);
     try testing.expectEqual(true, matches(&tree.table, key[0..words]));
     try testing.expectEqual(false, matches(&tree.table, key[0 .. words - 1]));
     var longer = key;
@@ -308,7 +313,7 @@ test "struct<a> and struct<a, b> with equal strings differ by child count" {
     one.init();
     defer one.deinit();
     var key: [32]i32 = undefined;
-    const words = write(try one.describe(), &key);
+    const words = try one.keyInto(&key);
 
     var two: Tree = .{};
     two.init();
@@ -327,7 +332,7 @@ test "a tree with a dictionary-encoded node has no key and matches nothing" {
     tree.init();
     defer tree.deinit();
     var key: [32]i32 = undefined;
-    const words = write(try tree.describe(), &key);
+    const words = try tree.keyInto(&key);
 
     var dict_values = [_]i32{ 10, 20 };
     var dict_buffers = [_]?*const anyopaque{ null, @ptrCast(&dict_values) };
