@@ -102,7 +102,7 @@ export const isDistinct = (shape: Shape) => shape.columns * shape.rows <= distin
  * array over it, then transfer(0) of every ArrayBuffer (detach: the
  * deallocators run), as ImportedArray.dispose() does. No apache-arrow
  * objects, no schema, no validation. */
-function jsFloor(columns: Columns): Contender {
+export function jsFloor(columns: Columns): Contender {
   const buffers = columns.buffers();
   const deallocator = floor.bf_view_deallocator()!;
   const context = columns.data;
