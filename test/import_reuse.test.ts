@@ -13,6 +13,7 @@ import {
 import { DeviceType } from "../ts/abi/layout.ts";
 import { ExportedStream, ImportedArray, ImportedStream, exportArray, importRecordBatch, readTable, recordBatches, toRecordBatch, toVector } from "../ts/index.ts";
 import { counters, nonZeroCounters } from "../ts/diagnostics.ts";
+import { InvalidArgumentError } from "../ts/errors.ts";
 import { streamPeer } from "./helpers/fixtures.ts";
 import { collectUntil } from "./helpers/gc.ts";
 
@@ -257,6 +258,19 @@ describe("schemas shared across imports", () => {
     expect(materialized).not.toBe(plain);
     expect(convert({ materialize: true })).toBe(materialized);
     expect(convert({})).toBe(plain);
+    exported.release();
+  });
+
+  test("schemaMatches (internal, reachable from JS) refuses anything but an Int32Array before the native call", () => {
+    const exported = exportArray(batchOf(fields, columns()));
+    using imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
+    const key = imported.schemaKey()!.slice();
+    expect(imported.schemaMatches(key)).toBe("same");
+    expect(imported.schemaMatches(key.subarray(0, key.length - 1))).toBe("different");
+    expect(imported.schemaMatches(new Int32Array(0))).toBe("different");
+    for (const bad of [null, undefined, 5, "key", {}, new Uint8Array(key.buffer), Array.from(key)]) {
+      expect(() => imported.schemaMatches(bad as unknown as Int32Array)).toThrow(InvalidArgumentError);
+    }
     exported.release();
   });
 

@@ -723,6 +723,8 @@ export class ImportedArray implements Disposable {
    * schema strings, nothing copied: the cheap check for a repeated schema.
    */
   schemaMatches(key: Int32Array): "same" | "different" | "none" {
+    // Reachable from JS though internal: the native side reads `key`.
+    if (!(key instanceof Int32Array)) throw argumentError("ImportedArray.schemaMatches", "key", "an Int32Array (a copy of schemaKey())", key);
     this.#live();
     const result = native.abd_owner_schema_matches(asPointer(this.#owner), key, key.length);
     return result === 1 ? "same" : result === 0 ? "different" : "none";
