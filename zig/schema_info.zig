@@ -23,13 +23,15 @@ pub const record_words = 8;
 /// Longest name copied (longer names are cut; real ones are far shorter).
 pub const max_name_bytes = 1 << 16;
 
-fn boundedLength(text: [*:0]const u8, limit: usize) usize {
+/// The length of `text` up to its NUL, reading at most `limit` bytes.
+pub fn boundedLength(text: [*:0]const u8, limit: usize) usize {
     var len: usize = 0;
     while (len < limit and text[len] != 0) len += 1;
     return len;
 }
 
-fn schemaOf(table: *const validate.NodeTable, node: usize) *const abi.ArrowSchema {
+/// The producer's ArrowSchema of `table`'s node `node`.
+pub fn schemaOf(table: *const validate.NodeTable, node: usize) *const abi.ArrowSchema {
     const address: usize = @intFromFloat(table.get(node, .schema));
     return @ptrFromInt(address);
 }

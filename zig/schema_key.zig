@@ -65,16 +65,8 @@ pub fn matches(table: *const validate.NodeTable, key: []const i32) ?bool {
     return (comparer.at + 3) / 4 == key.len;
 }
 
-fn schemaOf(table: *const validate.NodeTable, node: usize) *const abi.ArrowSchema {
-    const address: usize = @intFromFloat(table.get(node, .schema));
-    return @ptrFromInt(address);
-}
-
-fn boundedLength(text: [*:0]const u8, limit: usize) usize {
-    var len: usize = 0;
-    while (len < limit and text[len] != 0) len += 1;
-    return len;
-}
+const schemaOf = schema_info.schemaOf;
+const boundedLength = schema_info.boundedLength;
 
 /// The key's contents, in order, into `sink` (a Sizer, Writer or Comparer:
 /// `word(i32)` and `bytes([]const u8)`).
