@@ -101,15 +101,17 @@ lines.push(table(
   }),
 ));
 lines.push("");
-lines.push(`IMPORT (C-produced batches; ours = import + RecordBatch + dispose, construct = RecordBatch + dispose; pyarrow = import + release; cycle adds the C produce; memory: each column its own up to ${distinctLimit.toExponential(0)} values and at 10 columns, else one shared)`);
+lines.push(`IMPORT (C-produced batches; ours = import + RecordBatch + dispose, construct = RecordBatch + dispose; read = the same with every column's values and validity read once before the dispose (a batch makes its views on first read); pyarrow = import + release; cycle adds the C produce; memory: each column its own up to ${distinctLimit.toExponential(0)} values and at 10 columns, else one shared)`);
 lines.push(table(
-  ["shape", "memory", "bufs", "k", "ours", "ns/buf", "construct/buf", "JS floor/buf", "pyarrow", "ns/buf", "ours/pyarrow", "constr/floor", "cycle ours", "cycle pyarrow"],
+  ["shape", "memory", "bufs", "k", "ours", "ns/buf", "construct/buf", "JS floor/buf", "pyarrow", "ns/buf", "ours/pyarrow", "constr/floor", "read: ns/buf", "read: constr/floor", "cycle ours", "cycle pyarrow"],
   groups.filter((g) => g.id.startsWith("import ")).map((g) => {
     const o = s(g, "ours"), c = s(g, "ours.construct"), f = s(g, "JS floor"), p = s(g, "pyarrow");
+    const r = s(g, "ours, read"), rc = s(g, "ours, read.construct");
     const n = g.info.buffers!;
     return [g.id.slice(7), g.info.shape?.nested ? "pyarrow" : g.info.distinct ? "distinct" : "shared", String(n), String(g.k), mm(o?.median, o?.mean), fmt((o?.median ?? NaN) / n),
       fmt((c?.median ?? NaN) / n), fmt((f?.median ?? NaN) / n), mm(p?.median, p?.mean), fmt((p?.median ?? NaN) / n),
       ratio((o?.median ?? NaN) / (p?.median ?? NaN)), ratio((c?.median ?? NaN) / (f?.median ?? NaN)),
+      fmt((r?.median ?? NaN) / n), ratio((rc?.median ?? NaN) / (f?.median ?? NaN)),
       mm(s(g, "ours.cycle")?.median, s(g, "ours.cycle")?.mean), mm(s(g, "pyarrow.cycle")?.median, s(g, "pyarrow.cycle")?.mean)];
   }),
 ));
@@ -142,7 +144,9 @@ const method = [
   "construction), pyarrow = RecordBatch._import_from_c_device + drop; JS floor = per distinct buffer",
   "toArrayBuffer with a C deallocator + a typed array, then transfer(0) of each. Streams: a C ArrowArrayStream",
   "of k batches; ours = ImportedStream.fromArrayStream + recordBatches, pyarrow = RecordBatchReader._import_from_c",
-  "+ read_next_batch. Async: bench/async.ts's comparison (C thread producing or consuming). IPC = tableToIPC +",
+  "+ read_next_batch. \"ours, read\" (imports, streams, IPC) also reads every column's values and validity once: a",
+  "batch built through a plan makes its buffer views on first read (ts/convert/lazy_data.ts), and the JS floors make them.",
+  "Async: bench/async.ts's comparison (C thread producing or consuming). IPC = tableToIPC +",
   "tableFromIPC against export + import + construct + dispose + release, each column its own memory. The library and the C fixtures must be",
   "release builds (scripts/setup.sh builds --release=safe; a plain `zig build` is Debug and several times slower).",
 ].join("\n");

@@ -4,6 +4,8 @@
  * and 5; COLS columns, default 10, of 1000 int32 rows, each its own
  * memory), `N` times after a 2,000-import warm-up. Modes:
  *   ours    ImportedArray.fromDeviceArray + toRecordBatch + dispose
+ *   read    ours, then every column's values read once (the views a
+ *           batch defers until first read are made: convert/lazy_data.ts)
  *   floor   bench/compare's JS floor of the same import (a view and a
  *           typed array per buffer, transfer(0); no apache-arrow objects)
  * Both fill and release the same C batches.
@@ -25,6 +27,16 @@ const modes: Record<string, () => void> = {
     for (let i = 0; i < block; i++) {
       const imported = ImportedArray.fromDeviceArray(pool.schema(i), pool.array(i));
       sink += toRecordBatch(imported).numRows;
+      imported.dispose();
+    }
+    pool.releaseAll(block);
+  },
+  read() {
+    floor.bf_fill_many(columns.data, block, pool.schemas, pool.arrays);
+    for (let i = 0; i < block; i++) {
+      const imported = ImportedArray.fromDeviceArray(pool.schema(i), pool.array(i));
+      const batch = toRecordBatch(imported);
+      for (const column of batch.data.children) sink += column.values.length;
       imported.dispose();
     }
     pool.releaseAll(block);

@@ -3,6 +3,8 @@
  * row 7 shape: struct<a: int32, b: float64 nullable>, 1000 rows), read
  * `N` batches after a 10,000-batch warm-up. Modes:
  *   direct      StreamBatchConverter.next (what recordBatches does per batch)
+ *   read        direct, then both columns' values and validity read once
+ *               (a batch makes its views on first read: convert/lazy_data.ts)
  *   pulled      the pull alone (nextPulled + releasePulled)
  *   views       the pull + its buffer views (pulledViews)
  *   floor       the JS floor of bench/compare (C pull, views, Data, batch)
@@ -31,6 +33,15 @@ const modes: Record<string, () => void> = {
     const stream = ImportedStream.fromArrayStream(slot);
     const converter = new StreamBatchConverter({});
     for (let batch = converter.next(stream); batch !== null; batch = converter.next(stream)) sink += batch.numRows;
+    stream.release();
+  },
+  read() {
+    sources.open(batches);
+    const stream = ImportedStream.fromArrayStream(slot);
+    const converter = new StreamBatchConverter({});
+    for (let batch = converter.next(stream); batch !== null; batch = converter.next(stream)) {
+      for (const column of batch.data.children) sink += column.values.length + (column.nullBitmap?.length ?? 0);
+    }
     stream.release();
   },
   pulled() {

@@ -25,7 +25,8 @@ import { Data, DataType, Dictionary, Int32, Struct, Utf8, type Field } from "apa
 /** apache-arrow's stride of each type object (from its own constructor). */
 const strides = new WeakMap<DataType, number>();
 
-function strideOf(type: DataType): number {
+/** apache-arrow's `Data.stride` for `type`. */
+export function strideOf(type: DataType): number {
   let stride = strides.get(type);
   if (stride === undefined) {
     stride = new Data(type, 0, 0, 0).stride;

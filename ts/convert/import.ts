@@ -9,6 +9,11 @@
  * last apache-arrow object using its memory is gone; `imported.dispose()`
  * ends that at once (views then read as empty).
  *
+ * Record batches built through a plan (`BatchPlan`: toRecordBatch,
+ * importRecordBatch, a stream's batches) make their views on first read
+ * instead (convert/lazy_data.ts): one view holds the batch until then, and
+ * the first read of any buffer makes all of them.
+ *
  * Offsets. The C interface applies one `offset` to every buffer of a node;
  * apache-arrow slices value buffers to the node's start and keeps
  * `Data.offset` for bitmaps only (../shared/notes/bun-ffi.md). A node with
@@ -29,7 +34,8 @@ import {
 } from "apache-arrow";
 import { argumentError, oneOfArg } from "../args.ts";
 import { InvalidArgumentError, InvalidLayoutError, Status } from "../errors.ts";
-import { ImportedArray, adoptImportSnapshot, hostAccessError, pulledViews, type ImportOptions, type RawArray } from "../lifetime/imported.ts";
+import { DeferredViews, ImportedArray, adoptImportSnapshot, deferHandleViews, hostAccessError, pulledViews, type ImportOptions, type RawArray } from "../lifetime/imported.ts";
+import { LazyBatch, LazyKind, emptyBytes, lazyDataAvailable, type ViewConstructor } from "./lazy_data.ts";
 import { pulledBatch, releasePulled, type ImportedStream, type PulledBatch } from "../lifetime/imported_stream.ts";
 import { takeStructs, type StructRef } from "../lifetime/c_structs.ts";
 import { isArrayProducer, type ArrayProducer, type ArrowCapsule } from "../protocol/symbols.ts";
@@ -37,12 +43,6 @@ import { listViewToList, runEndToPlain } from "./materialize.ts";
 import { newData } from "./arrow_data.ts";
 import { BufferWord, NodeWord, OwnerInfoWord, TypeId, bufferStride, nodeStride, ownerInfoWords } from "../abi/layout.ts";
 import { conversionError, convertArgs, convertOptionsArg, dataTypeOf, describeNode, nodePath, schemaOf, typedConversion, typeSignature, type ConvertOptions } from "./types.ts";
-
-/** A typed array constructor, used to view imported memory in place. */
-type ViewConstructor<T extends NodeJS.TypedArray> = {
-  new (buffer: ArrayBuffer, byteOffset: number, length: number): T;
-  readonly BYTES_PER_ELEMENT: number;
-};
 
 const empty = new ArrayBuffer(0);
 
@@ -592,13 +592,7 @@ export class StreamBatchConverter {
 }
 
 /** How a plan node's Data is made: the `fastNode` cases. */
-const PlanKind = { fixed: 0, boolean: 1, struct: 2, binary: 3, largeBinary: 4 } as const;
-
-/** One empty byte view per absent bitmap (no ArrayBuffer behind it until
- * read, unlike a view of `new ArrayBuffer(0)`). */
-function emptyBytes(): Uint8Array {
-  return new Uint8Array(0);
-}
+const PlanKind = LazyKind;
 
 /**
  * A stream's conversion (or a cached schema's: `recordBatchOf` keeps one
@@ -662,24 +656,44 @@ class BatchPlan {
     return visit(0, struct) ? new BatchPlan(schema, struct, typeIds, kinds, types, ctors, strides) : null;
   }
 
-  /** `imported`'s RecordBatch, or null (then batchWith makes it). */
+  /** `imported`'s RecordBatch, or null (then batchWith makes it). Lazy
+   * (convert/lazy_data.ts) unless the handle has views already or its
+   * buffers cannot all be deferred. */
   build(imported: ImportedArray): RecordBatch | null {
     if (imported.window !== null || !imported.hostReadable || imported.nodeCount !== this.typeIds.length) return null;
-    imported.prefetchAll();
     const { words, nodesAt, buffersAt } = imported.tables();
+    const deferred = lazyDataAvailable ? deferHandleViews(imported) : null;
+    if (deferred !== null) {
+      const batch = this.#assembleLazy(words, nodesAt, buffersAt, deferred);
+      if (batch === null) deferred.kill();
+      return batch;
+    }
+    imported.prefetchAll();
     return this.#assemble(words, nodesAt, buffersAt, imported.prefetchedViews());
   }
 
   /** The RecordBatch of a batch pulled without a handle (`owner`, its
-   * snapshot `words`: ImportedStream.nextPulled), over views that each
-   * hold their own reference to `owner` (the caller still ends its own);
-   * null when it does not fit this plan (nothing taken then, or views
-   * made already, left to the GC). */
+   * snapshot `words`: ImportedStream.nextPulled), whose views (lazy, or
+   * made now) each hold their own reference to `owner` (the caller still
+   * ends its own); null when it does not fit this plan (nothing taken
+   * then, or views made already, left to the GC). */
   buildPulled(owner: number, words: Float64Array): RecordBatch | null {
     const count = this.typeIds.length;
     if (words[OwnerInfoWord.host_readable] !== 1 || words[OwnerInfoWord.node_count] !== count) return null;
+    const buffersAt = ownerInfoWords + count * nodeStride;
+    if (lazyDataAvailable) {
+      // The deferred views keep their own copy of the buffer table
+      // (`words` is the pull's, reused batch after batch).
+      const buffers = words[OwnerInfoWord.buffer_count];
+      const deferred = DeferredViews.of(owner, words.slice(buffersAt, buffersAt + buffers * bufferStride), 0, buffers);
+      if (deferred !== null) {
+        const batch = this.#assembleLazy(words, ownerInfoWords, buffersAt, deferred);
+        if (batch === null) deferred.kill();
+        return batch;
+      }
+    }
     const views = pulledViews(owner, words);
-    return views === null ? null : this.#assemble(words, ownerInfoWords, ownerInfoWords + count * nodeStride, views);
+    return views === null ? null : this.#assemble(words, ownerInfoWords, buffersAt, views);
   }
 
   /** The batch from the tables and the views of its buffers (by index);
@@ -694,7 +708,67 @@ class BatchPlan {
     return makeBatch(this.schema, newData(this.struct, 0, length, 0, undefined, undefined, undefined, children) as Data<Struct>);
   }
 
-  /** Bytes [0, size) of buffer `b`, or null when its size is unknown. */
+  /** `#assemble` with lazy Data over `deferred` (its buffer indices are
+   * the table's at `buffersAt`); null when a node does not fit (the
+   * caller then gives `deferred` up). */
+  #assembleLazy(words: Float64Array, nodesAt: number, buffersAt: number, deferred: DeferredViews): RecordBatch | null {
+    const lazy = new LazyBatch(deferred);
+    const at = nodesAt;
+    const length = words[at + NodeWord.length];
+    const children = this.#lazyChildren(words, nodesAt, buffersAt, lazy, at, words[at + NodeWord.offset], length);
+    if (children === null) return null;
+    return makeBatch(this.schema, newData(this.struct, 0, length, 0, undefined, undefined, undefined, children) as Data<Struct>);
+  }
+
+  /** `#children` with lazy Data. */
+  #lazyChildren(words: Float64Array, nodesAt: number, buffersAt: number, lazy: LazyBatch, at: number, shift: number, length: number): Data[] | null {
+    const count = words[at + NodeWord.n_children];
+    const firstChild = words[at + NodeWord.first_child];
+    // Pushed: see #children.
+    const children: Data[] = [];
+    for (let i = 0; i < count; i++) {
+      const child = this.#lazyNode(words, nodesAt, buffersAt, lazy, firstChild + i, shift, length);
+      if (child === null) return null;
+      children.push(child);
+    }
+    return children;
+  }
+
+  /** `#node` with lazy Data: the same checks, read from the buffer table
+   * (a buffer has a view when it has a size and an address). */
+  #lazyNode(words: Float64Array, nodesAt: number, buffersAt: number, lazy: LazyBatch, n: number, shift: number, length: number): Data | null {
+    const at = nodesAt + n * nodeStride;
+    if (words[at + NodeWord.type_id] !== this.typeIds[n] || words[at + NodeWord.dictionary] >= 0 || words[at + NodeWord.n_buffers] !== fastBuffers[this.typeIds[n]]) return null;
+    const first = words[at + NodeWord.first_buffer];
+    const offset = words[at + NodeWord.offset] + shift;
+    const bitmapSize = words[buffersAt + first * bufferStride + BufferWord.size_bytes];
+    if (bitmapSize < 0) return null;
+    const nulls = !viewed(words, buffersAt, first) ? 0 : shift === 0 && length === words[at + NodeWord.length] ? words[at + NodeWord.null_count] : -1;
+    const kind = this.kinds[n];
+    switch (kind) {
+      case PlanKind.fixed: {
+        const Ctor = this.ctors[n]!;
+        const stride = this.strides[n];
+        if (!slotsFit(words, buffersAt, first + 1, Ctor, offset * stride, length * stride)) return null;
+        return lazy.add(this.types[n], offset, length, nulls, undefined, kind, Ctor, stride, first);
+      }
+      case PlanKind.boolean:
+        if (words[buffersAt + (first + 1) * bufferStride + BufferWord.size_bytes] < 0) return null;
+        return lazy.add(this.types[n], offset, length, nulls, undefined, kind, null, 0, first);
+      case PlanKind.struct: {
+        const children = this.#lazyChildren(words, nodesAt, buffersAt, lazy, at, offset, length);
+        return children === null ? null : lazy.add(this.types[n], offset, length, nulls, children, kind, null, 0, first);
+      }
+      default: {
+        if (length === 0) return null;
+        const Ctor = (kind === PlanKind.largeBinary ? BigInt64Array : Int32Array) as ViewConstructor<NodeJS.TypedArray>;
+        if (!slotsFit(words, buffersAt, first + 1, Ctor, offset, length + 1)) return null;
+        if (words[buffersAt + (first + 2) * bufferStride + BufferWord.size_bytes] < 0) return null;
+        return lazy.add(this.types[n], offset, length, nulls, undefined, kind, null, 0, first);
+      }
+    }
+  }
+
   /** The Data of every child of the node at word `at` (struct children:
    * shifted by the parent's offset, its length); null if one does not fit. */
   #children(words: Float64Array, nodesAt: number, buffersAt: number, views: readonly (ArrayBuffer | undefined)[], at: number, shift: number, length: number): Data[] | null {
@@ -714,6 +788,7 @@ class BatchPlan {
     return children;
   }
 
+  /** Bytes [0, size) of buffer `b`, or null when its size is unknown. */
   #bytes(words: Float64Array, buffersAt: number, views: readonly (ArrayBuffer | undefined)[], b: number): Uint8Array | null {
     const size = words[buffersAt + b * bufferStride + BufferWord.size_bytes];
     if (size < 0) return null;
@@ -770,6 +845,23 @@ class BatchPlan {
     if (view === undefined || byteOffset + count * Ctor.BYTES_PER_ELEMENT > size) return null;
     return new Ctor(view, byteOffset, count);
   }
+}
+
+/** Whether buffer `b` of the table at `buffersAt` has a view to make (a
+ * size and an address: `distinctWanted`'s rule). */
+function viewed(words: Float64Array, buffersAt: number, b: number): boolean {
+  const base = buffersAt + b * bufferStride;
+  return words[base + BufferWord.size_bytes] > 0 && words[base + BufferWord.address] !== 0;
+}
+
+/** Whether `count` elements of buffer `b` from element `from` can be
+ * viewed: its size known and, unless there are none, within it (as
+ * `BatchPlan.#slots` checks). */
+function slotsFit(words: Float64Array, buffersAt: number, b: number, Ctor: ViewConstructor<NodeJS.TypedArray>, from: number, count: number): boolean {
+  const size = words[buffersAt + b * bufferStride + BufferWord.size_bytes];
+  if (size < 0) return false;
+  if (count === 0) return true;
+  return viewed(words, buffersAt, b) && (from + count) * Ctor.BYTES_PER_ELEMENT <= size;
 }
 
 /**

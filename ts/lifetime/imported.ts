@@ -256,13 +256,13 @@ const distinctScratch = new Float64Array(distinctCheckLimit);
  * How many buffers of a buffer table (`count` entries from word `at`)
  * need a view (a size, an address, no view in `views` yet), when their
  * start addresses are provably distinct, so that each gets an ArrayBuffer
- * of its own; -1 when not proven (an address repeats, or a long table is
- * out of order). Distinct is proven by strictly ascending addresses (a
- * producer that allocates in order), or, for up to `distinctCheckLimit`
- * buffers, by comparing each with the ones before (a producer that
- * allocates in another order, as most small batches do). `viewable(i,
- * size)` is asked about each before anything is taken: false (or a throw)
- * refuses.
+ * of its own; -1 when an address repeats. Distinct is proven by
+ * strictly ascending addresses (a producer that allocates in order), or,
+ * for up to `distinctCheckLimit` buffers, by comparing each with the ones
+ * before (a producer that allocates in another order, as most small
+ * batches do), or, for more, by sorting them (`distinctSorted`).
+ * `viewable(i, size)` is asked about each before anything is taken: false
+ * (or a throw) refuses.
  */
 function distinctWanted(table: Float64Array, at: number, count: number, views: readonly (ArrayBuffer | undefined)[], viewable: (index: number, size: number) => boolean | void): number {
   let wanted = 0;
@@ -274,8 +274,7 @@ function distinctWanted(table: Float64Array, at: number, count: number, views: r
     const address = table[base + BufferWord.address];
     if (!(size > 0) || address === 0 || views[i] !== undefined) continue;
     if (address <= last) ascending = false;
-    if (!ascending) {
-      if (wanted >= distinctCheckLimit) return -1;
+    if (!ascending && wanted < distinctCheckLimit) {
       for (let j = 0; j < wanted; j++) if (distinctScratch[j] === address) return -1;
     }
     if (wanted < distinctCheckLimit) distinctScratch[wanted] = address;
@@ -283,7 +282,25 @@ function distinctWanted(table: Float64Array, at: number, count: number, views: r
     last = address;
     wanted++;
   }
+  // Past the pairwise limit and out of order: sorted, no two equal.
+  if (!ascending && wanted > distinctCheckLimit && !distinctSorted(table, at, count, views, wanted)) return -1;
   return wanted;
+}
+
+/** Whether the start addresses of the `wanted` buffers `distinctWanted`
+ * counted are all different (sorted, then neighbours compared). */
+function distinctSorted(table: Float64Array, at: number, count: number, views: readonly (ArrayBuffer | undefined)[], wanted: number): boolean {
+  const addresses = new Float64Array(wanted);
+  let k = 0;
+  for (let i = 0; i < count; i++) {
+    const base = at + i * bufferStride;
+    const address = table[base + BufferWord.address];
+    if (!(table[base + BufferWord.size_bytes] > 0) || address === 0 || views[i] !== undefined) continue;
+    addresses[k++] = address;
+  }
+  addresses.sort();
+  for (let i = 1; i < wanted; i++) if (addresses[i] === addresses[i - 1]) return false;
+  return true;
 }
 
 /**
@@ -317,6 +334,110 @@ export function pulledViews(owner: number, words: Float64Array): (ArrayBuffer | 
     return buffer;
   });
   return views;
+}
+
+/**
+ * @internal The views of one batch's buffers, made on first use
+ * (convert/import.ts builds a batch's Data over them lazily). Made with
+ * one view only, the anchor: the smallest buffer's, stamped and holding
+ * one owner reference, which keeps the batch's memory alive for as long as
+ * anything that may still make the rest (this object) is reachable. The
+ * first `views()` makes every other view at once, with one native call
+ * for their references, exactly as `pulledViews` does; each then holds
+ * its own reference. `kill()` (the handle's `dispose()`) detaches every
+ * view made, anchor included, and `views()` then returns null: nothing
+ * made later can reach the released memory.
+ */
+export class DeferredViews {
+  /** Views by buffer index (the anchor's from the start); null once killed. */
+  #views: (ArrayBuffer | undefined)[] | null;
+  /** Buffers still without a view (their references not taken yet). */
+  #unmade: number;
+  /** Why making the views failed, if it did. */
+  #failed: OutOfMemoryError | null = null;
+  readonly #owner: number;
+
+  private constructor(owner: number, readonly table: Float64Array, readonly at: number, readonly count: number, views: (ArrayBuffer | undefined)[], unmade: number) {
+    this.#owner = owner;
+    this.#views = views;
+    this.#unmade = unmade;
+  }
+
+  /**
+   * Defers the views of the buffer table `table` (`count` entries from
+   * word `at`; the caller keeps it unchanged) of `owner`, on which the
+   * caller holds a reference for the duration of the call. Null, having
+   * taken nothing, where views could not all be made later as they would
+   * be now: addresses not provably distinct, a buffer too large to view,
+   * or no buffer to view at all.
+   */
+  static of(owner: number, table: Float64Array, at: number, count: number): DeferredViews | null {
+    const views: (ArrayBuffer | undefined)[] = [];
+    const wanted = distinctWanted(table, at, count, views, (_, size) => size <= maxViewBytes);
+    if (wanted <= 0) return null;
+    // The anchor is the smallest buffer's view: JSC counts an ArrayBuffer's
+    // length as newly allocated memory, so a batch nobody reads drives
+    // collections by that buffer's size alone (a bitmap, usually).
+    let first = -1;
+    for (let i = 0; i < count; i++) {
+      const size = table[at + i * bufferStride + BufferWord.size_bytes];
+      if (!(size > 0) || table[at + i * bufferStride + BufferWord.address] === 0) continue;
+      if (first < 0 || size < table[at + first * bufferStride + BufferWord.size_bytes]) first = i;
+    }
+    const base = at + first * bufferStride;
+    native.abd_owner_retain_views(asPointer(owner), 1);
+    let anchor: ArrayBuffer;
+    try {
+      anchor = wrapNative(table[base + BufferWord.address], table[base + BufferWord.size_bytes], owner, deallocator);
+    } catch (error) {
+      // Bun ran the failed wrap's deallocator: its reference is given back.
+      throw new OutOfMemoryError(Status.out_of_memory, `buffer ${first} could not be viewed from JS: ${(error as Error)?.message ?? String(error)}`);
+    }
+    new OwnerStamp(anchor, owner);
+    views[first] = anchor;
+    return new DeferredViews(owner, table, at, count, views, wanted - 1);
+  }
+
+  /** Every buffer's view, by index (undefined: no size, no address or no
+   * bytes), made now if not yet; null once killed. */
+  views(): readonly (ArrayBuffer | undefined)[] | null {
+    const views = this.#views;
+    if (views === null || this.#unmade === 0) return views;
+    if (this.#failed !== null) throw this.#failed;
+    const owner = this.#owner;
+    const unmade = this.#unmade;
+    this.#unmade = 0;
+    wrapWanted(owner, this.table, this.at, this.count, views, unmade, (i, address, size, unpaidAfter) => {
+      let buffer: ArrayBuffer;
+      try {
+        buffer = wrapNative(address, size, owner, deallocator);
+      } catch (error) {
+        if (unpaidAfter > 0) native.abd_owner_release_views(asPointer(owner), unpaidAfter);
+        // The views made already (held here) keep their references; every
+        // later call reports the same failure (nothing more is taken).
+        this.#unmade = unpaidAfter + 1;
+        this.#failed = new OutOfMemoryError(Status.out_of_memory, `buffer ${i} (${size} bytes) could not be viewed from JS: ${(error as Error)?.message ?? String(error)}`);
+        throw this.#failed;
+      }
+      new OwnerStamp(buffer, owner);
+      return buffer;
+    });
+    return views;
+  }
+
+  /** Detaches every view made (their references end now); `views()`
+   * returns null from here on. */
+  kill(): void {
+    const views = this.#views;
+    if (views === null) return;
+    this.#views = null;
+    for (const buffer of views) if (buffer !== undefined && !buffer.detached) buffer.transfer(0);
+  }
+
+  /** Whether `kill()` ran. */
+  get killed(): boolean {
+    return this.#views === null;
+  }
 }
 
 /** Takes the `wanted` references of `distinctWanted`'s buffers with one
@@ -388,6 +509,20 @@ export function hostAccessError(deviceType: number, deviceId: number | bigint, w
  * the import's own reference. */
 let adopt: (owner: number, transient: boolean, words: Float64Array | null) => ImportedArray;
 
+/** Set by ImportedArray's static block (see `deferHandleViews`). */
+let deferFor: (imported: ImportedArray) => DeferredViews | null;
+
+/**
+ * @internal Deferred views (`DeferredViews`) of `imported`'s buffers, for
+ * a batch converted from it lazily; its `dispose()` kills them. Null,
+ * having taken nothing, where the handle already made views (they are
+ * then shared eagerly), is windowed, disposed or not host-readable, or
+ * where `DeferredViews.of` declines.
+ */
+export function deferHandleViews(imported: ImportedArray): DeferredViews | null {
+  return deferFor(imported);
+}
+
 /**
  * Adopts one reference to a native owner (a batch pulled from an imported
  * stream or an async consumer); the handle then holds the owner. A
@@ -443,6 +578,10 @@ export class ImportedArray implements Disposable {
    * once at distinct addresses (`#prefetchDistinct`) and never looks. */
   #byAddress: Map<number, ArrayBuffer> | null = null;
   #disposed = false;
+  /** Deferred views of batches converted from this handle (convert/
+   * import.ts), killed by `dispose()`: they hold references of their own,
+   * which `releaseToGC()` leaves to them. */
+  #deferred: DeferredViews[] | null = null;
   /** A transient handle's own reference, held natively (no anchor view):
    * given back by `dispose()` or `releaseToGC()`, one of which its
    * (internal) creator always calls. */
@@ -563,6 +702,14 @@ export class ImportedArray implements Disposable {
   // owner address.
   static {
     adopt = (owner, transient, words) => new ImportedArray(internalToken, owner, null, "ImportedArray", true, transient, words);
+    deferFor = (imported) => {
+      // Views made already (a raw read, a conversion before): the eager
+      // path shares them.
+      if (imported.#disposed || imported.#window !== null || imported.#views.length !== 0 || !imported.hostReadable) return null;
+      const deferred = DeferredViews.of(imported.#owner, imported.#info, imported.#buffersAt, imported.bufferCount);
+      if (deferred !== null) (imported.#deferred ??= []).push(deferred);
+      return deferred;
+    };
   }
 
   /** Like `fromDeviceArray` for a plain `ArrowArray*` (a CPU array). */
@@ -921,6 +1068,7 @@ export class ImportedArray implements Disposable {
     this.#created = [];
     this.#views = [];
     this.#byAddress = null;
+    this.#deferred = null;
   }
 
   /**
@@ -975,6 +1123,9 @@ export class ImportedArray implements Disposable {
     for (const buffer of created) {
       if (!buffer.detached) buffer.transfer(0);
     }
+    const deferred = this.#deferred;
+    this.#deferred = null;
+    if (deferred !== null) for (const views of deferred) views.kill();
     if (this.#plainReference) {
       this.#plainReference = false;
       native.abd_owner_release(asPointer(this.#owner));
