@@ -40,7 +40,7 @@ import { pulledBatch, releasePulled, type ImportedStream, type PulledBatch } fro
 import { takeStructs, type StructRef } from "../lifetime/c_structs.ts";
 import { isArrayProducer, type ArrayProducer, type ArrowCapsule } from "../protocol/symbols.ts";
 import { listViewToList, runEndToPlain } from "./materialize.ts";
-import { newData } from "./arrow_data.ts";
+import { newData, strideOf as strideOfData } from "./arrow_data.ts";
 import { BufferWord, NodeWord, OwnerInfoWord, TypeId, bufferStride, nodeStride, ownerInfoWords } from "../abi/layout.ts";
 import { conversionError, convertArgs, convertOptionsArg, dataTypeOf, describeNode, nodePath, schemaOf, typedConversion, typeSignature, type ConvertOptions } from "./types.ts";
 
@@ -614,6 +614,8 @@ class BatchPlan {
     readonly types: DataType[],
     readonly ctors: (ViewConstructor<NodeJS.TypedArray> | null)[],
     readonly strides: Int32Array,
+    /** apache-arrow's `Data.stride` of each node's type. */
+    readonly dataStrides: Int32Array,
   ) {}
 
   /** The plan of `imported`'s stream, or null when a node is not one of
@@ -653,7 +655,10 @@ class BatchPlan {
           return true;
       }
     };
-    return visit(0, struct) ? new BatchPlan(schema, struct, typeIds, kinds, types, ctors, strides) : null;
+    if (!visit(0, struct)) return null;
+    const dataStrides = new Int32Array(count);
+    for (let n = 0; n < count; n++) if (types[n] !== undefined) dataStrides[n] = strideOfData(types[n]);
+    return new BatchPlan(schema, struct, typeIds, kinds, types, ctors, strides, dataStrides);
   }
 
   /** `imported`'s RecordBatch, or null (then batchWith makes it). Lazy
@@ -712,7 +717,7 @@ class BatchPlan {
    * the table's at `buffersAt`); null when a node does not fit (the
    * caller then gives `deferred` up). */
   #assembleLazy(words: Float64Array, nodesAt: number, buffersAt: number, deferred: DeferredViews): RecordBatch | null {
-    const lazy = new LazyBatch(deferred);
+    const lazy = new LazyBatch(this, deferred);
     const at = nodesAt;
     const length = words[at + NodeWord.length];
     const children = this.#lazyChildren(words, nodesAt, buffersAt, lazy, at, words[at + NodeWord.offset], length);
@@ -741,30 +746,35 @@ class BatchPlan {
     if (words[at + NodeWord.type_id] !== this.typeIds[n] || words[at + NodeWord.dictionary] >= 0 || words[at + NodeWord.n_buffers] !== fastBuffers[this.typeIds[n]]) return null;
     const first = words[at + NodeWord.first_buffer];
     const offset = words[at + NodeWord.offset] + shift;
+    // (Unvalidated input, "none": negative offsets and lengths are the
+    // general path's to report, here and not at the first read.)
+    if (!(offset >= 0 && length >= 0)) return null;
     const bitmapSize = words[buffersAt + first * bufferStride + BufferWord.size_bytes];
     if (bitmapSize < 0) return null;
-    const nulls = !viewed(words, buffersAt, first) ? 0 : shift === 0 && length === words[at + NodeWord.length] ? words[at + NodeWord.null_count] : -1;
+    const known = words[at + NodeWord.null_count];
+    // As apache-arrow's constructor takes it: below -1 is unknown too.
+    const nulls = !viewed(words, buffersAt, first) ? 0 : shift === 0 && length === words[at + NodeWord.length] ? (known < -1 ? -1 : known) : -1;
     const kind = this.kinds[n];
     switch (kind) {
       case PlanKind.fixed: {
         const Ctor = this.ctors[n]!;
         const stride = this.strides[n];
         if (!slotsFit(words, buffersAt, first + 1, Ctor, offset * stride, length * stride)) return null;
-        return lazy.add(this.types[n], offset, length, nulls, undefined, kind, Ctor, stride, first);
+        return lazy.add(n, offset, length, nulls, undefined, first);
       }
       case PlanKind.boolean:
         if (words[buffersAt + (first + 1) * bufferStride + BufferWord.size_bytes] < 0) return null;
-        return lazy.add(this.types[n], offset, length, nulls, undefined, kind, null, 0, first);
+        return lazy.add(n, offset, length, nulls, undefined, first);
       case PlanKind.struct: {
         const children = this.#lazyChildren(words, nodesAt, buffersAt, lazy, at, offset, length);
-        return children === null ? null : lazy.add(this.types[n], offset, length, nulls, children, kind, null, 0, first);
+        return children === null ? null : lazy.add(n, offset, length, nulls, children, first);
       }
       default: {
         if (length === 0) return null;
         const Ctor = (kind === PlanKind.largeBinary ? BigInt64Array : Int32Array) as ViewConstructor<NodeJS.TypedArray>;
         if (!slotsFit(words, buffersAt, first + 1, Ctor, offset, length + 1)) return null;
         if (words[buffersAt + (first + 2) * bufferStride + BufferWord.size_bytes] < 0) return null;
-        return lazy.add(this.types[n], offset, length, nulls, undefined, kind, null, 0, first);
+        return lazy.add(n, offset, length, nulls, undefined, first);
       }
     }
   }

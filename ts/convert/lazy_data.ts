@@ -32,7 +32,7 @@
  */
 import { Data, type DataType } from "apache-arrow";
 import { BufferWord, bufferStride } from "../abi/layout.ts";
-import { dataAssembled, strideOf } from "./arrow_data.ts";
+import { dataAssembled } from "./arrow_data.ts";
 import type { DeferredViews } from "../lifetime/imported.ts";
 
 /** A typed array constructor, used to view imported memory in place. */
@@ -62,27 +62,23 @@ class LazyDataObject {
   _valueOffsets: NodeJS.TypedArray | undefined = undefined;
   _values: NodeJS.TypedArray | undefined = undefined;
   _nullBitmap: Uint8Array | undefined = undefined;
+  /** The batch whose views are still to be made; null once filled. */
   _lz: LazyBatch | null;
-  _lzKind: number;
-  _lzCtor: ViewConstructor | null;
-  _lzStride: number;
+  /** The node's index in its plan, and its first buffer's in the table. */
+  _lzNode: number;
   _lzFirst: number;
 
-  constructor(
-    type: DataType, offset: number, length: number, nullCount: number, children: Data[],
-    lazy: LazyBatch, kind: number, Ctor: ViewConstructor | null, stride: number, first: number,
-  ) {
+  /** `offset`, `length` and `nullCount` are integers (offset, length >=
+   * 0, nullCount >= -1: what the constructor would make of them). */
+  constructor(type: DataType, stride: number, offset: number, length: number, nullCount: number, children: Data[], lazy: LazyBatch, node: number, first: number) {
     this.type = type;
     this.children = children;
-    // As the constructor normalizes them (arrow_data.ts `assembled`).
-    this.offset = Math.floor(Math.max(offset || 0, 0));
-    this.length = Math.floor(Math.max(length || 0, 0));
-    this._nullCount = Math.floor(Math.max(nullCount || 0, -1));
-    this.stride = strideOf(type);
+    this.offset = offset;
+    this.length = length;
+    this._nullCount = nullCount;
+    this.stride = stride;
     this._lz = lazy;
-    this._lzKind = kind;
-    this._lzCtor = Ctor;
-    this._lzStride = stride;
+    this._lzNode = node;
     this._lzFirst = first;
   }
 }
@@ -151,6 +147,17 @@ function detached<T extends NodeJS.TypedArray>(Ctor: ViewConstructor<T>): T {
   return view;
 }
 
+/** How each node of a plan becomes typed arrays (convert/import.ts
+ * BatchPlan): its kind (LazyKind), typed-array constructor and element
+ * stride (fixed only), apache-arrow type and `Data.stride`, by node. */
+export type LazyPlan = {
+  readonly kinds: Int32Array;
+  readonly ctors: readonly (ViewConstructor | null)[];
+  readonly strides: Int32Array;
+  readonly types: readonly DataType[];
+  readonly dataStrides: Int32Array;
+};
+
 /**
  * The lazy Data of one batch and the deferred views they read. `add`
  * makes each Data (the caller has checked that every slot it will view
@@ -159,14 +166,13 @@ function detached<T extends NodeJS.TypedArray>(Ctor: ViewConstructor<T>): T {
 export class LazyBatch {
   #pending: LazyFields[] = [];
 
-  constructor(readonly deferred: DeferredViews) {}
+  constructor(readonly plan: LazyPlan, readonly deferred: DeferredViews) {}
 
-  /** A Data of `type` over buffers from `first` in the batch's table. */
-  add(
-    type: DataType, offset: number, length: number, nullCount: number, children: Data[] | undefined,
-    kind: number, Ctor: ViewConstructor | null, stride: number, first: number,
-  ): Data {
-    const data = new LazyDataObject(type, offset, length, nullCount, children ?? [], this, kind, Ctor, stride, first);
+  /** The Data of plan node `node` over buffers from `first` in the
+   * batch's table (integers as `LazyDataObject` takes them). */
+  add(node: number, offset: number, length: number, nullCount: number, children: Data[] | undefined, first: number): Data {
+    const plan = this.plan;
+    const data = new LazyDataObject(plan.types[node], plan.dataStrides[node], offset, length, nullCount, children ?? [], this, node, first);
     this.#pending.push(data);
     return data as unknown as Data;
   }
@@ -182,11 +188,13 @@ export class LazyBatch {
 
   #fill(data: LazyFields, views: readonly (ArrayBuffer | undefined)[] | null): void {
     const first = data._lzFirst;
+    const node = data._lzNode;
+    const kind = this.plan.kinds[node];
     data._nullBitmap = this.#bytes(views, first);
-    switch (data._lzKind) {
+    switch (kind) {
       case LazyKind.fixed: {
-        const stride = data._lzStride;
-        data._values = this.#slots(views, first + 1, data._lzCtor!, data.offset * stride, data.length * stride);
+        const stride = this.plan.strides[node];
+        data._values = this.#slots(views, first + 1, this.plan.ctors[node]!, data.offset * stride, data.length * stride);
         break;
       }
       case LazyKind.boolean:
@@ -195,7 +203,7 @@ export class LazyBatch {
       case LazyKind.struct:
         break;
       default: {
-        const Ctor = (data._lzKind === LazyKind.largeBinary ? BigInt64Array : Int32Array) as ViewConstructor;
+        const Ctor = (kind === LazyKind.largeBinary ? BigInt64Array : Int32Array) as ViewConstructor;
         data._valueOffsets = this.#slots(views, first + 1, Ctor, data.offset, data.length + 1);
         data._values = this.#bytes(views, first + 2);
       }
