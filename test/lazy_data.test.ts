@@ -14,6 +14,7 @@ import {
 } from "apache-arrow";
 import { ExportedStream, ImportedArray, ImportedStream, ReleasedError, exportArray, importRecordBatch, recordBatches, toRecordBatch, toVector } from "../ts/index.ts";
 import { counters, nonZeroCounters } from "../ts/diagnostics.ts";
+import { StreamBatchConverter } from "../ts/convert/import.ts";
 import { streamPeer } from "./helpers/fixtures.ts";
 import { collectUntil } from "./helpers/gc.ts";
 
@@ -197,6 +198,36 @@ describe("lazy Data of an imported batch", () => {
     expect(await collectUntil(() => streamPeer.sp_repeat_live_batches(source) === 2n, 200)).toBe(true);
     box.batches = [];
     expect(await collectUntil(() => streamPeer.sp_repeat_live_batches(source) === 0n, 200)).toBe(true);
+  });
+
+  test("a stream read batch by batch builds eagerly once a lazy batch was read before the next pull, probing lazily every 16th", () => {
+    // Views each batch adds when pulled: 1 (lazy: its anchor) or 3 (eager:
+    // a's values, b's validity and values).
+    const pulledViews = (read: boolean): number[] => {
+      const { stream } = repeatStream(40, 64);
+      const converter = new StreamBatchConverter({});
+      const added: number[] = [];
+      const held: RecordBatch[] = [];
+      for (;;) {
+        const before = counters().live_imported_views;
+        const batch = converter.next(stream);
+        if (batch === null) break;
+        added.push(counters().live_imported_views - before);
+        held.push(batch);
+        if (read) expect(batch.getChild("a")!.get(5)).toBe(5);
+      }
+      expect(held.length).toBe(40);
+      expect(held.every((batch) => batch.getChild("b")!.get(5) === 2.5)).toBe(true);
+      stream.release();
+      return added.slice(1); // the first goes through a handle
+    };
+    const reading = pulledViews(true);
+    // Batch 1 is lazy; once it was read, every batch is eager but one in 16.
+    expect(reading[0]).toBe(1);
+    expect(reading.filter((n) => n === 1).length).toBeLessThanOrEqual(4);
+    expect(reading.filter((n) => n === 3).length).toBeGreaterThanOrEqual(35);
+    // Nothing read before the next pull: every batch stays lazy.
+    expect(pulledViews(false)).toEqual(Array<number>(39).fill(1));
   });
 
   test("a lazily built batch exported again holds its producer after the import is disposed", () => {

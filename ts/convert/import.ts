@@ -35,7 +35,7 @@ import {
 import { argumentError, oneOfArg } from "../args.ts";
 import { InvalidArgumentError, InvalidLayoutError, Status } from "../errors.ts";
 import { DeferredViews, ImportedArray, adoptImportSnapshot, deferHandleViews, hostAccessError, pulledViews, type ImportOptions, type RawArray } from "../lifetime/imported.ts";
-import { LazyBatch, LazyKind, emptyBytes, lazyDataAvailable, type ViewConstructor } from "./lazy_data.ts";
+import { LazyBatch, LazyKind, emptyBytes, lazyDataAvailable, type ReadProbe, type ViewConstructor } from "./lazy_data.ts";
 import { pulledBatch, releasePulled, type ImportedStream, type PulledBatch } from "../lifetime/imported_stream.ts";
 import { takeStructs, type StructRef } from "../lifetime/c_structs.ts";
 import { isArrayProducer, type ArrayProducer, type ArrowCapsule } from "../protocol/symbols.ts";
@@ -516,6 +516,12 @@ export class StreamBatchConverter {
   /** `next`'s pull: its snapshot array is reused batch after batch. */
   #pulled: PulledBatch | null = null;
   #builtWithoutHandle = 0;
+  /** How `next` builds the batches it pulls (see `#lazyNext`). */
+  #eager = false;
+  #sinceProbe = 0;
+  /** Whether the last batch `next` built lazily was read, until the next
+   * pull looks (the flag only: it keeps no batch alive). */
+  #probe: ReadProbe | null = null;
 
   constructor(readonly options: ConvertOptions) {}
 
@@ -563,7 +569,9 @@ export class StreamBatchConverter {
     if (this.#plan) {
       let batch: RecordBatch | null;
       try {
-        batch = this.#plan.buildPulled(owner, pulled.words);
+        const probe: ReadProbe | null = this.#lazyNext() ? { read: false } : null;
+        batch = this.#plan.buildPulled(owner, pulled.words, probe);
+        if (probe !== null && batch !== null) this.#probe = probe;
       } catch (error) {
         releasePulled(owner);
         throw error;
@@ -578,6 +586,28 @@ export class StreamBatchConverter {
     return this.convertAndEnd(adoptImportSnapshot(owner, pulled.words.slice()));
   }
 
+  /**
+   * Whether `next` builds its next batch lazily. A consumer that reads
+   * each batch before pulling the next (most loops over a stream) would
+   * only pay for the deferral (one more native call and a few objects per
+   * batch): once a lazy batch was read by the next pull, batches are
+   * built eagerly, with one lazy batch every `probeEvery` to notice a
+   * change. A consumer that reads batches later, or never, keeps them
+   * lazy.
+   */
+  #lazyNext(): boolean {
+    const probe = this.#probe;
+    if (probe !== null) {
+      this.#eager = probe.read;
+      this.#probe = null;
+    }
+    if (!this.#eager || ++this.#sinceProbe >= probeEvery) {
+      this.#sinceProbe = 0;
+      return true;
+    }
+    return false;
+  }
+
   /** How many of `next`'s batches were built straight from their
    * snapshot, without a handle. */
   get builtWithoutHandle(): number {
@@ -590,6 +620,10 @@ export class StreamBatchConverter {
     return new Table(batches[0].schema, batches);
   }
 }
+
+/** Streams: how many batches `next` builds eagerly between two lazy
+ * ones, once a lazy one was read before the next pull. */
+const probeEvery = 16;
 
 /** How a plan node's Data is made: the `fastNode` cases. */
 const PlanKind = LazyKind;
@@ -669,7 +703,7 @@ class BatchPlan {
     const { words, nodesAt, buffersAt } = imported.tables();
     const deferred = lazyDataAvailable ? deferHandleViews(imported) : null;
     if (deferred !== null) {
-      const batch = this.#assembleLazy(words, nodesAt, buffersAt, deferred);
+      const batch = this.#assembleLazy(words, nodesAt, buffersAt, new LazyBatch(this, deferred, null));
       if (batch === null) deferred.kill();
       return batch;
     }
@@ -682,21 +716,22 @@ class BatchPlan {
    * made now) each hold their own reference to `owner` (the caller still
    * ends its own); null when it does not fit this plan (nothing taken
    * then, or views made already, left to the GC). */
-  buildPulled(owner: number, words: Float64Array): RecordBatch | null {
+  buildPulled(owner: number, words: Float64Array, lazy: ReadProbe | null): RecordBatch | null {
     const count = this.typeIds.length;
     if (words[OwnerInfoWord.host_readable] !== 1 || words[OwnerInfoWord.node_count] !== count) return null;
     const buffersAt = ownerInfoWords + count * nodeStride;
-    if (lazyDataAvailable) {
+    if (lazy !== null && lazyDataAvailable) {
       // The deferred views keep their own copy of the buffer table
       // (`words` is the pull's, reused batch after batch).
       const buffers = words[OwnerInfoWord.buffer_count];
       const deferred = DeferredViews.of(owner, words.slice(buffersAt, buffersAt + buffers * bufferStride), 0, buffers);
       if (deferred !== null) {
-        const batch = this.#assembleLazy(words, ownerInfoWords, buffersAt, deferred);
+        const batch = this.#assembleLazy(words, ownerInfoWords, buffersAt, new LazyBatch(this, deferred, lazy));
         if (batch === null) deferred.kill();
         return batch;
       }
     }
+    // (A probe of a batch built eagerly reads as not read.)
     const views = pulledViews(owner, words);
     return views === null ? null : this.#assemble(words, ownerInfoWords, buffersAt, views);
   }
@@ -713,11 +748,10 @@ class BatchPlan {
     return makeBatch(this.schema, newData(this.struct, 0, length, 0, undefined, undefined, undefined, children) as Data<Struct>);
   }
 
-  /** `#assemble` with lazy Data over `deferred` (its buffer indices are
+  /** `#assemble` with the lazy Data of `lazy` (its buffer indices are
    * the table's at `buffersAt`); null when a node does not fit (the
-   * caller then gives `deferred` up). */
-  #assembleLazy(words: Float64Array, nodesAt: number, buffersAt: number, deferred: DeferredViews): RecordBatch | null {
-    const lazy = new LazyBatch(this, deferred);
+   * caller then gives its deferred views up). */
+  #assembleLazy(words: Float64Array, nodesAt: number, buffersAt: number, lazy: LazyBatch): RecordBatch | null {
     const at = nodesAt;
     const length = words[at + NodeWord.length];
     const children = this.#lazyChildren(words, nodesAt, buffersAt, lazy, at, words[at + NodeWord.offset], length);

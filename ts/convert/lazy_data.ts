@@ -158,6 +158,10 @@ export type LazyPlan = {
   readonly dataStrides: Int32Array;
 };
 
+/** Set when a lazy batch is first read (a stream's converter asks, to
+ * choose how to build its next batches). */
+export type ReadProbe = { read: boolean };
+
 /**
  * The lazy Data of one batch and the deferred views they read. `add`
  * makes each Data (the caller has checked that every slot it will view
@@ -166,7 +170,8 @@ export type LazyPlan = {
 export class LazyBatch {
   #pending: LazyFields[] = [];
 
-  constructor(readonly plan: LazyPlan, readonly deferred: DeferredViews) {}
+  /** `probe.read` is set at the first read (null: nobody asks). */
+  constructor(readonly plan: LazyPlan, readonly deferred: DeferredViews, readonly probe: ReadProbe | null) {}
 
   /** The Data of plan node `node` over buffers from `first` in the
    * batch's table (integers as `LazyDataObject` takes them). */
@@ -180,6 +185,7 @@ export class LazyBatch {
   /** Makes every view of the batch (or learns they were detached) and
    * fills in the typed arrays of every Data not filled yet. */
   materialize(): void {
+    if (this.probe !== null) this.probe.read = true;
     const views = this.deferred.views();
     const pending = this.#pending;
     this.#pending = [];
