@@ -724,7 +724,7 @@ class BatchPlan {
       // The deferred views keep their own copy of the buffer table
       // (`words` is the pull's, reused batch after batch).
       const buffers = words[OwnerInfoWord.buffer_count];
-      const deferred = DeferredViews.of(owner, words.slice(buffersAt, buffersAt + buffers * bufferStride), 0, buffers);
+      const deferred = DeferredViews.of(owner, words.slice(buffersAt, buffersAt + buffers * bufferStride), 0, buffers, words[OwnerInfoWord.nodes]);
       if (deferred !== null) {
         const batch = this.#assembleLazy(words, ownerInfoWords, buffersAt, new LazyBatch(this, deferred, lazy));
         if (batch === null) deferred.kill();

@@ -336,66 +336,64 @@ export function pulledViews(owner: number, words: Float64Array): (ArrayBuffer | 
   return views;
 }
 
+/** An empty views list, for `distinctWanted` calls with no view yet. */
+const noViews: readonly (ArrayBuffer | undefined)[] = [];
+
 /**
  * @internal The views of one batch's buffers, made on first use
  * (convert/import.ts builds a batch's Data over them lazily). Made with
- * one view only, the anchor: the smallest buffer's, stamped and holding
- * one owner reference, which keeps the batch's memory alive for as long as
- * anything that may still make the rest (this object) is reachable. The
- * first `views()` makes every other view at once, with one native call
- * for their references, exactly as `pulledViews` does; each then holds
- * its own reference. `kill()` (the handle's `dispose()`) detaches every
+ * one ArrayBuffer only, the anchor (8 bytes of the owner's node table, as
+ * a handle's), holding one owner reference, which keeps the batch's
+ * memory alive for as long as anything that may still make the views
+ * (this object) is reachable. The first `views()` makes every view at
+ * once, with one native call for their references, exactly as
+ * `pulledViews` does; each then holds its own reference. `kill()` (the handle's `dispose()`) detaches every
  * view made, anchor included, and `views()` then returns null: nothing
  * made later can reach the released memory.
  */
 export class DeferredViews {
-  /** Views by buffer index (the anchor's from the start); null once killed. */
-  #views: (ArrayBuffer | undefined)[] | null;
+  /** Views by buffer index; null once killed. */
+  #views: (ArrayBuffer | undefined)[] | null = [];
+  /** The anchor: 8 bytes of the owner's node table, holding one owner
+   * reference and nothing else (no JS code ever reads it). */
+  readonly #anchor: ArrayBuffer;
   /** Buffers still without a view (their references not taken yet). */
   #unmade: number;
   /** Why making the views failed, if it did. */
   #failed: OutOfMemoryError | null = null;
   readonly #owner: number;
 
-  private constructor(owner: number, readonly table: Float64Array, readonly at: number, readonly count: number, views: (ArrayBuffer | undefined)[], unmade: number) {
+  private constructor(owner: number, readonly table: Float64Array, readonly at: number, readonly count: number, anchor: ArrayBuffer, unmade: number) {
     this.#owner = owner;
-    this.#views = views;
+    this.#anchor = anchor;
     this.#unmade = unmade;
   }
 
   /**
    * Defers the views of the buffer table `table` (`count` entries from
    * word `at`; the caller keeps it unchanged) of `owner`, on which the
-   * caller holds a reference for the duration of the call. Null, having
-   * taken nothing, where views could not all be made later as they would
-   * be now: addresses not provably distinct, a buffer too large to view,
-   * or no buffer to view at all.
+   * caller holds a reference for the duration of the call; `nodes` is
+   * the address of the owner's node table (its info words' `nodes`), 8
+   * bytes of which the anchor wraps. Null, having taken nothing, where
+   * views could not all be made later as they would be now: addresses
+   * not provably distinct, a buffer too large to view, or no buffer to
+   * view at all.
    */
-  static of(owner: number, table: Float64Array, at: number, count: number): DeferredViews | null {
-    const views: (ArrayBuffer | undefined)[] = [];
-    const wanted = distinctWanted(table, at, count, views, (_, size) => size <= maxViewBytes);
+  static of(owner: number, table: Float64Array, at: number, count: number, nodes: number): DeferredViews | null {
+    const wanted = distinctWanted(table, at, count, noViews, (_, size) => size <= maxViewBytes);
     if (wanted <= 0) return null;
-    // The anchor is the smallest buffer's view: JSC counts an ArrayBuffer's
-    // length as newly allocated memory, so a batch nobody reads drives
-    // collections by that buffer's size alone (a bitmap, usually).
-    let first = -1;
-    for (let i = 0; i < count; i++) {
-      const size = table[at + i * bufferStride + BufferWord.size_bytes];
-      if (!(size > 0) || table[at + i * bufferStride + BufferWord.address] === 0) continue;
-      if (first < 0 || size < table[at + first * bufferStride + BufferWord.size_bytes]) first = i;
-    }
-    const base = at + first * bufferStride;
+    // An anchor of 8 bytes, not a buffer's view: JSC counts an
+    // ArrayBuffer's length as newly allocated memory, so a batch nobody
+    // reads drives no collections, whatever its size.
     native.abd_owner_retain_views(asPointer(owner), 1);
     let anchor: ArrayBuffer;
     try {
-      anchor = wrapNative(table[base + BufferWord.address], table[base + BufferWord.size_bytes], owner, deallocator);
+      anchor = wrapNative(nodes, 8, owner, deallocator);
     } catch (error) {
       // Bun ran the failed wrap's deallocator: its reference is given back.
-      throw new OutOfMemoryError(Status.out_of_memory, `buffer ${first} could not be viewed from JS: ${(error as Error)?.message ?? String(error)}`);
+      throw new OutOfMemoryError(Status.out_of_memory, `a batch's anchor could not be made: ${(error as Error)?.message ?? String(error)}`);
     }
-    new OwnerStamp(anchor, owner);
-    views[first] = anchor;
-    return new DeferredViews(owner, table, at, count, views, wanted - 1);
+    return new DeferredViews(owner, table, at, count, anchor, wanted);
   }
 
   /** Every buffer's view, by index (undefined: no size, no address or no
@@ -432,6 +430,7 @@ export class DeferredViews {
     if (views === null) return;
     this.#views = null;
     for (const buffer of views) if (buffer !== undefined && !buffer.detached) buffer.transfer(0);
+    if (!this.#anchor.detached) this.#anchor.transfer(0);
   }
 
   /** Whether `kill()` ran. */
@@ -706,7 +705,7 @@ export class ImportedArray implements Disposable {
       // Views made already (a raw read, a conversion before): the eager
       // path shares them.
       if (imported.#disposed || imported.#window !== null || imported.#views.length !== 0 || !imported.hostReadable) return null;
-      const deferred = DeferredViews.of(imported.#owner, imported.#info, imported.#buffersAt, imported.bufferCount);
+      const deferred = DeferredViews.of(imported.#owner, imported.#info, imported.#buffersAt, imported.bufferCount, imported.#info[OwnerInfoWord.nodes]);
       if (deferred !== null) (imported.#deferred ??= []).push(deferred);
       return deferred;
     };
