@@ -518,7 +518,6 @@ export class StreamBatchConverter {
   #builtWithoutHandle = 0;
   /** How `next` builds the batches it pulls (see `#lazyNext`). */
   #eager = false;
-  #sinceProbe = 0;
   /** Whether the last batch `next` built lazily was read, until the next
    * pull looks (the flag only: it keeps no batch alive). */
   #probe: ReadProbe | null = null;
@@ -590,10 +589,12 @@ export class StreamBatchConverter {
    * Whether `next` builds its next batch lazily. A consumer that reads
    * each batch before pulling the next (most loops over a stream) would
    * only pay for the deferral (one more native call and a few objects per
-   * batch): once a lazy batch was read by the next pull, batches are
-   * built eagerly, with one lazy batch every `probeEvery` to notice a
-   * change. A consumer that reads batches later, or never, keeps them
-   * lazy.
+   * batch): once a lazy batch was read by the next pull, the rest of the
+   * stream is built eagerly. (Probing again now and then cost more than
+   * it saved: each lazy batch among eager ones costs the JIT-compiled
+   * readers a deoptimization, ~1,000 instructions per batch at one probe
+   * in 16, counted.) A consumer that reads batches later, or never, keeps
+   * them lazy.
    */
   #lazyNext(): boolean {
     const probe = this.#probe;
@@ -601,11 +602,7 @@ export class StreamBatchConverter {
       this.#eager = probe.read;
       this.#probe = null;
     }
-    if (!this.#eager || ++this.#sinceProbe >= probeEvery) {
-      this.#sinceProbe = 0;
-      return true;
-    }
-    return false;
+    return !this.#eager;
   }
 
   /** How many of `next`'s batches were built straight from their
@@ -620,10 +617,6 @@ export class StreamBatchConverter {
     return new Table(batches[0].schema, batches);
   }
 }
-
-/** Streams: how many batches `next` builds eagerly between two lazy
- * ones, once a lazy one was read before the next pull. */
-const probeEvery = 16;
 
 /** How a plan node's Data is made: the `fastNode` cases. */
 const PlanKind = LazyKind;
