@@ -96,6 +96,21 @@ describe("lazy Data of an imported batch", () => {
     }
   });
 
+  test("batches converted again from one handle share its deferred views; dispose ends them all", () => {
+    using exported = exportArray(mixedBatch());
+    const imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
+    const batches = Array.from({ length: 50 }, () => toRecordBatch(imported));
+    expect(counters().live_imported_views).toBe(2); // the handle's anchor and the shared one
+    expect(batches[0].getChild("i")!.get(2)).toBe(3);
+    const made = counters().live_imported_views;
+    expect(batches[49].getChild("f")!.get(1)).toBe(1.5);
+    expect(ptr(batches[49].data.children[1].values)).toBe(ptr(batches[0].data.children[1].values));
+    expect(counters().live_imported_views).toBe(made); // no new views
+    imported.dispose();
+    expect(counters().live_owners).toBe(0);
+    expect(batches[49].data.children[2].values.byteLength).toBe(0);
+  });
+
   test("a wide batch nobody reads costs one view", () => {
     const columns: Record<string, ReturnType<typeof vectorFromArray>> = {};
     for (let i = 0; i < 50; i++) columns[`c${i}`] = vectorFromArray([i, i + 1, null], new Int32());

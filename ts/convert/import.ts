@@ -695,11 +695,9 @@ class BatchPlan {
     if (imported.window !== null || !imported.hostReadable || imported.nodeCount !== this.typeIds.length) return null;
     const { words, nodesAt, buffersAt } = imported.tables();
     const deferred = lazyDataAvailable ? deferHandleViews(imported) : null;
-    if (deferred !== null) {
-      const batch = this.#assembleLazy(words, nodesAt, buffersAt, new LazyBatch(this, deferred, null));
-      if (batch === null) deferred.kill();
-      return batch;
-    }
+    // (A batch that does not fit leaves the handle's deferred views to the
+    // handle: other batches may share them.)
+    if (deferred !== null) return this.#assembleLazy(words, nodesAt, buffersAt, new LazyBatch(this, deferred, null));
     imported.prefetchAll();
     return this.#assemble(words, nodesAt, buffersAt, imported.prefetchedViews());
   }

@@ -4,18 +4,19 @@
  * An imported batch built through a plan (convert/import.ts `BatchPlan`)
  * gets one `LazyBatch`: its Data objects carry where each buffer is, and
  * the batch holds `DeferredViews` (lifetime/imported.ts), which made one
- * view at once, the anchor (its smallest buffer's), holding the batch's
- * memory. The first read of any buffer of any of the batch's Data
+ * ArrayBuffer at once, the anchor (8 bytes of the owner's node table),
+ * holding the batch's memory. The first read of any buffer of any of the batch's Data
  * (`values`, `nullBitmap`, `valueOffsets`, and so everything apache-arrow
  * reads through them, exports included) makes every view of the batch
  * with one native call and fills in the typed arrays of all its Data,
  * exactly as the eager path would have made them (same memory, same
  * offsets, same lengths). A batch nobody reads (one only counted, or
  * dropped after a look at its schema or row count) costs one view
- * instead of one per buffer, and only the anchor's bytes count towards
- * JSC's allocation-driven collections. A batch that is read costs about
- * what the eager path does (one more native call, a few objects: 2-6%
- * per batch, timed).
+ * instead of one per buffer, and adds nothing to JSC's allocation-driven
+ * collections, whatever its size. A batch that is read costs about what
+ * the eager path does (one more native call and wrap, a few objects: 2-6%
+ * per one-off import, timed; streams whose batches are read switch to
+ * the eager path, convert/import.ts StreamBatchConverter).
  *
  * Ownership. A LazyData holds its LazyBatch, which holds the anchor: the
  * producer's memory stays until every Data of the batch and every typed

@@ -432,11 +432,6 @@ export class DeferredViews {
     for (const buffer of views) if (buffer !== undefined && !buffer.detached) buffer.transfer(0);
     if (!this.#anchor.detached) this.#anchor.transfer(0);
   }
-
-  /** Whether `kill()` ran. */
-  get killed(): boolean {
-    return this.#views === null;
-  }
 }
 
 /** Takes the `wanted` references of `distinctWanted`'s buffers with one
@@ -513,10 +508,11 @@ let deferFor: (imported: ImportedArray) => DeferredViews | null;
 
 /**
  * @internal Deferred views (`DeferredViews`) of `imported`'s buffers, for
- * a batch converted from it lazily; its `dispose()` kills them. Null,
- * having taken nothing, where the handle already made views (they are
- * then shared eagerly), is windowed, disposed or not host-readable, or
- * where `DeferredViews.of` declines.
+ * batches converted from it lazily (one set per handle, made by the first
+ * and shared by the others); its `dispose()` kills them. Null, having
+ * taken nothing, where the handle already made views (they are then
+ * shared eagerly), is windowed, disposed or not host-readable, or where
+ * `DeferredViews.of` declines.
  */
 export function deferHandleViews(imported: ImportedArray): DeferredViews | null {
   return deferFor(imported);
@@ -577,10 +573,11 @@ export class ImportedArray implements Disposable {
    * once at distinct addresses (`#prefetchDistinct`) and never looks. */
   #byAddress: Map<number, ArrayBuffer> | null = null;
   #disposed = false;
-  /** Deferred views of batches converted from this handle (convert/
-   * import.ts), killed by `dispose()`: they hold references of their own,
-   * which `releaseToGC()` leaves to them. */
-  #deferred: DeferredViews[] | null = null;
+  /** The deferred views every batch converted lazily from this handle
+   * shares (convert/import.ts; made by the first), killed by `dispose()`:
+   * they hold references of their own, which `releaseToGC()` leaves to
+   * them. */
+  #deferred: DeferredViews | null = null;
   /** A transient handle's own reference, held natively (no anchor view):
    * given back by `dispose()` or `releaseToGC()`, one of which its
    * (internal) creator always calls. */
@@ -702,12 +699,11 @@ export class ImportedArray implements Disposable {
   static {
     adopt = (owner, transient, words) => new ImportedArray(internalToken, owner, null, "ImportedArray", true, transient, words);
     deferFor = (imported) => {
-      // Views made already (a raw read, a conversion before): the eager
-      // path shares them.
+      if (imported.#deferred !== null) return imported.#deferred;
+      // Views made already (a raw read, an eager conversion before): the
+      // eager path shares them.
       if (imported.#disposed || imported.#window !== null || imported.#views.length !== 0 || !imported.hostReadable) return null;
-      const deferred = DeferredViews.of(imported.#owner, imported.#info, imported.#buffersAt, imported.bufferCount, imported.#info[OwnerInfoWord.nodes]);
-      if (deferred !== null) (imported.#deferred ??= []).push(deferred);
-      return deferred;
+      return imported.#deferred = DeferredViews.of(imported.#owner, imported.#info, imported.#buffersAt, imported.bufferCount, imported.#info[OwnerInfoWord.nodes]);
     };
   }
 
@@ -1124,7 +1120,7 @@ export class ImportedArray implements Disposable {
     }
     const deferred = this.#deferred;
     this.#deferred = null;
-    if (deferred !== null) for (const views of deferred) views.kill();
+    deferred?.kill();
     if (this.#plainReference) {
       this.#plainReference = false;
       native.abd_owner_release(asPointer(this.#owner));
