@@ -36,6 +36,7 @@ import { fmt, meta, metaLine, ratio, summaries, table, targetTable, writeJson, w
 import { runGroups } from "./compare/runner.ts";
 import { now } from "./compare/stats.ts";
 import { computeTargets } from "./compare/targets.ts";
+import { row6InOwnProcesses } from "./compare/own_process.ts";
 
 const args = process.argv.slice(2);
 const smoke = args.includes("--smoke");
@@ -82,6 +83,7 @@ for (const c of [1, 100]) groups.push(ipcGroup(c, rows, config.ipcK, ctx));
 log(`${groups.length} groups set up (${mode})`);
 
 const rounds = await runGroups(groups, { ...config, log });
+const row6 = row6InOwnProcesses(mode, log);
 const seconds = (now() - started) / 1e9;
 
 // --- tables -----------------------------------------------------------------
@@ -127,7 +129,7 @@ lines.push(table(
 ));
 const tables = lines.join("\n");
 
-const targets = computeTargets(groups, { rows, largeRows, asyncRows: 1000, depths });
+const targets = computeTargets(groups, { rows, largeRows, asyncRows: 1000, depths, row6 });
 const m = meta(mode, py?.version ?? "unavailable", py?.pythonVersion ?? "-", rounds, seconds);
 
 const method = [
@@ -146,6 +148,8 @@ const method = [
   "of k batches; ours = ImportedStream.fromArrayStream + recordBatches, pyarrow = RecordBatchReader._import_from_c",
   "+ read_next_batch. \"ours, read\" (imports, streams, IPC) also reads every column's values and validity once: a",
   "batch built through a plan makes its buffer views on first read (ts/convert/lazy_data.ts), and the JS floors make them.",
+  "Row 6 runs in processes of its own (compare/own_process.ts): ours with pyarrow, then ours reading every column with",
+  "the JS floor, at 10 x 1e3 and 10 x 1e7, interleaved as above; the shared process's ratio is printed beside it.",
   "Async: bench/async.ts's comparison (C thread producing or consuming). IPC = tableToIPC +",
   "tableFromIPC against export + import + construct + dispose + release, each column its own memory. The library and the C fixtures must be",
   "release builds (scripts/setup.sh builds --release=safe; a plain `zig build` is Debug and several times slower).",
@@ -163,7 +167,7 @@ console.log("");
 console.log(method);
 
 if (jsonFile) {
-  writeJson(jsonFile, m, groups, targets);
+  writeJson(jsonFile, m, groups, targets, row6);
   console.log(`\nwrote ${jsonFile}`);
 }
 if (writeResultsFile) console.log(`\nrewrote ${writeResults(m, targets, tables, method)}`);

@@ -13,7 +13,9 @@ import { join, resolve } from "node:path";
 const root = resolve(import.meta.dir, "..");
 
 type Target = { row: number; measure: string; value: number; holds: boolean | null };
-type Result = { meta: { mode: string; pyarrow: string }; targets: Target[]; groups: Record<string, { k: number; samples: Record<string, { median: number; mean: number; cycles: number }> }> };
+type Cycle = { small: { mean: number; cycles: number }; large: { mean: number; cycles: number } };
+type OwnProcess = Record<"ours" | "read", { small: number; large: number; figures: Record<string, Cycle> }>;
+type Result = { meta: { mode: string; pyarrow: string }; targets: Target[]; ownProcess: OwnProcess; groups: Record<string, { k: number; samples: Record<string, { median: number; mean: number; cycles: number }> }> };
 
 function runSmoke(env: Record<string, string> = {}): { exitCode: number | null; stdout: string; stderr: string; result: Result } {
   const dir = mkdtempSync(join(tmpdir(), "bench-smoke-"));
@@ -32,8 +34,8 @@ function runSmoke(env: Record<string, string> = {}): { exitCode: number | null; 
 }
 
 /** The issue's nine rows: (row, how many lines the script prints for it;
- * rows 4, 5, 7 and 9 also with every column read). */
-const rowLines: [number, number][] = [[1, 1], [2, 2], [3, 1], [4, 4], [5, 4], [6, 1], [7, 2], [8, 4], [9, 4]];
+ * rows 4, 5, 6, 7 and 9 also with every column read). */
+const rowLines: [number, number][] = [[1, 1], [2, 2], [3, 1], [4, 4], [5, 4], [6, 2], [7, 2], [8, 4], [9, 4]];
 
 function expectEveryRow(run: ReturnType<typeof runSmoke>): void {
   const { stdout, result } = run;
@@ -74,6 +76,18 @@ describe("bench/compare.ts --smoke", () => {
       const line = run.stdout.split("\n").find((l) => l.includes(`async / sync throughput, producer, depth ${depth},`));
       expect(line).toMatch(/C floor producer \S+ \S+\/batch \(its sync .*\); ceiling \d+\.\d+x/);
     }
+    // Row 6 ran in two processes of its own: ours beside pyarrow, ours
+    // reading every column beside the JS floor, each at both row counts.
+    const own = run.result.ownProcess;
+    expect(Object.keys(own.ours.figures).sort()).toEqual(["ours", "pyarrow"]);
+    expect(Object.keys(own.read.figures).sort()).toEqual(["floor", "ours"]);
+    for (const variant of [own.ours, own.read]) {
+      expect([variant.small, variant.large]).toEqual([1000, 10000]);
+      for (const f of Object.values(variant.figures)) for (const at of [f.small, f.large]) expect(at.cycles).toBeGreaterThanOrEqual(2);
+    }
+    const [row6, row6Read] = run.result.targets.filter((t) => t.row === 6);
+    expect(row6.value).toBeCloseTo(own.ours.figures.ours.large.mean / own.ours.figures.ours.small.mean, 6);
+    expect(row6Read.value).toBeCloseTo(own.read.figures.ours.large.mean / own.read.figures.ours.small.mean, 6);
     for (const group of Object.values(run.result.groups)) {
       for (const s of Object.values(group.samples)) {
         expect(s.cycles).toBeGreaterThanOrEqual(2 * group.k); // two rounds, nothing skipped
@@ -92,5 +106,6 @@ describe("bench/compare.ts --smoke", () => {
     for (const t of run.result.targets) expect(t.holds === null, t.measure).toBe(againstPyarrow.has(t.row));
     expect(Object.keys(run.result.groups["export 1 x 1000"].samples).sort()).toEqual(["C floor", "ours"]);
     expect(run.result.groups["import nested x 1000"]).toBeUndefined();
+    expect(Object.keys(run.result.ownProcess.ours.figures)).toEqual(["ours"]); // its child found no pyarrow either
   }, 60_000);
 });

@@ -486,5 +486,19 @@ export function ipcGroup(columns: number, rows: number, k: number, ctx: Context)
       },
     },
   ];
+  // The reference: Arrow C++ (pyarrow) doing the same round trip through
+  // the C Device Data Interface, and its own IPC round trip of the batch.
+  const { py, pool } = ctx;
+  if (py) {
+    const probe = exportArray(batch);
+    const key = keys++;
+    py.call(`bench_keep(${key}, ${probe.schema}, ${probe.array})`); // moved into pyarrow
+    probe.release();
+    ctx.cleanups.push(() => py.call(`bench_drop(${key})`));
+    contenders.push(
+      { name: "pyarrow", run: (k) => Number(py.call(`bench_round_trip(${key}, ${k}, ${pool.schemas}, ${schemaSize}, ${pool.arrays}, ${deviceArraySize})`)) },
+      { name: "pyarrow IPC", run: (k) => Number(py.call(`bench_ipc(${key}, ${k})`)) },
+    );
+  }
   return built(group(`ipc ${columns} columns x ${rows} rows`, contenders, k, k), { buffers: columns * 2 });
 }

@@ -63,3 +63,32 @@ def bench_stream(addr):
         n += 1
     del reader
     return "%d %d" % (_now() - t, n)
+
+
+def bench_round_trip(key, k, schemas, schema_size, arrays, array_size):
+    """k round trips of batch `key` through the C Device Data Interface:
+    export into a C slot, import it back, drop it (its release runs)."""
+    export = _batches[key]._export_to_c_device
+    imp = pa.RecordBatch._import_from_c_device
+    pairs = _slot_pairs(k, schemas, schema_size, arrays, array_size)
+    t = _now()
+    for a, s in pairs:
+        export(a, s)
+        b = imp(a, s)
+        del b
+    return _now() - t
+
+
+def bench_ipc(key, k):
+    """k IPC stream round trips of batch `key` (write, then read back)."""
+    batch = _batches[key]
+    t = _now()
+    for _ in range(k):
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, batch.schema) as writer:
+            writer.write_batch(batch)
+        back = pa.ipc.open_stream(sink.getvalue()).read_all()
+        if back.num_rows != batch.num_rows:
+            raise ValueError("pyarrow IPC: wrong row count")
+        del back
+    return _now() - t

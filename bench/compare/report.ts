@@ -71,10 +71,11 @@ export function markdownTargets(targets: Target[]): string {
   return [...lines, "", ...notes].join("\n");
 }
 
-export function writeJson(file: string, m: Meta, groups: Built[], targets: Target[]): void {
+export function writeJson(file: string, m: Meta, groups: Built[], targets: Target[], ownProcess?: unknown): void {
   const out = {
     meta: m,
     targets,
+    ownProcess,
     groups: Object.fromEntries(groups.map((g) => [g.id, { k: g.k, info: g.info, samples: summaries(g) }])),
   };
   writeFileSync(file, JSON.stringify(out, null, 2) + "\n");
