@@ -17,6 +17,7 @@ import { counters, nonZeroCounters } from "../ts/diagnostics.ts";
 import { StreamBatchConverter } from "../ts/convert/import.ts";
 import { streamPeer } from "./helpers/fixtures.ts";
 import { collectUntil } from "./helpers/gc.ts";
+import { disposeProduced, produceDevice, producerClean } from "./helpers/producer.ts";
 
 type Source = NonNullable<ReturnType<typeof streamPeer.sp_repeat_new>>;
 const sources: Source[] = [];
@@ -62,13 +63,15 @@ function address(view: unknown): number {
 }
 
 describe("lazy Data of an imported batch", () => {
-  test("a batch holds one view until its first read, which makes every view at once over the producer's memory", () => {
+  test("a batch holds no view of its own until its first read, which makes every view at once over the producer's memory", () => {
     const source = mixedBatch();
     using exported = exportArray(source);
     using imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
     expect(counters().live_imported_views).toBe(1); // the handle's anchor
     const batch = toRecordBatch(imported);
-    expect(counters().live_imported_views).toBe(2); // + the batch's anchor (8 bytes, no buffer)
+    // The handle's anchor (8 bytes, no buffer) holds the batch's deferred
+    // views too: no view of the batch's own.
+    expect(counters().live_imported_views).toBe(1);
     for (const data of batch.data.children) expect(data).toBeInstanceOf(Data);
     // The first read of any buffer (here the last column's) makes them all.
     const last = batch.data.children[5];
@@ -76,8 +79,8 @@ describe("lazy Data of an imported batch", () => {
     const made = counters().live_imported_views;
     const viewed = batch.data.children.flatMap(buffersOf).filter((view) => address(view) !== 0).length;
     // One view per buffer with bytes (distinct addresses), besides the
-    // handle's anchor and the batch's.
-    expect(made - 2).toBe(viewed);
+    // handle's anchor.
+    expect(made - 1).toBe(viewed);
     for (const column of batch.data.children) column.values;
     expect(counters().live_imported_views).toBe(made); // nothing more to make
     // Zero-copy: every buffer is the exported column's own memory.
@@ -100,7 +103,7 @@ describe("lazy Data of an imported batch", () => {
     using exported = exportArray(mixedBatch());
     const imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
     const batches = Array.from({ length: 50 }, () => toRecordBatch(imported));
-    expect(counters().live_imported_views).toBe(2); // the handle's anchor and the shared one
+    expect(counters().live_imported_views).toBe(1); // the handle's anchor, which holds the shared set
     expect(batches[0].getChild("i")!.get(2)).toBe(3);
     const made = counters().live_imported_views;
     expect(batches[49].getChild("f")!.get(1)).toBe(1.5);
@@ -111,7 +114,7 @@ describe("lazy Data of an imported batch", () => {
     expect(batches[49].data.children[2].values.byteLength).toBe(0);
   });
 
-  test("a wide batch nobody reads costs one view", () => {
+  test("a wide batch nobody reads costs no view beyond the handle's anchor", () => {
     const columns: Record<string, ReturnType<typeof vectorFromArray>> = {};
     for (let i = 0; i < 50; i++) columns[`c${i}`] = vectorFromArray([i, i + 1, null], new Int32());
     using exported = exportArray(new Table(columns).batches[0]);
@@ -119,9 +122,9 @@ describe("lazy Data of an imported batch", () => {
     const batch = toRecordBatch(imported);
     expect(batch.numCols).toBe(50);
     expect(batch.numRows).toBe(3);
-    expect(counters().live_imported_views).toBe(2); // the handle's anchor and the batch's
+    expect(counters().live_imported_views).toBe(1); // the handle's anchor
     expect(batch.getChild("c49")!.get(1)).toBe(50);
-    expect(counters().live_imported_views).toBe(2 + 100); // + all 100 buffers
+    expect(counters().live_imported_views).toBe(1 + 100); // + all 100 buffers
   });
 
   test("disposed before the first read: every buffer reads as detached and empty, and exports refuse it", () => {
@@ -161,14 +164,16 @@ describe("lazy Data of an imported batch", () => {
     expect(batch.data.children[0].values).toBe(own);
     expect(batch.getChild("i")!.get(0)).toBe(9);
     expect(batch.getChild("f")!.get(1)).toBe(1.5); // the producer's, made by the write
-    expect(counters().live_imported_views).toBeGreaterThan(2);
+    expect(counters().live_imported_views).toBeGreaterThan(1);
   });
 
   test("an unread batch holds the producer's memory until collected, then releases it exactly once", async () => {
     using exported = exportArray(mixedBatch());
     const box: { batch: RecordBatch | null } = { batch: importRecordBatch(exported.schema, exported.array) };
     expect(counters().live_owners).toBe(1);
-    expect(counters().live_imported_views).toBe(1); // the batch's anchor; the handle's went at once
+    // The handle's anchor, which its releaseToGC left to the batch's
+    // deferred views: the only view until the first read.
+    expect(counters().live_imported_views).toBe(1);
     for (let i = 0; i < 5; i++) {
       Bun.gc(true);
       expect(counters().live_owners).toBe(1);
@@ -177,6 +182,41 @@ describe("lazy Data of an imported batch", () => {
     box.batch = null;
     expect(await collectUntil(() => counters().live_owners === 0)).toBe(true);
     expect(counters().live_imported_views).toBe(0);
+  });
+
+  test("batches converted from a handle released to the GC share its anchor: the C producer's release runs once, after the last batch", async () => {
+    const spec = { format: "+s", length: 3, buffers: [null], children: [
+      { format: "i", name: "a", length: 3, buffers: [null, new Int32Array([1, 2, 3])] },
+      { format: "g", name: "b", length: 3, buffers: [null, new Float64Array([0.5, 1.5, 2.5])] },
+    ] };
+    const before = producerClean();
+    const box: { first: RecordBatch | null; second: RecordBatch | null } = { first: null, second: null };
+    const produced = produceDevice(spec);
+    (() => {
+      const imported = ImportedArray.fromDeviceArray(produced.schema.address, produced.array.address);
+      box.first = toRecordBatch(imported);
+      box.second = toRecordBatch(imported);
+      imported.releaseToGC();
+    })();
+    disposeProduced(produced); // the landing structs only: the import moved the tree out
+    // One view: the handle's anchor, left to the batches' deferred views.
+    expect(counters().live_imported_views).toBe(1);
+    expect(producerClean().live).toBe(before.live + 3);
+    for (let i = 0; i < 5; i++) {
+      Bun.gc(true);
+      expect(producerClean().live).toBe(before.live + 3); // both batches alive, neither read
+    }
+    box.first = null;
+    for (let i = 0; i < 5; i++) {
+      Bun.gc(true);
+      expect(producerClean().live).toBe(before.live + 3); // the second still holds it
+    }
+    expect(box.second!.getChild("b")!.get(2)).toBe(2.5); // read after the handle is gone
+    box.second = null;
+    expect(await collectUntil(() => producerClean().live === before.live)).toBe(true);
+    expect(producerClean().doubles).toBe(before.doubles);
+    expect(counters().live_imported_views).toBe(0);
+    expect(counters().live_owners).toBe(0);
   });
 
   test("a typed array read from a batch keeps the memory after the batch is gone", async () => {

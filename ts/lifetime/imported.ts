@@ -17,7 +17,10 @@
  * transfer) moves an ArrayBuffer's memory, deallocator included, into a
  * new ArrayBuffer that has nothing JS attached to the old one (measured,
  * bench/repro/external_memory_gc.ts), so only each ArrayBuffer's own
- * deallocator can tell when its memory is unused. Buffers that start at
+ * deallocator can tell when its memory is unused. (The one JS link is to
+ * an anchor, which no user code can reach and so none can transfer: the
+ * deferred views of batches converted lazily from a handle hold the
+ * handle's anchor.) Buffers that start at
  * the same address share one ArrayBuffer (the largest), so they pay for
  * one wrap and one reference. So the producer's release
  * runs exactly once, after the last view is gone — with no handle, no
@@ -355,7 +358,8 @@ export class DeferredViews {
   /** Views by buffer index; null once killed. */
   #views: (ArrayBuffer | undefined)[] | null = [];
   /** The anchor: 8 bytes of the owner's node table, holding one owner
-   * reference and nothing else (no JS code ever reads it). */
+   * reference and nothing else (no JS code ever reads it). Its own, or
+   * the anchor of the handle the views are deferred for (`of`). */
   readonly #anchor: ArrayBuffer;
   /** Buffers still without a view (their references not taken yet). */
   #unmade: number;
@@ -374,14 +378,19 @@ export class DeferredViews {
    * word `at`; the caller keeps it unchanged) of `owner`, on which the
    * caller holds a reference for the duration of the call; `nodes` is
    * the address of the owner's node table (its info words' `nodes`), 8
-   * bytes of which the anchor wraps. Null, having taken nothing, where
-   * views could not all be made later as they would be now: addresses
-   * not provably distinct, a buffer too large to view, or no buffer to
-   * view at all.
+   * bytes of which the anchor wraps. `handleAnchor`: the anchor of the
+   * handle the views are deferred for, which then holds them through a
+   * JS link instead of an anchor of their own (that anchor is never
+   * handed out, so no user code can transfer it away from the link; the
+   * handle's `releaseToGC` leaves it to them). Null, having taken
+   * nothing, where views could not all be made later as they would be
+   * now: addresses not provably distinct, a buffer too large to view, or
+   * no buffer to view at all.
    */
-  static of(owner: number, table: Float64Array, at: number, count: number, nodes: number): DeferredViews | null {
+  static of(owner: number, table: Float64Array, at: number, count: number, nodes: number, handleAnchor: ArrayBuffer | null = null): DeferredViews | null {
     const wanted = distinctWanted(table, at, count, noViews, (_, size) => size <= maxViewBytes);
     if (wanted <= 0) return null;
+    if (handleAnchor !== null) return new DeferredViews(owner, table, at, count, handleAnchor, wanted);
     // An anchor of 8 bytes, not a buffer's view: JSC counts an
     // ArrayBuffer's length as newly allocated memory, so a batch nobody
     // reads drives no collections, whatever its size.
@@ -703,7 +712,10 @@ export class ImportedArray implements Disposable {
       // Views made already (a raw read, an eager conversion before): the
       // eager path shares them.
       if (imported.#disposed || imported.#window !== null || imported.#views.length !== 0 || !imported.hostReadable) return null;
-      return imported.#deferred = DeferredViews.of(imported.#owner, imported.#info, imported.#buffersAt, imported.bufferCount, imported.#info[OwnerInfoWord.nodes]);
+      // The handle's anchor (#created[0]: no view was made yet) holds the
+      // deferred views too; a transient handle has none to share.
+      const anchor = imported.#plainReference ? null : imported.#created[0];
+      return imported.#deferred = DeferredViews.of(imported.#owner, imported.#info, imported.#buffersAt, imported.bufferCount, imported.#info[OwnerInfoWord.nodes], anchor);
     };
   }
 
@@ -1052,11 +1064,12 @@ export class ImportedArray implements Disposable {
     unwatch(this);
     // The handle's own reference (its anchor) ends now, deterministically:
     // from here on only the buffer views, held by whatever JS made of them,
-    // keep the producer's data alive.
+    // keep the producer's data alive. Unless lazily converted batches share
+    // the anchor (their deferred views hold it): it then ends with them.
     if (this.#plainReference) {
       this.#plainReference = false;
       native.abd_owner_release(asPointer(this.#owner));
-    } else {
+    } else if (this.#deferred === null) {
       const anchor = this.#created[0];
       if (!anchor.detached) anchor.transfer(0);
     }
