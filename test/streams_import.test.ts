@@ -198,6 +198,12 @@ describe("background pulls (async iterator)", () => {
       batch.dispose();
       if (++n === 3) break;
     }
+    // The break released the stream; if the read-ahead pull was still in
+    // the producer's get_next (a loaded machine), the worker releases it
+    // when that returns (zig/stream_import.zig `release`): once, soon.
+    for (let i = 0; i < 2000 && streamPeer.sp_stream_releases() === 0n; i++) await Bun.sleep(1);
+    expect(streamPeer.sp_stream_releases()).toBe(1n);
+    await Bun.sleep(5);
     expect(streamPeer.sp_stream_releases()).toBe(1n);
 
     using failing = cStream(1, 9, 1, { failAt: 1, message: "async trouble" });
