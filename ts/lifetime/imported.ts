@@ -432,8 +432,11 @@ export class DeferredViews {
     return views;
   }
 
-  /** Detaches every view made (their references end now); `views()`
-   * returns null from here on. */
+  /** Detaches every view made and the anchor (their references end now);
+   * `views()` returns null from here on. A set holding its handle's
+   * anchor is killed only by that handle's `dispose()`, which ends the
+   * anchor anyway; a stream's batch set (its own anchor) by its converter
+   * when no batch took it. JS thread only, like every JS view. */
   kill(): void {
     const views = this.#views;
     if (views === null) return;
