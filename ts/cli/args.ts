@@ -38,13 +38,40 @@ export function parseArgs(command: string, args: readonly string[], spec: Comman
       parsed.flags.add(name);
     } else if (spec.values.includes(name)) {
       const value = eq >= 0 ? arg.slice(eq + 1) : args[++i];
-      if (value === undefined || value === "") throw new UsageError(`${command}: --${name} needs a value`);
+      // "--out --json": the next option is not a value.
+      if (value === undefined || value === "" || (eq < 0 && value.startsWith("--"))) throw new UsageError(`${command}: --${name} needs a value`);
+      if (parsed.values.has(name)) throw new UsageError(`${command}: --${name} is given twice`);
       parsed.values.set(name, value);
     } else {
       throw new UsageError(`${command}: unknown option --${name} (see \`bun-arrow-device ${command} --help\`)`);
     }
   }
   return parsed;
+}
+
+/** The ranges of `bench`'s numeric options: each bounds the memory or the
+ * time a run can take (docs/cli.md). */
+export const benchLimits = {
+  /** --sizes, in MiB: the host buffers and the device allocation. */
+  sizesMiB: 4096,
+  /** --rows: 8 bytes each, and apache-arrow's IPC copies of them. */
+  rows: 100_000_000,
+  /** --repeats. */
+  repeats: 1000,
+  /** Entries of --sizes and of --rows. */
+  listLength: 32,
+} as const;
+
+/** A comma-separated list of at most `maxCount` whole numbers from 1 to
+ * `max` (1e6 and 1_000 style allowed), duplicates dropped. */
+export function integerList(command: string, option: string, text: string, max: number, maxCount: number): number[] {
+  const numbers = numberList(command, option, text);
+  if (numbers.some((n) => !Number.isInteger(n))) throw new UsageError(`${command}: --${option} takes whole numbers, got "${text}"`);
+  const tooLarge = numbers.find((n) => n > max);
+  if (tooLarge !== undefined) throw new UsageError(`${command}: --${option} takes numbers up to ${max.toLocaleString("en-US")}, got ${tooLarge.toLocaleString("en-US")}`);
+  const unique = [...new Set(numbers)];
+  if (unique.length > maxCount) throw new UsageError(`${command}: --${option} takes at most ${maxCount} numbers, got ${unique.length}`);
+  return unique;
 }
 
 /** A comma-separated list of positive numbers (1e6 and 1_000 style allowed). */

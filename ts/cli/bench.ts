@@ -11,6 +11,11 @@
  *   toRecordBatch + release of a float64 batch, against apache-arrow's own
  *   IPC round trip (tableToIPC + tableFromIPC), the copy it replaces.
  *
+ * Each measurement keeps the median, the fastest and the slowest run (the
+ * chart draws the spread). Throughput is given only for the transfers,
+ * which copy their bytes; the export/import round trip copies nothing, so
+ * its time does not grow with the bytes and a rate would mean nothing.
+ *
  * The result is the JSON document of docs/cli.md. A fake driver's figures
  * are kept apart (`fake: true` on the runtime and on each figure): they are
  * CPU stand-ins, never GPU figures.
@@ -20,13 +25,14 @@ import { ImportedArray, exportArray, toRecordBatch } from "../index.ts";
 import { deviceRuntime, toDevice, type DeviceKind, type DeviceRuntime } from "../device.ts";
 import { libraryPath } from "../diagnostics.ts";
 import { benchSchemaId } from "./bench_schema.ts";
-import { gbPerSecond, sizeLabel, timeMedian } from "./measure.ts";
+import { gbPerSecond, sizeLabel, timeLabel, timeRuns, type Timing } from "./measure.ts";
 import { apacheArrowVersion, machineInfo, packageVersion, type MachineInfo } from "./platform.ts";
 import { Progress } from "./progress.ts";
 import { isRealGpu, runtimeReport, type RuntimeReport } from "./runtimes.ts";
 
-/** One timed operation: what ran, its median time and its throughput. */
-export type Measurement = { what: string; medianNs: number; value: number };
+/** One timed operation: what ran, its time per run (median, fastest,
+ * slowest), and for a copy its median throughput (null otherwise). */
+export type Measurement = Timing & { what: string; gbPerSecond: number | null };
 
 export type Figure = {
   suite: "transfer" | "export_import";
@@ -38,10 +44,9 @@ export type Figure = {
   fake: boolean;
   bytes: number;
   repeats: number;
-  unit: "GB/s";
   ours: Measurement;
   baseline: Measurement;
-  /** ours.value / baseline.value. */
+  /** baseline.medianNs / ours.medianNs: above 1, ours is faster. */
   ratio: number;
 };
 
@@ -76,10 +81,13 @@ const driverCalls: Record<DeviceKind, { alloc: string; h2d: string; d2h: string;
   rocm: { alloc: "hipMalloc", h2d: "hipMemcpy", d2h: "hipMemcpy", free: "hipFree" },
 };
 
-function figure(base: Omit<Figure, "unit" | "ours" | "baseline" | "ratio">, ours: Omit<Measurement, "value">, baseline: Omit<Measurement, "value">): Figure {
-  const o = { ...ours, value: gbPerSecond(base.bytes, ours.medianNs) };
-  const b = { ...baseline, value: gbPerSecond(base.bytes, baseline.medianNs) };
-  return { ...base, unit: "GB/s", ours: o, baseline: b, ratio: o.value / b.value };
+type Timed = Timing & { what: string };
+
+function figure(base: Omit<Figure, "ours" | "baseline" | "ratio">, ours: Timed, baseline: Timed): Figure {
+  // Only the transfers copy their bytes: a rate is theirs alone.
+  const rate = (t: Timed) => (base.suite === "transfer" ? gbPerSecond(base.bytes, t.medianNs) : null);
+  const measurement = (t: Timed): Measurement => ({ what: t.what, medianNs: t.medianNs, minNs: t.minNs, maxNs: t.maxNs, gbPerSecond: rate(t) });
+  return { ...base, ours: measurement(ours), baseline: measurement(baseline), ratio: baseline.medianNs / ours.medianNs };
 }
 
 function transfers(rt: DeviceRuntime, report: RuntimeReport, megabytes: number, repeats: number): Figure[] {
@@ -89,35 +97,35 @@ function transfers(rt: DeviceRuntime, report: RuntimeReport, megabytes: number, 
   const calls = driverCalls[rt.kind];
   const base = { suite: "transfer" as const, runtime: rt.kind, deviceId: 0, fake: report.fake, bytes, repeats };
 
-  const rawH2D = timeMedian(repeats, () => {
+  const rawH2D = timeRuns(repeats, () => {
     using fresh = rt.allocate(bytes);
     rt.copy("host_to_device", fresh, values);
   });
-  const oursH2D = timeMedian(repeats, () => toDevice(column, { device: rt.kind, id: 0 }).release()); // release waits on the event
+  const oursH2D = timeRuns(repeats, () => toDevice(column, { device: rt.kind, id: 0 }).release()); // release waits on the event
 
   using device = rt.allocate(bytes);
   rt.copy("host_to_device", device, values);
   const back = new Float64Array(bytes / 8);
-  const rawD2H = timeMedian(repeats, () => rt.copy("device_to_host", back, device));
+  const rawD2H = timeRuns(repeats, () => rt.copy("device_to_host", back, device));
   const handle = toDevice(column, { device: rt.kind, id: 0 });
   using imported = ImportedArray.fromDeviceArray(handle.schema, handle.array);
   handle.release();
-  const oursD2H = timeMedian(repeats, () => imported.toHost().dispose());
+  const oursD2H = timeRuns(repeats, () => imported.toHost().dispose());
 
   return [
     figure({ ...base, operation: "host_to_device" },
-      { what: "toDevice + release (alloc, copy, event, wait, free)", medianNs: oursH2D },
-      { what: `${calls.alloc} + ${calls.h2d} + ${calls.free}`, medianNs: rawH2D }),
+      { what: "toDevice + release (alloc, copy, event, wait, free)", ...oursH2D },
+      { what: `${calls.alloc} + ${calls.h2d} + ${calls.free}`, ...rawH2D }),
     figure({ ...base, operation: "device_to_host" },
-      { what: "ImportedArray.toHost (wait on sync_event, copy, CPU import)", medianNs: oursD2H },
-      { what: calls.d2h, medianNs: rawD2H }),
+      { what: "ImportedArray.toHost (wait on sync_event, copy, CPU import)", ...oursD2H },
+      { what: calls.d2h, ...rawD2H }),
   ];
 }
 
 function exportImport(rows: number, repeats: number): Figure {
   const batch = new Table({ x: makeVector(new Float64Array(rows).map((_, i) => i)) }).batches[0];
   const table = new Table([batch]);
-  const ours = timeMedian(repeats, () => {
+  const ours = timeRuns(repeats, () => {
     const exported = exportArray(batch);
     const imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
     const back: RecordBatch = toRecordBatch(imported);
@@ -125,13 +133,13 @@ function exportImport(rows: number, repeats: number): Figure {
     imported.dispose();
     exported.release();
   });
-  const ipc = timeMedian(repeats, () => {
+  const ipc = timeRuns(repeats, () => {
     if (tableFromIPC(tableToIPC(table, "stream")).numRows !== rows) throw new Error("the IPC round trip lost rows");
   });
   return figure(
     { suite: "export_import", operation: "round_trip", runtime: null, deviceId: null, fake: false, bytes: rows * 8, repeats },
-    { what: "exportArray + ImportedArray.fromDeviceArray + toRecordBatch + release", medianNs: ours },
-    { what: "apache-arrow tableToIPC + tableFromIPC", medianNs: ipc },
+    { what: "exportArray + ImportedArray.fromDeviceArray + toRecordBatch + release", ...ours },
+    { what: "apache-arrow tableToIPC + tableFromIPC", ...ipc },
   );
 }
 
@@ -188,13 +196,17 @@ export function benchText(result: BenchResult): string {
       ? `${r.kind}: ${r.devices.map((d) => d.name).join(", ")}; driver ${r.driverVersionText} (${r.library})${r.fake ? "  *** FAKE DRIVER: not GPU figures ***" : ""}`
       : `${r.kind}: not available: ${r.reason}`);
   }
-  lines.push("", "suite          operation       runtime  size        ours GB/s   baseline GB/s   ours/baseline   baseline");
+  lines.push("", "suite          operation       runtime  size        ours (min-max)                baseline (min-max)            speedup  GB/s ours/base  baseline");
+  const time = (m: Measurement) => `${timeLabel(m.medianNs)} (${timeLabel(m.minNs)}-${timeLabel(m.maxNs)})`;
+  const rate = (m: Measurement) => (m.gbPerSecond === null ? "-" : m.gbPerSecond.toFixed(2));
   for (const f of result.figures) {
     lines.push([
       f.suite.padEnd(14), f.operation.padEnd(15), `${f.runtime ?? "host"}${f.fake ? "*" : ""}`.padEnd(8), sizeLabel(f.bytes).padStart(10),
-      f.ours.value.toFixed(2).padStart(12), f.baseline.value.toFixed(2).padStart(15), f.ratio.toFixed(2).padStart(15), `  ${f.baseline.what}`,
+      ` ${time(f.ours).padEnd(29)}`, time(f.baseline).padEnd(29), `${f.ratio.toFixed(2)}x`.padStart(8),
+      `${rate(f.ours)}/${rate(f.baseline)}`.padStart(15), ` ${f.baseline.what}`,
     ].join(" "));
   }
+  lines.push("", "times per operation: median (fastest-slowest run); speedup: baseline median / ours; GB/s only for copies");
   if (result.figures.some((f) => f.fake)) lines.push("", "* fake driver: a CPU stand-in for tests; these are NOT GPU figures.");
   for (const w of result.warnings) if (!w.includes("FAKE")) lines.push(`warning: ${w}`);
   return lines.join("\n");
