@@ -27,16 +27,16 @@ cd "$(dirname "$0")/.."
 # shellcheck source=scripts/env.sh
 source scripts/env.sh
 
-command -v gcc >/dev/null || { echo "sanitize: gcc is needed (zig cc has no ASan runtime)"; exit 1; }
-asan=$(readlink -f "$(gcc -print-file-name=libasan.so)")
-ubsan=$(readlink -f "$(gcc -print-file-name=libubsan.so)")
-[ -f "$asan" ] && [ -f "$ubsan" ] || { echo "sanitize: gcc's libasan/libubsan are not installed"; exit 1; }
 check=0
 case "${1:-}" in
   "") ;;
   --check) check=1 ;;
   *) echo "sanitize: unknown argument $1 (usage: scripts/sanitize.sh [--check])"; exit 2 ;;
 esac
+command -v gcc >/dev/null || { echo "sanitize: gcc is needed (zig cc has no ASan runtime)"; exit 1; }
+asan=$(readlink -f "$(gcc -print-file-name=libasan.so)")
+ubsan=$(readlink -f "$(gcc -print-file-name=libubsan.so)")
+[ -f "$asan" ] && [ -f "$ubsan" ] || { echo "sanitize: gcc's libasan/libubsan are not installed"; exit 1; }
 if [ "$check" -eq 0 ] && [ ! -f build/fixtures/libarrow_shim.so ]; then
   echo "sanitize: run 'bash scripts/setup.sh --test' first (the Arrow C++ shim)"; exit 1
 fi

@@ -4,10 +4,16 @@
  * schema documented in docs/cli.md, and the SVG chart.
  */
 import { describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { chartInputLimitBytes } from "../ts/cli.ts";
+import { benchLimits } from "../ts/cli/args.ts";
+import type { BenchResult, Figure } from "../ts/cli/bench.ts";
 import { benchJsonSchema, benchSchemaId, schemaProblems } from "../ts/cli/bench_schema.ts";
+import { benchChart, sizeTicks, timeTicks } from "../ts/cli/chart.ts";
+import { headerLimitBytes } from "../ts/cli/doctor.ts";
+import { timeLabel } from "../ts/cli/measure.ts";
 import { declaredFunctions, defaultHeaderPath } from "../ts/cli/doctor.ts";
 import { Progress } from "../ts/cli/progress.ts";
 import { isFakeDriver } from "../ts/cli/runtimes.ts";
@@ -58,15 +64,36 @@ describe("CLI usage", () => {
     [["bench", "--json=yes"], "bench: --json takes no value"],
     [["chart", "--out", "x.svg"], "chart: which bench JSON file?"],
     [["chart", "in.json"], "chart: --out FILE.svg is required"],
+    [["bench", "--rows", "1e12"], "bench: --rows takes numbers up to 100,000,000, got 1,000,000,000,000"],
+    [["bench", "--sizes", "1,1e6"], "bench: --sizes takes numbers up to 4,096, got 1,000,000"],
+    [["bench", "--repeats", "1e9"], "bench: --repeats takes numbers up to 1,000, got 1,000,000,000"],
+    [["bench", "--repeats", "0"], `bench: --repeats must be a comma-separated list of positive numbers, got "0"`],
+    [["bench", "--repeats", "2,3"], "bench: --repeats takes one number"],
+    [["bench", "--rows", Array.from({ length: 33 }, (_, i) => i + 1).join(",")], "bench: --rows takes at most 32 numbers, got 33"],
+    [["bench", "--rows", "NaN"], `bench: --rows must be a comma-separated list of positive numbers, got "NaN"`],
+    [["bench", "--sizes", "Infinity"], `bench: --sizes must be a comma-separated list of positive numbers, got "Infinity"`],
+    [["bench", "--out", "--json"], "bench: --out needs a value"],
+    [["bench", "--rows", "1", "--rows", "2"], "bench: --rows is given twice"],
+    [["bench", "--no-host", "--no-device"], "bench: --no-host and --no-device leave nothing to measure"],
+    [["chart", "a.json", "b.json", "--out", "x.svg"], `chart: unexpected argument "b.json"`],
+    [["doctor", "--frob"], "doctor: unknown option --frob"],
   ];
   for (const [args, message] of usageErrors) {
-    test(`${args.join(" ")}: a clear error and exit code 2`, () => {
+    test(`${args.join(" ").slice(0, 60)}: a clear error and exit code 2`, () => {
       const run = runCli(args, "none");
       expect(run.exitCode).toBe(2);
       expect(run.stdout).toBe("");
       expect(run.stderr).toStartWith(`bun-arrow-device: ${message}`);
+      expect(run.stderr.split("\n")).toHaveLength(2); // one line
     }, 60_000);
   }
+
+  test("the limits the usage errors enforce are the ones bench --help states", () => {
+    const help = runCli(["bench", "--help"], "none").stdout;
+    expect(help).toContain(`transfer sizes in MiB, up to ${benchLimits.sizesMiB}\n`);
+    expect(help).toContain("export/import batch rows, up to 100,000,000\n");
+    expect(help).toContain(`timed runs per figure, 1 to ${benchLimits.repeats}\n`);
+  }, 60_000);
 });
 
 describe("CLI info", () => {
@@ -127,16 +154,26 @@ describe("CLI bench", () => {
     expect(result.realGpu).toBe(false);
     expect(result.runtimes.map((r: { kind: string; fake: boolean; available: boolean }) => [r.kind, r.available, r.fake]))
       .toEqual([["cuda", true, true], ["rocm", false, false]]);
-    const rows = result.figures.map((f: { suite: string; operation: string; runtime: string | null; fake: boolean; bytes: number; unit: string }) =>
-      [f.suite, f.operation, f.runtime, f.fake, f.bytes, f.unit]);
+    const rows = result.figures.map((f: Figure) => [f.suite, f.operation, f.runtime, f.fake, f.bytes, f.repeats]);
     expect(rows).toEqual([
-      ["transfer", "host_to_device", "cuda", true, 2 ** 20, "GB/s"],
-      ["transfer", "device_to_host", "cuda", true, 2 ** 20, "GB/s"],
-      ["export_import", "round_trip", null, false, 8000, "GB/s"],
+      ["transfer", "host_to_device", "cuda", true, 2 ** 20, 2],
+      ["transfer", "device_to_host", "cuda", true, 2 ** 20, 2],
+      ["export_import", "round_trip", null, false, 8000, 2],
     ]);
+    for (const f of result.figures as Figure[]) {
+      for (const m of [f.ours, f.baseline]) {
+        // The spread of the runs, per point: fastest <= median <= slowest.
+        expect(m.minNs).toBeGreaterThan(0);
+        expect(m.minNs).toBeLessThanOrEqual(m.medianNs);
+        expect(m.medianNs).toBeLessThanOrEqual(m.maxNs);
+        // A rate only for the copies.
+        if (f.suite === "transfer") expect(m.gbPerSecond!).toBeCloseTo(f.bytes / m.medianNs, 9);
+        else expect(m.gbPerSecond).toBeNull();
+      }
+    }
     expect(result.figures[0].baseline.what).toBe("cuMemAlloc_v2 + cuMemcpyHtoD_v2 + cuMemFree_v2");
     expect(result.figures[1].baseline.what).toBe("cuMemcpyDtoH_v2");
-    for (const f of result.figures) expect(f.ratio).toBeCloseTo(f.ours.value / f.baseline.value, 9);
+    for (const f of result.figures) expect(f.ratio).toBeCloseTo(f.baseline.medianNs / f.ours.medianNs, 9);
     expect(result.warnings).toEqual([`cuda: ${fakePaths.cuda} is a FAKE driver (a CPU stand-in for tests): its figures are NOT GPU figures`]);
     expect(result.machine.cpuCores).toBeGreaterThan(0);
     // Progress on stderr, one line per step when stderr is not a terminal.
@@ -199,8 +236,19 @@ describe("CLI bench", () => {
         "export_import round_trip (host)",
       ]);
       expect(svg.match(/<polyline /g)).toHaveLength(6); // ours and the baseline per panel
+      expect(svg.match(/<polygon class="band"/g)).toHaveLength(6); // each one's fastest-to-slowest band
       expect(svg.match(/<circle /g)).toHaveLength(12); // one per size per series
       for (const call of [">cuMemAlloc_v2<", ">+ cuMemcpyHtoD_v2<", ">+ cuMemFree_v2<"]) expect(svg).toContain(call); // the baseline, in the legend
+      // Log-log: time per operation against size, ticks with unit suffixes.
+      expect(svg.match(/>time per operation \(log scale\)</g)).toHaveLength(3);
+      expect(svg).not.toContain(">GB/s<"); // no rate axis
+      const yTicks = [...svg.matchAll(/text-anchor="end">([^<]*)</g)].map((m) => m[1]);
+      for (const tick of yTicks) expect(tick).toMatch(/^(1|2|5)(0|00)? (ns|µs|ms|s)$/);
+      expect(svg).toContain(">1 MiB<");
+      expect(svg).toContain(">2 MiB<");
+      // A rate for the transfers (copies) only.
+      expect(svg.match(/>throughput at 2 MiB:</g)).toHaveLength(2);
+      expect(svg.match(/>ours [0-9.]+ GB\/s</g)).toHaveLength(2);
     });
   }, 120_000);
 
@@ -220,6 +268,163 @@ describe("CLI bench", () => {
       expect(notJson.stderr).toContain(`chart: cannot read ${bad} as JSON`);
     });
   }, 60_000);
+});
+
+
+/** One line on stderr, starting with the CLI's name: no source excerpt, no stack. */
+function expectOneLine(stderr: string, message: string): void {
+  expect(stderr).toStartWith(`bun-arrow-device: ${message}`);
+  expect(stderr.split("\n")).toHaveLength(2);
+  expect(stderr).not.toContain("    at ");
+}
+
+const hostOnly = ["--no-device", "--rows", "1000", "--repeats", "1", "--quiet"];
+
+describe("CLI files: unreadable and unwritable paths get one line and exit code 1", () => {
+  test("bench --out to a directory or a missing directory is refused before measuring", () => {
+    withTempDir((dir) => {
+      const toDir = runCli(["bench", ...hostOnly, "--out", dir], "none");
+      expect(toDir.exitCode).toBe(1);
+      expect(toDir.stdout).toBe(""); // nothing measured
+      expectOneLine(toDir.stderr, `bench: cannot write the result to ${dir}: it is a directory`);
+      const missing = join(dir, "no", "such.json");
+      const toMissing = runCli(["bench", ...hostOnly, "--out", missing], "none");
+      expect(toMissing.exitCode).toBe(1);
+      expectOneLine(toMissing.stderr, `bench: cannot write the result to ${missing}: the directory ${join(dir, "no")} does not exist`);
+    });
+  }, 60_000);
+
+  test.if(existsSync("/dev/full") && existsSync("/proc/self"))("bench --out to /dev/full or into /proc: the result still reaches stdout, then one line", () => {
+    const full = runCli(["bench", ...hostOnly, "--json", "--out", "/dev/full"], "none");
+    expect(full.exitCode).toBe(1);
+    expect(schemaProblems(JSON.parse(full.stdout))).toEqual([]); // nothing lost
+    expectOneLine(full.stderr, "bench: cannot write the result to /dev/full: no space left on device (ENOSPC)");
+    const proc = runCli(["bench", ...hostOnly, "--out", "/proc/bun-arrow-device.json"], "none");
+    expect(proc.exitCode).toBe(1);
+    expect(proc.stdout).toContain("export_import  round_trip");
+    expectOneLine(proc.stderr, "bench: cannot write the result to /proc/bun-arrow-device.json: ");
+  }, 60_000);
+
+  test("chart: a missing input, a directory, an unwritable --out", () => {
+    withTempDir((dir) => {
+      const input = join(dir, "bench.json");
+      writeFileSync(input, JSON.stringify(sampleResult(3)));
+      const missing = runCli(["chart", join(dir, "none.json"), "--out", join(dir, "x.svg")], "none");
+      expect(missing.exitCode).toBe(1);
+      expectOneLine(missing.stderr, `chart: cannot read the bench result ${join(dir, "none.json")}: no such file or directory (ENOENT)`);
+      const directory = runCli(["chart", dir, "--out", join(dir, "x.svg")], "none");
+      expect(directory.exitCode).toBe(1);
+      expectOneLine(directory.stderr, `chart: cannot read the bench result ${dir}: it is a directory`);
+      const toDir = runCli(["chart", input, "--out", dir], "none");
+      expect(toDir.exitCode).toBe(1);
+      expectOneLine(toDir.stderr, `chart: cannot write the chart to ${dir}: it is a directory`);
+      if (existsSync("/dev/full")) {
+        const full = runCli(["chart", input, "--out", "/dev/full"], "none");
+        expect(full.exitCode).toBe(1);
+        expectOneLine(full.stderr, "chart: cannot write the chart to /dev/full: no space left on device (ENOSPC)");
+      }
+    });
+  }, 60_000);
+
+  test("chart and doctor read at most their limit: a larger file, or an endless device, is refused", () => {
+    withTempDir((dir) => {
+      const big = join(dir, "big.json");
+      writeFileSync(big, Buffer.alloc(chartInputLimitBytes + 1, 0x20));
+      const run = runCli(["chart", big, "--out", join(dir, "x.svg")], "none");
+      expect(run.exitCode).toBe(1);
+      expectOneLine(run.stderr, `chart: the bench result ${big} is 16 MiB, more than the 16 MiB this command reads`);
+      expect(existsSync(join(dir, "x.svg"))).toBe(false);
+      const header = join(dir, "big.h");
+      writeFileSync(header, Buffer.alloc(headerLimitBytes + 1, 0x20));
+      const doctor = runCli(["doctor", "--header", header], "none");
+      expect(doctor.exitCode).toBe(1);
+      expectOneLine(doctor.stderr, `doctor: header ${header} is 4 MiB, more than the 4 MiB this command reads`);
+    });
+    if (existsSync("/dev/zero")) {
+      const chart = runCli(["chart", "/dev/zero", "--out", join(tmpdir(), "never.svg")], "none");
+      expect(chart.exitCode).toBe(1);
+      expectOneLine(chart.stderr, "chart: the bench result /dev/zero is more than the 16 MiB this command reads");
+      const doctor = runCli(["doctor", "--header", "/dev/zero"], "none");
+      expect(doctor.exitCode).toBe(1);
+      expectOneLine(doctor.stderr, "doctor: header /dev/zero is more than the 4 MiB this command reads");
+      const library = runCli(["doctor", "--library", "/dev/zero"], "none");
+      expect(library.exitCode).toBe(1);
+      expectOneLine(library.stderr, "doctor: cannot load /dev/zero as a library: /dev/zero: invalid ELF header");
+    }
+  }, 60_000);
+});
+
+/** A valid bench result of `n` export/import figures, sizes in shuffled order. */
+function sampleResult(n: number): BenchResult {
+  const measurement = (what: string, ns: number) => ({ what, medianNs: ns, minNs: ns * 0.8, maxNs: ns * 1.5, gbPerSecond: null });
+  const figures: Figure[] = [];
+  for (let i = 0; i < n; i++) {
+    const rows = 1000 + ((i * 7919) % n) * 13;
+    figures.push({
+      suite: "export_import", operation: "round_trip", runtime: null, deviceId: null, fake: false, bytes: rows * 8, repeats: 3,
+      ours: measurement("ours", 20_000 + i), baseline: measurement("apache-arrow tableToIPC + tableFromIPC", rows * 40), ratio: (rows * 40) / (20_000 + i),
+    });
+  }
+  return {
+    schema: benchSchemaId, createdAt: "2026-01-01T00:00:00.000Z",
+    versions: { package: "0.0.0", library: "/lib/libarrow_device.so", bun: "1.4.5", apacheArrow: "21.2.0" },
+    machine: { os: "Linux", osRelease: "6", platform: "linux-x64-gnu", cpuModel: "cpu", cpuCores: 2, memoryBytes: 2 ** 33 },
+    runtimes: [], realGpu: false, figures, warnings: [],
+  };
+}
+
+/** Every property read of the figures (and their measurements) that `run` makes. */
+function countReads(result: BenchResult, run: (r: BenchResult) => unknown): number {
+  let reads = 0;
+  const counted = <T extends object>(target: T): T => new Proxy(target, { get: (t, key, receiver) => (reads++, Reflect.get(t, key, receiver)) });
+  const figures = result.figures.map((f) => counted({ ...f, ours: counted({ ...f.ours }), baseline: counted({ ...f.baseline }) }));
+  run({ ...result, figures });
+  return reads;
+}
+
+describe("CLI chart: work linear in the input", () => {
+  test("validating and drawing n figures reads each figure a bounded number of times", () => {
+    const n = 800;
+    for (const [name, run] of [["schemaProblems", (r: BenchResult) => schemaProblems(r)], ["benchChart", benchChart]] as const) {
+      const small = countReads(sampleResult(n), run);
+      const large = countReads(sampleResult(2 * n), run);
+      // Linear, with a sort's log factor: twice the figures, about twice the reads.
+      expect({ name, growth: large / small < 2.4 }).toEqual({ name, growth: true });
+      expect({ name, perFigure: small / n < 80 }).toEqual({ name, perFigure: true });
+    }
+  });
+
+  test("a generated large result (20,000 figures) is charted: one panel, every point drawn", () => {
+    withTempDir((dir) => {
+      const input = join(dir, "large.json");
+      const text = JSON.stringify(sampleResult(20_000));
+      expect(text.length).toBeLessThan(chartInputLimitBytes);
+      writeFileSync(input, text);
+      const run = runCli(["chart", input, "--out", join(dir, "large.svg")], "none");
+      expect(run.stderr).toBe(`chart: wrote ${join(dir, "large.svg")}\n`);
+      expect(run.exitCode).toBe(0);
+      const svg = readFileSync(join(dir, "large.svg"), "utf8");
+      expect(svg.match(/<circle /g)).toHaveLength(40_000);
+      expect(svg.match(/<polygon class="band"/g)).toHaveLength(2);
+    });
+  }, 60_000);
+
+  test("ticks: 1-2-5 over up to two decades, powers of ten beyond, sizes in powers of two", () => {
+    expect(timeTicks(1e3, 1e5).map(timeLabel)).toEqual(["1 µs", "2 µs", "5 µs", "10 µs", "20 µs", "50 µs", "100 µs"]);
+    expect(timeTicks(1e2, 1e7).map(timeLabel)).toEqual(["100 ns", "1 µs", "10 µs", "100 µs", "1 ms", "10 ms"]);
+    expect(timeTicks(1, 1e18)).toHaveLength(7); // every third power of ten
+    expect(sizeTicks(10, 20)).toEqual([2 ** 10, 2 ** 12, 2 ** 14, 2 ** 16, 2 ** 18, 2 ** 20]);
+    expect(sizeTicks(19, 21)).toEqual([2 ** 19, 2 ** 20, 2 ** 21]);
+  });
+
+  test("one size: the spread is a whisker; a zero time is drawn at 1 ns, not off the axis", () => {
+    const result = sampleResult(1);
+    result.figures[0].ours = { what: "ours", medianNs: 0, minNs: 0, maxNs: 5, gbPerSecond: null };
+    const svg = benchChart(result);
+    expect(svg.match(/<line class="band"/g)).toHaveLength(2);
+    expect(svg).not.toContain("NaN");
+    expect(svg).not.toContain("Infinity");
+  });
 });
 
 describe("CLI pieces", () => {
