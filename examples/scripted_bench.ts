@@ -39,7 +39,7 @@ for (const r of result.runtimes) {
   console.log(`${r.kind}: ${r.available ? `${r.devices[0]?.name ?? "no device"}, driver ${r.driverVersionText}${r.fake ? " (FAKE driver, not a GPU)" : ""}` : "not available"}`);
 }
 for (const f of result.figures) {
-  console.log(`${f.suite} ${f.operation} ${f.runtime ?? "host"} ${f.bytes} B: ours/baseline ${f.ratio.toFixed(2)}${f.fake ? " (fake driver)" : ""}`);
+  console.log(`${f.suite} ${f.operation} ${f.runtime ?? "host"} ${f.bytes} B: speedup ${f.ratio.toFixed(2)}x (baseline time / ours)${f.fake ? " (fake driver)" : ""}`);
 }
 console.log(`real GPU figures: ${result.realGpu ? "yes" : "no"}`);
 

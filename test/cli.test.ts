@@ -77,6 +77,11 @@ describe("CLI usage", () => {
     [["bench", "--no-host", "--no-device"], "bench: --no-host and --no-device leave nothing to measure"],
     [["chart", "a.json", "b.json", "--out", "x.svg"], `chart: unexpected argument "b.json"`],
     [["doctor", "--frob"], "doctor: unknown option --frob"],
+    [["chart", "-o", "x.svg"], "chart: unknown option -o (options are spelled --name"],
+    [["constructor"], `unknown command "constructor"`],
+    [["help", "constructor"], `help: unknown command "constructor"`],
+    [["help", "info", "bench"], `help: unexpected argument "bench"`],
+    [["--version", "x"], `--version: unexpected argument "x"`],
   ];
   for (const [args, message] of usageErrors) {
     test(`${args.join(" ").slice(0, 60)}: a clear error and exit code 2`, () => {
@@ -262,6 +267,10 @@ describe("CLI bench", () => {
       expect(run.stderr).toContain(`$: missing "versions"`);
       expect(run.stderr).toContain(`$.figures[0]: missing "suite"`);
       expect(run.stderr).toContain("  ... 7 more\n"); // the first 10 problems, then a count
+      writeFileSync(bad, JSON.stringify({ ...sampleResult(1), schema: "bun-arrow-device/bench/1" }));
+      const older = runCli(["chart", bad, "--out", join(dir, "x.svg")], "none");
+      expect(older.exitCode).toBe(1);
+      expectOneLine(older.stderr, `chart: ${bad} is a bun-arrow-device/bench/1 result; this version charts ${benchSchemaId} (run bench again)`);
       writeFileSync(bad, "{ not json");
       const notJson = runCli(["chart", bad, "--out", join(dir, "x.svg")], "none");
       expect(notJson.exitCode).toBe(1);

@@ -195,7 +195,7 @@ async function chart(args: ReturnType<typeof parseArgs>): Promise<number> {
   const out = args.values.get("out");
   if (input === undefined) throw new UsageError("chart: which bench JSON file? (bun-arrow-device chart FILE.json --out chart.svg)");
   if (out === undefined) throw new UsageError("chart: --out FILE.svg is required");
-  const { schemaProblems } = await import("./cli/bench_schema.ts");
+  const { benchSchemaId, schemaProblems } = await import("./cli/bench_schema.ts");
   const { benchChart } = await import("./cli/chart.ts");
   checkWritable(out, "the chart to");
   const text = readBounded(input, chartInputLimitBytes, "the bench result");
@@ -204,6 +204,10 @@ async function chart(args: ReturnType<typeof parseArgs>): Promise<number> {
     parsed = JSON.parse(text);
   } catch (error) {
     throw new CommandFailed(`chart: cannot read ${input} as JSON: ${(error as Error).message}`);
+  }
+  const schema = (parsed as { schema?: unknown } | null)?.schema;
+  if (typeof schema === "string" && schema.startsWith("bun-arrow-device/bench/") && schema !== benchSchemaId) {
+    throw new CommandFailed(`chart: ${input} is a ${schema} result; this version charts ${benchSchemaId} (run bench again)`);
   }
   const problems = schemaProblems(parsed);
   if (problems.length > 0) {
@@ -248,16 +252,18 @@ export async function main(argv: readonly string[]): Promise<number> {
   try {
     if (command === undefined || command === "--help" || command === "-h" || command === "help") {
       const topic = command === "help" ? rest[0] : undefined;
-      if (topic !== undefined && !(topic in help && topic !== "main")) throw new UsageError(`help: unknown command "${topic}"`);
+      if (topic !== undefined && !(Object.hasOwn(help, topic) && topic !== "main")) throw new UsageError(`help: unknown command "${topic}"`);
+      if (rest.length > (command === "help" ? 1 : 0)) throw new UsageError(`${command}: unexpected argument "${rest[command === "help" ? 1 : 0]}"`);
       console.log(help[topic ?? "main"]);
       return command === undefined ? 2 : 0;
     }
     if (command === "--version") {
+      if (rest.length > 0) throw new UsageError(`--version: unexpected argument "${rest[0]}"`);
       const { packageVersion } = await import("./cli/platform.ts");
       console.log(packageVersion());
       return 0;
     }
-    const spec = specs[command];
+    const spec = Object.hasOwn(specs, command) ? specs[command] : undefined;
     if (spec === undefined) {
       throw new UsageError(`unknown command "${command}". Commands: ${Object.keys(specs).join(", ")} (see \`bun-arrow-device --help\`)`);
     }

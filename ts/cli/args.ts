@@ -26,6 +26,9 @@ export function parseArgs(command: string, args: readonly string[], spec: Comman
   const parsed: ParsedArgs = { flags: new Set(), values: new Map(), positionals: [] };
   for (let i = 0; i < args.length; i++) {
     const arg = args[i];
+    if (arg.length > 1 && arg.startsWith("-") && !arg.startsWith("--")) {
+      throw new UsageError(`${command}: unknown option ${arg} (options are spelled --name; see \`bun-arrow-device ${command} --help\`)`);
+    }
     if (!arg.startsWith("--")) {
       if (parsed.positionals.length >= spec.positionals) throw new UsageError(`${command}: unexpected argument "${arg}"`);
       parsed.positionals.push(arg);

@@ -74,7 +74,8 @@ function panel(title: string, figures: Figure[], top: number): string {
   const x0 = margin.left;
   const y0 = top + margin.top;
 
-  // Domains: sizes to whole powers of two, times to whole powers of ten.
+  // Domains: sizes with a margin of at least two powers of two in all,
+  // times to whole powers of ten.
   let minBytes = Infinity;
   let maxBytes = -Infinity;
   let minNs = Infinity;
@@ -88,9 +89,10 @@ function panel(title: string, figures: Figure[], top: number): string {
       maxNs = Math.max(maxNs, s.high);
     }
   }
-  let xLo = Math.floor(Math.log2(minBytes));
-  let xHi = Math.ceil(Math.log2(maxBytes));
-  if (xLo === xHi) [xLo, xHi] = [xLo - 1, xHi + 1];
+  const span = Math.log2(maxBytes) - Math.log2(minBytes);
+  const pad = span < 2 ? (2 - span) / 2 + 0.25 : 0.25;
+  const xLo = Math.log2(minBytes) - pad;
+  const xHi = Math.log2(maxBytes) + pad;
   let yLo = Math.floor(Math.log10(minNs));
   let yHi = Math.ceil(Math.log10(maxNs));
   if (yLo === yHi) yHi++;
@@ -105,7 +107,7 @@ function panel(title: string, figures: Figure[], top: number): string {
     parts.push(`<line x1="${x0}" y1="${y}" x2="${x0 + w}" y2="${y}" stroke="#e4e4e4"/>`);
     parts.push(`<text x="${x0 - 6}" y="${fixed(py(tick) + 4)}" font-size="10" text-anchor="end">${timeLabel(tick)}</text>`);
   }
-  for (const tick of sizeTicks(xLo, xHi)) {
+  for (const tick of sizeTicks(Math.ceil(xLo), Math.floor(xHi))) {
     const x = fixed(px(tick));
     parts.push(`<line x1="${x}" y1="${y0}" x2="${x}" y2="${y0 + h}" stroke="#e4e4e4"/>`);
     parts.push(`<text x="${x}" y="${y0 + h + 14}" font-size="10" text-anchor="middle">${sizeLabel(tick)}</text>`);
@@ -115,8 +117,9 @@ function panel(title: string, figures: Figure[], top: number): string {
   const yTitle = `${x0 - 58} ${y0 + h / 2}`;
   parts.push(`<text x="${x0 - 58}" y="${y0 + h / 2}" font-size="11" text-anchor="middle" transform="rotate(-90 ${yTitle})">time per operation (log scale)</text>`);
 
-  const series = (pick: (f: Figure) => Measurement, color: string, dash: string) => {
-    const points = figures.map((f) => ({ x: px(f.bytes), ...spread(pick(f)) }));
+  // One size alone: the two whiskers side by side rather than on top of each other.
+  const series = (pick: (f: Figure) => Measurement, color: string, dash: string, shift: number) => {
+    const points = figures.map((f) => ({ x: px(f.bytes) + (figures.length === 1 ? shift : 0), ...spread(pick(f)) }));
     const out: string[] = [];
     if (points.length > 1) {
       const upper = points.map((p) => `${fixed(p.x)},${fixed(py(p.high))}`);
@@ -129,7 +132,7 @@ function panel(title: string, figures: Figure[], top: number): string {
     for (const p of points) out.push(`<circle cx="${fixed(p.x)}" cy="${fixed(py(p.mid))}" r="3" fill="${color}"/>`);
     return out;
   };
-  parts.push(...series((f) => f.baseline, colors.baseline, ` stroke-dasharray="5 4"`), ...series((f) => f.ours, colors.ours, ""));
+  parts.push(...series((f) => f.baseline, colors.baseline, ` stroke-dasharray="5 4"`, -5), ...series((f) => f.ours, colors.ours, "", 5));
 
   // Legend: the two series, what the band is, the baseline's calls, and
   // for copies the throughput at the largest size.
