@@ -8,7 +8,7 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSy
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chartInputLimitBytes } from "../ts/cli.ts";
-import { benchLimits } from "../ts/cli/args.ts";
+import { benchLimits, benchMemoryProblem } from "../ts/cli/args.ts";
 import type { BenchResult, Figure } from "../ts/cli/bench.ts";
 import { benchJsonSchema, benchSchemaId, schemaProblems } from "../ts/cli/bench_schema.ts";
 import { benchChart, sizeTicks, timeTicks } from "../ts/cli/chart.ts";
@@ -92,6 +92,14 @@ describe("CLI usage", () => {
       expect(run.stderr.split("\n")).toHaveLength(2); // one line
     }, 60_000);
   }
+
+  test("sizes and rows that would not fit in the machine's memory are refused before allocating", () => {
+    const GiB = 2 ** 30;
+    expect(benchMemoryProblem([1, 4096], [1000], 8 * GiB)).toBe("bench: --sizes 4096 needs about 16.0 GiB of memory; this machine has 8.0 GiB");
+    expect(benchMemoryProblem([1], [100_000_000], 2 * GiB)).toBe("bench: --rows 100000000 needs about 3.7 GiB of memory; this machine has 2.0 GiB");
+    expect(benchMemoryProblem([4096], [100_000_000], 32 * GiB)).toBeNull();
+    expect(benchMemoryProblem([], [], 1)).toBeNull();
+  });
 
   test("the limits the usage errors enforce are the ones bench --help states", () => {
     const help = runCli(["bench", "--help"], "none").stdout;

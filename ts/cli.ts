@@ -16,7 +16,8 @@
  * library only when they need it, so `--help` and usage errors work
  * without one.
  */
-import { UsageError, benchLimits, integerList, parseArgs, type CommandSpec } from "./cli/args.ts";
+import { totalmem } from "node:os";
+import { UsageError, benchLimits, benchMemoryProblem, integerList, parseArgs, type CommandSpec } from "./cli/args.ts";
 import { FileError, checkWritable, readBounded, writeText } from "./cli/files.ts";
 
 /** The most of a bench result `chart` reads: a result of thousands of
@@ -158,6 +159,8 @@ async function bench(args: ReturnType<typeof parseArgs>): Promise<number> {
     device: !args.flags.has("no-device"),
     quiet: args.flags.has("quiet"),
   };
+  const memory = benchMemoryProblem(options.device ? options.sizesMiB ?? [] : [], options.host ? options.rows ?? [] : [], totalmem());
+  if (memory !== null) throw new UsageError(memory);
   const out = args.values.get("out");
   // Before measuring: a run that cannot save its result is refused at once.
   if (out !== undefined) checkWritable(out, "the result to");

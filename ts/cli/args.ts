@@ -65,6 +65,28 @@ export const benchLimits = {
   listLength: 32,
 } as const;
 
+/** Host memory a bench step holds at its peak, over its data's bytes: a
+ * transfer holds the source, the copy back and (under a fake driver) the
+ * "device" buffer, with room for one more; an export/import round trip
+ * holds the column, the array it is built from, and apache-arrow's IPC
+ * bytes and the table read back from them. */
+export const benchMemoryFactor = { transfer: 4, exportImport: 5 } as const;
+
+/** Why the largest --sizes or --rows would not fit in `totalBytes` of
+ * memory (null when it fits): refused before anything is allocated. */
+export function benchMemoryProblem(sizesMiB: readonly number[], rows: readonly number[], totalBytes: number): string | null {
+  const GiB = (bytes: number) => `${(bytes / 2 ** 30).toFixed(1)} GiB`;
+  const size = Math.max(0, ...sizesMiB);
+  if (size * 2 ** 20 * benchMemoryFactor.transfer > totalBytes) {
+    return `bench: --sizes ${size} needs about ${GiB(size * 2 ** 20 * benchMemoryFactor.transfer)} of memory; this machine has ${GiB(totalBytes)}`;
+  }
+  const row = Math.max(0, ...rows);
+  if (row * 8 * benchMemoryFactor.exportImport > totalBytes) {
+    return `bench: --rows ${row} needs about ${GiB(row * 8 * benchMemoryFactor.exportImport)} of memory; this machine has ${GiB(totalBytes)}`;
+  }
+  return null;
+}
+
 /** A comma-separated list of at most `maxCount` whole numbers from 1 to
  * `max` (1e6 and 1_000 style allowed), duplicates dropped. */
 export function integerList(command: string, option: string, text: string, max: number, maxCount: number): number[] {
