@@ -93,6 +93,18 @@ describe("CLI usage", () => {
     }, 60_000);
   }
 
+  test("every bad value of every numeric option: one line and exit code 2, before any measuring", () => {
+    const bad = ["-1", "0", "1.5", "1e400", "abc", " ", ",", "1,,2", "2e9", "-0", "1/2", "[1]"];
+    for (const option of ["--sizes", "--rows", "--repeats"]) {
+      for (const value of bad) {
+        const run = runCli(["bench", `${option}=${value}`], "none");
+        expect({ option, value, exitCode: run.exitCode, stdout: run.stdout }).toEqual({ option, value, exitCode: 2, stdout: "" });
+        expect(run.stderr).toStartWith(`bun-arrow-device: bench: ${option} `);
+        expect(run.stderr.split("\n")).toHaveLength(2);
+      }
+    }
+  }, 120_000);
+
   test("sizes and rows that would not fit in the machine's memory are refused before allocating", () => {
     const GiB = 2 ** 30;
     expect(benchMemoryProblem([1, 4096], [1000], 8 * GiB)).toBe("bench: --sizes 4096 needs about 16.0 GiB of memory; this machine has 8.0 GiB");
