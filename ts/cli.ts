@@ -74,7 +74,8 @@ Progress goes to stderr (a progress bar on a terminal).
 Draws time per operation against size on log-log axes, ours beside the
 baseline, with the spread from the fastest to the slowest run as a band;
 one panel per suite, operation and runtime, from a \`bench --out\` (or
---json) file of at most ${chartInputLimitBytes / 2 ** 20} MiB. Transfer panels also give the throughput.
+--json) file of at most ${chartInputLimitBytes / 2 ** 20} MiB. Transfer panels, whose operations
+copy their bytes, also give the throughput.
 
   --out FILE   the SVG file to write (required)`,
   doctor: `Usage: bun-arrow-device doctor [--library PATH] [--header PATH]
