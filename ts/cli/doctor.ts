@@ -7,11 +7,11 @@
  */
 import { FFIType } from "bun:ffi";
 import { existsSync, readFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { headerPath } from "./package_root.ts";
 import { openLibrary } from "../ffi/bun_ffi.ts";
 
 /** The header shipped with the package. */
-export const defaultHeaderPath = join(resolve(import.meta.dir, "..", ".."), "lib", "include", "arrow_device.h");
+export const defaultHeaderPath = headerPath();
 
 /** The function names `header` declares: lines that start a declaration
  * (not comments, not typedefs) and name an `abd_*` function. */
