@@ -51,6 +51,30 @@ describe("platform packages", () => {
   });
 });
 
+describe("license, engines and repository", () => {
+  const published = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { license: string; engines?: Record<string, string>; repository?: { url?: string } };
+
+  test("LICENSE is the Apache License 2.0 package.json names, shipped by the main package and every platform package", () => {
+    const text = readFileSync(join(root, "LICENSE"), "utf8");
+    expect(published.license).toBe("Apache-2.0");
+    expect(text).toContain("Apache License\n                           Version 2.0, January 2004");
+    expect(text).toContain("END OF TERMS AND CONDITIONS");
+    expect(manifest.files).toContain("LICENSE");
+    for (const id of platformIds) {
+      expect((JSON.parse(platformPackageFiles(id, manifest.version)["package.json"]!) as { files: string[] }).files).toContain("LICENSE");
+    }
+  });
+
+  test("engines names Bun; repository names the source; both are in every platform package", () => {
+    expect(Object.keys(published.engines ?? {})).toEqual(["bun"]);
+    expect(Bun.semver.satisfies(Bun.version, published.engines!.bun!)).toBe(true);
+    expect(published.repository?.url).toStartWith("git+https://");
+    const platform = JSON.parse(platformPackageFiles("linux-x64-gnu", manifest.version)["package.json"]!) as typeof published;
+    expect(platform.engines).toEqual(published.engines);
+    expect(platform.repository).toEqual(published.repository);
+  });
+});
+
 describe("the main package", () => {
   test("its publish manifest picks a platform package through optionalDependencies, pinned to its version", () => {
     const published = mainManifest() as { optionalDependencies: Record<string, string>; devDependencies?: unknown; scripts?: unknown };
