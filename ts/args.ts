@@ -20,6 +20,9 @@ function article(name: string): string {
   return /^[aeiou]/i.test(name) ? `an ${name}` : `a ${name}`;
 }
 
+/** package.json peerDependencies["apache-arrow"] (test/arrow_versions.test.ts keeps them equal). */
+export const supportedArrowRange = ">=21.2.0 <22";
+
 /** The kind of `value`, in at most `maxDescription` characters: "NaN",
  * "the number 1.5", "a string of 3 characters", "an array of 2 items",
  * "a Uint8Array of 16 bytes", "a Table", "a plain object". Never its
@@ -48,7 +51,15 @@ export function describeValue(value: unknown): string {
 /** Throws the InvalidArgumentError for `fn`'s `param`, which should have
  * been `expected` and was `value`. */
 export function argumentError(fn: string, param: string, expected: string, value: unknown): InvalidArgumentError {
-  return new InvalidArgumentError(Status.invalid_argument, `${fn}: ${param} must be ${expected}, not ${describeValue(value)}`);
+  const described = describeValue(value);
+  // An apache-arrow object of another copy of apache-arrow (another
+  // version, or a second install) has the expected class name but not the
+  // class this package converts with: say so, not "a RecordBatch, not a RecordBatch".
+  const name = /^an? (\w+)$/.exec(described)?.[1];
+  const foreign = name !== undefined && new RegExp(`\\b${name}\\b`).test(expected)
+    ? ` from another copy of apache-arrow: this package converts with the apache-arrow it resolves, which must be the app's one copy, in ${supportedArrowRange}`
+    : "";
+  return new InvalidArgumentError(Status.invalid_argument, `${fn}: ${param} must be ${expected}, not ${described}${foreign}`);
 }
 
 function isInteger(value: unknown): value is number {
