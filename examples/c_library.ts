@@ -11,7 +11,7 @@
 import { dlopen, FFIType, ptr, suffix } from "bun:ffi";
 import { join } from "node:path";
 import { Float64, Table, vectorFromArray } from "apache-arrow";
-import { ImportedStream, exportStream, readTable } from "../ts/index.ts";
+import { ImportedStream, exportStream, readTable } from "bun-arrow-device";
 
 // 1. Open the C library (any library speaking the Arrow C stream interface).
 const libraryFile = join(import.meta.dir, "..", "build", "examples", `libdoubler.${suffix}`);
