@@ -13,6 +13,12 @@
  *   .d.ts are checked too), NodeNext and Bundler: 0 errors each;
  * - bundle it with `bun build` and `bun build --compile`, and run both
  *   from another folder.
+ * - run every CLI subcommand (info, doctor, a minimal bench, chart) through
+ *   the bin link and check that each reports the package's version, and
+ *   the shipped examples from node_modules;
+ * - run every fenced block of the README as written (the header of that
+ *   describe says which are left out and why), and resolve every relative
+ *   link of the README inside the main tarball.
  * apache-arrow and its dependencies come from this checkout's
  * node_modules, packed into tarballs too.
  */
@@ -220,6 +226,32 @@ describe("the installed CLI: every subcommand, with the package's version", () =
     const result = run([node, "--input-type=module", "-e", 'import("bun-arrow-device").catch((e) => console.log(e.message))'], app);
     expect(result.output).toStartWith("bun-arrow-device runs on Bun (https://bun.sh) only");
   });
+});
+
+describe("the shipped examples run from node_modules/bun-arrow-device/examples", () => {
+  const examples = () => join(app, "node_modules", "bun-arrow-device", "examples");
+
+  test("c_library.ts crosses into the shipped doubler.c, built with this machine's C compiler", () => {
+    const cc = Bun.which("cc");
+    if (cc === null) {
+      console.log("no cc on PATH: c_library.ts from the package is not run here");
+      return;
+    }
+    const library = join(work, `libdoubler-example.${process.platform === "darwin" ? "dylib" : "so"}`);
+    mustRun([cc, "-std=c11", "-O2", "-shared", "-fPIC", "-I", join(app, "node_modules", "bun-arrow-device", "lib", "include"), join(examples(), "c", "doubler.c"), "-o", library], app);
+    const result = run([bun, join(examples(), "c_library.ts"), library], app, bareEnv());
+    expect(result.exitCode).toBe(0);
+    expect(result.output).toContain("doubled = [3,null,6,8.5,20,40]");
+  });
+
+  test("scripted_bench.ts runs the installed CLI and charts its JSON", () => {
+    const dir = mkdtempSync(join(work, "example-bench-"));
+    const env = { ...bareEnv(), ARROW_DEVICE_CUDA_LIBRARY: join(work, "no-such-libcuda.so"), ARROW_DEVICE_HIP_LIBRARY: join(work, "no-such-libhip.so") };
+    const result = run([bun, join(examples(), "scripted_bench.ts"), dir], app, env);
+    expect(result.exitCode).toBe(0);
+    expect(result.output).toContain("real GPU figures: no");
+    expect(readFileSync(join(dir, "bench.svg"), "utf8")).toContain(`bun-arrow-device ${version()}`);
+  }, 120_000);
 });
 
 describe("the README, as written, in the installed app", () => {
