@@ -1,6 +1,6 @@
 /**
  * What the CLI reports about this machine: the platform id (the names of
- * the native packages: linux-x64-gnu, darwin-arm64, win32-x64, ...), the
+ * the native packages: linux-x64-gnu, darwin-arm64, ...), the
  * CPU, and the versions of the pieces in play.
  */
 import { existsSync, readFileSync } from "node:fs";

@@ -13,8 +13,14 @@
  * UnsupportedError that names both.
  */
 import * as arrow from "apache-arrow";
-import { supportedArrowRange } from "../args.ts";
+import { registerArrowClasses, supportedArrowRange } from "../args.ts";
 import { Status, UnsupportedError } from "../errors.ts";
+
+// Argument errors tell an object of another apache-arrow copy by these.
+registerArrowClasses({
+  Table: arrow.Table, RecordBatch: arrow.RecordBatch, RecordBatchReader: arrow.RecordBatchReader, Vector: arrow.Vector,
+  Data: arrow.Data, Schema: arrow.Schema, Field: arrow.Field, DataType: arrow.DataType,
+});
 
 /** The installed apache-arrow's version, or null where its package.json
  * cannot be read (a bundle that did not carry it). */
