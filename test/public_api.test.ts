@@ -17,7 +17,9 @@ describe("public API", () => {
     expect(Object.keys(exportsMap).filter((key) => key !== "./package.json").sort()).toEqual(Object.keys(entries).sort());
     for (const [subpath, source] of Object.entries(entries)) {
       const js = source.replace(/^ts\//, "./dist/js/").replace(/\.ts$/, ".js");
-      expect(exportsMap[subpath]).toEqual({ types: js.replace(/\.js$/, ".d.ts"), bun: js, import: js, default: js });
+      // "node" (after "bun", which Bun matches first): a module that says this package needs Bun.
+      expect(exportsMap[subpath]).toEqual({ types: js.replace(/\.js$/, ".d.ts"), bun: js, node: "./dist/js/node.js", import: js, default: js });
+      expect(Object.keys(exportsMap[subpath]!)).toEqual(["types", "bun", "node", "import", "default"]);
     }
   });
 

@@ -7,7 +7,7 @@
  */
 import { FFIType } from "bun:ffi";
 import { existsSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { headerPath } from "./package_root.ts";
 import { openLibrary } from "../ffi/bun_ffi.ts";
 import { readBounded } from "./files.ts";
 
@@ -15,7 +15,7 @@ import { readBounded } from "./files.ts";
 export const headerLimitBytes = 4 * 2 ** 20;
 
 /** The header shipped with the package. */
-export const defaultHeaderPath = join(resolve(import.meta.dir, "..", ".."), "lib", "include", "arrow_device.h");
+export const defaultHeaderPath = headerPath();
 
 /** The function names `header` declares: lines that start a declaration
  * (not comments, not typedefs) and name an `abd_*` function. */

@@ -14,7 +14,7 @@ import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { LibraryLoadError, errorFor } from "../errors.ts";
 import { openLibrary } from "./bun_ffi.ts";
-import { libraryFileName, platformId, platformPackage } from "./platform.ts";
+import { libraryFileName, platformId, platformPackage, unsupportedPlatform } from "./platform.ts";
 import { platformPackageLibrary } from "./platform_package.ts";
 import { coreSymbols } from "./symbols_core.ts";
 import { ownerSymbols } from "./symbols_owners.ts";
@@ -71,8 +71,11 @@ function choose(): { path: string; source: LibrarySource } {
   const tried = fromEnv
     ? [`${libraryEnvVar}=${all[0]!.path}`]
     : [`${platformPackage(id)} (not installed)`, ...all.map((candidate) => candidate.path)];
+  const unsupported = fromEnv ? undefined : unsupportedPlatform(id);
   const advice = fromEnv
     ? `point ${libraryEnvVar} at an existing libarrow_device library file, or unset it`
+    : unsupported !== undefined
+    ? `${unsupported}; set ${libraryEnvVar} to a library built for this platform`
     : `install ${platformPackage(id)} (an optional dependency of bun-arrow-device: an install with --no-optional, or copied from another platform, lacks it), set ${libraryEnvVar}, or in a development checkout build it with \`${buildCommand}\``;
   throw new LibraryLoadError(`no libarrow_device library for ${id}: tried ${tried.join(", ")}; ${advice}.`, all.at(-1)?.path ?? "", tried, id);
 }

@@ -13,9 +13,11 @@
  * (the producer's own schema is exported), as the Python spec allows.
  */
 import {
-  Binary, BinaryView, Data, DataType, Field, FixedSizeList, LargeBinary, LargeList, LargeUtf8, List, Map_, RecordBatch, Schema, Struct,
-  Table, Type, Utf8, Utf8View, makeData, makeVector, vectorFromArray, type Dictionary,
+  Binary, Data, DataType, Field, FixedSizeList, LargeBinary, LargeUtf8, List, Map_, RecordBatch, Schema, Struct,
+  Table, Type, Utf8, makeData, makeVector, vectorFromArray, type Dictionary,
 } from "apache-arrow";
+// Not in every apache-arrow release: through the version-checked module.
+import { BinaryView, LargeList, Utf8View } from "../convert/arrow_module.ts";
 import { InvalidArgumentError, Status } from "../errors.ts";
 import { formatOf } from "../convert/formats.ts";
 import { CSchema } from "../lifetime/c_structs.ts";
