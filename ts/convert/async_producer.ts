@@ -40,6 +40,7 @@ import { typeDifference } from "./types.ts";
 import { AsyncProducerWord, DeviceType, Errno, asyncProducerWords } from "../abi/layout.ts";
 import { encodeMetadata } from "../abi/metadata.ts";
 import { asPointer } from "../abi/structs.ts";
+import { probeStruct } from "../abi/probe.ts";
 import { AsyncStreamError, InvalidArgumentError, OutOfMemoryError, Status, errorFor } from "../errors.ts";
 import { errnoOfException } from "./errno.ts";
 import { check, lastError, native } from "../ffi/library.ts";
@@ -529,6 +530,7 @@ export class AsyncExport {
 export function exportAsyncStream(source: AsyncExportSource, handler: Pointer | number, options: AsyncExportOptions = {}): AsyncExport {
   const fn = "exportAsyncStream";
   const address = addressArg(fn, "handler", handler); // not an address: nothing can be released
+  probeStruct(fn, "handler", "ArrowAsyncDeviceStreamHandler", address, true); // not a live handler: not safe to release
   let deviceType: number = DeviceType.CPU;
   let metadata: Uint8Array | null = null;
   try {

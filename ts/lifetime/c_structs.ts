@@ -30,6 +30,7 @@
 import type { Pointer } from "bun:ffi";
 import { ArrowArrayLayout, ArrowDeviceArrayLayout, ArrowSchemaLayout, deviceTypeName } from "../abi/layout.ts";
 import { arrayFields, asPointer, deviceArrayFields, readMetadata, schemaFields } from "../abi/structs.ts";
+import { probeStruct } from "../abi/probe.ts";
 import { addressArg, argumentError } from "../args.ts";
 import { InvalidArgumentError, OutOfMemoryError, OutOfRangeError, ReleasedError, Status } from "../errors.ts";
 import { check, native } from "../ffi/library.ts";
@@ -71,7 +72,10 @@ export function takeStructs(fn: string, refs: [param: string, ref: unknown, kind
   let error: unknown = null;
   const addresses = refs.map(([param, ref, kind]) => {
     try {
-      return structAddress(fn, param, ref, kind, true);
+      const address = structAddress(fn, param, ref, kind, true);
+      // Not released on failure: what fails the probe is not safe to touch.
+      if (address) probeStruct(fn, param, kind, address, true);
+      return address;
     } catch (caught) {
       error ??= caught;
       return 0;
@@ -91,6 +95,14 @@ export function takeStructs(fn: string, refs: [param: string, ref: unknown, kind
     throw error;
   }
   return addresses;
+}
+
+/** The checked address of a struct the caller views or fills in place
+ * (`X.at`): readable and writable memory, released or of a sane shape. */
+function viewAddress(fn: string, kind: CStructKind, address: unknown): number {
+  const checked = addressArg(fn, "address", address);
+  probeStruct(fn, "address", kind, checked, false);
+  return checked;
 }
 
 /** Which C struct a CStruct is. */
@@ -223,7 +235,7 @@ export class CSchema extends CStruct {
 
   /** A borrowed view of the caller's ArrowSchema at `address`. */
   static at(address: Pointer | number): CSchema {
-    return new CSchema(addressArg("CSchema.at", "address", address), false, null);
+    return new CSchema(viewAddress("CSchema.at", "ArrowSchema", address), false, null);
   }
 
   protected releasedField(address: number): boolean { return schemaFields.released(address); }
@@ -303,7 +315,7 @@ export class CArray extends CStruct {
 
   /** A borrowed view of the caller's ArrowArray at `address`. */
   static at(address: Pointer | number): CArray {
-    return new CArray(addressArg("CArray.at", "address", address), false, null);
+    return new CArray(viewAddress("CArray.at", "ArrowArray", address), false, null);
   }
 
   /** @internal the array member of a device array. */
@@ -395,7 +407,7 @@ export class CDeviceArray extends CStruct {
 
   /** A borrowed view of the caller's ArrowDeviceArray at `address`. */
   static at(address: Pointer | number): CDeviceArray {
-    return new CDeviceArray(addressArg("CDeviceArray.at", "address", address), false);
+    return new CDeviceArray(viewAddress("CDeviceArray.at", "ArrowDeviceArray", address), false);
   }
 
   /** The embedded ArrowArray (a view; it lives and dies with this struct). */

@@ -23,6 +23,7 @@
 import { CString, type Pointer } from "bun:ffi";
 import { deviceTypeName, validationLevelArg } from "../abi/layout.ts";
 import { asPointer, schemaFields } from "../abi/structs.ts";
+import { probeStruct } from "../abi/probe.ts";
 import {
   InvalidArgumentError, ReleasedError, Status, StreamError, errorFor, type ArrowDeviceError,
 } from "../errors.ts";
@@ -120,6 +121,9 @@ export class ImportedStream implements Disposable, Iterable<ImportedArray>, Asyn
 
   static #import(fn: string, kind: 0 | 1, stream: Pointer | number | null, options: ImportOptions): ImportedStream {
     const address = addressArg(fn, "stream", stream, true);
+    // Refused untouched when it is not a live stream of this kind (wrong
+    // memory is not safe to release); a NULL is reported natively.
+    if (address) probeStruct(fn, "stream", kind === 0 ? "ArrowArrayStream" : "ArrowDeviceArrayStream", address, true);
     let level = -1;
     let error: unknown = null;
     try {
@@ -427,9 +431,11 @@ export class ImportedStream implements Disposable, Iterable<ImportedArray>, Asyn
   /** Moves the producer's stream struct to `out` (a C `ArrowArrayStream*`
    * or `ArrowDeviceArrayStream*`, as imported); the caller then owns it. */
   moveTo(out: Pointer | number): void {
+    const target = addressArg("ImportedStream.moveTo", "out", out);
+    probeStruct("ImportedStream.moveTo", "out", this.kind === "stream" ? "ArrowArrayStream" : "ArrowDeviceArrayStream", target, false);
     const held = this.#native;
     const handle = this.#idle();
-    check(native.abd_stream_import_move(handle as Pointer, out as Pointer));
+    check(native.abd_stream_import_move(handle as Pointer, asPointer(target)));
     this.#forget(held!);
   }
 

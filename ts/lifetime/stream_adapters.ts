@@ -11,11 +11,13 @@ import { lastError, native } from "../ffi/library.ts";
 import { ExportedStream } from "./exported_stream.ts";
 import { addressArg } from "../args.ts";
 import { asPointer } from "../abi/structs.ts";
+import { probeStruct } from "../abi/probe.ts";
 
 /** An `ArrowArrayStream*` as a CPU `ArrowDeviceArrayStream` (device_id
  * -1, no sync event). */
 export function arrayStreamAsDeviceStream(source: Pointer | number): ExportedStream {
   const address = addressArg("arrayStreamAsDeviceStream", "source", source);
+  probeStruct("arrayStreamAsDeviceStream", "source", "ArrowArrayStream", address, true);
   const handle = new ExportedStream("device_stream", "ArrowDeviceArrayStream adapter");
   const status = native.abd_stream_to_device(asPointer(address), handle.stream);
   if (status !== 0) {
@@ -32,6 +34,7 @@ export function arrayStreamAsDeviceStream(source: Pointer | number): ExportedStr
  * on. Other devices are refused with UnsupportedError. */
 export function deviceStreamAsArrayStream(source: Pointer | number): ExportedStream {
   const address = addressArg("deviceStreamAsArrayStream", "source", source);
+  probeStruct("deviceStreamAsArrayStream", "source", "ArrowDeviceArrayStream", address, true);
   const handle = new ExportedStream("stream", "ArrowArrayStream adapter");
   const status = native.abd_stream_from_device(asPointer(address), handle.stream);
   if (status !== 0) {

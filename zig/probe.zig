@@ -1,0 +1,505 @@
+//! Fault-safe checks of a C struct that a caller names by address, before
+//! anything dereferences it.
+//!
+//! An address from JS may name anything: the wrong struct (a schema where an
+//! array is expected), a released or zeroed struct, random bytes, or no
+//! mapped memory at all (8, 4096). Reading such memory directly faults and
+//! takes the whole process down. Here every byte is copied through the
+//! kernel, which reports an unreadable range as an error instead of a
+//! fault: `process_vm_readv` on our own pid on Linux (a `write` to a pipe
+//! when that syscall is not permitted), `mach_vm_read_overwrite` on macOS.
+//! The struct is then judged from the copy.
+//!
+//! What is checked (`probeStruct`): the struct's own bytes are readable
+//! (and, for a destination, writable); a live struct has a readable release
+//! callback; its shape is sane (non-negative lengths and counts below the
+//! library's limits; an ArrowSchema's format is a readable NUL-terminated
+//! string of at most `max_format_bytes`; name, buffer, child and dictionary
+//! pointers are readable); and the struct's direct children and dictionary
+//! are readable memory. Deeper nodes belong to the producer's contract; the
+//! import's validation checks their shape. A struct that looks like the
+//! other member of a pair (a schema where an array is expected, an
+//! ArrowDeviceArrayStream where an ArrowArrayStream is expected, and the
+//! reverse) is refused with a message that says so.
+//!
+//! Nothing here allocates or calls the struct's callbacks; any thread.
+
+const std = @import("std");
+const builtin = @import("builtin");
+const abi = @import("abi.zig");
+const status = @import("status.zig");
+const Status = status.Status;
+const fail = status.fail;
+
+/// Which struct `probeStruct` checks (the C API passes these numbers).
+pub const Kind = enum(c_int) {
+    schema = 0,
+    array = 1,
+    device_array = 2,
+    array_stream = 3,
+    device_array_stream = 4,
+    async_handler = 5,
+
+    fn cName(kind: Kind) []const u8 {
+        return switch (kind) {
+            .schema => "ArrowSchema",
+            .array => "ArrowArray",
+            .device_array => "ArrowDeviceArray",
+            .array_stream => "ArrowArrayStream",
+            .device_array_stream => "ArrowDeviceArrayStream",
+            .async_handler => "ArrowAsyncDeviceStreamHandler",
+        };
+    }
+
+    /// The word the library's other messages use ("schema is released").
+    fn shortName(kind: Kind) []const u8 {
+        return switch (kind) {
+            .schema => "schema",
+            .array, .device_array => "array",
+            .array_stream, .device_array_stream => "stream",
+            .async_handler => "handler",
+        };
+    }
+
+    fn size(kind: Kind) usize {
+        return switch (kind) {
+            .schema => @sizeOf(abi.ArrowSchema),
+            .array => @sizeOf(abi.ArrowArray),
+            .device_array => @sizeOf(abi.ArrowDeviceArray),
+            .array_stream => @sizeOf(abi.ArrowArrayStream),
+            .device_array_stream => @sizeOf(abi.ArrowDeviceArrayStream),
+            .async_handler => @sizeOf(abi.ArrowAsyncDeviceStreamHandler),
+        };
+    }
+};
+
+/// What the caller accepts.
+pub const Mode = enum(c_int) {
+    /// A live struct, moved in by the call: a released one is `released`.
+    live = 0,
+    /// A struct viewed or written in place: a released (zeroed) one is fine
+    /// as long as its bytes are readable and writable.
+    view = 1,
+};
+
+/// Longest format string taken as a format (a union of 128 type ids with
+/// three-digit codes fits).
+pub const max_format_bytes = 4096;
+/// Most buffers or children a node may declare (export_array's limits).
+pub const max_count = 1 << 20;
+
+// ---------------------------------------------------------------------------
+// Fault-safe copies.
+
+const Linux = struct {
+    const linux = std.os.linux;
+    const iovec = std.posix.iovec;
+    const iovec_const = std.posix.iovec_const;
+
+    /// -1: not known yet; 0: process_vm_readv works; 1: use the pipe.
+    var use_pipe = std.atomic.Value(i8).init(-1);
+    var pipe_fds: [2]i32 = .{ -1, -1 };
+    var pipe_mutex: @import("sync.zig").Mutex = .{};
+
+    fn copyIn(address: usize, dest: []u8) bool {
+        if (dest.len == 0) return true;
+        if (use_pipe.load(.acquire) != 1) {
+            const local = [_]iovec{.{ .base = dest.ptr, .len = dest.len }};
+            const remote = [_]iovec_const{.{ .base = @ptrFromInt(address), .len = dest.len }};
+            const rc = linux.process_vm_readv(linux.getpid(), &local, &remote, 0);
+            switch (linux.errno(rc)) {
+                .SUCCESS => {
+                    use_pipe.store(0, .release);
+                    return rc == dest.len;
+                },
+                .FAULT => return false,
+                .NOSYS, .PERM, .ACCES => use_pipe.store(1, .release),
+                else => return false,
+            }
+        }
+        return pipeCopy(address, dest);
+    }
+
+    /// A write() of unreadable memory into a pipe fails with EFAULT; what
+    /// was written is read straight back. One pipe, serialized.
+    fn pipeCopy(address: usize, dest: []u8) bool {
+        pipe_mutex.lock();
+        defer pipe_mutex.unlock();
+        if (pipe_fds[0] < 0) {
+            if (linux.errno(linux.pipe2(&pipe_fds, .{ .CLOEXEC = true, .NONBLOCK = true })) != .SUCCESS) {
+                pipe_fds = .{ -1, -1 };
+                return false;
+            }
+        }
+        var done: usize = 0;
+        while (done < dest.len) {
+            const chunk = @min(dest.len - done, 4096);
+            const written = linux.write(pipe_fds[1], @ptrFromInt(address + done), chunk);
+            if (linux.errno(written) != .SUCCESS or written == 0) return false;
+            var got: usize = 0;
+            while (got < written) {
+                const r = linux.read(pipe_fds[0], dest[done + got ..].ptr, written - got);
+                if (linux.errno(r) != .SUCCESS or r == 0) return false;
+                got += r;
+            }
+            done += written;
+        }
+        return true;
+    }
+
+    /// Writes `bytes` (just read from `address`) back: fails without a
+    /// fault when the range is read-only.
+    fn writeBack(address: usize, bytes: []const u8) bool {
+        if (use_pipe.load(.acquire) == 1) return true; // not checkable without the syscall
+        const local = [_]iovec_const{.{ .base = bytes.ptr, .len = bytes.len }};
+        const remote = [_]iovec_const{.{ .base = @ptrFromInt(address), .len = bytes.len }};
+        const rc = linux.process_vm_writev(linux.getpid(), &local, &remote, 0);
+        return switch (linux.errno(rc)) {
+            .SUCCESS => rc == bytes.len,
+            .NOSYS, .PERM, .ACCES => true,
+            else => false,
+        };
+    }
+};
+
+const Darwin = struct {
+    const c = std.c;
+
+    fn copyIn(address: usize, dest: []u8) bool {
+        if (dest.len == 0) return true;
+        var out_size: c.mach_vm_size_t = 0;
+        const rc = c.mach_vm_read_overwrite(c.mach_task_self(), address, dest.len, @intFromPtr(dest.ptr), &out_size);
+        return rc == 0 and out_size == dest.len;
+    }
+
+    /// Read-only memory is not detected here (no fault-safe write probe
+    /// is used on macOS); a readable destination is taken as writable.
+    fn writeBack(address: usize, bytes: []const u8) bool {
+        _ = address;
+        _ = bytes;
+        return true;
+    }
+};
+
+const Os = switch (builtin.os.tag) {
+    .linux => Linux,
+    .macos => Darwin,
+    else => @compileError("zig/probe.zig: no fault-safe copy for this OS"),
+};
+
+/// Copies `dest.len` bytes from `address` into `dest`; false when any of
+/// them is not readable (never faults).
+pub fn copyIn(address: usize, dest: []u8) bool {
+    if (address == 0 or address +% dest.len < address) return false;
+    return Os.copyIn(address, dest);
+}
+
+/// True when `len` bytes at `address` are readable.
+pub fn readable(address: usize, len: usize) bool {
+    var buffer: [256]u8 = undefined;
+    var done: usize = 0;
+    while (done < len) {
+        const chunk = @min(len - done, buffer.len);
+        if (!copyIn(address + done, buffer[0..chunk])) return false;
+        done += chunk;
+    }
+    return address != 0;
+}
+
+/// The length of the NUL-terminated string at `address`, or null when it
+/// is unreadable or longer than `limit` bytes. Read in pieces that never
+/// cross a page boundary, so a short string at the end of a mapping reads.
+pub fn stringLength(address: usize, limit: usize) ?usize {
+    if (address == 0) return null;
+    var piece: [256]u8 = undefined;
+    var at = address;
+    var length: usize = 0;
+    while (length <= limit) {
+        const to_page = 4096 - (at % 4096);
+        const n = @min(piece.len, to_page);
+        if (!copyIn(at, piece[0..n])) return null;
+        if (std.mem.indexOfScalar(u8, piece[0..n], 0)) |end| {
+            length += end;
+            return if (length <= limit) length else null;
+        }
+        length += n;
+        at += n;
+    }
+    return null;
+}
+
+// ---------------------------------------------------------------------------
+// Shapes.
+
+fn word(bytes: []const u8, offset: usize) u64 {
+    return std.mem.readInt(u64, bytes[offset..][0..8], builtin.cpu.arch.endian());
+}
+
+fn signed(bytes: []const u8, offset: usize) i64 {
+    return @bitCast(word(bytes, offset));
+}
+
+const S = struct {
+    const format = @offsetOf(abi.ArrowSchema, "format");
+    const name = @offsetOf(abi.ArrowSchema, "name");
+    const n_children = @offsetOf(abi.ArrowSchema, "n_children");
+    const children = @offsetOf(abi.ArrowSchema, "children");
+    const dictionary = @offsetOf(abi.ArrowSchema, "dictionary");
+    const release = @offsetOf(abi.ArrowSchema, "release");
+};
+
+const A = struct {
+    const length = @offsetOf(abi.ArrowArray, "length");
+    const null_count = @offsetOf(abi.ArrowArray, "null_count");
+    const offset = @offsetOf(abi.ArrowArray, "offset");
+    const n_buffers = @offsetOf(abi.ArrowArray, "n_buffers");
+    const n_children = @offsetOf(abi.ArrowArray, "n_children");
+    const buffers = @offsetOf(abi.ArrowArray, "buffers");
+    const children = @offsetOf(abi.ArrowArray, "children");
+    const dictionary = @offsetOf(abi.ArrowArray, "dictionary");
+    const release = @offsetOf(abi.ArrowArray, "release");
+};
+
+const stream_release = @offsetOf(abi.ArrowArrayStream, "release");
+const device_stream_release = @offsetOf(abi.ArrowDeviceArrayStream, "release");
+const handler_release = @offsetOf(abi.ArrowAsyncDeviceStreamHandler, "release");
+
+/// True when `address` names a readable string that could be a format:
+/// short, printable ASCII, non-empty.
+fn formatLike(address: u64) bool {
+    if (address < 4096) return false;
+    const n = stringLength(@intCast(address), 64) orelse return false;
+    if (n == 0) return false;
+    var text: [64]u8 = undefined;
+    if (!copyIn(@intCast(address), text[0..n])) return false;
+    for (text[0..n]) |ch| if (ch < 0x21 or ch > 0x7e) return false;
+    return true;
+}
+
+/// True when `bytes` (an ArrowSchema's) look like a live schema.
+fn schemaLike(bytes: []const u8) bool {
+    const n_children = signed(bytes, S.n_children);
+    return word(bytes, S.release) != 0 and formatLike(word(bytes, S.format)) and n_children >= 0 and n_children <= max_count;
+}
+
+/// True when `bytes` (an ArrowArray's) look like a live array, without
+/// following any pointer but its release.
+fn arrayLike(bytes: []const u8) bool {
+    const length = signed(bytes, A.length);
+    const n_buffers = signed(bytes, A.n_buffers);
+    const n_children = signed(bytes, A.n_children);
+    return length >= 0 and signed(bytes, A.null_count) >= -1 and signed(bytes, A.offset) >= 0 and
+        n_buffers >= 0 and n_buffers <= max_count and n_children >= 0 and n_children <= max_count and
+        word(bytes, A.release) != 0 and readable(@intCast(word(bytes, A.release)), 1);
+}
+
+fn released(kind: Kind) Status {
+    return fail(.released, "{s} is released (its release callback is NULL)", .{kind.shortName()});
+}
+
+fn notA(comptime fmt: []const u8, kind: Kind, address: usize, args: anytype) Status {
+    return fail(.invalid_argument, "0x{x} is not a live {s}: " ++ fmt, .{ address, kind.cName() } ++ args);
+}
+
+/// Readable pointer array of `n` entries at `at`, then each non-NULL entry
+/// readable for `size` bytes. `what` names them in the message.
+fn checkPointers(kind: Kind, address: usize, comptime what: []const u8, at: u64, n: i64, entry_size: usize) Status {
+    if (n == 0) return .ok;
+    if (at == 0) return .ok; // a NULL array with a count: the validation's to report
+    var chunk: [32]u64 = undefined;
+    var i: usize = 0;
+    const count: usize = @intCast(n);
+    while (i < count) {
+        const take = @min(count - i, chunk.len);
+        if (!copyIn(@intCast(at + i * 8), std.mem.sliceAsBytes(chunk[0..take])))
+            return notA("its {d} " ++ what ++ " at 0x{x} are not readable memory", kind, address, .{ n, at });
+        if (entry_size > 0) {
+            for (chunk[0..take], 0..) |entry, j| {
+                if (entry != 0 and !readable(@intCast(entry), entry_size))
+                    return notA(what ++ "[{d}] at 0x{x} is not readable memory", kind, address, .{ i + j, entry });
+            }
+        }
+        i += take;
+    }
+    return .ok;
+}
+
+fn probeSchema(address: usize, bytes: []const u8, mode: Mode) Status {
+    const kind = Kind.schema;
+    const release = word(bytes, S.release);
+    const format = word(bytes, S.format);
+    const format_ok = format != 0 and stringLength(@intCast(format), max_format_bytes) != null;
+    // A NULL format is the validation's to report (a layout error).
+    if (!format_ok and (format != 0 or release == 0)) {
+        // An ArrowArray where a schema is expected: its first word is a
+        // length, not a pointer to the format.
+        var array_bytes: [@sizeOf(abi.ArrowArray)]u8 = undefined;
+        if (!format_ok and copyIn(address, &array_bytes) and arrayLike(&array_bytes))
+            return notA("it looks like an ArrowArray (its first word is {d}, a length, not a format string): are the schema and the array swapped?", kind, address, .{signed(bytes, 0)});
+    }
+    if (release == 0) return if (mode == .live) released(kind) else .ok;
+    if (!readable(@intCast(release), 1)) return notA("its release callback 0x{x} is not readable memory", kind, address, .{release});
+    if (format != 0 and !format_ok) return notA("its format 0x{x} is not a readable NUL-terminated string of at most {d} bytes", kind, address, .{ format, max_format_bytes });
+    const name = word(bytes, S.name);
+    if (name != 0 and stringLength(@intCast(name), 1 << 20) == null) return notA("its name 0x{x} is not a readable NUL-terminated string", kind, address, .{name});
+    const n_children = signed(bytes, S.n_children);
+    if (n_children > 0 and n_children <= max_count) {
+        const s = checkPointers(kind, address, "children", word(bytes, S.children), n_children, @sizeOf(abi.ArrowSchema));
+        if (s != .ok) return s;
+    }
+    const dictionary = word(bytes, S.dictionary);
+    if (dictionary != 0 and !readable(@intCast(dictionary), @sizeOf(abi.ArrowSchema))) return notA("its dictionary 0x{x} is not readable memory", kind, address, .{dictionary});
+    return .ok;
+}
+
+fn probeArray(kind: Kind, address: usize, bytes: []const u8, mode: Mode) Status {
+    const release = word(bytes, A.release);
+    // An ArrowSchema where an array is expected: its first word points to
+    // the format string, where an array has its length.
+    if (formatLike(word(bytes, A.length)) and schemaLike(bytes[0..@sizeOf(abi.ArrowSchema)])) {
+        var text: [65]u8 = @splat(0);
+        const format: usize = @intCast(word(bytes, A.length));
+        const n = stringLength(format, 64) orelse 0;
+        _ = copyIn(format, text[0..n]);
+        return notA("it looks like an ArrowSchema (its first word points to the format \"{s}\"): are the schema and the array swapped?", kind, address, .{text[0..n]});
+    }
+    if (release == 0) return if (mode == .live) released(kind) else .ok;
+    if (!readable(@intCast(release), 1)) return notA("its release callback 0x{x} is not readable memory", kind, address, .{release});
+    // Lengths, offsets and counts are the validation's to judge (it
+    // reports them as layout errors before reading what they count); only
+    // the memory that a sane count makes the import read is checked here.
+    const n_buffers = signed(bytes, A.n_buffers);
+    const n_children = signed(bytes, A.n_children);
+    if (n_buffers > 0 and n_buffers <= max_count) {
+        const s = checkPointers(kind, address, "buffers", word(bytes, A.buffers), n_buffers, 0);
+        if (s != .ok) return s;
+    }
+    if (n_children > 0 and n_children <= max_count) {
+        const s = checkPointers(kind, address, "children", word(bytes, A.children), n_children, @sizeOf(abi.ArrowArray));
+        if (s != .ok) return s;
+    }
+    const dictionary = word(bytes, A.dictionary);
+    if (dictionary != 0 and !readable(@intCast(dictionary), @sizeOf(abi.ArrowArray))) return notA("its dictionary 0x{x} is not readable memory", kind, address, .{dictionary});
+    return .ok;
+}
+
+/// Every non-NULL function pointer in `offsets` readable. A NULL callback
+/// (other than release, checked first) is left to the caller, which
+/// reports it and still releases the struct it was given.
+fn probeCallbacks(kind: Kind, address: usize, bytes: []const u8, comptime names: []const []const u8, comptime offsets: []const usize) Status {
+    inline for (names, offsets) |field, offset| {
+        const f = word(bytes, offset);
+        if (f != 0 and !readable(@intCast(f), 1)) return notA(field ++ " 0x{x} is not readable memory", kind, address, .{f});
+    }
+    return .ok;
+}
+
+fn probeArrayStream(address: usize, bytes: []const u8, mode: Mode) Status {
+    const kind = Kind.array_stream;
+    const first = word(bytes, 0);
+    // An ArrowDeviceArrayStream starts with its int32 device_type (plus
+    // padding), where an ArrowArrayStream has the get_schema pointer.
+    if (first != 0 and first <= std.math.maxInt(u32) and !readable(@intCast(first), 1)) {
+        var device: [@sizeOf(abi.ArrowDeviceArrayStream)]u8 = undefined;
+        if (copyIn(address, &device) and word(&device, device_stream_release) != 0)
+            return notA("it looks like an ArrowDeviceArrayStream (its first word is {d}, a device_type, not the get_schema callback): use the device-stream import", kind, address, .{first});
+    }
+    if (word(bytes, stream_release) == 0) return if (mode == .live) released(kind) else .ok;
+    return probeCallbacks(kind, address, bytes, &.{ "get_schema", "get_next", "get_last_error", "release" }, &.{
+        @offsetOf(abi.ArrowArrayStream, "get_schema"),
+        @offsetOf(abi.ArrowArrayStream, "get_next"),
+        @offsetOf(abi.ArrowArrayStream, "get_last_error"),
+        stream_release,
+    });
+}
+
+fn probeDeviceArrayStream(address: usize, bytes: []const u8, mode: Mode) Status {
+    const kind = Kind.device_array_stream;
+    const first = word(bytes, 0);
+    // An ArrowArrayStream starts with its get_schema callback: a readable
+    // address, where a device stream has a small device_type.
+    if (first > std.math.maxInt(u32) and readable(@intCast(first), 1) and word(bytes, @offsetOf(abi.ArrowArrayStream, "release")) != 0)
+        return notA("it looks like an ArrowArrayStream (its first word 0x{x} is a callback address, not a device_type): use the array-stream import", kind, address, .{first});
+    if (word(bytes, device_stream_release) == 0) return if (mode == .live) released(kind) else .ok;
+    return probeCallbacks(kind, address, bytes, &.{ "get_schema", "get_next", "get_last_error", "release" }, &.{
+        @offsetOf(abi.ArrowDeviceArrayStream, "get_schema"),
+        @offsetOf(abi.ArrowDeviceArrayStream, "get_next"),
+        @offsetOf(abi.ArrowDeviceArrayStream, "get_last_error"),
+        device_stream_release,
+    });
+}
+
+fn probeHandler(address: usize, bytes: []const u8, mode: Mode) Status {
+    const kind = Kind.async_handler;
+    if (word(bytes, handler_release) == 0) return if (mode == .live) released(kind) else .ok;
+    return probeCallbacks(kind, address, bytes, &.{ "on_schema", "on_next_task", "on_error", "release" }, &.{
+        @offsetOf(abi.ArrowAsyncDeviceStreamHandler, "on_schema"),
+        @offsetOf(abi.ArrowAsyncDeviceStreamHandler, "on_next_task"),
+        @offsetOf(abi.ArrowAsyncDeviceStreamHandler, "on_error"),
+        handler_release,
+    });
+}
+
+/// Checks that `address` names a `kind` struct that is safe to read (and,
+/// in `.view` mode, to write). Returns `.ok`, `.released` (a released
+/// struct in `.live` mode) or `.invalid_argument`, with the reason as the
+/// thread's last error.
+pub fn probeStruct(kind: Kind, address: usize, mode: Mode) Status {
+    if (address == 0) return fail(.invalid_argument, "{s} pointer is NULL", .{kind.cName()});
+    if (address % 8 != 0) return fail(.invalid_argument, "{s} pointer 0x{x} is not 8-byte aligned", .{ kind.cName(), address });
+    var bytes: [128]u8 = undefined;
+    const size = kind.size();
+    if (!copyIn(address, bytes[0..size])) return fail(.invalid_argument, "0x{x} is not readable memory for an {s} ({d} bytes)", .{ address, kind.cName(), size });
+    if (mode == .view and !Os.writeBack(address, bytes[0..size])) return fail(.invalid_argument, "the {s} at 0x{x} is not writable memory", .{ kind.cName(), address });
+    const view = bytes[0..size];
+    return switch (kind) {
+        .schema => probeSchema(address, view, mode),
+        .array => probeArray(kind, address, view[0..@sizeOf(abi.ArrowArray)], mode),
+        .device_array => probeArray(kind, address, view[0..@sizeOf(abi.ArrowArray)], mode),
+        .array_stream => probeArrayStream(address, view, mode),
+        .device_array_stream => probeDeviceArrayStream(address, view, mode),
+        .async_handler => probeHandler(address, view, mode),
+    };
+}
+
+// ---------------------------------------------------------------------------
+
+fn noopSchemaRelease(schema: *abi.ArrowSchema) callconv(.c) void {
+    schema.release = null;
+}
+
+fn noopArrayRelease(array: *abi.ArrowArray) callconv(.c) void {
+    array.release = null;
+}
+
+test "unreadable addresses are reported, not faulted on" {
+    try std.testing.expect(!readable(8, 8));
+    try std.testing.expect(!readable(4096, 8));
+    try std.testing.expectEqual(Status.invalid_argument, probeStruct(.schema, 8, .live));
+    try std.testing.expectEqual(Status.invalid_argument, probeStruct(.array, 4096, .live));
+    try std.testing.expectEqual(Status.invalid_argument, probeStruct(.array_stream, 16, .live));
+}
+
+test "a live schema and array pass; swapped they are named" {
+    var schema = abi.ArrowSchema.empty;
+    schema.format = "i";
+    schema.release = noopSchemaRelease;
+    var buffers = [_]?*const anyopaque{ null, null };
+    var array: abi.ArrowArray = std.mem.zeroes(abi.ArrowArray);
+    array.length = 3;
+    array.n_buffers = 2;
+    array.buffers = &buffers;
+    array.release = noopArrayRelease;
+    try std.testing.expectEqual(Status.ok, probeStruct(.schema, @intFromPtr(&schema), .live));
+    try std.testing.expectEqual(Status.ok, probeStruct(.array, @intFromPtr(&array), .live));
+    try std.testing.expectEqual(Status.invalid_argument, probeStruct(.array, @intFromPtr(&schema), .live));
+    try std.testing.expect(std.mem.indexOf(u8, std.mem.span(status.lastMessage()), "swapped") != null);
+    try std.testing.expectEqual(Status.invalid_argument, probeStruct(.schema, @intFromPtr(&array), .live));
+    try std.testing.expect(std.mem.indexOf(u8, std.mem.span(status.lastMessage()), "swapped") != null);
+}
+
+test "a zeroed struct is released when moved in, fine as a destination" {
+    var zero: abi.ArrowSchema = std.mem.zeroes(abi.ArrowSchema);
+    try std.testing.expectEqual(Status.released, probeStruct(.schema, @intFromPtr(&zero), .live));
+    try std.testing.expectEqual(Status.ok, probeStruct(.schema, @intFromPtr(&zero), .view));
+}
