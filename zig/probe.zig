@@ -11,8 +11,10 @@
 //! The struct is then judged from the copy.
 //!
 //! What is checked (`probeStruct`): the struct's own bytes are readable
-//! (and, for a destination, writable); a live struct has a readable release
-//! callback; its shape is sane (non-negative lengths and counts below the
+//! (and, for a destination, writable); a live struct's release callback,
+//! and every other callback it sets, lies in executable memory (Linux: the
+//! executable ranges of /proc/self/maps, cached and re-read on a miss;
+//! macOS: mach_vm_region); its shape is sane (non-negative lengths and counts below the
 //! library's limits; an ArrowSchema's format is a readable NUL-terminated
 //! string of at most `max_format_bytes`; name, buffer, child and dictionary
 //! pointers are readable); and the struct's direct children and dictionary
@@ -147,6 +149,67 @@ const Linux = struct {
         return true;
     }
 
+    /// Executable ranges of /proc/self/maps, cached; re-read when an
+    /// address is not in them (code mapped since: a library, JIT code).
+    var exec_mutex: @import("sync.zig").Mutex = .{};
+    var exec_ranges: [2048][2]usize = undefined;
+    var exec_count: usize = 0;
+    var exec_loaded = false;
+
+    fn inRanges(address: usize) bool {
+        for (exec_ranges[0..exec_count]) |r| if (address >= r[0] and address < r[1]) return true;
+        return false;
+    }
+
+    /// Null when /proc/self/maps cannot be read (then nothing is refused).
+    fn executable(address: usize) ?bool {
+        exec_mutex.lock();
+        defer exec_mutex.unlock();
+        if (exec_loaded and inRanges(address)) return true;
+        if (!loadRanges()) return null;
+        return inRanges(address);
+    }
+
+    fn loadRanges() bool {
+        const fd_rc = linux.open("/proc/self/maps", .{ .CLOEXEC = true }, 0);
+        if (linux.errno(fd_rc) != .SUCCESS) return false;
+        const fd: i32 = @intCast(fd_rc);
+        defer _ = linux.close(fd);
+        exec_count = 0;
+        var chunk: [4096]u8 = undefined;
+        // The first 80 bytes of each line hold "start-end perms".
+        var line: [80]u8 = undefined;
+        var line_len: usize = 0;
+        while (true) {
+            const n = linux.read(fd, &chunk, chunk.len);
+            if (linux.errno(n) != .SUCCESS) return false;
+            if (n == 0) break;
+            for (chunk[0..n]) |ch| {
+                if (ch == '\n') {
+                    addRange(line[0..line_len]);
+                    line_len = 0;
+                } else if (line_len < line.len) {
+                    line[line_len] = ch;
+                    line_len += 1;
+                }
+            }
+        }
+        if (line_len > 0) addRange(line[0..line_len]);
+        exec_loaded = true;
+        return true;
+    }
+
+    fn addRange(text: []const u8) void {
+        const dash = std.mem.indexOfScalar(u8, text, '-') orelse return;
+        const space = std.mem.indexOfScalarPos(u8, text, dash, ' ') orelse return;
+        if (space + 3 >= text.len or text[space + 3] != 'x') return;
+        const start = std.fmt.parseInt(usize, text[0..dash], 16) catch return;
+        const end = std.fmt.parseInt(usize, text[dash + 1 .. space], 16) catch return;
+        if (exec_count == exec_ranges.len) return;
+        exec_ranges[exec_count] = .{ start, end };
+        exec_count += 1;
+    }
+
     /// Writes `bytes` (just read from `address`) back: fails without a
     /// fault when the range is read-only.
     fn writeBack(address: usize, bytes: []const u8) bool {
@@ -163,13 +226,32 @@ const Linux = struct {
 };
 
 const Darwin = struct {
-    const c = std.c;
+    // libSystem (<mach/mach_vm.h>, <mach/mach_init.h>).
+    extern "c" var mach_task_self_: u32;
+    extern "c" fn mach_vm_read_overwrite(target_task: u32, address: u64, size: u64, data: u64, out_size: *u64) c_int;
 
     fn copyIn(address: usize, dest: []u8) bool {
         if (dest.len == 0) return true;
-        var out_size: c.mach_vm_size_t = 0;
-        const rc = c.mach_vm_read_overwrite(c.mach_task_self(), address, dest.len, @intFromPtr(dest.ptr), &out_size);
+        var out_size: u64 = 0;
+        const rc = mach_vm_read_overwrite(mach_task_self_, address, dest.len, @intFromPtr(dest.ptr), &out_size);
         return rc == 0 and out_size == dest.len;
+    }
+
+    extern "c" fn mach_vm_region(target_task: u32, address: *u64, size: *u64, flavor: c_int, info: *[16]i32, info_count: *u32, object_name: *u32) c_int;
+    const vm_region_basic_info_64 = 9;
+    const vm_region_basic_info_count_64 = 9;
+    const vm_prot_execute = 4;
+
+    /// Null when the region cannot be queried (then nothing is refused).
+    fn executable(address: usize) ?bool {
+        var region: u64 = address;
+        var size: u64 = 0;
+        var info: [16]i32 = @splat(0);
+        var count: u32 = vm_region_basic_info_count_64;
+        var object: u32 = 0;
+        if (mach_vm_region(mach_task_self_, &region, &size, vm_region_basic_info_64, &info, &count, &object) != 0) return false;
+        if (region > address) return false; // the next region starts above: unmapped
+        return info[0] & vm_prot_execute != 0; // info[0]: protection
     }
 
     /// Read-only memory is not detected here (no fault-safe write probe
@@ -192,6 +274,13 @@ const Os = switch (builtin.os.tag) {
 pub fn copyIn(address: usize, dest: []u8) bool {
     if (address == 0 or address +% dest.len < address) return false;
     return Os.copyIn(address, dest);
+}
+
+/// True when `address` lies in executable memory, where every callback of
+/// a live struct points; true as well when the mappings cannot be queried.
+pub fn executable(address: usize) bool {
+    if (address == 0) return false;
+    return Os.executable(address) orelse true;
 }
 
 /// True when `len` bytes at `address` are readable.
@@ -276,12 +365,6 @@ fn formatLike(address: u64) bool {
     return true;
 }
 
-/// True when `bytes` (an ArrowSchema's) look like a live schema.
-fn schemaLike(bytes: []const u8) bool {
-    const n_children = signed(bytes, S.n_children);
-    return word(bytes, S.release) != 0 and formatLike(word(bytes, S.format)) and n_children >= 0 and n_children <= max_count;
-}
-
 /// True when `bytes` (an ArrowArray's) look like a live array, without
 /// following any pointer but its release.
 fn arrayLike(bytes: []const u8) bool {
@@ -290,7 +373,7 @@ fn arrayLike(bytes: []const u8) bool {
     const n_children = signed(bytes, A.n_children);
     return length >= 0 and signed(bytes, A.null_count) >= -1 and signed(bytes, A.offset) >= 0 and
         n_buffers >= 0 and n_buffers <= max_count and n_children >= 0 and n_children <= max_count and
-        word(bytes, A.release) != 0 and readable(@intCast(word(bytes, A.release)), 1);
+        word(bytes, A.release) != 0 and executable(@intCast(word(bytes, A.release)));
 }
 
 fn released(kind: Kind) Status {
@@ -338,7 +421,7 @@ fn probeSchema(address: usize, bytes: []const u8, mode: Mode) Status {
             return notA("it looks like an ArrowArray (its first word is {d}, a length, not a format string): are the schema and the array swapped?", kind, address, .{signed(bytes, 0)});
     }
     if (release == 0) return if (mode == .live) released(kind) else .ok;
-    if (!readable(@intCast(release), 1)) return notA("its release callback 0x{x} is not readable memory", kind, address, .{release});
+    if (!executable(@intCast(release))) return notA("its release callback 0x{x} is not in executable memory", kind, address, .{release});
     if (format != 0 and !format_ok) return notA("its format 0x{x} is not a readable NUL-terminated string of at most {d} bytes", kind, address, .{ format, max_format_bytes });
     const name = word(bytes, S.name);
     if (name != 0 and stringLength(@intCast(name), 1 << 20) == null) return notA("its name 0x{x} is not a readable NUL-terminated string", kind, address, .{name});
@@ -356,7 +439,8 @@ fn probeArray(kind: Kind, address: usize, bytes: []const u8, mode: Mode) Status 
     const release = word(bytes, A.release);
     // An ArrowSchema where an array is expected: its first word points to
     // the format string, where an array has its length.
-    if (formatLike(word(bytes, A.length)) and schemaLike(bytes[0..@sizeOf(abi.ArrowSchema)])) {
+    // (A released schema still points to its format.)
+    if (formatLike(word(bytes, A.length)) and signed(bytes, S.n_children) >= 0 and signed(bytes, S.n_children) <= max_count) {
         var text: [65]u8 = @splat(0);
         const format: usize = @intCast(word(bytes, A.length));
         const n = stringLength(format, 64) orelse 0;
@@ -364,7 +448,7 @@ fn probeArray(kind: Kind, address: usize, bytes: []const u8, mode: Mode) Status 
         return notA("it looks like an ArrowSchema (its first word points to the format \"{s}\"): are the schema and the array swapped?", kind, address, .{text[0..n]});
     }
     if (release == 0) return if (mode == .live) released(kind) else .ok;
-    if (!readable(@intCast(release), 1)) return notA("its release callback 0x{x} is not readable memory", kind, address, .{release});
+    if (!executable(@intCast(release))) return notA("its release callback 0x{x} is not in executable memory", kind, address, .{release});
     // Lengths, offsets and counts are the validation's to judge (it
     // reports them as layout errors before reading what they count); only
     // the memory that a sane count makes the import read is checked here.
@@ -389,7 +473,7 @@ fn probeArray(kind: Kind, address: usize, bytes: []const u8, mode: Mode) Status 
 fn probeCallbacks(kind: Kind, address: usize, bytes: []const u8, comptime names: []const []const u8, comptime offsets: []const usize) Status {
     inline for (names, offsets) |field, offset| {
         const f = word(bytes, offset);
-        if (f != 0 and !readable(@intCast(f), 1)) return notA(field ++ " 0x{x} is not readable memory", kind, address, .{f});
+        if (f != 0 and !executable(@intCast(f))) return notA(field ++ " 0x{x} is not in executable memory", kind, address, .{f});
     }
     return .ok;
 }
@@ -404,6 +488,8 @@ fn probeArrayStream(address: usize, bytes: []const u8, mode: Mode) Status {
         if (copyIn(address, &device) and word(&device, device_stream_release) != 0)
             return notA("it looks like an ArrowDeviceArrayStream (its first word is {d}, a device_type, not the get_schema callback): use the device-stream import", kind, address, .{first});
     }
+    if (formatLike(first) and !executable(@intCast(first)))
+        return notA("it looks like an ArrowSchema (its first word points to a format string, not the get_schema callback)", kind, address, .{});
     if (word(bytes, stream_release) == 0) return if (mode == .live) released(kind) else .ok;
     return probeCallbacks(kind, address, bytes, &.{ "get_schema", "get_next", "get_last_error", "release" }, &.{
         @offsetOf(abi.ArrowArrayStream, "get_schema"),
@@ -418,8 +504,10 @@ fn probeDeviceArrayStream(address: usize, bytes: []const u8, mode: Mode) Status 
     const first = word(bytes, 0);
     // An ArrowArrayStream starts with its get_schema callback: a readable
     // address, where a device stream has a small device_type.
-    if (first > std.math.maxInt(u32) and readable(@intCast(first), 1) and word(bytes, @offsetOf(abi.ArrowArrayStream, "release")) != 0)
+    if (first > std.math.maxInt(u32) and executable(@intCast(first)) and word(bytes, @offsetOf(abi.ArrowArrayStream, "release")) != 0)
         return notA("it looks like an ArrowArrayStream (its first word 0x{x} is a callback address, not a device_type): use the array-stream import", kind, address, .{first});
+    if (formatLike(first) and !executable(@intCast(first)))
+        return notA("it looks like an ArrowSchema (its first word points to a format string, not a device_type)", kind, address, .{});
     if (word(bytes, device_stream_release) == 0) return if (mode == .live) released(kind) else .ok;
     return probeCallbacks(kind, address, bytes, &.{ "get_schema", "get_next", "get_last_error", "release" }, &.{
         @offsetOf(abi.ArrowDeviceArrayStream, "get_schema"),
