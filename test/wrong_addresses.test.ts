@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { ptr } from "bun:ffi";
 import { Table, makeVector } from "apache-arrow";
 import { ImportedArray, InvalidArgumentError, ReleasedError, exportArray, importRecordBatch } from "../ts/index.ts";
-import { CSchema } from "../ts/raw.ts";
+import { CSchema, structPointer } from "../ts/raw.ts";
 import { nonZeroCounters } from "../ts/diagnostics.ts";
 import { collectUntil } from "./helpers/gc.ts";
 
@@ -126,7 +126,7 @@ describe("wrong addresses in this process", () => {
     const bytes = new Uint8Array(256).map((_, i) => (i * 167 + 13) & 0xff);
     void bytes.buffer;
     const address = Number(ptr(bytes));
-    expect(() => CSchema.at(address + ((8 - (address % 8)) % 8))).toThrow(InvalidArgumentError);
+    expect(() => CSchema.at(structPointer("ArrowSchema", address + ((8 - (address % 8)) % 8)))).toThrow(InvalidArgumentError);
   });
 
   test("a zeroed struct moved in is ReleasedError", () => {

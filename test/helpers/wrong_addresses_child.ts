@@ -12,7 +12,7 @@ import { ptr } from "bun:ffi";
 import { Table, makeVector, type RecordBatch } from "apache-arrow";
 import {
   ImportedArray, ImportedStream, exportArray, exportAsyncStream, exportStream, importRecordBatch, importTable, importVector,
-  type ExportedArray, type ExportedStream,
+  type ExportedArray, type ExportedStream, type StructPointer,
 } from "../../ts/index.ts";
 import {
   CArray, CDeviceArray, CSchema, arrayStreamAsDeviceStream, deviceStreamAsArrayStream, relay, relayArray,
@@ -45,21 +45,23 @@ function randomBytes(bytes: Uint8Array): void {
 }
 
 const exports: (ExportedArray | ExportedStream)[] = [];
-const pair = (as: "array" | "device_array" = "device_array"): ExportedArray => {
+function pair(as?: "device_array"): ExportedArray<"device_array">;
+function pair(as: "array"): ExportedArray<"array">;
+function pair(as: "array" | "device_array" = "device_array"): ExportedArray {
   const h = exportArray(batch(), { as });
   exports.push(h);
   return h;
-};
+}
 const stream = (as: "stream" | "device_stream"): number => {
   const s = exportStream([batch()], { as });
   exports.push(s);
   return Number(s.stream);
 };
-const releasedSchema = (): number => {
+const releasedSchema = (): StructPointer<"ArrowSchema"> => {
   const h = pair();
   const moved = CSchema.at(h.schema).move();
   moved.dispose();
-  return Number(h.schema);
+  return h.schema;
 };
 
 /** Addresses that name no struct at all. */
@@ -106,13 +108,13 @@ add("released device array -> ImportedArray.fromDeviceArray", () => {
 });
 add("released array stream -> ImportedStream.fromArrayStream", () => {
   const address = stream("stream");
-  ImportedStream.fromArrayStream(address).release();
-  return ImportedStream.fromArrayStream(address);
+  ImportedStream.fromArrayStream(address as never).release();
+  return ImportedStream.fromArrayStream(address as never);
 });
 add("released device stream -> ImportedStream.fromDeviceArrayStream", () => {
   const address = stream("device_stream");
-  ImportedStream.fromDeviceArrayStream(address).release();
-  return ImportedStream.fromDeviceArrayStream(address);
+  ImportedStream.fromDeviceArrayStream(address as never).release();
+  return ImportedStream.fromDeviceArrayStream(address as never);
 });
 
 // Every address-taking call, with every wrong address.

@@ -41,6 +41,7 @@ import { AsyncProducerWord, DeviceType, Errno, asyncProducerWords } from "../abi
 import { encodeMetadata } from "../abi/metadata.ts";
 import { asPointer } from "../abi/structs.ts";
 import { probeStruct } from "../abi/probe.ts";
+import { type StructPointer } from "../abi/pointers.ts";
 import { AsyncStreamError, InvalidArgumentError, OutOfMemoryError, Status, errorFor } from "../errors.ts";
 import { errnoOfException } from "./errno.ts";
 import { check, lastError, native } from "../ffi/library.ts";
@@ -527,7 +528,7 @@ export class AsyncExport {
  * Throws (after releasing the handler) only when the handler lacks a
  * callback or the options are invalid.
  */
-export function exportAsyncStream(source: AsyncExportSource, handler: Pointer | number, options: AsyncExportOptions = {}): AsyncExport {
+export function exportAsyncStream(source: AsyncExportSource, handler: StructPointer<"ArrowAsyncDeviceStreamHandler">, options: AsyncExportOptions = {}): AsyncExport {
   const fn = "exportAsyncStream";
   const address = addressArg(fn, "handler", handler); // not an address: nothing can be released
   probeStruct(fn, "handler", "ArrowAsyncDeviceStreamHandler", address, true); // not a live handler: not safe to release

@@ -23,7 +23,7 @@ import { ExportedArray } from "../lifetime/exported.ts";
 import { drainReleased } from "../lifetime/keepalive.ts";
 import { DeviceStream, deviceRuntime, ordinalArg, type DeviceKind } from "./runtime.ts";
 import { addressArg, oneOfArg, optionsArg } from "../args.ts";
-import { takeStructs } from "../lifetime/c_structs.ts";
+import { takeStructs, type StructRef } from "../lifetime/c_structs.ts";
 
 /** Where `copyArrayToDevice` / `toDevice` put the copy. */
 export type DeviceTarget = {
@@ -79,7 +79,7 @@ export function streamHandle(device: DeviceKind, stream: DeviceStream | number |
  * returns the owned device copy. Loads the runtime if needed (throws
  * DeviceUnavailableError when it is not available).
  */
-export function copyArrayToDevice(schemaRef: Pointer | number, arrayRef: Pointer | number, target: DeviceTarget): ExportedArray {
+export function copyArrayToDevice(schemaRef: StructRef<"ArrowSchema">, arrayRef: StructRef<"ArrowDeviceArray">, target: DeviceTarget): ExportedArray<"device_array"> {
   const fn = "copyArrayToDevice";
   let deviceType = 0;
   let stream = 0;

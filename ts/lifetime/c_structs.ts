@@ -31,17 +31,19 @@ import type { Pointer } from "bun:ffi";
 import { ArrowArrayLayout, ArrowDeviceArrayLayout, ArrowSchemaLayout, deviceTypeName } from "../abi/layout.ts";
 import { arrayFields, asPointer, deviceArrayFields, readMetadata, schemaFields } from "../abi/structs.ts";
 import { probeStruct } from "../abi/probe.ts";
+import { branded, type StructName, type StructPointer } from "../abi/pointers.ts";
 import { addressArg, argumentError } from "../args.ts";
 import { InvalidArgumentError, OutOfMemoryError, OutOfRangeError, ReleasedError, Status } from "../errors.ts";
 import { check, native } from "../ffi/library.ts";
 import { reportLeak, track, untrack } from "./debug.ts";
 
-/** A C struct named by its address, or by one of the classes below. */
-export type StructRef = Pointer | number | { readonly address: Pointer | number };
+/** A C `struct K` named by its typed address (`structPointer`), or by an
+ * object with one (the classes below, for the kinds they cover). */
+export type StructRef<K extends StructName> = StructPointer<K> | { readonly address: StructPointer<K> };
 
 /** The address `ref` names (0 for null/undefined). Throws
  * InvalidArgumentError for anything that is not a StructRef. */
-export function addressOf(ref: StructRef | null | undefined): number {
+export function addressOf(ref: StructRef<StructName> | null | undefined): number {
   return structAddress("addressOf", "ref", ref, null, true);
 }
 
@@ -233,8 +235,14 @@ export class CSchema extends CStruct {
     return new CSchema(CStruct.allocateSlot("ArrowSchema"), true, null);
   }
 
+  /** The struct's address, for C. Throws once an owned struct was
+   * disposed (its memory is freed). */
+  override get address(): StructPointer<"ArrowSchema"> {
+    return branded(Number(super.address));
+  }
+
   /** A borrowed view of the caller's ArrowSchema at `address`. */
-  static at(address: Pointer | number): CSchema {
+  static at(address: StructPointer<"ArrowSchema">): CSchema {
     return new CSchema(viewAddress("CSchema.at", "ArrowSchema", address), false, null);
   }
 
@@ -313,8 +321,14 @@ export class CArray extends CStruct {
     return new CArray(CStruct.allocateSlot("ArrowArray"), true, null);
   }
 
+  /** The struct's address, for C. Throws once an owned struct was
+   * disposed (its memory is freed). */
+  override get address(): StructPointer<"ArrowArray"> {
+    return branded(Number(super.address));
+  }
+
   /** A borrowed view of the caller's ArrowArray at `address`. */
-  static at(address: Pointer | number): CArray {
+  static at(address: StructPointer<"ArrowArray">): CArray {
     return new CArray(viewAddress("CArray.at", "ArrowArray", address), false, null);
   }
 
@@ -405,8 +419,14 @@ export class CDeviceArray extends CStruct {
     return new CDeviceArray(CStruct.allocateSlot("ArrowDeviceArray"), true);
   }
 
+  /** The struct's address, for C. Throws once an owned struct was
+   * disposed (its memory is freed). */
+  override get address(): StructPointer<"ArrowDeviceArray"> {
+    return branded(Number(super.address));
+  }
+
   /** A borrowed view of the caller's ArrowDeviceArray at `address`. */
-  static at(address: Pointer | number): CDeviceArray {
+  static at(address: StructPointer<"ArrowDeviceArray">): CDeviceArray {
     return new CDeviceArray(viewAddress("CDeviceArray.at", "ArrowDeviceArray", address), false);
   }
 

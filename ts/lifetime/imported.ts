@@ -37,6 +37,7 @@
  * owner of each buffer with `importOwnerOf`): `dispose()` then ends the
  * handle's own access, and the producer's release waits for the exports.
  */
+import { branded } from "../abi/pointers.ts";
 import { type Pointer } from "bun:ffi";
 import {
   ArrowDeviceArrayLayout, ArrowSchemaLayout, BufferKind, BufferWord, NodeWord, OwnerInfoWord, TypeId, bufferStride, deviceTypeName,
@@ -676,14 +677,14 @@ export class ImportedArray implements Disposable {
   /** Moves `schema` + `deviceArray` (C `ArrowSchema*`, `ArrowDeviceArray*`)
    * in and validates them. The caller's structs are left released, whether
    * or not this succeeds. */
-  static fromDeviceArray(schema: StructRef | null, deviceArray: StructRef | null, options?: ImportOptions): ImportedArray;
+  static fromDeviceArray(schema: StructRef<"ArrowSchema"> | null, deviceArray: StructRef<"ArrowDeviceArray"> | null, options?: ImportOptions): ImportedArray;
   /** Takes the array of any protocol producer or array capsule
    * (docs/protocol.md), preferring its device method. */
   static fromDeviceArray(source: ArrayProducer | ArrowCapsule, options?: ImportOptions): ImportedArray;
   /** Either form above. */
-  static fromDeviceArray(schema: StructRef | ArrayProducer | ArrowCapsule | null, deviceArray?: StructRef | ImportOptions | null, options: ImportOptions = {}): ImportedArray {
+  static fromDeviceArray(schema: StructRef<"ArrowSchema"> | ArrayProducer | ArrowCapsule | null, deviceArray?: StructRef<"ArrowDeviceArray"> | ImportOptions | null, options: ImportOptions = {}): ImportedArray {
     if (isArrayProducer(schema)) return ImportedArray.#fromProducer("ImportedArray.fromDeviceArray", schema, deviceArray as ImportOptions | undefined);
-    return ImportedArray.#fromDeviceStructs(schema as StructRef | null, deviceArray as StructRef | null, options);
+    return ImportedArray.#fromDeviceStructs(schema as StructRef<"ArrowSchema"> | null, deviceArray as StructRef<"ArrowDeviceArray"> | null, options);
   }
 
   static #fromProducer(fn: string, source: ArrayProducer | ArrowCapsule, options: ImportOptions = {}): ImportedArray {
@@ -694,7 +695,7 @@ export class ImportedArray implements Disposable {
       : ImportedArray.#fromStructs(schema, array, options));
   }
 
-  static #fromDeviceStructs(schema: StructRef | null, deviceArray: StructRef | null, options: ImportOptions): ImportedArray {
+  static #fromDeviceStructs(schema: StructRef<"ArrowSchema"> | number | null, deviceArray: StructRef<"ArrowDeviceArray"> | number | null, options: ImportOptions): ImportedArray {
     const fn = "ImportedArray.fromDeviceArray";
     let level = 0;
     const [s, a] = takeStructs(fn, [["schema", schema, "ArrowSchema"], ["deviceArray", deviceArray, "ArrowDeviceArray"]], () => {
@@ -723,17 +724,17 @@ export class ImportedArray implements Disposable {
   }
 
   /** Like `fromDeviceArray` for a plain `ArrowArray*` (a CPU array). */
-  static fromArray(schema: StructRef | null, array: StructRef | null, options?: ImportOptions): ImportedArray;
+  static fromArray(schema: StructRef<"ArrowSchema"> | null, array: StructRef<"ArrowArray"> | null, options?: ImportOptions): ImportedArray;
   /** Takes the array of any protocol producer or array capsule
    * (docs/protocol.md), preferring its device method. */
   static fromArray(source: ArrayProducer | ArrowCapsule, options?: ImportOptions): ImportedArray;
   /** Either form above. */
-  static fromArray(schema: StructRef | ArrayProducer | ArrowCapsule | null, array?: StructRef | ImportOptions | null, options: ImportOptions = {}): ImportedArray {
+  static fromArray(schema: StructRef<"ArrowSchema"> | ArrayProducer | ArrowCapsule | null, array?: StructRef<"ArrowArray"> | ImportOptions | null, options: ImportOptions = {}): ImportedArray {
     if (isArrayProducer(schema)) return ImportedArray.#fromProducer("ImportedArray.fromArray", schema, array as ImportOptions | undefined);
-    return ImportedArray.#fromStructs(schema as StructRef | null, array as StructRef | null, options);
+    return ImportedArray.#fromStructs(schema as StructRef<"ArrowSchema"> | null, array as StructRef<"ArrowArray"> | null, options);
   }
 
-  static #fromStructs(schema: StructRef | null, array: StructRef | null, options: ImportOptions): ImportedArray {
+  static #fromStructs(schema: StructRef<"ArrowSchema"> | number | null, array: StructRef<"ArrowArray"> | number | null, options: ImportOptions): ImportedArray {
     const fn = "ImportedArray.fromArray";
     let level = 0;
     const [s, a] = takeStructs(fn, [["schema", schema, "ArrowSchema"], ["array", array, "ArrowArray"]], () => {
@@ -832,7 +833,13 @@ export class ImportedArray implements Disposable {
    * data until its consumer releases it (any thread, any order), whether or
    * not this handle is disposed first. See lifetime/reexport.ts.
    */
-  reexport(options: ReexportOptions = {}): ExportedArray {
+  reexport(options?: ReexportOptions & { as?: "device_array" }): ExportedArray<"device_array">;
+  /** `reexport` as ArrowSchema + ArrowArray (`{ as: "array" }`). */
+  reexport(options: ReexportOptions & { as: "array" }): ExportedArray<"array">;
+  /** `reexport` with the kind known only at run time. */
+  reexport(options?: ReexportOptions): ExportedArray<"array" | "device_array">;
+  /** Any form above. */
+  reexport(options: ReexportOptions = {}): ExportedArray<"array" | "device_array"> {
     return reexport(this, options);
   }
 
@@ -1112,7 +1119,7 @@ export class ImportedArray implements Disposable {
     const arrayAt = slot + ArrowSchemaLayout.size;
     try {
       check(native.abd_owner_to_host(asPointer(this.#owner), asPointer(stream), asPointer(slot), asPointer(arrayAt)));
-      return ImportedArray.fromDeviceArray(slot, arrayAt);
+      return ImportedArray.fromDeviceArray(branded(slot), branded(arrayAt));
     } finally {
       native.abd_free(asPointer(slot));
     }

@@ -24,6 +24,7 @@ import { CString, type Pointer } from "bun:ffi";
 import { deviceTypeName, validationLevelArg } from "../abi/layout.ts";
 import { asPointer, schemaFields } from "../abi/structs.ts";
 import { probeStruct } from "../abi/probe.ts";
+import { type StructPointer } from "../abi/pointers.ts";
 import {
   InvalidArgumentError, ReleasedError, Status, StreamError, errorFor, type ArrowDeviceError,
 } from "../errors.ts";
@@ -119,7 +120,7 @@ export class ImportedStream implements Disposable, Iterable<ImportedArray>, Asyn
     safetyNet.register(this, this.#native, this);
   }
 
-  static #import(fn: string, kind: 0 | 1, stream: Pointer | number | null, options: ImportOptions): ImportedStream {
+  static #import(fn: string, kind: 0 | 1, stream: unknown, options: ImportOptions): ImportedStream {
     const address = addressArg(fn, "stream", stream, true);
     // Refused untouched when it is not a live stream of this kind (wrong
     // memory is not safe to release); a NULL is reported natively.
@@ -144,7 +145,7 @@ export class ImportedStream implements Disposable, Iterable<ImportedArray>, Asyn
 
   /** Moves the `ArrowArrayStream*` in. Its batches are CPU arrays,
    * validated at `options.validation` ("default"). */
-  static fromArrayStream(stream: Pointer | number | null | StreamProducer | ArrowCapsule, options: ImportOptions = {}): ImportedStream {
+  static fromArrayStream(stream: StructPointer<"ArrowArrayStream"> | null | StreamProducer | ArrowCapsule, options: ImportOptions = {}): ImportedStream {
     const fn = "ImportedStream.fromArrayStream";
     if (isStreamProducer(stream)) return ImportedStream.#fromProducer(fn, stream, options);
     return ImportedStream.#import(fn, 0, stream, options);
@@ -158,7 +159,7 @@ export class ImportedStream implements Disposable, Iterable<ImportedArray>, Asyn
 
   /** Moves the `ArrowDeviceArrayStream*` in. Each batch's device_type is
    * checked against the stream's (device_id may vary). */
-  static fromDeviceArrayStream(stream: Pointer | number | null | StreamProducer | ArrowCapsule, options: ImportOptions = {}): ImportedStream {
+  static fromDeviceArrayStream(stream: StructPointer<"ArrowDeviceArrayStream"> | null | StreamProducer | ArrowCapsule, options: ImportOptions = {}): ImportedStream {
     const fn = "ImportedStream.fromDeviceArrayStream";
     if (isStreamProducer(stream)) return ImportedStream.#fromProducer(fn, stream, options);
     return ImportedStream.#import(fn, 1, stream, options);
@@ -430,7 +431,7 @@ export class ImportedStream implements Disposable, Iterable<ImportedArray>, Asyn
 
   /** Moves the producer's stream struct to `out` (a C `ArrowArrayStream*`
    * or `ArrowDeviceArrayStream*`, as imported); the caller then owns it. */
-  moveTo(out: Pointer | number): void {
+  moveTo(out: StructPointer<"ArrowArrayStream"> | StructPointer<"ArrowDeviceArrayStream">): void {
     const target = addressArg("ImportedStream.moveTo", "out", out);
     probeStruct("ImportedStream.moveTo", "out", this.kind === "stream" ? "ArrowArrayStream" : "ArrowDeviceArrayStream", target, false);
     const held = this.#native;

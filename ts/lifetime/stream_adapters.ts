@@ -12,13 +12,14 @@ import { ExportedStream } from "./exported_stream.ts";
 import { addressArg } from "../args.ts";
 import { asPointer } from "../abi/structs.ts";
 import { probeStruct } from "../abi/probe.ts";
+import { type StructPointer } from "../abi/pointers.ts";
 
 /** An `ArrowArrayStream*` as a CPU `ArrowDeviceArrayStream` (device_id
  * -1, no sync event). */
-export function arrayStreamAsDeviceStream(source: Pointer | number): ExportedStream {
+export function arrayStreamAsDeviceStream(source: StructPointer<"ArrowArrayStream">): ExportedStream<"device_stream"> {
   const address = addressArg("arrayStreamAsDeviceStream", "source", source);
   probeStruct("arrayStreamAsDeviceStream", "source", "ArrowArrayStream", address, true);
-  const handle = new ExportedStream("device_stream", "ArrowDeviceArrayStream adapter");
+  const handle = new ExportedStream("device_stream" as const, "ArrowDeviceArrayStream adapter");
   const status = native.abd_stream_to_device(asPointer(address), handle.stream);
   if (status !== 0) {
     const error = errorFor(status, lastError());
@@ -32,10 +33,10 @@ export function arrayStreamAsDeviceStream(source: Pointer | number): ExportedStr
  * CUDA_HOST, ROCM_HOST, CUDA_MANAGED) as an `ArrowArrayStream`. Each array
  * is checked against the stream's device_type and its sync event waited
  * on. Other devices are refused with UnsupportedError. */
-export function deviceStreamAsArrayStream(source: Pointer | number): ExportedStream {
+export function deviceStreamAsArrayStream(source: StructPointer<"ArrowDeviceArrayStream">): ExportedStream<"stream"> {
   const address = addressArg("deviceStreamAsArrayStream", "source", source);
   probeStruct("deviceStreamAsArrayStream", "source", "ArrowDeviceArrayStream", address, true);
-  const handle = new ExportedStream("stream", "ArrowArrayStream adapter");
+  const handle = new ExportedStream("stream" as const, "ArrowArrayStream adapter");
   const status = native.abd_stream_from_device(asPointer(address), handle.stream);
   if (status !== 0) {
     const error = errorFor(status, lastError());

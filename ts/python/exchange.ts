@@ -16,6 +16,7 @@
  * Table can be read as many times as Python asks. A one-shot source (an
  * iterator, a reader, an exported or imported stream) can be taken once.
  */
+import { branded } from "../abi/pointers.ts";
 import { type Pointer } from "bun:ffi";
 import { ArrowDeviceArrayLayout, ArrowDeviceArrayStreamLayout, ArrowSchemaLayout } from "../abi/layout.ts";
 import { optionsArg } from "../args.ts";
@@ -108,10 +109,10 @@ export function fromPython(object: PyObject, options: FromPythonOptions = {}): I
     const at = slot + ArrowSchemaLayout.size;
     const kind = take(object, wanted, slot);
     switch (kind) {
-      case Kind.device_array: return ImportedArray.fromDeviceArray(slot, at, importOptions);
-      case Kind.array: return ImportedArray.fromArray(slot, at, importOptions);
-      case Kind.device_stream: return ImportedStream.fromDeviceArrayStream(at, importOptions);
-      case Kind.stream: return ImportedStream.fromArrayStream(at, importOptions);
+      case Kind.device_array: return ImportedArray.fromDeviceArray(branded(slot), branded(at), importOptions);
+      case Kind.array: return ImportedArray.fromArray(branded(slot), branded(at), importOptions);
+      case Kind.device_stream: return ImportedStream.fromDeviceArrayStream(branded(at), importOptions);
+      case Kind.stream: return ImportedStream.fromArrayStream(branded(at), importOptions);
       default:
         native.abd_schema_release(at as Pointer);
         throw new InvalidArgumentError(Status.invalid_argument, "this Python object only has __arrow_c_schema__ (no data): read it with schemaFromPython");
@@ -127,7 +128,7 @@ export function schemaFromPython(object: PyObject): CSchema {
   try {
     withSlot((slot) => {
       take(object, Kind.schema, slot);
-      CSchema.at(slot + ArrowSchemaLayout.size).move(schema);
+      CSchema.at(branded(slot + ArrowSchemaLayout.size)).move(schema);
     });
   } catch (error) {
     schema.dispose();
@@ -143,8 +144,8 @@ export type PythonSource = unknown;
  * reference for the caller, plus what the shim needs to know of it. */
 function ownerOf(exported: ExportedArray): { owner: number; schema: number; deviceType: number } {
   const imported = exported.kind === "array"
-    ? ImportedArray.fromArray(exported.schema, exported.array, { validation: "minimal" })
-    : ImportedArray.fromDeviceArray(exported.schema, exported.array, { validation: "minimal" });
+    ? ImportedArray.fromArray(exported.schema, (exported as ExportedArray<"array">).array, { validation: "minimal" })
+    : ImportedArray.fromDeviceArray(exported.schema, (exported as ExportedArray<"device_array">).array, { validation: "minimal" });
   try {
     const owner = imported.ownerAddress;
     native.abd_owner_retain(owner as Pointer, 1);
@@ -165,7 +166,7 @@ function sourceArray(python: Python, exported: ExportedArray): PyObject {
 
 function sourceStream(python: Python, stream: ExportedStream): PyObject {
   if (stream.kind === "device_stream") {
-    using plain = deviceStreamAsArrayStream(stream.stream);
+    using plain = deviceStreamAsArrayStream((stream as ExportedStream<"device_stream">).stream);
     return sourceStream(python, plain);
   }
   const error = new ErrorText();
