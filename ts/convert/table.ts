@@ -7,6 +7,7 @@
  * converters, so that the everyday API matches pyarrow's `Table` and
  * arrow-js-ffi's `parseTable` (docs/api.md).
  */
+import { probeStruct } from "../abi/probe.ts";
 import { branded, type StructPointer } from "../abi/pointers.ts";
 import { Table } from "apache-arrow";
 import { argumentError, oneOfArg, optionsArg } from "../args.ts";
@@ -73,6 +74,8 @@ export function importTable(source: TableSource, options: ImportTableOptions = {
   if (checked.toHost !== undefined) readOptions.toHost = checked.toHost;
   if (source instanceof ImportedStream || isStreamProducer(source)) return readTable(source, readOptions);
   const address = structAddress(fn, "source", source, null, false);
+  // Checked here too, so that a wrong address is reported as importTable's.
+  probeStruct(fn, "source", as === "stream" ? "ArrowArrayStream" : "ArrowDeviceArrayStream", address, true);
   const stream = as === "stream"
     ? ImportedStream.fromArrayStream(branded(address), importOptions)
     : ImportedStream.fromDeviceArrayStream(branded(address), importOptions);

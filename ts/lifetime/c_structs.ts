@@ -32,7 +32,10 @@ import { ArrowArrayLayout, ArrowDeviceArrayLayout, ArrowSchemaLayout, deviceType
 import { arrayFields, asPointer, deviceArrayFields, readMetadata, schemaFields } from "../abi/structs.ts";
 import { probeStruct } from "../abi/probe.ts";
 import { branded, type StructName, type StructPointer } from "../abi/pointers.ts";
-import { addressArg, argumentError } from "../args.ts";
+import { addressArg, argumentError, internalConstruction } from "../args.ts";
+
+/** Only this module constructs the struct classes. */
+const structToken = Symbol("CStruct");
 import { InvalidArgumentError, OutOfMemoryError, OutOfRangeError, ReleasedError, Status } from "../errors.ts";
 import { check, native } from "../ffi/library.ts";
 import { reportLeak, track, untrack } from "./debug.ts";
@@ -139,7 +142,9 @@ export abstract class CStruct implements Disposable {
   /** The base struct this one is a child (or the array member) of. */
   readonly parent: CStruct | null;
 
-  protected constructor(readonly kind: CStructKind, address: number, owned: boolean, parent: CStruct | null) {
+  protected constructor(token: symbol, readonly kind: CStructKind, address: number, owned: boolean, parent: CStruct | null) {
+    internalConstruction(kind === "ArrowSchema" ? "CSchema" : kind === "ArrowArray" ? "CArray" : "CDeviceArray", token, structToken,
+      "use allocate() or at(address)");
     if (!address) throw new InvalidArgumentError(Status.invalid_argument, `${kind} pointer is NULL`);
     this.#address = address;
     this.parent = parent;
@@ -225,14 +230,14 @@ export abstract class CStruct implements Disposable {
 
 /** C: struct ArrowSchema, read in place. */
 export class CSchema extends CStruct {
-  private constructor(address: number, owned: boolean, parent: CStruct | null) {
-    super("ArrowSchema", address, owned, parent);
+  private constructor(token: symbol, address: number, owned: boolean, parent: CStruct | null) {
+    super(token, "ArrowSchema", address, owned, parent);
   }
 
   /** A new, released ArrowSchema this object owns (a place to move into or
    * for a producer to fill). */
   static allocate(): CSchema {
-    return new CSchema(CStruct.allocateSlot("ArrowSchema"), true, null);
+    return new CSchema(structToken, CStruct.allocateSlot("ArrowSchema"), true, null);
   }
 
   /** The struct's address, for C. Throws once an owned struct was
@@ -243,7 +248,7 @@ export class CSchema extends CStruct {
 
   /** A borrowed view of the caller's ArrowSchema at `address`. */
   static at(address: StructPointer<"ArrowSchema">): CSchema {
-    return new CSchema(viewAddress("CSchema.at", "ArrowSchema", address), false, null);
+    return new CSchema(structToken, viewAddress("CSchema.at", "ArrowSchema", address), false, null);
   }
 
   protected releasedField(address: number): boolean { return schemaFields.released(address); }
@@ -267,7 +272,7 @@ export class CSchema extends CStruct {
   child(i: number): CSchema {
     const n = this.nChildren;
     if (!(Number.isInteger(i) && i >= 0 && i < n)) throw new OutOfRangeError(Status.out_of_range, `child ${i} is out of the schema's ${n} children`);
-    return new CSchema(schemaFields.child(this.readable(), i), false, this);
+    return new CSchema(structToken, schemaFields.child(this.readable(), i), false, this);
   }
 
   /** Borrowed views of every child. */
@@ -278,7 +283,7 @@ export class CSchema extends CStruct {
   /** A borrowed view of the dictionary's schema, or null. */
   get dictionary(): CSchema | null {
     const address = schemaFields.dictionary(this.readable());
-    return address ? new CSchema(address, false, this) : null;
+    return address ? new CSchema(structToken, address, false, this) : null;
   }
 
   /** Moves this struct into `dest` (a new owned struct if omitted) and
@@ -311,14 +316,14 @@ export class CSchema extends CStruct {
 /** C: struct ArrowArray, read in place. Buffer contents need the schema:
  * import the pair (`ImportedArray.fromArray`) for typed buffer views. */
 export class CArray extends CStruct {
-  private constructor(address: number, owned: boolean, parent: CStruct | null) {
-    super("ArrowArray", address, owned, parent);
+  private constructor(token: symbol, address: number, owned: boolean, parent: CStruct | null) {
+    super(token, "ArrowArray", address, owned, parent);
   }
 
   /** A new owned, zeroed (released) ArrowArray in native memory (e.g. for
    * a producer to fill). */
   static allocate(): CArray {
-    return new CArray(CStruct.allocateSlot("ArrowArray"), true, null);
+    return new CArray(structToken, CStruct.allocateSlot("ArrowArray"), true, null);
   }
 
   /** The struct's address, for C. Throws once an owned struct was
@@ -329,13 +334,13 @@ export class CArray extends CStruct {
 
   /** A borrowed view of the caller's ArrowArray at `address`. */
   static at(address: StructPointer<"ArrowArray">): CArray {
-    return new CArray(viewAddress("CArray.at", "ArrowArray", address), false, null);
+    return new CArray(structToken, viewAddress("CArray.at", "ArrowArray", address), false, null);
   }
 
   /** @internal the array member of a device array. */
   static memberOf(device: CDeviceArray): CArray {
     if (!(device instanceof CDeviceArray)) throw argumentError("CArray.memberOf", "device", "a CDeviceArray", device);
-    return new CArray(Number(device.address), false, device);
+    return new CArray(structToken, Number(device.address), false, device);
   }
 
   protected releasedField(address: number): boolean { return arrayFields.released(address); }
@@ -366,7 +371,7 @@ export class CArray extends CStruct {
   child(i: number): CArray {
     const n = this.nChildren;
     if (!(Number.isInteger(i) && i >= 0 && i < n)) throw new OutOfRangeError(Status.out_of_range, `child ${i} is out of the array's ${n} children`);
-    return new CArray(arrayFields.child(this.readable(), i), false, this);
+    return new CArray(structToken, arrayFields.child(this.readable(), i), false, this);
   }
 
   /** Borrowed views of every child. */
@@ -377,7 +382,7 @@ export class CArray extends CStruct {
   /** A borrowed view of the dictionary array, or null. */
   get dictionary(): CArray | null {
     const address = arrayFields.dictionary(this.readable());
-    return address ? new CArray(address, false, this) : null;
+    return address ? new CArray(structToken, address, false, this) : null;
   }
 
   /** Moves this struct into `dest` (a new owned struct if omitted) and
@@ -409,14 +414,14 @@ export class CArray extends CStruct {
 
 /** C: struct ArrowDeviceArray, read in place. */
 export class CDeviceArray extends CStruct {
-  private constructor(address: number, owned: boolean) {
-    super("ArrowDeviceArray", address, owned, null);
+  private constructor(token: symbol, address: number, owned: boolean) {
+    super(token, "ArrowDeviceArray", address, owned, null);
   }
 
   /** A new owned, zeroed (released) ArrowDeviceArray in native memory
    * (e.g. for a producer to fill). */
   static allocate(): CDeviceArray {
-    return new CDeviceArray(CStruct.allocateSlot("ArrowDeviceArray"), true);
+    return new CDeviceArray(structToken, CStruct.allocateSlot("ArrowDeviceArray"), true);
   }
 
   /** The struct's address, for C. Throws once an owned struct was
@@ -427,7 +432,7 @@ export class CDeviceArray extends CStruct {
 
   /** A borrowed view of the caller's ArrowDeviceArray at `address`. */
   static at(address: StructPointer<"ArrowDeviceArray">): CDeviceArray {
-    return new CDeviceArray(viewAddress("CDeviceArray.at", "ArrowDeviceArray", address), false);
+    return new CDeviceArray(structToken, viewAddress("CDeviceArray.at", "ArrowDeviceArray", address), false);
   }
 
   /** The embedded ArrowArray (a view; it lives and dies with this struct). */

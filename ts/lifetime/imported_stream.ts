@@ -35,7 +35,10 @@ import { ImportedArray, adoptImportOwner, adoptImportSnapshot, completeSnapshot,
 import { JsWorkTag, jsWorkSpin, onJsWork } from "./js_queue.ts";
 import { withStreamCapsule } from "../protocol/consume.ts";
 import { ArrowCDeviceStream, ArrowCStream, isStreamProducer, type ArrowCapsule, type ProtocolOptions, type StreamProducer } from "../protocol/symbols.ts";
-import { addressArg, argumentError } from "../args.ts";
+import { addressArg, argumentError, internalConstruction } from "../args.ts";
+
+/** Only this module constructs an ImportedStream. */
+const streamToken = Symbol("ImportedStream");
 
 type Native = { handle: number; token: number; label: string };
 
@@ -109,7 +112,8 @@ export class ImportedStream implements Disposable, Iterable<ImportedArray>, Asyn
    * the sync pull is one native call (get_next + validation + snapshot). */
   #pulledAsync = false;
 
-  private constructor(handle: number, level: number) {
+  private constructor(token: symbol, handle: number, level: number) {
+    internalConstruction("ImportedStream", token, streamToken, "use ImportedStream.fromArrayStream or fromDeviceArrayStream");
     native.abd_stream_import_info(handle as Pointer, words);
     this.#serial = words[0];
     this.kind = words[1] === 1 ? "device_stream" : "stream";
@@ -140,7 +144,7 @@ export class ImportedStream implements Disposable, Iterable<ImportedArray>, Asyn
       native.abd_stream_import_release(handle as Pointer);
       throw error;
     }
-    return new ImportedStream(handle, level);
+    return new ImportedStream(streamToken, handle, level);
   }
 
   /** Moves the `ArrowArrayStream*` in. Its batches are CPU arrays,

@@ -32,7 +32,7 @@ import { exportArray, exportSchema } from "../convert/export.ts";
 import { exportStream } from "../convert/stream_export.ts";
 import { shapeOf } from "../convert/source_shape.ts";
 import { PythonError } from "./errors.ts";
-import { PyObject, loadPython, loadedPython, type Python } from "./interpreter.ts";
+import { PyObject, loadPython, loadedPython, pythonToken, type Python } from "./interpreter.ts";
 import { ErrorText } from "./shim.ts";
 
 /** Protocol methods by the kind numbers of native/abd_python.c. */
@@ -51,8 +51,8 @@ export type FromPythonOptions = ImportOptions & {
   method?: PythonMethodKind;
 };
 
-function pythonOf(object: PyObject): Python {
-  if (!(object instanceof PyObject)) throw new InvalidArgumentError(Status.invalid_argument, `expected a PyObject (from loadPython().eval(...)), got ${describe(object)}`);
+function pythonOf(object: PyObject, fn = "fromPython"): Python {
+  if (!(object instanceof PyObject)) throw new InvalidArgumentError(Status.invalid_argument, `${fn}: expected a PyObject (from loadPython().eval(...)), got ${describe(object)}`);
   return object.python;
 }
 
@@ -123,7 +123,7 @@ export function fromPython(object: PyObject, options: FromPythonOptions = {}): I
 /** Imports a Python object's `__arrow_c_schema__` as an owned CSchema
  * (moved out of the capsule). */
 export function schemaFromPython(object: PyObject): CSchema {
-  pythonOf(object);
+  pythonOf(object, "schemaFromPython");
   const schema = CSchema.allocate();
   try {
     withSlot((slot) => {
@@ -161,7 +161,7 @@ function sourceArray(python: Python, exported: ExportedArray): PyObject {
   // The shim takes the owner reference whatever happens.
   const object = python.shim.abdpy_source_array(owner as Pointer, schema as Pointer, deviceType, error.bytes, error.bytes.length);
   if (object === null) throw new PythonError("making a Python array", error.text);
-  return new PyObject(python, object);
+  return new PyObject(pythonToken, python, object);
 }
 
 function sourceStream(python: Python, stream: ExportedStream): PyObject {
@@ -172,14 +172,14 @@ function sourceStream(python: Python, stream: ExportedStream): PyObject {
   const error = new ErrorText();
   const object = python.shim.abdpy_source_stream(stream.stream, error.bytes, error.bytes.length);
   if (object === null) throw new PythonError("making a Python stream", error.text);
-  return new PyObject(python, object);
+  return new PyObject(pythonToken, python, object);
 }
 
 function sourceSchema(python: Python, exported: ExportedArray): PyObject {
   const error = new ErrorText();
   const object = python.shim.abdpy_source_schema(exported.schema, error.bytes, error.bytes.length);
   if (object === null) throw new PythonError("making a Python schema", error.text);
-  return new PyObject(python, object);
+  return new PyObject(pythonToken, python, object);
 }
 
 function sourceBatches(python: Python, schema: Parameters<typeof exportSchema>[0], batches: Parameters<typeof exportArray>[0][]): PyObject {
@@ -206,7 +206,7 @@ function sourceBatches(python: Python, schema: Parameters<typeof exportSchema>[0
   // The shim takes the owner references and the schema whatever happens.
   const object = python.shim.abdpy_source_table(exportedSchema.schema, owners.length > 0 ? list : null, owners.length, error.bytes, error.bytes.length);
   if (object === null) throw new PythonError("making a Python table", error.text);
-  return new PyObject(python, object);
+  return new PyObject(pythonToken, python, object);
 }
 
 /**
