@@ -72,6 +72,12 @@ const arrayStream = (as: string) => {
   handles.push(s);
   return s.stream;
 };
+/** An empty (released) ArrowArrayStream slot to move a stream into. */
+const emptyStreamSlot = () => {
+  const slot = new (m.ExportedStream as new (kind: string) => { stream: number; release(): void })("stream");
+  handles.push(slot);
+  return slot.stream;
+};
 const rawNode = () => ({ format: "i", length: 2, buffers: [null, new Int32Array(2)] });
 const consumer = () => new (m.AsyncStreamConsumer as new () => { handler: number })();
 
@@ -98,6 +104,8 @@ type Entry =
       /** Not called with valid arguments (why). */
       noValidCall?: string;
       construct?: boolean;
+      /** For an instance method (`Class#method`): a fresh object to call it on. */
+      self?: () => unknown;
     };
 
 /** An error class: (status, message), both checked. */
@@ -233,9 +241,64 @@ export const table: Record<string, Entry> = {
   toVector: { args: () => [imported(), {}], accepts: [[], OPT] },
   typeSignature: { args: () => [new Int32()] },
   wrapDeviceMemory: { args: () => [rawNode(), { device: "cuda", id: 0 }] },
+
+  // Instance methods.
+  ...methods("ExportedArray", () => exported(), { release: [] }),
+  ...methods("ExportedStream", () => { const s = (m.exportStream as (src: unknown) => unknown)([batch()]); handles.push(s as { release(): void }); return s; }, { release: [] }),
+  ...methods("CSchema", () => (m.CSchema as { at(a: number): unknown }).at(exported().schema), {
+    child: [0], move: [], moveChild: [0], release: [], dispose: [], readable: [], releasedAncestor: [],
+  }, { move: [OPT.slice(0, 1)], moveChild: [COUNTS, OPT.slice(0, 1)], child: [COUNTS] }, { child: "OutOfRangeError" }),
+  ...methods("CArray", () => (m.CArray as { at(a: number): unknown }).at(exported("array").array), {
+    child: [0], move: [], moveChild: [0], release: [], dispose: [], readable: [], releasedAncestor: [], bufferAddress: [0],
+  }, { move: [OPT.slice(0, 1)], moveChild: [COUNTS, OPT.slice(0, 1)], child: [COUNTS], bufferAddress: [COUNTS] }, { child: "OutOfRangeError", moveChild: "OutOfRangeError" }),
+  ...methods("CDeviceArray", () => (m.CDeviceArray as { at(a: number): unknown }).at(exported().array), {
+    move: [], release: [], dispose: [], readable: [], releasedAncestor: [],
+  }, { move: [OPT.slice(0, 1)] }),
+  ...methods("ImportedArray", () => imported(), {
+    child: [0], slice: [0, 1], dictionaryArray: [], reexport: [{}], node: [0], nodeSchema: [0], schemaKey: [], schemaMatches: [new Int32Array(1)],
+    nodeWord: [0, 0], tables: [], bufferWord: [0, 0], bufferMemory: [1, 4], prefetchBuffers: [[0]], prefetchedViews: [], prefetchAll: [],
+    releaseToGC: [], toHost: [{}], dispose: [],
+  }, { child: [COUNTS], reexport: [OPT], toHost: [OPT], bufferMemory: [COUNTS, ["undefined", ...COUNTS]], slice: [COUNTS, COUNTS], node: [COUNTS], nodeSchema: [COUNTS], nodeWord: [COUNTS, COUNTS], bufferWord: [COUNTS, COUNTS], prefetchBuffers: [["[]", "Uint8Array"]] },
+  { dictionaryArray: "InvalidArgumentError" }),
+  ...methods("RawArray", () => (imported() as { root: unknown }).root, {
+    child: [0], bufferIndex: [0], bufferAddress: [0], bufferSize: [0], bufferKind: [0], byteLength: [0], memory: [0], buffer: [0], describe: [],
+  }, {}, {}),
+  ...methods("ImportedStream", () => importedStream(), {
+    emptyBatch: [], next: [], nextTransient: [], nextPulled: [{}], nextAsync: [], arrays: [], arraysAsync: [], relay: [], moveTo: () => [emptyStreamSlot()], release: [],
+  }, {}, { nextPulled: "InvalidArgumentError" }),
+  ...methods("AsyncRecordBatchStream", () => new (m.AsyncRecordBatchStream as new () => unknown)(), { batches: [], ready: [], arrays: [], cancel: [] }, {}, {}, ["batches", "ready", "arrays"]),
+  ...methods("AsyncStreamConsumer", () => new (m.AsyncStreamConsumer as new () => unknown)(), { ready: [], arrays: [], cancel: [] }, {}, {}, ["ready", "arrays"]),
+  ...skipMethods("DeviceRuntime", ["device", "devices", "allocate", "createStream", "createEvent", "synchronizeEvent", "pointerInfo", "copy"]),
+  ...skipMethods("DeviceMemory", ["hostView", "free"]),
+  ...skipMethods("DeviceStream", ["keepUntilSynchronized", "synchronize", "waitEvent", "destroy"]),
+  ...skipMethods("DeviceEvent", ["record", "synchronize", "query", "destroy"]),
+  ...skipMethods("PyObject", ["toString", "attr", "call", "dispose"]),
+  ...skipMethods("Python", ["exec", "eval", "import", "addSysPath", "counters"]),
 };
 
-/** Every callable export: functions, classes, and classes' static methods. */
+/** Entries for `cls`'s instance methods: valid arguments per method, the
+ * bad values each parameter accepts, the error a valid call may throw, and
+ * the methods that wait for a peer (not called with valid arguments). */
+function methods(
+  cls: string, self: () => unknown, valid: Record<string, unknown[] | (() => unknown[])>, accepts: Record<string, string[][]> = {},
+  validThrows: Record<string, string> = {}, waits: string[] = [],
+): Record<string, Entry> {
+  return Object.fromEntries(Object.entries(valid).map(([method, args]) => [`${cls}#${method}`, {
+    self, args: () => (typeof args === "function" ? args() : [...args]), accepts: accepts[method],
+    ...(validThrows[method] ? { validThrows: validThrows[method] } : {}),
+    ...(waits.includes(method) ? { noValidCall: "waits for a producer" } : {}),
+  } satisfies Entry]));
+}
+
+/** Methods of handles that need a device runtime or a Python: tested
+ * where those are (test/device_fake.test.ts, test/python.test.ts). */
+function skipMethods(cls: string, names: string[]): Record<string, Entry> {
+  return Object.fromEntries(names.map((name) => [`${cls}#${name}`, { skip: "needs a device runtime or a Python (test/device_fake.test.ts, test/python.test.ts)" }]));
+}
+
+/** Every callable export: functions, classes, classes' static methods,
+ * and their instances' methods (`Class#method`, inherited ones included,
+ * except Error's and Object's and names starting with `_`). */
 export function callables(mod: Mod): { name: string; fn: (...args: unknown[]) => unknown; owner: unknown }[] {
   const out: { name: string; fn: (...args: unknown[]) => unknown; owner: unknown }[] = [];
   for (const [name, value] of Object.entries(mod)) {
@@ -247,6 +310,15 @@ export function callables(mod: Mod): { name: string; fn: (...args: unknown[]) =>
       if (["length", "name", "prototype", "caller", "arguments"].includes(key)) continue;
       const member = (value as unknown as Record<string, unknown>)[key];
       if (typeof member === "function") out.push({ name: `${name}.${key}`, fn: member as (...args: unknown[]) => unknown, owner: value });
+    }
+    const methods = new Set<string>();
+    for (let proto = (value as { prototype?: object }).prototype; proto && proto !== Object.prototype && proto !== Error.prototype; proto = Object.getPrototypeOf(proto)) {
+      for (const key of Object.getOwnPropertyNames(proto)) {
+        const method = Object.getOwnPropertyDescriptor(proto, key)?.value;
+        if (key === "constructor" || key.startsWith("_") || typeof method !== "function" || methods.has(key)) continue;
+        methods.add(key);
+        out.push({ name: `${name}#${key}`, fn: method as (...args: unknown[]) => unknown, owner: undefined });
+      }
     }
   }
   return out;
@@ -292,7 +364,7 @@ async function main(): Promise<void> {
         continue;
       }
       if ("skip" in entry) continue;
-      const call = (args: unknown[]) => (entry.construct ? Reflect.construct(fn, args) : Reflect.apply(fn, owner, args));
+      const call = (args: unknown[]) => (entry.construct ? Reflect.construct(fn, args) : Reflect.apply(fn, entry.self ? entry.self() : owner, args));
       if (!entry.noValidCall) {
         let validError: string | null = null;
         try {

@@ -32,7 +32,7 @@ import { ArrowArrayLayout, ArrowDeviceArrayLayout, ArrowSchemaLayout, deviceType
 import { arrayFields, asPointer, deviceArrayFields, readMetadata, schemaFields } from "../abi/structs.ts";
 import { probeStruct } from "../abi/probe.ts";
 import { branded, type StructName, type StructPointer } from "../abi/pointers.ts";
-import { addressArg, argumentError, internalConstruction } from "../args.ts";
+import { addressArg, argumentError, integerArg, internalConstruction } from "../args.ts";
 
 /** Only this module constructs the struct classes. */
 const structToken = Symbol("CStruct");
@@ -187,14 +187,12 @@ export abstract class CStruct implements Disposable {
     return null;
   }
 
-  /** Reads the struct's own `release == NULL`. */
-  protected abstract releasedField(address: number): boolean;
-
   /** True once the struct's release has run or it was moved out (or the
    * base struct it belongs to was released, or this object was disposed). */
   get released(): boolean {
     if (!this.#address || this.releasedAncestor()) return true;
-    return this.releasedField(this.#address);
+    // Its own `release == NULL` (an ArrowDeviceArray's is its array's).
+    return this.kind === "ArrowSchema" ? schemaFields.released(this.#address) : arrayFields.released(this.#address);
   }
 
   /** Calls the struct's release callback, if it is not released yet.
@@ -251,7 +249,6 @@ export class CSchema extends CStruct {
     return new CSchema(structToken, viewAddress("CSchema.at", "ArrowSchema", address), false, null);
   }
 
-  protected releasedField(address: number): boolean { return schemaFields.released(address); }
   /** The format string (null for a NULL format). */
   get format(): string | null { return schemaFields.format(this.readable()); }
   /** The field name (null for a NULL name). */
@@ -270,6 +267,7 @@ export class CSchema extends CStruct {
 
   /** A borrowed view of child `i` (valid while this struct is alive). */
   child(i: number): CSchema {
+    integerArg("CSchema.child", "i", i, 0);
     const n = this.nChildren;
     if (!(Number.isInteger(i) && i >= 0 && i < n)) throw new OutOfRangeError(Status.out_of_range, `child ${i} is out of the schema's ${n} children`);
     return new CSchema(structToken, schemaFields.child(this.readable(), i), false, this);
@@ -289,6 +287,7 @@ export class CSchema extends CStruct {
   /** Moves this struct into `dest` (a new owned struct if omitted) and
    * returns it; this one is left released. */
   move(dest?: CSchema): CSchema {
+    if (dest !== undefined && !(dest instanceof CSchema)) throw argumentError("CSchema.move", "dest", "a CSchema or undefined", dest);
     const target = dest ?? CSchema.allocate();
     try {
       check(native.abd_schema_move(asPointer(this.readable()), target.address));
@@ -302,6 +301,8 @@ export class CSchema extends CStruct {
   /** Moves child `i` out into `dest` (a new owned struct if omitted). The
    * parent must be released next; its release skips the moved child. */
   moveChild(i: number, dest?: CSchema): CSchema {
+    integerArg("CSchema.moveChild", "i", i, 0);
+    if (dest !== undefined && !(dest instanceof CSchema)) throw argumentError("CSchema.moveChild", "dest", "a CSchema or undefined", dest);
     const target = dest ?? CSchema.allocate();
     try {
       check(native.abd_schema_move_child(asPointer(this.readable()), BigInt(i), target.address));
@@ -343,7 +344,6 @@ export class CArray extends CStruct {
     return new CArray(structToken, Number(device.address), false, device);
   }
 
-  protected releasedField(address: number): boolean { return arrayFields.released(address); }
   /** ArrowArray.length. */
   get length(): number { return arrayFields.length(this.readable()); }
   /** -1 when the producer did not compute it. */
@@ -357,6 +357,7 @@ export class CArray extends CStruct {
 
   /** Address of buffer `i` (0 for NULL). */
   bufferAddress(i: number): number {
+    integerArg("CArray.bufferAddress", "i", i, 0);
     const n = this.nBuffers;
     if (!(Number.isInteger(i) && i >= 0 && i < n)) throw new OutOfRangeError(Status.out_of_range, `buffer ${i} is out of the array's ${n} buffers`);
     return arrayFields.buffer(this.readable(), i);
@@ -369,6 +370,7 @@ export class CArray extends CStruct {
 
   /** A borrowed view of child `i` (valid while this struct is alive). */
   child(i: number): CArray {
+    integerArg("CArray.child", "i", i, 0);
     const n = this.nChildren;
     if (!(Number.isInteger(i) && i >= 0 && i < n)) throw new OutOfRangeError(Status.out_of_range, `child ${i} is out of the array's ${n} children`);
     return new CArray(structToken, arrayFields.child(this.readable(), i), false, this);
@@ -388,6 +390,7 @@ export class CArray extends CStruct {
   /** Moves this struct into `dest` (a new owned struct if omitted) and
    * returns it; this one is left released. */
   move(dest?: CArray): CArray {
+    if (dest !== undefined && !(dest instanceof CArray)) throw argumentError("CArray.move", "dest", "a CArray or undefined", dest);
     const target = dest ?? CArray.allocate();
     try {
       check(native.abd_array_move(asPointer(this.readable()), target.address));
@@ -401,6 +404,8 @@ export class CArray extends CStruct {
   /** Moves child `i` out into `dest` (a new owned struct if omitted). The
    * parent must be released next; its release skips the moved child. */
   moveChild(i: number, dest?: CArray): CArray {
+    integerArg("CArray.moveChild", "i", i, 0);
+    if (dest !== undefined && !(dest instanceof CArray)) throw argumentError("CArray.moveChild", "dest", "a CArray or undefined", dest);
     const target = dest ?? CArray.allocate();
     try {
       check(native.abd_array_move_child(asPointer(this.readable()), BigInt(i), target.address));
@@ -440,7 +445,6 @@ export class CDeviceArray extends CStruct {
     return CArray.memberOf(this);
   }
 
-  protected releasedField(address: number): boolean { return arrayFields.released(address); }
   /** ArrowDeviceArray.device_type. */
   get deviceType(): number { return deviceArrayFields.deviceType(this.readable()); }
   /** `deviceType` by name, e.g. "CPU", "CUDA". */
@@ -453,6 +457,7 @@ export class CDeviceArray extends CStruct {
   /** Moves this struct into `dest` (a new owned struct if omitted) and
    * returns it; this one is left released. */
   move(dest?: CDeviceArray): CDeviceArray {
+    if (dest !== undefined && !(dest instanceof CDeviceArray)) throw argumentError("CDeviceArray.move", "dest", "a CDeviceArray or undefined", dest);
     const target = dest ?? CDeviceArray.allocate();
     try {
       check(native.abd_device_array_move(asPointer(this.readable()), target.address));
