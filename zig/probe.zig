@@ -103,23 +103,98 @@ const Linux = struct {
     var pipe_fds: [2]i32 = .{ -1, -1 };
     var pipe_mutex: @import("sync.zig").Mutex = .{};
 
+    /// This process's pid, cached (a getpid per probe doubles its cost);
+    /// a forked child clears it (pthread_atfork) and reads its own.
+    var cached_pid = std.atomic.Value(i32).init(0);
+    var atfork_set = std.atomic.Value(bool).init(false);
+    extern "c" fn pthread_atfork(prepare: ?*const fn () callconv(.c) void, parent: ?*const fn () callconv(.c) void, child: ?*const fn () callconv(.c) void) c_int;
+
+    fn forgetPid() callconv(.c) void {
+        cached_pid.store(0, .release);
+    }
+
+    fn pid() i32 {
+        const known = cached_pid.load(.acquire);
+        if (known != 0) return known;
+        if (!atfork_set.swap(true, .acq_rel)) _ = pthread_atfork(null, null, forgetPid);
+        const now = linux.getpid();
+        cached_pid.store(now, .release);
+        return now;
+    }
+
     fn copyIn(address: usize, dest: []u8) bool {
         if (dest.len == 0) return true;
+        const one = [_]Range{.{ .address = address, .dest = dest }};
+        return Linux.copyMany(&one) == 1;
+    }
+
+    /// A memfd that probes write to: a pwritev of unreadable memory fails
+    /// (or stops short) with EFAULT, and costs one plain copy, less than a
+    /// process_vm_readv. -2: not made yet; -1: unavailable.
+    var sink_fd = std.atomic.Value(i32).init(-2);
+
+    fn sink() i32 {
+        const fd = sink_fd.load(.acquire);
+        if (fd != -2) return fd;
+        const rc = linux.memfd_create("abd-probe", 1); // MFD_CLOEXEC
+        const made: i32 = if (linux.errno(rc) == .SUCCESS) @intCast(rc) else -1;
+        if (sink_fd.cmpxchgStrong(-2, made, .acq_rel, .acquire)) |other| {
+            if (made >= 0) _ = linux.close(made);
+            return other;
+        }
+        return made;
+    }
+
+    /// Copies each range with one syscall; returns how many leading ranges
+    /// were read whole (the kernel stops at the first fault). The ranges
+    /// are first written to the sink (which faults safely) and, once
+    /// known readable, copied directly.
+    fn copyMany(ranges: []const Range) usize {
+        const fd = sink();
+        if (fd >= 0) {
+            var iov: [max_ranges]iovec_const = undefined;
+            for (ranges, 0..) |r, i| iov[i] = .{ .base = @ptrFromInt(r.address), .len = r.dest.len };
+            const rc = linux.pwritev(fd, &iov, ranges.len, 0);
+            switch (linux.errno(rc)) {
+                .SUCCESS => {
+                    var left = rc;
+                    for (ranges, 0..) |r, i| {
+                        if (left < r.dest.len) return i;
+                        left -= r.dest.len;
+                        const from: [*]const u8 = @ptrFromInt(r.address);
+                        @memcpy(r.dest, from[0..r.dest.len]);
+                    }
+                    return ranges.len;
+                },
+                .FAULT => return 0,
+                else => {}, // a full disk, a limit: the other ways
+            }
+        }
         if (use_pipe.load(.acquire) != 1) {
-            const local = [_]iovec{.{ .base = dest.ptr, .len = dest.len }};
-            const remote = [_]iovec_const{.{ .base = @ptrFromInt(address), .len = dest.len }};
-            const rc = linux.process_vm_readv(linux.getpid(), &local, &remote, 0);
+            var local: [max_ranges]iovec = undefined;
+            var remote: [max_ranges]iovec_const = undefined;
+            for (ranges, 0..) |r, i| {
+                local[i] = .{ .base = r.dest.ptr, .len = r.dest.len };
+                remote[i] = .{ .base = @ptrFromInt(r.address), .len = r.dest.len };
+            }
+            const rc = linux.process_vm_readv(pid(), local[0..ranges.len], remote[0..ranges.len], 0);
             switch (linux.errno(rc)) {
                 .SUCCESS => {
                     use_pipe.store(0, .release);
-                    return rc == dest.len;
+                    var left = rc;
+                    for (ranges, 0..) |r, i| {
+                        if (left < r.dest.len) return i;
+                        left -= r.dest.len;
+                    }
+                    return ranges.len;
                 },
-                .FAULT => return false,
+                .FAULT => return 0,
                 .NOSYS, .PERM, .ACCES => use_pipe.store(1, .release),
-                else => return false,
+                else => return 0,
             }
         }
-        return pipeCopy(address, dest);
+        for (ranges, 0..) |r, i| if (!pipeCopy(r.address, r.dest)) return i;
+        return ranges.len;
     }
 
     /// A write() of unreadable memory into a pipe fails with EFAULT; what
@@ -216,7 +291,7 @@ const Linux = struct {
         if (use_pipe.load(.acquire) == 1) return true; // not checkable without the syscall
         const local = [_]iovec_const{.{ .base = bytes.ptr, .len = bytes.len }};
         const remote = [_]iovec_const{.{ .base = @ptrFromInt(address), .len = bytes.len }};
-        const rc = linux.process_vm_writev(linux.getpid(), &local, &remote, 0);
+        const rc = linux.process_vm_writev(pid(), &local, &remote, 0);
         return switch (linux.errno(rc)) {
             .SUCCESS => rc == bytes.len,
             .NOSYS, .PERM, .ACCES => true,
@@ -235,6 +310,11 @@ const Darwin = struct {
         var out_size: u64 = 0;
         const rc = mach_vm_read_overwrite(mach_task_self_, address, dest.len, @intFromPtr(dest.ptr), &out_size);
         return rc == 0 and out_size == dest.len;
+    }
+
+    fn copyMany(ranges: []const Range) usize {
+        for (ranges, 0..) |r, i| if (!Darwin.copyIn(r.address, r.dest)) return i;
+        return ranges.len;
     }
 
     extern "c" fn mach_vm_region(target_task: u32, address: *u64, size: *u64, flavor: c_int, info: *[16]i32, info_count: *u32, object_name: *u32) c_int;
@@ -263,6 +343,11 @@ const Darwin = struct {
     }
 };
 
+/// One piece of memory to copy in: `dest.len` bytes from `address`.
+pub const Range = struct { address: usize, dest: []u8 };
+/// Most ranges one `copyMany` takes.
+pub const max_ranges = 32;
+
 const Os = switch (builtin.os.tag) {
     .linux => Linux,
     .macos => Darwin,
@@ -274,6 +359,17 @@ const Os = switch (builtin.os.tag) {
 pub fn copyIn(address: usize, dest: []u8) bool {
     if (address == 0 or address +% dest.len < address) return false;
     return Os.copyIn(address, dest);
+}
+
+/// Copies every range (at most `max_ranges`; a NULL or wrapping one counts
+/// as unreadable); returns how many leading ranges were read whole.
+pub fn copyMany(ranges: []const Range) usize {
+    std.debug.assert(ranges.len <= max_ranges);
+    for (ranges, 0..) |r, i| {
+        if (r.address == 0 or r.address +% r.dest.len < r.address) return if (i == 0) 0 else copyMany(ranges[0..i]);
+    }
+    if (ranges.len == 0) return 0;
+    return Os.copyMany(ranges);
 }
 
 /// True when `address` lies in executable memory, where every callback of
@@ -389,7 +485,7 @@ fn notA(comptime fmt: []const u8, kind: Kind, address: usize, args: anytype) Sta
 fn checkPointers(kind: Kind, address: usize, comptime what: []const u8, at: u64, n: i64, entry_size: usize) Status {
     if (n == 0) return .ok;
     if (at == 0) return .ok; // a NULL array with a count: the validation's to report
-    var chunk: [32]u64 = undefined;
+    var chunk: [max_ranges]u64 = undefined;
     var i: usize = 0;
     const count: usize = @intCast(n);
     while (i < count) {
@@ -397,13 +493,29 @@ fn checkPointers(kind: Kind, address: usize, comptime what: []const u8, at: u64,
         if (!copyIn(@intCast(at + i * 8), std.mem.sliceAsBytes(chunk[0..take])))
             return notA("its {d} " ++ what ++ " at 0x{x} are not readable memory", kind, address, .{ n, at });
         if (entry_size > 0) {
-            for (chunk[0..take], 0..) |entry, j| {
-                if (entry != 0 and !readable(@intCast(entry), entry_size))
-                    return notA(what ++ "[{d}] at 0x{x} is not readable memory", kind, address, .{ i + j, entry });
-            }
+            const s = checkEntries(kind, address, what, chunk[0..take], i, entry_size);
+            if (s != .ok) return s;
         }
         i += take;
     }
+    return .ok;
+}
+
+/// Each non-NULL pointer of `entries` (entries `first..` of the array)
+/// readable for `entry_size` bytes, in one call.
+fn checkEntries(kind: Kind, address: usize, comptime what: []const u8, entries: []const u64, first: usize, entry_size: usize) Status {
+    var scratch: [max_ranges][@sizeOf(abi.ArrowArray)]u8 = undefined;
+    var ranges: [max_ranges]Range = undefined;
+    var which: [max_ranges]usize = undefined;
+    var k: usize = 0;
+    for (entries, 0..) |entry, j| {
+        if (entry == 0) continue; // a NULL child: the validation's to report
+        ranges[k] = .{ .address = @intCast(entry), .dest = scratch[k][0..entry_size] };
+        which[k] = first + j;
+        k += 1;
+    }
+    const read = copyMany(ranges[0..k]);
+    if (read < k) return notA(what ++ "[{d}] at 0x{x} is not readable memory", kind, address, .{ which[read], ranges[read].address });
     return .ok;
 }
 
@@ -411,7 +523,29 @@ fn probeSchema(address: usize, bytes: []const u8, mode: Mode) Status {
     const kind = Kind.schema;
     const release = word(bytes, S.release);
     const format = word(bytes, S.format);
-    const format_ok = format != 0 and stringLength(@intCast(format), max_format_bytes) != null;
+    const name = word(bytes, S.name);
+    // The usual case in one call: both strings end within their first
+    // piece (never crossing a page). Otherwise each is read on its own.
+    var pieces: [2][128]u8 = undefined;
+    var child_words: [max_ranges]u64 = undefined;
+    var strings_ok = false;
+    var children_read = false;
+    const n_children_given = signed(bytes, S.n_children);
+    const children_at = word(bytes, S.children);
+    if (format != 0 and name != 0) {
+        // With the children's pointer array when it is short.
+        const with_children = n_children_given > 0 and n_children_given <= max_ranges and children_at != 0;
+        const nc: usize = if (with_children) @intCast(n_children_given) else 0;
+        const ranges = [_]Range{
+            .{ .address = @intCast(format), .dest = pieces[0][0..@min(128, 4096 - format % 4096)] },
+            .{ .address = @intCast(name), .dest = pieces[1][0..@min(128, 4096 - name % 4096)] },
+            .{ .address = @intCast(if (with_children) children_at else format), .dest = std.mem.sliceAsBytes(child_words[0..nc]) },
+        };
+        const read = copyMany(ranges[0..if (with_children) 3 else 2]);
+        strings_ok = read >= 2 and std.mem.indexOfScalar(u8, ranges[0].dest, 0) != null and std.mem.indexOfScalar(u8, ranges[1].dest, 0) != null;
+        children_read = strings_ok and with_children and read == 3;
+    }
+    const format_ok = strings_ok or (format != 0 and stringLength(@intCast(format), max_format_bytes) != null);
     // A NULL format is the validation's to report (a layout error).
     if (!format_ok and (format != 0 or release == 0)) {
         // An ArrowArray where a schema is expected: its first word is a
@@ -423,10 +557,12 @@ fn probeSchema(address: usize, bytes: []const u8, mode: Mode) Status {
     if (release == 0) return if (mode == .live) released(kind) else .ok;
     if (!executable(@intCast(release))) return notA("its release callback 0x{x} is not in executable memory", kind, address, .{release});
     if (format != 0 and !format_ok) return notA("its format 0x{x} is not a readable NUL-terminated string of at most {d} bytes", kind, address, .{ format, max_format_bytes });
-    const name = word(bytes, S.name);
-    if (name != 0 and stringLength(@intCast(name), 1 << 20) == null) return notA("its name 0x{x} is not a readable NUL-terminated string", kind, address, .{name});
-    const n_children = signed(bytes, S.n_children);
-    if (n_children > 0 and n_children <= max_count) {
+    if (!strings_ok and name != 0 and stringLength(@intCast(name), 1 << 20) == null) return notA("its name 0x{x} is not a readable NUL-terminated string", kind, address, .{name});
+    const n_children = n_children_given;
+    if (children_read) {
+        const s = checkEntries(kind, address, "children", child_words[0..@intCast(n_children)], 0, @sizeOf(abi.ArrowSchema));
+        if (s != .ok) return s;
+    } else if (n_children > 0 and n_children <= max_count) {
         const s = checkPointers(kind, address, "children", word(bytes, S.children), n_children, @sizeOf(abi.ArrowSchema));
         if (s != .ok) return s;
     }
@@ -454,7 +590,27 @@ fn probeArray(kind: Kind, address: usize, bytes: []const u8, mode: Mode) Status 
     // the memory that a sane count makes the import read is checked here.
     const n_buffers = signed(bytes, A.n_buffers);
     const n_children = signed(bytes, A.n_children);
-    if (n_buffers > 0 and n_buffers <= max_count) {
+    const buffers = word(bytes, A.buffers);
+    const children = word(bytes, A.children);
+    if (n_buffers > 0 and n_buffers <= max_ranges and buffers != 0 and n_children >= 0 and n_children <= max_ranges and (n_children == 0 or children != 0)) {
+        // The usual case: both pointer arrays in one call, then the
+        // children's structs in one more.
+        var buffer_words: [max_ranges]u64 = undefined;
+        var child_words: [max_ranges]u64 = undefined;
+        const nb: usize = @intCast(n_buffers);
+        const nc: usize = @intCast(n_children);
+        var ranges = [_]Range{
+            .{ .address = @intCast(buffers), .dest = std.mem.sliceAsBytes(buffer_words[0..nb]) },
+            .{ .address = @intCast(if (nc == 0) buffers else children), .dest = std.mem.sliceAsBytes(child_words[0..nc]) },
+        };
+        const read = copyMany(ranges[0..if (nc == 0) 1 else 2]);
+        if (read < 1) return notA("its {d} buffers at 0x{x} are not readable memory", kind, address, .{ n_buffers, buffers });
+        if (nc > 0) {
+            if (read < 2) return notA("its {d} children at 0x{x} are not readable memory", kind, address, .{ n_children, children });
+            const s = checkEntries(kind, address, "children", child_words[0..nc], 0, @sizeOf(abi.ArrowArray));
+            if (s != .ok) return s;
+        }
+    } else if (n_buffers > 0 and n_buffers <= max_count) {
         const s = checkPointers(kind, address, "buffers", word(bytes, A.buffers), n_buffers, 0);
         if (s != .ok) return s;
     }
