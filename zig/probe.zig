@@ -230,6 +230,7 @@ const Linux = struct {
     var exec_ranges: [2048][2]usize = undefined;
     var exec_count: usize = 0;
     var exec_loaded = false;
+    var exec_overflow = false;
 
     fn inRanges(address: usize) bool {
         for (exec_ranges[0..exec_count]) |r| if (address >= r[0] and address < r[1]) return true;
@@ -242,7 +243,8 @@ const Linux = struct {
         defer exec_mutex.unlock();
         if (exec_loaded and inRanges(address)) return true;
         if (!loadRanges()) return null;
-        return inRanges(address);
+        if (inRanges(address)) return true;
+        return if (exec_overflow) null else false; // ranges left out: cannot tell
     }
 
     fn loadRanges() bool {
@@ -251,6 +253,7 @@ const Linux = struct {
         const fd: i32 = @intCast(fd_rc);
         defer _ = linux.close(fd);
         exec_count = 0;
+        exec_overflow = false;
         var chunk: [4096]u8 = undefined;
         // The first 80 bytes of each line hold "start-end perms".
         var line: [80]u8 = undefined;
@@ -280,7 +283,10 @@ const Linux = struct {
         if (space + 3 >= text.len or text[space + 3] != 'x') return;
         const start = std.fmt.parseInt(usize, text[0..dash], 16) catch return;
         const end = std.fmt.parseInt(usize, text[dash + 1 .. space], 16) catch return;
-        if (exec_count == exec_ranges.len) return;
+        if (exec_count == exec_ranges.len) {
+            exec_overflow = true;
+            return;
+        }
         exec_ranges[exec_count] = .{ start, end };
         exec_count += 1;
     }
@@ -329,7 +335,9 @@ const Darwin = struct {
         var info: [16]i32 = @splat(0);
         var count: u32 = vm_region_basic_info_count_64;
         var object: u32 = 0;
-        if (mach_vm_region(mach_task_self_, &region, &size, vm_region_basic_info_64, &info, &count, &object) != 0) return false;
+        const rc = mach_vm_region(mach_task_self_, &region, &size, vm_region_basic_info_64, &info, &count, &object);
+        if (rc == 1) return false; // KERN_INVALID_ADDRESS: no region at or above it
+        if (rc != 0) return null;
         if (region > address) return false; // the next region starts above: unmapped
         return info[0] & vm_prot_execute != 0; // info[0]: protection
     }
