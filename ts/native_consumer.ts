@@ -4,7 +4,6 @@
  * structs in, validates them, reports every buffer's address, size and
  * FNV-1a checksum as C sees them, and calls release.
  */
-import { type Pointer } from "bun:ffi";
 import { validationLevelArg, type ValidationLevelName } from "./abi/layout.ts";
 import { asPointer } from "./abi/structs.ts";
 import { argumentError } from "./args.ts";

@@ -34,7 +34,7 @@
  * If the consumer returns non-zero from a callback, only release follows.
  * Every path ends with exactly one release; `done` then settles.
  */
-import { toArrayBuffer, type Pointer } from "bun:ffi";
+import { toArrayBuffer } from "bun:ffi";
 import { RecordBatch, RecordBatchReader, Schema, Table, type DataType, type Struct } from "apache-arrow";
 import { typeDifference } from "./types.ts";
 import { AsyncProducerWord, DeviceType, Errno, asyncProducerWords } from "../abi/layout.ts";

@@ -11,7 +11,7 @@ import { probeStruct } from "../abi/probe.ts";
 import { branded, type StructPointer } from "../abi/pointers.ts";
 import { Table } from "apache-arrow";
 import { argumentError, oneOfArg, optionsArg } from "../args.ts";
-import { structAddress, type StructRef } from "../lifetime/c_structs.ts";
+import { structAddress } from "../lifetime/c_structs.ts";
 import { type ExportedStream } from "../lifetime/exported_stream.ts";
 import { type ImportOptions } from "../lifetime/imported.ts";
 import { ImportedStream } from "../lifetime/imported_stream.ts";

@@ -14,7 +14,6 @@
  * thread and waits for the copies first. The host source is released once
  * the copies are done (CPU sources) or with the device array (others).
  */
-import { type Pointer } from "bun:ffi";
 import { DeviceType, type MemoryKindName } from "../abi/layout.ts";
 import { asPointer } from "../abi/structs.ts";
 import { InvalidArgumentError, Status, errorFor } from "../errors.ts";

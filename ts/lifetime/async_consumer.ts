@@ -35,7 +35,7 @@
  * ImportedArray whose memory stays valid after the stream is gone, until
  * it is disposed or collected.
  */
-import { toArrayBuffer, type Pointer } from "bun:ffi";
+import { toArrayBuffer } from "bun:ffi";
 import {
   AsyncConsumerString, AsyncConsumerWord, ValidationLevel,
   asyncConsumerWords, type ValidationLevelName,

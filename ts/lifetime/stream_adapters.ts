@@ -5,7 +5,6 @@
  * released, success or not) and returns a handle whose `stream` a C
  * consumer can take; batches pass through by move and outlive both.
  */
-import { type Pointer } from "bun:ffi";
 import { errorFor } from "../errors.ts";
 import { lastError, native } from "../ffi/library.ts";
 import { ExportedStream } from "./exported_stream.ts";
