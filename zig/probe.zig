@@ -631,16 +631,6 @@ fn probeArray(kind: Kind, address: usize, bytes: []const u8, mode: Mode) Status 
     return .ok;
 }
 
-fn probeDeviceArray(address: usize, bytes: []const u8, mode: Mode) Status {
-    const s = probeArray(.device_array, address, bytes[0..@sizeOf(abi.ArrowArray)], mode);
-    if (s != .ok or word(bytes, @offsetOf(abi.ArrowDeviceArray, "array") + A.release) == 0) return s;
-    // sync_event points to the event (CUevent*, hipEvent_t*): waiting on
-    // it reads that pointer.
-    const event = word(bytes, @offsetOf(abi.ArrowDeviceArray, "sync_event"));
-    if (event != 0 and !readable(@intCast(event), 8)) return notA("its sync_event 0x{x} is not readable memory", .device_array, address, .{event});
-    return .ok;
-}
-
 /// Every non-NULL function pointer in `offsets` readable. A NULL callback
 /// (other than release, checked first) is left to the caller, which
 /// reports it and still releases the struct it was given.
@@ -717,7 +707,7 @@ pub fn probeStruct(kind: Kind, address: usize, mode: Mode) Status {
     return switch (kind) {
         .schema => probeSchema(address, view, mode),
         .array => probeArray(kind, address, view[0..@sizeOf(abi.ArrowArray)], mode),
-        .device_array => probeDeviceArray(address, view, mode),
+        .device_array => probeArray(kind, address, view[0..@sizeOf(abi.ArrowArray)], mode),
         .array_stream => probeArrayStream(address, view, mode),
         .device_array_stream => probeDeviceArrayStream(address, view, mode),
         .async_handler => probeHandler(address, view, mode),
