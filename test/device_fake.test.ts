@@ -12,7 +12,7 @@ import { fake, fakeCudaExtras, fakeHipExtras, fakeLeaks, isFake } from "./helper
 import { peer } from "./helpers/fixtures.ts";
 import { collectUntil } from "./helpers/gc.ts";
 import { native } from "../ts/ffi/library.ts";
-import { DeviceError, DeviceType, ImportedArray, InvalidArgumentError, InvalidLayoutError, OutOfMemoryError, UnsupportedError, type ExportedArray } from "../ts/index.ts";
+import { structPointer, DeviceError, DeviceType, ImportedArray, InvalidArgumentError, InvalidLayoutError, OutOfMemoryError, UnsupportedError, type ExportedArray } from "../ts/index.ts";
 import { consumeNatively } from "../ts/native_consumer.ts";
 import { copyArrayToDevice, deviceRuntime, toDevice, wrapDeviceMemory, type DeviceKind } from "../ts/device.ts";
 import { counters, drainReleased, nonZeroCounters } from "../ts/diagnostics.ts";
@@ -54,7 +54,7 @@ function produce(kind: DeviceKind, options: { device?: number; memory?: number; 
   const slot = native.abd_alloc_zeroed(72 + 128)!;
   const step = fake(kind).produce(options.device ?? 0, options.memory ?? 0, options.length ?? 100, options.withEvent ?? true, slot as never, (slot + 72) as never);
   if (step !== 0) throw new Error(`fake ${kind} producer failed at step ${step}`);
-  return { schema: slot, array: slot + 72, free: () => native.abd_free(slot as never) };
+  return { schema: structPointer("ArrowSchema", slot), array: structPointer("ArrowDeviceArray", slot + 72), free: () => native.abd_free(slot as never) };
 }
 
 function expectedInts(length: number) {
@@ -250,7 +250,7 @@ for (const kind of kinds) {
 
     test("a vector lands on the requested device and comes back from it", () => {
       const vector = makeVector(Int32Array.from({ length: 10 }, (_, i) => i));
-      const handles = toDevice(vector, { device: kind, id: 1 }) as ExportedArray;
+      const handles = toDevice(vector, { device: kind, id: 1 });
       expect(fake(kind).liveAllocationsOn(1)).toBe(1);
       expect(fake(kind).liveAllocationsOn(0)).toBe(0);
       const imported = ImportedArray.fromDeviceArray(handles.schema, handles.array);

@@ -138,7 +138,7 @@ function expectHostCopyEquals(imported: ImportedArray, expected: RecordBatch, wh
 }
 
 /** A fake driver's C device stream in a slot JS owns. */
-function cDeviceStream(kind: DeviceKind, options: { memory?: number; batches: number; rows: number; devices?: number; failAt?: number }): ExportedStream {
+function cDeviceStream(kind: DeviceKind, options: { memory?: number; batches: number; rows: number; devices?: number; failAt?: number }): ExportedStream<"device_stream"> {
   const slot = new ExportedStream("device_stream", `fake ${kind} device stream slot`);
   fake(kind).produceStream(options.memory ?? 0, options.batches, options.rows, options.devices ?? 2, options.failAt ?? -1, slot.stream);
   return slot;

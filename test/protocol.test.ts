@@ -11,7 +11,7 @@ import {
   Dictionary, Field, Int32, Int64, LargeUtf8, RecordBatch, Schema, Table, Type, Utf8, Utf8View, Vector, makeVector, tableFromArrays, vectorFromArray,
 } from "apache-arrow";
 import { ArrowCArray, ArrowCDeviceArray, ArrowCDeviceStream, ArrowCSchema, ArrowCStream, ImportedArray, ImportedStream, InvalidArgumentError, UnsupportedError, arrowProtocol, arrowProtocolInstalled, exportArray, exportStream, exportSchema, importRecordBatch, importVector, installArrowProtocol, readTable, recordBatches, uninstallArrowProtocol, type ArrowCapsule, type CapsuleKind, type SchemaProducer } from "../ts/index.ts";
-import { CSchema } from "../ts/raw.ts";
+import { CSchema, structPointer } from "../ts/raw.ts";
 import { counters, nonZeroCounters } from "../ts/diagnostics.ts";
 import { fx } from "./helpers/fixtures.ts";
 import { collectUntil } from "./helpers/gc.ts";
@@ -187,7 +187,7 @@ describe("apache-arrow producers", () => {
   test("the schema method", async () => {
     const capsule = arrowProtocol(batch)[ArrowCSchema]!();
     expect(capsule.kind).toBe("arrow_schema");
-    const schema = CSchema.at(capsule.schema!);
+    const schema = CSchema.at(structPointer("ArrowSchema", capsule.schema!));
     expect(schema.format).toBe("+s");
     expect(schema.children.map((c) => c.name)).toEqual(["a", "s"]);
     capsule[Symbol.dispose]();

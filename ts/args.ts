@@ -150,6 +150,14 @@ export function stringArg(fn: string, param: string, value: unknown, optional = 
   if (typeof value !== "string") throw argumentError(fn, param, optional ? "a string or undefined" : "a string", value);
 }
 
+/** Refuses a constructor call from outside the class's module: the
+ * constructor is private in TypeScript but reachable from JS, and what it
+ * takes (a native address) could be anything. `token` must be the
+ * module-private `expected` symbol. */
+export function internalConstruction(cls: string, token: unknown, expected: symbol, instead: string): void {
+  if (token !== expected) throw new InvalidArgumentError(Status.invalid_argument, `${cls}: the constructor is not public; ${instead}`);
+}
+
 /** True for `{...}` literals and Object.create(null). */
 export function isPlainObject(value: unknown): value is Record<string, unknown> {
   if (typeof value !== "object" || value === null) return false;

@@ -22,3 +22,4 @@ export { exportDeviceArray, type ArraySource } from "./convert/export.ts";
 export { ExportedArray, type ExportedKind, type ExportedSchema } from "./lifetime/exported.ts";
 export { ImportedArray, RawArray, type ImportOptions, type ToHostOptions, type TypedBuffer } from "./lifetime/imported.ts";
 export { type StructRef } from "./lifetime/c_structs.ts";
+export { structPointer, type StructPointer, type StructName } from "./abi/pointers.ts";

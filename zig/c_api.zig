@@ -25,6 +25,7 @@ const move = @import("move.zig");
 const schema_info = @import("schema_info.zig");
 const schema_key = @import("schema_key.zig");
 const metadata = @import("metadata.zig");
+const probe = @import("probe.zig");
 
 const Status = status.Status;
 const Owner = owner_mod.Owner;
@@ -722,6 +723,22 @@ export fn abd_schema_move_child(parent: ?*abi.ArrowSchema, index: i64, dst: ?*ab
 
 export fn abd_array_move_child(parent: ?*abi.ArrowArray, index: i64, dst: ?*abi.ArrowArray) c_int {
     return code(move.moveArrayChild(parent, index, dst));
+}
+
+// ---------------------------------------------------------------------------
+// Fault-safe struct checks (probe.zig)
+// ---------------------------------------------------------------------------
+
+/// Checks, without faulting, that `address` names a struct of `kind`
+/// (0 schema, 1 array, 2 device array, 3 array stream, 4 device array
+/// stream, 5 async device stream handler) that is safe to read: readable
+/// bytes, a sane shape, readable strings and child pointers. `mode` 0: it
+/// must be live (a released one gives ABD_RELEASED); 1: a view or a
+/// destination, released allowed, and writable. Reads only; any thread.
+export fn abd_probe_struct(kind: c_int, address: usize, mode: c_int) c_int {
+    const k = std.enums.fromInt(probe.Kind, kind) orelse return code(status.fail(.invalid_argument, "unknown struct kind {d}", .{kind}));
+    const m = std.enums.fromInt(probe.Mode, mode) orelse return code(status.fail(.invalid_argument, "unknown probe mode {d}", .{mode}));
+    return code(probe.probeStruct(k, address, m));
 }
 
 // ---------------------------------------------------------------------------

@@ -50,6 +50,7 @@ test {
     _ = @import("async_consumer.zig");
     _ = @import("async_producer.zig");
     _ = @import("move.zig");
+    _ = @import("probe.zig");
     _ = @import("metadata.zig");
     _ = @import("schema_info.zig");
     _ = @import("schema_key.zig");

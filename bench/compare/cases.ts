@@ -14,7 +14,7 @@
  */
 import { toArrayBuffer, type Pointer } from "bun:ffi";
 import { Data, Field, Float64, Int32, RecordBatch, Schema, Struct, Table, tableFromArrays, tableFromIPC, tableToIPC } from "apache-arrow";
-import { ImportedArray, ImportedStream, exportArray, exportAsyncStream, recordBatches, toRecordBatch } from "../../ts/index.ts";
+import { ImportedArray, ImportedStream, exportArray, exportAsyncStream, recordBatches, toRecordBatch, type StructPointer } from "../../ts/index.ts";
 import { AsyncStreamConsumer } from "../../ts/raw.ts";
 import { streamPeer } from "../../test/helpers/fixtures.ts";
 import { asyncPeer, CSink, CSource } from "../../test/helpers/async_peer.ts";
@@ -220,7 +220,7 @@ export function streamGroup(rows: number, batches: number, ctx: Context): Built 
     run(k: number) {
       open(k);
       const t = now();
-      const stream = ImportedStream.fromArrayStream(slot);
+      const stream = ImportedStream.fromArrayStream(slot as StructPointer<"ArrowArrayStream">);
       let n = 0;
       for (const batch of recordBatches(stream)) {
         if (read) readEveryBuffer(batch);
@@ -352,8 +352,8 @@ export function asyncGroup(role: "consumer" | "producer", rows: number, batches:
     contenders.push({
       name: "sync",
       run(k) {
-        const schema = pool.schema(0) as Pointer;
-        const array = pool.array(0) as Pointer;
+        const schema = pool.schema(0);
+        const array = pool.array(0);
         let check = 0;
         const t = now();
         for (let i = 0; i < k; i++) {

@@ -223,6 +223,13 @@ uint32_t abd_counters_read(double* out, uint32_t capacity);
 void* abd_alloc_zeroed(size_t size);
 void abd_free(void* memory);
 
+/* Checks, without faulting, that address names a struct of `kind` (0
+ * ArrowSchema, 1 ArrowArray, 2 ArrowDeviceArray, 3 ArrowArrayStream, 4
+ * ArrowDeviceArrayStream, 5 ArrowAsyncDeviceStreamHandler) that is safe to
+ * read. mode 0: it must be live (ABD_RELEASED otherwise); mode 1: a view or
+ * destination (released allowed, must be writable). Reads only. */
+abd_status abd_probe_struct(int kind, uintptr_t address, int mode);
+
 /* Call the struct's release if it is not released; NULL is a no-op. */
 void abd_schema_release(struct ArrowSchema* schema);
 void abd_array_release(struct ArrowArray* array);

@@ -11,6 +11,7 @@
  * `slot.free()` releases whatever is left. Handles (`ArrowCppRead`,
  * `ArrowCppJob`) are freed with `free()` / `using`.
  */
+import { structPointer, type StructPointer } from "../../ts/index.ts";
 import { FFIType, suffix, type Pointer } from "bun:ffi";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
@@ -160,6 +161,23 @@ function cText(text: string | null | undefined): Uint8Array | null {
 
 export type SlotKind = "device_array" | "array" | "stream" | "device_stream" | "async_handler";
 
+/** The C struct after the schema in a slot of kind `K`. */
+export type SlotStruct<K extends SlotKind> = {
+  device_array: "ArrowDeviceArray";
+  array: "ArrowArray";
+  stream: "ArrowArrayStream";
+  device_stream: "ArrowDeviceArrayStream";
+  async_handler: "ArrowAsyncDeviceStreamHandler";
+}[K];
+
+const structOf: { [K in SlotKind]: SlotStruct<K> } = {
+  device_array: "ArrowDeviceArray",
+  array: "ArrowArray",
+  stream: "ArrowArrayStream",
+  device_stream: "ArrowDeviceArrayStream",
+  async_handler: "ArrowAsyncDeviceStreamHandler",
+};
+
 const bodyBytes: Record<SlotKind, number> = {
   device_array: ArrowDeviceArrayLayout.size,
   array: ArrowDeviceArrayLayout.size, // an ArrowArray fits; same offset
@@ -175,10 +193,10 @@ const bodyBytes: Record<SlotKind, number> = {
  * unreleased (never moved out), then frees the memory. An async handler is
  * never released here: its producer does that.
  */
-export class CSlot implements Disposable {
+export class CSlot<K extends SlotKind = SlotKind> implements Disposable {
   #address: number;
 
-  constructor(readonly kind: SlotKind = "device_array") {
+  constructor(readonly kind: K = "device_array" as K) {
     const address = arrowShim().shim_alloc(ArrowSchemaLayout.size + bodyBytes[kind]);
     if (!address) throw new ArrowCppError(ShimStatus.internal, "out of memory allocating a C slot");
     this.#address = address;
@@ -190,18 +208,18 @@ export class CSlot implements Disposable {
   }
 
   /** `struct ArrowSchema*`. */
-  get schema(): Pointer {
-    return this.#live() as Pointer;
+  get schema(): StructPointer<"ArrowSchema"> {
+    return structPointer("ArrowSchema", this.#live());
   }
 
   /** The second struct: `struct ArrowDeviceArray*` / `ArrowArray*` /
    * stream / handler, by kind. */
-  get array(): Pointer {
-    return (this.#live() + ArrowSchemaLayout.size) as Pointer;
+  get array(): StructPointer<SlotStruct<K>> {
+    return structPointer(structOf[this.kind] as SlotStruct<K>, this.#live() + ArrowSchemaLayout.size);
   }
 
   /** Same address as `array`, named for streams and handlers. */
-  get body(): Pointer {
+  get body(): StructPointer<SlotStruct<K>> {
     return this.array;
   }
 

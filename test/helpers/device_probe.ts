@@ -5,6 +5,7 @@
  * test/device_unavailable.test.ts:
  *   bun test/helpers/device_probe.ts <scenario>
  */
+import { structPointer } from "../../ts/index.ts";
 import { FFIType, ptr as addressOf, read, type Pointer } from "bun:ffi";
 import { makeVector } from "apache-arrow";
 import { openLibrary } from "../../ts/ffi/bun_ffi.ts";
@@ -121,7 +122,7 @@ switch (scenario) {
     const native = (await import("../../ts/ffi/library.ts")).native;
     const slot = native.abd_alloc_zeroed(200)!;
     out.produced = f.fake_cuda_produce(0, 1, 20, 1, slot, (slot + 72) as Pointer);
-    const imported = ImportedArray.fromDeviceArray(slot, slot + 72);
+    const imported = ImportedArray.fromDeviceArray(structPointer("ArrowSchema", slot), structPointer("ArrowDeviceArray", slot + 72));
     native.abd_free(slot);
     out.readableAtImport = imported.hostReadable;
     const view = imported.toHost();

@@ -38,6 +38,10 @@ import { DeferredViews, ImportedArray, adoptImportSnapshot, deferHandleViews, ho
 import { LazyBatch, LazyKind, emptyBytes, lazyDataAvailable, type ReadProbe, type ViewConstructor } from "./lazy_data.ts";
 import { pulledBatch, releasePulled, type ImportedStream, type PulledBatch } from "../lifetime/imported_stream.ts";
 import { takeStructs, type StructRef } from "../lifetime/c_structs.ts";
+import { branded, type StructName } from "../abi/pointers.ts";
+
+/** Any struct reference (the implementations; overloads say which). */
+type AnyRef = StructRef<StructName>;
 import { isArrayProducer, type ArrayProducer, type ArrowCapsule } from "../protocol/symbols.ts";
 import { listViewToList, runEndToPlain } from "./materialize.ts";
 import { newData, strideOf as strideOfData } from "./arrow_data.ts";
@@ -946,7 +950,7 @@ export type ImportConvertOptions = ImportOptions & ConvertOptions & {
 };
 
 function importWith<T>(
-  fn: string, schema: StructRef | ArrayProducer | ArrowCapsule, array: StructRef | ImportConvertOptions | undefined,
+  fn: string, schema: AnyRef | ArrayProducer | ArrowCapsule, array: AnyRef | ImportConvertOptions | undefined,
   given: ImportConvertOptions, kind: "array" | "device_array",
   convert: (imported: ImportedArray, options: ConvertOptions) => T,
 ): T {
@@ -964,14 +968,14 @@ function importWith<T>(
     let validation: ImportOptions = {};
     // The structs are taken (released) even when an argument is bad.
     const arrayKind = ((options as ImportConvertOptions | null)?.as ?? kind) === "array" ? "ArrowArray" : "ArrowDeviceArray";
-    const [schemaAddress, arrayAddress] = takeStructs(fn, [["schemaPtr", schema, "ArrowSchema"], ["arrayPtr", array as StructRef, arrayKind]], () => {
+    const [schemaAddress, arrayAddress] = takeStructs(fn, [["schemaPtr", schema, "ArrowSchema"], ["arrayPtr", array, arrayKind]], () => {
       convertOptions = convertOptionsArg(fn, options, ["validation", "as"]);
       as = oneOfArg(fn, "options.as", options.as ?? kind, ["array", "device_array"]);
       validation = { validation: options.validation };
     });
     imported = as === "array"
-      ? ImportedArray.fromArray(schemaAddress, arrayAddress, validation)
-      : ImportedArray.fromDeviceArray(schemaAddress, arrayAddress, validation);
+      ? ImportedArray.fromArray(branded(schemaAddress), branded(arrayAddress), validation)
+      : ImportedArray.fromDeviceArray(branded(schemaAddress), branded(arrayAddress), validation);
   }
   try {
     const result = convert(imported, convertOptions);
@@ -990,21 +994,25 @@ function importWith<T>(
  * the last view of its memory is collected. For an explicit end, use
  * `ImportedArray` + `toVector` and `dispose()` instead.
  */
-export function importVector(schemaPtr: StructRef, arrayPtr: StructRef, options?: ImportConvertOptions): Vector;
+export function importVector(schemaPtr: StructRef<"ArrowSchema">, arrayPtr: StructRef<"ArrowArray">, options?: ImportConvertOptions & { as?: "array" }): Vector;
+/** `importVector` from an `ArrowDeviceArray*` (`{ as: "device_array" }`). */
+export function importVector(schemaPtr: StructRef<"ArrowSchema">, deviceArrayPtr: StructRef<"ArrowDeviceArray">, options: ImportConvertOptions & { as: "device_array" }): Vector;
 /** Takes the array of any protocol producer or array capsule
  * (docs/protocol.md), preferring its device method. */
 export function importVector(source: ArrayProducer | ArrowCapsule, options?: ImportConvertOptions): Vector;
-export function importVector(schemaPtr: StructRef | ArrayProducer | ArrowCapsule, arrayPtr?: StructRef | ImportConvertOptions, options: ImportConvertOptions = {}): Vector {
+export function importVector(schemaPtr: AnyRef | ArrayProducer | ArrowCapsule, arrayPtr?: AnyRef | ImportConvertOptions, options: ImportConvertOptions = {}): Vector {
   return importWith("importVector", schemaPtr, arrayPtr, options, "array", vectorOf);
 }
 
 /** Like `importVector`, for a record batch (a struct root), from an
  * `ArrowDeviceArray*` by default. */
-export function importRecordBatch(schemaPtr: StructRef, deviceArrayPtr: StructRef, options?: ImportConvertOptions): RecordBatch;
+export function importRecordBatch(schemaPtr: StructRef<"ArrowSchema">, deviceArrayPtr: StructRef<"ArrowDeviceArray">, options?: ImportConvertOptions & { as?: "device_array" }): RecordBatch;
+/** `importRecordBatch` from an `ArrowArray*` (`{ as: "array" }`). */
+export function importRecordBatch(schemaPtr: StructRef<"ArrowSchema">, arrayPtr: StructRef<"ArrowArray">, options: ImportConvertOptions & { as: "array" }): RecordBatch;
 /** Takes the array of any protocol producer or array capsule
  * (docs/protocol.md), preferring its device method. */
 export function importRecordBatch(source: ArrayProducer | ArrowCapsule, options?: ImportConvertOptions): RecordBatch;
-export function importRecordBatch(schemaPtr: StructRef | ArrayProducer | ArrowCapsule, deviceArrayPtr?: StructRef | ImportConvertOptions, options: ImportConvertOptions = {}): RecordBatch {
+export function importRecordBatch(schemaPtr: AnyRef | ArrayProducer | ArrowCapsule, deviceArrayPtr?: AnyRef | ImportConvertOptions, options: ImportConvertOptions = {}): RecordBatch {
   return importWith("importRecordBatch", schemaPtr, deviceArrayPtr, options, "device_array", recordBatchOf);
 }
 

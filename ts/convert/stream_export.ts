@@ -76,10 +76,10 @@ export type StreamSource =
   | AsyncIterable<StreamItem>;
 
 /** Options of `exportStream` and `exportStreamAsync`. */
-export type StreamExportOptions = {
+export type StreamExportOptions<K extends StreamKind = StreamKind> = {
   /** "device_stream" (default): an ArrowDeviceArrayStream on the CPU.
    * "stream": an ArrowArrayStream. */
-  as?: StreamKind;
+  as?: K;
   /** The stream's schema. Required for an async source given to
    * `exportStream` (`exportStreamAsync` can read it from the first batch)
    * and for an empty iterable. Otherwise taken from the source (the first
@@ -465,6 +465,11 @@ function create(opened: Opened, options: StreamExportOptions): ExportedStream {
  * An async source (async iterable, async RecordBatchReader) needs
  * `options.schema` here; `exportStreamAsync` can find it instead.
  */
+export function exportStream(source: StreamSource, options?: StreamExportOptions<"device_stream">): ExportedStream<"device_stream">;
+/** `exportStream` as an ArrowArrayStream (`{ as: "stream" }`). */
+export function exportStream(source: StreamSource, options: StreamExportOptions<"stream">): ExportedStream<"stream">;
+/** `exportStream` with the kind known only at run time. */
+export function exportStream(source: StreamSource, options?: StreamExportOptions): ExportedStream;
 export function exportStream(source: StreamSource, options: StreamExportOptions = {}): ExportedStream {
   return exportStreamNamed("exportStream", source, options);
 }
@@ -503,6 +508,11 @@ export function exportStreamNamed(fn: string, source: StreamSource, options: Str
 /** Like `exportStream`, but may await an async source to learn its schema
  * (an async reader's `open()`, or an async iterable's first batch, which
  * is then the stream's first batch). */
+export async function exportStreamAsync(source: StreamSource, options?: StreamExportOptions<"device_stream">): Promise<ExportedStream<"device_stream">>;
+/** `exportStreamAsync` as an ArrowArrayStream (`{ as: "stream" }`). */
+export async function exportStreamAsync(source: StreamSource, options: StreamExportOptions<"stream">): Promise<ExportedStream<"stream">>;
+/** `exportStreamAsync` with the kind known only at run time. */
+export async function exportStreamAsync(source: StreamSource, options?: StreamExportOptions): Promise<ExportedStream>;
 export async function exportStreamAsync(source: StreamSource, options: StreamExportOptions = {}): Promise<ExportedStream> {
   streamArgs("exportStreamAsync", source, options);
   drainReleased();
@@ -511,15 +521,15 @@ export async function exportStreamAsync(source: StreamSource, options: StreamExp
 }
 
 /** `exportStream(source, { ...options, as: "stream" })`. */
-export function exportArrayStream(source: StreamSource, options: Omit<StreamExportOptions, "as"> = {}): ExportedStream {
+export function exportArrayStream(source: StreamSource, options: Omit<StreamExportOptions, "as"> = {}): ExportedStream<"stream"> {
   optionsArg("exportArrayStream", "options", options, streamOptionKeys.filter((key) => key !== "as"));
-  return exportStreamNamed("exportArrayStream", source, { ...options, as: "stream" });
+  return exportStreamNamed("exportArrayStream", source, { ...options, as: "stream" }) as ExportedStream<"stream">;
 }
 
 /** `exportStream(source, { ...options, as: "device_stream" })`. */
-export function exportDeviceArrayStream(source: StreamSource, options: Omit<StreamExportOptions, "as"> = {}): ExportedStream {
+export function exportDeviceArrayStream(source: StreamSource, options: Omit<StreamExportOptions, "as"> = {}): ExportedStream<"device_stream"> {
   optionsArg("exportDeviceArrayStream", "options", options, streamOptionKeys.filter((key) => key !== "as"));
-  return exportStreamNamed("exportDeviceArrayStream", source, { ...options, as: "device_stream" });
+  return exportStreamNamed("exportDeviceArrayStream", source, { ...options, as: "device_stream" }) as ExportedStream<"device_stream">;
 }
 
 /** JS sources whose stream has not been released yet (for tests). */

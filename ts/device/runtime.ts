@@ -29,7 +29,10 @@ import { DeviceUnavailableError, InvalidArgumentError, ReleasedError, Status, Un
 import { deviceLibraryEnvVars, loadDeviceRuntime } from "../ffi/device_loader.ts";
 import { check, lastError, native } from "../ffi/library.ts";
 import { reportLeak, track, untrack } from "../lifetime/debug.ts";
-import { addressArg, argumentError, integerArg, oneOfArg, optionsArg, stringArg } from "../args.ts";
+import { addressArg, argumentError, integerArg, internalConstruction, oneOfArg, optionsArg, stringArg } from "../args.ts";
+
+/** Only this module constructs the runtime and its handles. */
+const deviceToken = Symbol("DeviceRuntime");
 
 /** A device runtime: "cuda" (the CUDA driver API) or "rocm" (HIP). */
 export type DeviceKind = "cuda" | "rocm";
@@ -110,7 +113,7 @@ export function deviceRuntime(kind: DeviceKind): DeviceRuntime {
   if (existing) return existing;
   const availability = deviceAvailability(kind);
   if (!availability.available) throw new DeviceUnavailableError(Status.device_unavailable, availability.reason);
-  const runtime = new DeviceRuntime(kind, availability.library, availability.version, availability.deviceCount);
+  const runtime = new DeviceRuntime(deviceToken, kind, availability.library, availability.version, availability.deviceCount);
   runtimes.set(kind, runtime);
   return runtime;
 }
@@ -180,7 +183,9 @@ export class DeviceRuntime {
   /** The Arrow device type of this runtime's device memory (CUDA or ROCM). */
   readonly deviceType: number;
 
+  /** @internal Use `deviceRuntime(kind)`. */
   constructor(
+    token: symbol,
     readonly kind: DeviceKind,
     /** The library that was loaded. */
     readonly library: string,
@@ -188,6 +193,7 @@ export class DeviceRuntime {
     readonly version: number,
     readonly deviceCount: number,
   ) {
+    internalConstruction("DeviceRuntime", token, deviceToken, "use deviceRuntime(kind)");
     this.deviceType = checkKind("DeviceRuntime", kind);
     stringArg("DeviceRuntime", "library", library);
     integerArg("DeviceRuntime", "version", version, 0);
@@ -214,7 +220,7 @@ export class DeviceRuntime {
     const memory = oneOfArg("DeviceRuntime.allocate", "options.memory", options.memory ?? "device", ["device", "pinned", "managed"]);
     const id = ordinalArg("DeviceRuntime.allocate", "options.id", options.id ?? 0);
     check(native.abd_device_alloc(this.deviceType, id, MemoryKind[memory], byteLength, words));
-    return new DeviceMemory(this, id, memory, words[0], byteLength);
+    return new DeviceMemory(deviceToken, this, id, memory, words[0], byteLength);
   }
 
   /** A new non-blocking stream of device `id`; destroy it with `destroy()`
@@ -222,14 +228,14 @@ export class DeviceRuntime {
   createStream(id = 0): DeviceStream {
     ordinalArg("DeviceRuntime.createStream", "id", id);
     check(native.abd_device_stream_create(this.deviceType, id, words));
-    return new DeviceStream(this, id, words[0]);
+    return new DeviceStream(deviceToken, this, id, words[0]);
   }
 
   /** A new event of device `id`; destroy it with `destroy()` (or `using`). */
   createEvent(id = 0): DeviceEvent {
     ordinalArg("DeviceRuntime.createEvent", "id", id);
     check(native.abd_device_event_create(this.deviceType, id, words));
-    return new DeviceEvent(this, id, words[0]);
+    return new DeviceEvent(deviceToken, this, id, words[0]);
   }
 
   /** Blocks until the event at `eventAddress` (a `CUevent*` /
@@ -302,7 +308,9 @@ export class DeviceMemory implements Disposable {
    * ROCM, ROCM_HOST). */
   readonly deviceType: number;
 
-  constructor(readonly runtime: DeviceRuntime, readonly deviceId: number, readonly memory: MemoryKindName, readonly address: number, readonly byteLength: number) {
+  /** @internal Use `DeviceRuntime.allocate`. */
+  constructor(token: symbol, readonly runtime: DeviceRuntime, readonly deviceId: number, readonly memory: MemoryKindName, readonly address: number, readonly byteLength: number) {
+    internalConstruction("DeviceMemory", token, deviceToken, "use DeviceRuntime.allocate");
     handleArgs("DeviceMemory", runtime, deviceId, address);
     oneOfArg("DeviceMemory", "memory", memory, ["device", "pinned", "managed"]);
     integerArg("DeviceMemory", "byteLength", byteLength, 0);
@@ -356,7 +364,9 @@ export class DeviceStream implements Disposable {
   #pending: unknown[] = [];
   #token: number;
 
-  constructor(readonly runtime: DeviceRuntime, readonly deviceId: number, /** CUstream / hipStream_t */ readonly handle: number) {
+  /** @internal Use `DeviceRuntime.createStream`. */
+  constructor(token: symbol, readonly runtime: DeviceRuntime, readonly deviceId: number, /** CUstream / hipStream_t */ readonly handle: number) {
+    internalConstruction("DeviceStream", token, deviceToken, "use DeviceRuntime.createStream");
     handleArgs("DeviceStream", runtime, deviceId, handle, "handle");
     const label = `${runtime.kind} stream`;
     this.#token = track(label);
@@ -410,7 +420,9 @@ export class DeviceEvent implements Disposable {
   #destroyed = false;
   #token: number;
 
-  constructor(readonly runtime: DeviceRuntime, readonly deviceId: number, readonly address: number) {
+  /** @internal Use `DeviceRuntime.createEvent`. */
+  constructor(token: symbol, readonly runtime: DeviceRuntime, readonly deviceId: number, readonly address: number) {
+    internalConstruction("DeviceEvent", token, deviceToken, "use DeviceRuntime.createEvent");
     handleArgs("DeviceEvent", runtime, deviceId, address);
     const label = `${runtime.kind} event`;
     this.#token = track(label);

@@ -124,7 +124,7 @@ function withDefaultFlags(node: RawArrayNode): RawArrayNode {
 /** Exports `root` (and its children) over the given buffers, without
  * copying or reading them. The structure is checked (buffer and child
  * counts per format, lengths); the data is not. */
-export function exportRawArray(root: RawArrayNode, options: RawExportOptions = {}): ExportedArray {
+export function exportRawArray(root: RawArrayNode, options: RawExportOptions = {}): ExportedArray<"device_array"> {
   const fn = "exportRawArray";
   checkNode(fn, root, "root", 0);
   optionsArg(fn, "options", options, ["deviceType", "deviceId", "syncEvent", "onRelease", "keepAlive"]);
@@ -193,7 +193,7 @@ export type WrapOptions = {
 /** Exports device memory you own as an ArrowDeviceArray of `options.device`
  * (CUDA / CUDA_HOST / CUDA_MANAGED, ROCM / ROCM_HOST), with your event as
  * `sync_event` and `onRelease` telling you when the consumer is done. */
-export function wrapDeviceMemory(root: RawArrayNode, options: WrapOptions): ExportedArray {
+export function wrapDeviceMemory(root: RawArrayNode, options: WrapOptions): ExportedArray<"device_array"> {
   checkNode("wrapDeviceMemory", root, "root", 0);
   checkTarget("wrapDeviceMemory", options as DeviceTarget, "options", ["syncEvent", "onRelease", "keepAlive"]);
   if (options.id === undefined) throw argumentError("wrapDeviceMemory", "options.id", "a device ordinal", options.id);

@@ -20,6 +20,7 @@
  * deferred safety net: an export released before the next microtask never
  * touches the FinalizationRegistry.
  */
+import { branded, type StructPointer } from "../abi/pointers.ts";
 import { read, type Pointer } from "bun:ffi";
 import { ArrowArrayLayout, ArrowDeviceArrayLayout, ArrowSchemaLayout } from "../abi/layout.ts";
 import { OutOfMemoryError, ReleasedError, Status } from "../errors.ts";
@@ -98,15 +99,15 @@ let adoptingCode = 0;
 
 /** A handle owning `address`, a slot of `kind` that abd_export_slot_new
  * returned (filled; freed by abd_export_slot_free). Internal. */
-export function adoptExportSlot(kind: ExportedKind, address: number): ExportedArray {
+export function adoptExportSlot<K extends ExportedKind>(kind: K, address: number): ExportedArray<K> {
   adopting = address;
   adoptingCode = exportSlotKinds[kind];
   return new ExportedArray(kind);
 }
 
 /** An exported ArrowSchema (kind "schema"), optionally with its ArrowArray
- * or ArrowDeviceArray. */
-export class ExportedArray implements Disposable {
+ * or ArrowDeviceArray. `K` is the kind, which types `array`'s address. */
+export class ExportedArray<K extends ExportedKind = ExportedKind> implements Disposable {
 
   /** Protocol (docs/protocol.md): an "arrow_schema" capsule; undefined where not offered. */
   declare readonly [ArrowCSchema]?: (options?: ProtocolOptions) => ArrowCapsule;
@@ -137,7 +138,7 @@ export class ExportedArray implements Disposable {
   });
 
   /** Allocates an empty (released) slot; the converter fills it. */
-  constructor(readonly kind: ExportedKind, label?: string) {
+  constructor(readonly kind: K, label?: string) {
     const adopted = adopting;
     if (adopted !== 0) {
       adopting = 0;
@@ -165,15 +166,15 @@ export class ExportedArray implements Disposable {
   }
 
   /** `struct ArrowSchema*` for C. Valid until `release()`. */
-  get schema(): Pointer {
-    return (this.#slot() + schemaOffset) as Pointer;
+  get schema(): StructPointer<"ArrowSchema"> {
+    return branded(this.#slot() + schemaOffset);
   }
 
   /** `struct ArrowDeviceArray*` (kind "device_array") or `struct ArrowArray*`
    * (kind "array") for C. Valid until `release()`. */
-  get array(): Pointer {
+  get array(): StructPointer<K extends "array" ? "ArrowArray" : "ArrowDeviceArray"> {
     if (this.kind === "schema") throw new ReleasedError(Status.invalid_argument, "this handle holds only a schema");
-    return (this.#slot() + arrayOffset) as Pointer;
+    return branded(this.#slot() + arrayOffset);
   }
 
   /** True once a consumer moved the schema out, or it was released. */

@@ -185,7 +185,9 @@ function importedStreamCapsule(stream: ImportedStream, as: "stream" | "device_st
   const relayed = stream.relay();
   if (relayed.kind === as) return new LibraryCapsule(relayed);
   try {
-    const adapted = as === "device_stream" ? arrayStreamAsDeviceStream(relayed.stream) : deviceStreamAsArrayStream(relayed.stream);
+    const adapted = as === "device_stream"
+      ? arrayStreamAsDeviceStream((relayed as ExportedStream<"stream">).stream)
+      : deviceStreamAsArrayStream((relayed as ExportedStream<"device_stream">).stream);
     return new LibraryCapsule(adapted);
   } finally {
     relayed.release();

@@ -12,6 +12,7 @@
  * apache-arrow's builders. Anything else: the request is ignored, whole
  * (the producer's own schema is exported), as the Python spec allows.
  */
+import { branded } from "../abi/pointers.ts";
 import {
   Binary, Data, DataType, Field, FixedSizeList, LargeBinary, LargeUtf8, List, Map_, RecordBatch, Schema, Struct,
   Table, Type, Utf8, makeData, makeVector, vectorFromArray, type Dictionary,
@@ -33,7 +34,7 @@ export function withRequested<T>(options: ProtocolOptions, use: (requested: CSch
     if (given.kind !== "arrow_schema" || typeof given.schema !== "number" || given.schema <= 0) {
       throw new InvalidArgumentError(Status.invalid_argument, `requestedSchema must be an "arrow_schema" capsule, not "${given.kind}"`);
     }
-    return use(CSchema.at(given.schema));
+    return use(CSchema.at(branded(given.schema)));
   }
   if (isSchemaProducer(given)) {
     const capsule: ArrowCapsule = given[ArrowCSchema]();

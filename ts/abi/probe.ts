@@ -1,0 +1,33 @@
+/**
+ * Fault-safe checks of C structs named by address (zig/probe.zig), run
+ * before anything reads them: an address from JS may name the wrong
+ * struct, a released one, random bytes or no memory at all, and reading
+ * such memory directly would take the process down. The native probe
+ * copies the bytes through the kernel and judges the copy.
+ */
+import { errorFor } from "../errors.ts";
+import { lastError, native } from "../ffi/library.ts";
+import { asPointer } from "./structs.ts";
+
+/** The structs the probe knows (the numbers are the C API's). */
+export const ProbeKind = {
+  ArrowSchema: 0,
+  ArrowArray: 1,
+  ArrowDeviceArray: 2,
+  ArrowArrayStream: 3,
+  ArrowDeviceArrayStream: 4,
+  ArrowAsyncDeviceStreamHandler: 5,
+} as const;
+export type ProbeKindName = keyof typeof ProbeKind;
+
+/**
+ * Throws the typed error when `address` does not name a `kind` struct
+ * that is safe to read: InvalidArgumentError (unreadable memory, a
+ * malformed or swapped struct, saying which), or ReleasedError for a
+ * released struct when `live`. A view or destination (`live` false) may be
+ * released, but must be writable. The message starts with `fn: param`.
+ */
+export function probeStruct(fn: string, param: string, kind: ProbeKindName, address: number, live: boolean): void {
+  const status = native.abd_probe_struct(ProbeKind[kind], asPointer(address), live ? 0 : 1);
+  if (status !== 0) throw errorFor(status, `${fn}: ${param}: ${lastError()}`);
+}
