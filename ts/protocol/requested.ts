@@ -27,21 +27,39 @@ import { ArrowCSchema, isCapsule, isSchemaProducer, type ArrowCapsule, type Prot
 export function withRequested<T>(options: ProtocolOptions, use: (requested: CSchema | null) => T): T {
   const given = options.requestedSchema;
   if (given === undefined || given === null) return use(null);
-  if (isCapsule(given)) {
-    if (given.kind !== "arrow_schema" || typeof given.schema !== "number" || given.schema <= 0) {
-      throw new InvalidArgumentError(Status.invalid_argument, `requestedSchema must be an "arrow_schema" capsule, not "${given.kind}"`);
-    }
-    return use(CSchema.at(given.schema));
-  }
+  if (isCapsule(given)) return use(CSchema.at(requestedAddress(given, "requestedSchema")));
   if (isSchemaProducer(given)) {
-    const capsule: ArrowCapsule = given[ArrowCSchema]();
+    // One call, whose answer must be a capsule: a producer that answers
+    // with itself (or another producer) is refused, never followed.
+    const capsule: unknown = given[ArrowCSchema]();
+    if (!isCapsule(capsule)) {
+      throw new InvalidArgumentError(Status.invalid_argument, `requestedSchema[Symbol.for("__arrow_c_schema__")]() returned ${describe(capsule, given)}, not an "arrow_schema" capsule (an object with kind, schema and [Symbol.dispose])`);
+    }
     try {
-      return withRequested({ requestedSchema: capsule }, use);
+      return use(CSchema.at(requestedAddress(capsule, "the capsule requestedSchema's schema method returned")));
     } finally {
       capsule[Symbol.dispose]();
     }
   }
   throw new InvalidArgumentError(Status.invalid_argument, "requestedSchema must be an \"arrow_schema\" capsule or an object with a [Symbol.for(\"__arrow_c_schema__\")] method");
+}
+
+/** The schema address of an "arrow_schema" capsule, each getter read once. */
+function requestedAddress(capsule: ArrowCapsule, what: string): number {
+  const kind = capsule.kind;
+  if (kind !== "arrow_schema") throw new InvalidArgumentError(Status.invalid_argument, `${what} must be an "arrow_schema" capsule, not "${kind}"`);
+  const schema = capsule.schema;
+  if (typeof schema !== "number" || !Number.isSafeInteger(schema) || schema <= 0) {
+    throw new InvalidArgumentError(Status.invalid_argument, `${what} ("arrow_schema" capsule) has no schema address (schema is ${typeof schema === "number" ? schema : typeof schema})`);
+  }
+  return schema;
+}
+
+function describe(value: unknown, producer: unknown): string {
+  if (value === producer) return "the producer itself";
+  if (value === null || value === undefined) return String(value);
+  if (typeof value === "function") return "a function";
+  return typeof value === "object" ? `a ${value.constructor?.name ?? "object"}` : `a ${typeof value} (${String(value)})`;
 }
 
 /** An apache-arrow Data under the field it is exported as. */
