@@ -229,6 +229,19 @@ describe("pyarrow to JS (fromPython)", () => {
     pythonGc();
   });
 
+  test("fromPython forwards the validation level: invalid UTF-8 passes default and is refused at full", () => {
+    const make = "pa.Array.from_buffers(pa.string(), 2, [None, pa.py_buffer(bytes([0,0,0,0, 1,0,0,0, 2,0,0,0])), pa.py_buffer(b'A\\xff')])";
+    using accepted = py.eval(make);
+    using imported = fromPython(accepted, { validation: "default" }) as ImportedArray;
+    expect(imported.root.length).toBe(2);
+    imported.dispose();
+    using refused = py.eval(make);
+    expect(() => fromPython(refused, { validation: "full" })).toThrow(InvalidLayoutError);
+    using again = py.eval(make);
+    expect(() => fromPython(again, { validation: "full" })).toThrow("string 1 is not valid UTF-8");
+    pythonGc();
+  });
+
   test("str() of any length, multi-byte characters across the first buffer's end included", () => {
     for (const prefix of [4094, 4095, 4096, 9000]) {
       using text = py.eval(`'a' * ${prefix} + (chr(0xe9) + chr(0x20ac) + chr(0x1f600)) * 3 + 'z'`);
