@@ -273,6 +273,40 @@ describe("requestedSchema", () => {
   });
 });
 
+describe("requestedSchema on a record batch imported from C", () => {
+  test("the copy-casts (dictionary decoding, utf8 -> large_utf8 / utf8_view) and renames, as on an apache-arrow RecordBatch", async () => {
+    const batch = batchOf({
+      d: vectorFromArray(["a", "b", "a", null], new Dictionary(new Utf8(), new Int32())),
+      s: vectorFromArray(["p", "q", null, "r"], new Utf8()),
+      v: vectorFromArray(["x", null, "y", "z"], new Utf8()),
+      n: makeVector(Int32Array.from([1, 2, 3, 4])),
+    });
+    const wantedSchema = new Schema([
+      new Field("decoded", new Utf8(), true), new Field("large", new LargeUtf8(), true), new Field("view", new Utf8View(), true), new Field("renamed", new Int32(), true),
+    ]);
+    const viaArrow = (() => {
+      using wanted = request(wantedSchema);
+      return importRecordBatch(arrowProtocol(batch)[ArrowCArray]!({ requestedSchema: wanted }));
+    })();
+    using fromC = ImportedArray.fromDeviceArray(exportArray(batch));
+    for (const method of [ArrowCArray, ArrowCDeviceArray] as const) {
+      using wanted = request(wantedSchema);
+      const capsule = (fromC as unknown as Record<symbol, (o: object) => ArrowCapsule>)[method]({ requestedSchema: wanted });
+      const back = importRecordBatch(capsule);
+      for (const got of [back, viaArrow]) {
+        expect(got.schema.fields.map((f) => [f.name, f.type.typeId])).toEqual([["decoded", Type.Utf8], ["large", Type.LargeUtf8], ["view", Type.Utf8View], ["renamed", Type.Int]]);
+        expect([...got.getChildAt(0)!]).toEqual(["a", "b", "a", null]);
+        expect([...got.getChildAt(1)!]).toEqual(["p", "q", null, "r"]);
+        expect([...got.getChildAt(2)!]).toEqual(["x", null, "y", "z"]);
+      }
+      // The column that needs no cast is still the producer's memory.
+      expect(ptr(back.getChildAt(3)!.data[0].values)).toBe(fromC.root.child(3).bufferAddress(1));
+    }
+    fromC.dispose();
+    await settled();
+  });
+});
+
 describe("the kwargs rule", () => {
   test("an unknown option with a value is refused; undefined is accepted", async () => {
     const batch = batchOf({ a: makeVector(Int32Array.from([1])) });
