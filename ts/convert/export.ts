@@ -44,6 +44,7 @@ import { drainReleased, forgetUnused, retainWithOwners } from "../lifetime/keepa
 import { importOwnerOf } from "../lifetime/imported.ts";
 import { maxNestingDepth } from "../abi/layout.ts";
 import { formatOf } from "./formats.ts";
+import { disposedBuffer } from "./lazy_data.ts";
 
 // ---------------------------------------------------------------------------
 // Schema plans
@@ -429,7 +430,7 @@ class ArrayPlanner {
     }
     // Reading `view.buffer` also pins its bytes (see addressOf).
     const buffer = view.buffer as ArrayBuffer;
-    if (buffer.detached) throw new ReleasedError(Status.released, "cannot export data converted from an import that was disposed: its buffers are detached");
+    if (buffer.detached || buffer === disposedBuffer) throw new ReleasedError(Status.released, "cannot export data converted from an import that was disposed: its buffers are detached");
     const owner = importOwnerOf(buffer);
     if (owner !== undefined && !this.owners.includes(owner)) this.owners.push(owner);
     if (view.byteLength === 0) return null;

@@ -10,8 +10,8 @@
 import { probeStruct } from "../abi/probe.ts";
 import { branded, type StructPointer } from "../abi/pointers.ts";
 import { Table } from "apache-arrow";
-import { argumentError, oneOfArg, optionsArg } from "../args.ts";
-import { structAddress } from "../lifetime/c_structs.ts";
+import { argumentError, booleanArg, oneOfArg, optionsArg } from "../args.ts";
+import { structAddress, type StructRef } from "../lifetime/c_structs.ts";
 import { type ExportedStream } from "../lifetime/exported_stream.ts";
 import { type ImportOptions } from "../lifetime/imported.ts";
 import { ImportedStream } from "../lifetime/imported_stream.ts";
@@ -45,6 +45,9 @@ export type TableSource = StructPointer<"ArrowArrayStream"> | StructPointer<"Arr
 
 /** Options of `importTable`. */
 export type ImportTableOptions = ImportOptions & StreamConvertOptions & {
+  // `validation` applies where importTable imports (an address, a
+  // producer, a capsule); an ImportedStream was validated at its own
+  // import, so a level given with one is refused.
   /** The kind of struct an address points to: "device_stream" (default,
    * ArrowDeviceArrayStream) or "stream" (ArrowArrayStream). Ignored for an
    * ImportedStream. */
@@ -72,7 +75,19 @@ export function importTable(source: TableSource, options: ImportTableOptions = {
   const readOptions: StreamConvertOptions = {};
   if (checked.materialize !== undefined) readOptions.materialize = checked.materialize;
   if (checked.toHost !== undefined) readOptions.toHost = checked.toHost;
-  if (source instanceof ImportedStream || isStreamProducer(source)) return readTable(source, readOptions);
+  // Checked before anything is imported: readTable checks them again.
+  booleanArg(fn, "options.materialize", checked.materialize, true);
+  booleanArg(fn, "options.toHost", checked.toHost, true);
+  if (source instanceof ImportedStream) {
+    // Its validation level was chosen when it was imported.
+    if (checked.validation !== undefined) {
+      throw argumentError(fn, "options.validation", "undefined for an ImportedStream (pass validation to ImportedStream.fromArrayStream / fromDeviceArrayStream, which import it)", checked.validation);
+    }
+    return readTable(source, readOptions);
+  }
+  // A producer's stream is imported here, at the requested level (device
+  // method preferred, as readTable would).
+  if (isStreamProducer(source)) return readTable(ImportedStream.fromDeviceArrayStream(source, importOptions), readOptions);
   const address = structAddress(fn, "source", source, null, false);
   // Checked here too, so that a wrong address is reported as importTable's.
   probeStruct(fn, "source", as === "stream" ? "ArrowArrayStream" : "ArrowDeviceArrayStream", address, true);

@@ -519,6 +519,29 @@ let adopt: (owner: number, transient: boolean, words: Float64Array | null) => Im
 /** Set by ImportedArray's static block (see `deferHandleViews`). */
 let deferFor: (imported: ImportedArray) => DeferredViews | null;
 
+/** Set by ImportedArray's static block (see `noteConverted`). */
+let noteFor: (imported: ImportedArray, converted: object) => void;
+
+/** Set by the convert layer (`onDisposeEmpty`): makes one converted
+ * object read as empty (this layer knows no apache-arrow type). */
+let emptyConverted: ((converted: object) => void) | null = null;
+
+/**
+ * @internal Records `converted` (an apache-arrow object made from
+ * `imported`'s memory by `toRecordBatch`, `toVector`, `toData`,
+ * `toTable`...), so that `imported.dispose()` makes it read as empty: no
+ * rows, not only detached buffers. Held weakly; `releaseToGC()` forgets
+ * them (their memory is then the GC's, never detached).
+ */
+export function noteConverted(imported: ImportedArray, converted: object): void {
+  noteFor(imported, converted);
+}
+
+/** @internal Sets how the convert layer empties a converted object. */
+export function onDisposeEmpty(empty: (converted: object) => void): void {
+  emptyConverted = empty;
+}
+
 /**
  * @internal Deferred views (`DeferredViews`) of `imported`'s buffers, for
  * batches converted from it lazily (one set per handle, made by the first
@@ -591,6 +614,9 @@ export class ImportedArray implements Disposable {
    * they hold references of their own, which `releaseToGC()` leaves to
    * them. */
   #deferred: DeferredViews | null = null;
+  /** Objects converted from this handle (`noteConverted`), emptied by
+   * `dispose()`. */
+  #converted: WeakRef<object>[] | null = null;
   /** A transient handle's own reference, held natively (no anchor view):
    * given back by `dispose()` or `releaseToGC()`, one of which its
    * (internal) creator always calls. */
@@ -710,6 +736,10 @@ export class ImportedArray implements Disposable {
   // can reach the private constructor; nothing on the class takes a raw
   // owner address.
   static {
+    noteFor = (imported, converted) => {
+      if (imported.#disposed) return;
+      (imported.#converted ??= []).push(new WeakRef(converted));
+    };
     adopt = (owner, transient, words) => new ImportedArray(internalToken, owner, null, "ImportedArray", true, transient, words);
     deferFor = (imported) => {
       if (imported.#deferred !== null) return imported.#deferred;
@@ -1108,6 +1138,7 @@ export class ImportedArray implements Disposable {
     this.#views = [];
     this.#byAddress = null;
     this.#deferred = null;
+    this.#converted = null;
   }
 
   /**
@@ -1148,8 +1179,9 @@ export class ImportedArray implements Disposable {
 
   /** Detaches every ArrayBuffer made over owner memory, which releases the
    * producer's data now, unless an export of converted data still holds it
-   * (then its consumer's release does). Views read as empty afterwards.
-   * Idempotent. */
+   * (then its consumer's release does). Views read as empty afterwards,
+   * and apache-arrow objects converted from the handle (`toRecordBatch`,
+   * `toVector`, `toData`, `toTable`) have no rows (length 0). Idempotent. */
   dispose(): void {
     if (this.#disposed) return;
     this.#disposed = true;
@@ -1165,6 +1197,15 @@ export class ImportedArray implements Disposable {
     const deferred = this.#deferred;
     this.#deferred = null;
     deferred?.kill();
+    // What was converted from the handle now reads as empty (no rows).
+    const converted = this.#converted;
+    this.#converted = null;
+    if (converted !== null && emptyConverted !== null) {
+      for (const ref of converted) {
+        const object = ref.deref();
+        if (object !== undefined) emptyConverted(object);
+      }
+    }
     if (this.#plainReference) {
       this.#plainReference = false;
       native.abd_owner_release(asPointer(this.#owner));

@@ -62,9 +62,21 @@ export class PyObject implements Disposable {
 
   /** `str(obj)`. */
   toString(): string {
-    const text = new ErrorText();
-    if (this.#python.shim.abdpy_str(this.address as Pointer, text.bytes, text.bytes.length) !== 0) throw new PythonError("str() failed", text.text);
-    return text.text;
+    // The whole text, however long: asked again with room for it when
+    // the first buffer is too small (str() may change between calls, so
+    // until it fits).
+    const shim = this.#python.shim;
+    const address = this.address as Pointer;
+    let bytes: Uint8Array = new ErrorText().bytes;
+    for (;;) {
+      const size = Number(shim.abdpy_str(address, bytes, bytes.length));
+      if (size < 0) {
+        const end = bytes.indexOf(0);
+        throw new PythonError("str() failed", new TextDecoder().decode(bytes.subarray(0, end < 0 ? bytes.length : end)));
+      }
+      if (size <= bytes.length) return new TextDecoder().decode(bytes.subarray(0, size));
+      bytes = new Uint8Array(size);
+    }
   }
 
   /** `obj.name`. */
