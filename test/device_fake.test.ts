@@ -8,7 +8,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { read } from "bun:ffi";
 import { makeVector, vectorFromArray, Utf8 } from "apache-arrow";
-import { fake, fakeCudaExtras, fakeHipExtras, fakeLeaks, isFake } from "./helpers/device.ts";
+import { fake, fakeCudaExtras, fakeHipExtras, fakeLeaks, isFake, stagingPool } from "./helpers/device.ts";
 import { peer } from "./helpers/fixtures.ts";
 import { collectUntil } from "./helpers/gc.ts";
 import { native } from "../ts/ffi/library.ts";
@@ -114,7 +114,8 @@ for (const kind of kinds) {
       const address = imported.root.bufferAddress(1);
       // A consumer that ignored sync_event would read the device's old bytes.
       expect(fake(kind).peek(address, 16)).toEqual(new Uint8Array(16).fill(0xa5));
-      expect(counters().js_retained_exports).toBe(1); // the JS source is held until the copies ran
+      // The JS source was packed into a pinned staging block by the host: it is let go at once.
+      expect(counters().js_retained_exports).toBe(0);
       fake(kind).resumeAfterMs(30);
       const host = imported.toHost(); // waits on sync_event, then copies
       expect(host.root.buffer(1)).toEqual(values);
@@ -251,7 +252,8 @@ for (const kind of kinds) {
     test("a vector lands on the requested device and comes back from it", () => {
       const vector = makeVector(Int32Array.from({ length: 10 }, (_, i) => i));
       const handles = toDevice(vector, { device: kind, id: 1 }) as ExportedArray;
-      expect(fake(kind).liveAllocationsOn(1)).toBe(1);
+      expect(fake(kind).liveAllocationsOn(1)).toBe(2); // the copy, and the staging block it came through
+      expect(fake(kind).liveAllocations(0)).toBe(1);
       expect(fake(kind).liveAllocationsOn(0)).toBe(0);
       const imported = ImportedArray.fromDeviceArray(handles.schema, handles.array);
       handles.release();
@@ -286,6 +288,49 @@ for (const kind of kinds) {
     }
   });
 
+  describe(`${kind} (fake driver): pinned staging of ordinary host memory`, () => {
+    const strings = () => vectorFromArray(Array.from({ length: 100 }, (_, i) => `s${i}`), new Utf8());
+
+    test("a batch of JS memory goes to the device through one pinned block, in one copy; the block is reused", () => {
+      const d = fake(kind);
+      stagingPool(kind, true);
+      const before = d.copies();
+      const handle = toDevice(strings(), { device: kind });
+      d.drain();
+      expect(d.copies() - before).toBe(1); // offsets and characters together
+      expect(stagingPool(kind).blocks).toBe(1);
+      expect(d.liveAllocations(1)).toBe(1);
+      const imported = ImportedArray.fromDeviceArray(handle.schema, handle.array);
+      handle.release();
+      const host = imported.toHost(); // back through the same block
+      expect(host.root.buffer(2)).toEqual(new TextEncoder().encode(Array.from({ length: 100 }, (_, i) => `s${i}`).join("")));
+      host.dispose();
+      imported.dispose();
+      toDevice(strings(), { device: kind }).release();
+      d.drain();
+      expect(stagingPool(kind).blocks).toBe(1);
+      expect(stagingPool(kind, true).freed).toBe(1);
+      expect(d.liveAllocations(1)).toBe(0);
+    });
+
+    test("pinned targets and pinned sources are copied from where they are, without a staging block", () => {
+      const d = fake(kind);
+      stagingPool(kind, true);
+      const before = d.copies();
+      const pinned = toDevice(strings(), { device: kind, memory: "pinned" });
+      d.drain();
+      expect(d.copies() - before).toBe(2);
+      expect(stagingPool(kind).blocks).toBe(0);
+      // A CUDA_HOST / ROCM_HOST array is host-readable: it goes to the device directly.
+      const again = copyArrayToDevice(pinned.schema, pinned.array, { device: kind });
+      d.drain();
+      expect(d.copies() - before).toBe(4);
+      expect(stagingPool(kind).blocks).toBe(0);
+      again.release();
+      pinned.release(); // moved out: nothing left to release
+    });
+  });
+
   describe(`${kind} (fake driver): every failure is explained and leaks nothing`, () => {
     const source = () => vectorFromArray(Array.from({ length: 100 }, (_, i) => `v${i}`), new Utf8());
 
@@ -298,11 +343,15 @@ for (const kind of kinds) {
       expect(() => rt().allocate(64)).toThrow(`[${d.alloc}][${d.oomName}] out of memory: 64 bytes on device 0`);
     });
 
-    test("a copy error halfway through toDevice", () => {
-      fake(kind).inject(d.h2d, d.illegal, 1); // the second copy fails
+    test("a copy error in toDevice: the staged batch copy, and halfway through the copies into pinned memory", () => {
+      fake(kind).inject(d.h2d, d.illegal, 0); // the batch's one copy out of its staging block
       expect(() => toDevice(source(), { device: kind })).toThrow(DeviceError);
-      fake(kind).inject(d.h2d, d.illegal, 1);
-      expect(() => toDevice(source(), { device: kind })).toThrow(`[${d.h2d}][${d.illegalName}]`);
+      fake(kind).inject(d.h2d, d.illegal, 1); // pinned targets are copied buffer by buffer: the second fails
+      expect(() => toDevice(source(), { device: kind, memory: "pinned" })).toThrow(`[${d.h2d}][${d.illegalName}]`);
+      // The staging block came back: the next batch reuses it.
+      const blocks = stagingPool(kind).blocks;
+      toDevice(source(), { device: kind }).release();
+      expect(stagingPool(kind).blocks).toBe(blocks);
     });
 
     test("event creation failure", () => {

@@ -11,6 +11,7 @@
 import { FFIType, type Pointer } from "bun:ffi";
 import { openLibrary, type NativeSymbols } from "../../ts/ffi/bun_ffi.ts";
 import { fixturePath } from "./fixtures.ts";
+import { native } from "../../ts/ffi/library.ts";
 import type { DeviceKind } from "../../ts/device.ts";
 
 export const isFake = process.env.ARROW_DEVICE_REAL_GPU !== "1";
@@ -182,9 +183,20 @@ export function fakeLeaks(kind: DeviceKind): Record<string, number> {
   if (!isFake) return {};
   const d = fake(kind);
   d.drain();
+  stagingPool(kind, true); // the library's own pinned blocks are not a test's leak
   const counts = {
     device: d.liveAllocations(0), pinned: d.liveAllocations(1), managed: d.liveAllocations(2),
     events: d.liveEvents(), streams: d.liveStreams(), produced: d.producedLive(), producedStreams: d.streamsLive(),
   };
   return Object.fromEntries(Object.entries(counts).filter(([, v]) => v !== 0));
+}
+
+/** The library's pinned staging pool for `kind` (zig/device/staging.zig):
+ * blocks allocated before the call, idle blocks freed when `trim`, and the
+ * block size. */
+export function stagingPool(kind: DeviceKind, trim = false): { blocks: number; freed: number; blockBytes: number } {
+  const out = new Float64Array(3);
+  const status = native.abd_device_staging(kind === "cuda" ? 2 : 10, trim ? 1 : 0, out);
+  if (status !== 0) throw new Error(`abd_device_staging failed: ${status}`);
+  return { blocks: out[0], freed: out[1], blockBytes: out[2] };
 }
