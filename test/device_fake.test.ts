@@ -6,7 +6,7 @@
  * thread's driver state left as it was.
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { read } from "bun:ffi";
+import { ptr, read } from "bun:ffi";
 import { makeVector, vectorFromArray, Utf8 } from "apache-arrow";
 import { fake, fakeCudaExtras, fakeHipExtras, fakeLeaks, isFake, stagingPool } from "./helpers/device.ts";
 import { peer } from "./helpers/fixtures.ts";
@@ -14,7 +14,7 @@ import { collectUntil } from "./helpers/gc.ts";
 import { native } from "../ts/ffi/library.ts";
 import { DeviceError, DeviceType, ImportedArray, InvalidArgumentError, InvalidLayoutError, OutOfMemoryError, UnsupportedError, type ExportedArray } from "../ts/index.ts";
 import { consumeNatively } from "../ts/native_consumer.ts";
-import { copyArrayToDevice, deviceRuntime, toDevice, wrapDeviceMemory, type DeviceKind } from "../ts/device.ts";
+import { copyArrayToDevice, deviceRuntime, exportRawArray, toDevice, wrapDeviceMemory, type DeviceKind } from "../ts/device.ts";
 import { counters, drainReleased, nonZeroCounters } from "../ts/diagnostics.ts";
 
 if (!isFake) throw new Error("test/device_fake.test.ts needs the fake drivers; scripts/gpu-suite.sh does not run it");
@@ -328,6 +328,78 @@ for (const kind of kinds) {
       expect(stagingPool(kind).blocks).toBe(0);
       again.release();
       pinned.release(); // moved out: nothing left to release
+    });
+  });
+
+  describe(`${kind} (fake driver): pinned host memory you hold`, () => {
+    const register = kind === "cuda" ? "cuMemHostRegister_v2" : "hipHostRegister";
+    const unregister = kind === "cuda" ? "cuMemHostUnregister" : "hipHostUnregister";
+
+    test("registerHost pins a JS buffer, holds it, and unregisters exactly once", () => {
+      const d = fake(kind);
+      const before = d.registrations();
+      const data = pattern(4096);
+      const registration = rt().registerHost(data);
+      expect(registration.address).toBe(ptr(data));
+      expect(registration.view).toBe(data);
+      expect(d.liveRegistrations()).toBe(1);
+      // Copies to and from it work as with any host memory.
+      using memory = rt().allocate(4096);
+      rt().copy("host_to_device", memory, data);
+      const back = new Uint8Array(4096);
+      rt().copy("device_to_host", back, memory);
+      expect(back).toEqual(data);
+      registration.unregister();
+      registration.unregister();
+      registration[Symbol.dispose]();
+      expect(registration.registered).toBe(false);
+      expect(d.liveRegistrations()).toBe(0);
+      expect(d.registrations() - before).toBe(1);
+    });
+
+    test("registerHost checks its arguments before the driver, and names the driver's refusal", () => {
+      const d = fake(kind);
+      const before = d.registrations();
+      for (const bad of [null, 3, "x", {}, new ArrayBuffer(8), new Uint8Array(0)]) {
+        expect(() => rt().registerHost(bad as never)).toThrow(InvalidArgumentError);
+      }
+      expect(() => rt().registerHost(new Uint8Array(8), { id: 1.5 })).toThrow(InvalidArgumentError);
+      expect(() => rt().registerHost(new Uint8Array(8), { other: 1 } as never)).toThrow(InvalidArgumentError);
+      expect(d.registrations()).toBe(before); // nothing reached the driver
+      const data = new Uint8Array(64);
+      using first = rt().registerHost(data);
+      expect(() => rt().registerHost(data)).toThrow(`[${register}]`);
+      d.inject(unregister, 713);
+      expect(() => first.unregister()).toThrow(`[${unregister}]`);
+      expect(first.registered).toBe(false); // never unregistered twice, even after a refusal
+      expect(d.liveRegistrations()).toBe(1);
+      // The fake still holds the range: undo it through the driver's own knob-free path.
+      expect(native.abd_device_host_unregister(kind === "cuda" ? 2 : 10, 0, first.address as never)).toBe(0);
+    });
+
+    test("a forgotten registration keeps its buffer alive and is unregistered when collected", async () => {
+      const d = fake(kind);
+      (() => {
+        rt().registerHost(new Float64Array(1024).fill(1));
+      })();
+      expect(d.liveRegistrations()).toBe(1);
+      expect(await collectUntil(() => d.liveRegistrations() === 0)).toBe(true);
+    });
+
+    test("pinned memory: its host views are detached by free(), which waits for the exports pointing into it", async () => {
+      const d = fake(kind);
+      const memory = rt().allocate(64, { memory: "pinned" });
+      const view = memory.hostView();
+      view.set(pattern(64));
+      const exported = exportRawArray({ format: "C", length: 64, buffers: [null, view] }, { deviceType: driver[kind].pinned, deviceId: 0 });
+      memory.free();
+      expect(view.byteLength).toBe(0); // detached: JS can no longer touch it
+      expect(d.liveAllocations(1)).toBe(1); // the export still points into it
+      exported.release();
+      drainReleased();
+      expect(d.liveAllocations(1)).toBe(0);
+      memory.free(); // idempotent: freed once
+      expect(d.liveAllocations(1)).toBe(0);
     });
   });
 

@@ -689,6 +689,19 @@ export fn abd_owner_to_host(owner: *Owner, stream: ?*anyopaque, out_schema: ?*ab
     return code(device_transfer.toHost(owner, stream, schema_target, array_target));
 }
 
+/// Page-locks `size` bytes of host memory at `address` for the runtime of
+/// `device_type` (cuMemHostRegister_v2 / hipHostRegister). The caller keeps
+/// the memory alive and calls `abd_device_host_unregister` once.
+export fn abd_device_host_register(device_type: i32, device_id: i32, address: ?*anyopaque, size: usize) c_int {
+    const rt = runtimeFor(device_type) orelse return code(status.lastStatus());
+    return code(rt.hostRegister(device_id, @intFromPtr(address), size));
+}
+
+export fn abd_device_host_unregister(device_type: i32, device_id: i32, address: ?*anyopaque) c_int {
+    const rt = runtimeFor(device_type) orelse return code(status.lastStatus());
+    return code(rt.hostUnregister(device_id, @intFromPtr(address)));
+}
+
 /// The pinned staging pool of `device_type`'s runtime (zig/device/staging.zig):
 /// `out[0]` = blocks allocated (idle and lent) before, `out[1]` = idle
 /// blocks freed when `trim` is non-zero, `out[2]` = the block size.
