@@ -223,11 +223,10 @@ export class DeviceRuntime {
    * unregisters exactly once; a forgotten one is unregistered when
    * collected. Registering is slow (it pins every page): register buffers
    * that are reused, not one per copy. */
-  registerHost(view: NodeJS.ArrayBufferView, options: { id?: number } = {}): HostRegistration {
+  registerHost(view: NodeJS.ArrayBufferView, id = 0): HostRegistration {
     if (!ArrayBuffer.isView(view)) throw argumentError("DeviceRuntime.registerHost", "view", "a typed array or DataView", view);
     if (view.byteLength === 0) throw new InvalidArgumentError(Status.invalid_argument, "DeviceRuntime.registerHost: view is empty: there is nothing to register");
-    optionsArg("DeviceRuntime.registerHost", "options", options, ["id"]);
-    const id = ordinalArg("DeviceRuntime.registerHost", "options.id", options.id ?? 0);
+    ordinalArg("DeviceRuntime.registerHost", "id", id);
     const address = hostAddress(view);
     check(native.abd_device_host_register(this.deviceType, id, asPointer(address), view.byteLength));
     return new HostRegistration(this, id, view, address);
@@ -521,6 +520,7 @@ export class HostRegistration implements Disposable {
     safetyNet.register(this, { free: () => check(native.abd_device_host_unregister(deviceType, deviceId, asPointer(address))), token: this.#token, label, keep: view }, this);
   }
 
+  /** Bytes registered. */
   get byteLength(): number {
     return this.view.byteLength;
   }
