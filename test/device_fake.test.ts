@@ -329,6 +329,25 @@ for (const kind of kinds) {
       again.release();
       pinned.release(); // moved out: nothing left to release
     });
+
+    test("a CPU array over pinned memory (a hostView) goes straight from it, without a staging block", () => {
+      const d = fake(kind);
+      stagingPool(kind, true);
+      using memory = rt().allocate(8 * 64, { memory: "pinned" });
+      const values = new Float64Array(memory.hostView().buffer);
+      for (let i = 0; i < values.length; i++) values[i] = i * 1.5;
+      const before = d.copies();
+      const handle = toDevice(makeVector(values), { device: kind });
+      d.drain();
+      expect(d.copies() - before).toBe(1);
+      expect(stagingPool(kind).blocks).toBe(0);
+      const imported = ImportedArray.fromDeviceArray(handle.schema, handle.array);
+      handle.release();
+      const host = imported.toHost();
+      expect(host.root.buffer(1)).toEqual(values);
+      host.dispose();
+      imported.dispose();
+    });
   });
 
   describe(`${kind} (fake driver): pinned host memory you hold`, () => {

@@ -243,9 +243,10 @@ pub fn toDevice(schema: ?*abi.ArrowSchema, array: ?*abi.ArrowDeviceArray, option
     }
     // Ordinary host memory going to device memory is packed into a pinned
     // staging block and moved with one asynchronous copy (staging.zig);
-    // pinned sources, pinned or managed targets and batches larger than a
-    // block are copied buffer by buffer from where they are.
-    const stage: ?*staging.Block = if (memory == .device and source.array.device_type == abi.device_cpu)
+    // pinned sources (by device type, or CPU arrays over pinned or
+    // registered memory), pinned or managed targets and batches larger
+    // than a block are copied buffer by buffer from where they are.
+    const stage: ?*staging.Block = if (memory == .device and source.array.device_type == abi.device_cpu and !alreadyPinned(rt, table, sizes))
         staging.acquire(rt, device, placement.total)
     else
         null;
@@ -278,6 +279,22 @@ pub fn toDevice(schema: ?*abi.ArrowSchema, array: ?*abi.ArrowDeviceArray, option
     }
     status.clear();
     return .ok;
+}
+
+/// Whether a CPU array's first non-empty buffer is memory the runtime
+/// already knows (pinned, registered or managed): one pointer query. A
+/// failed query counts as ordinary memory.
+fn alreadyPinned(rt: *Runtime, table: *const validate.NodeTable, sizes: []const i64) bool {
+    for (sizes, 0..) |size, i| {
+        if (size <= 0) continue;
+        var info: runtime.PointerInfo = .{};
+        if (rt.pointerQuery(table.bufferAddress(i), &info) != .ok) {
+            status.clear();
+            return false;
+        }
+        return info.kind != .host;
+    }
+    return false;
 }
 
 fn copyAndExport(rt: *Runtime, device: i64, memory: runtime.MemoryKind, stream: runtime.Stream, source: *Owner, sizes: []const i64, placement: *const Placement, base: usize, stage: ?*staging.Block, device_type: abi.DeviceType, event_out: *?*runtime.EventBox, out_array: *abi.ArrowDeviceArray) Status {
