@@ -107,7 +107,7 @@ describe("CLI usage", () => {
 
   test("sizes and rows that would not fit in the machine's memory are refused before allocating", () => {
     const GiB = 2 ** 30;
-    expect(benchMemoryProblem([1, 4096], [1000], 8 * GiB)).toBe("bench: --sizes 4096 needs about 16.0 GiB of memory; this machine has 8.0 GiB");
+    expect(benchMemoryProblem([1, 4096], [1000], 8 * GiB)).toBe("bench: --sizes 4096 needs about 24.0 GiB of memory; this machine has 8.0 GiB");
     expect(benchMemoryProblem([1], [100_000_000], 2 * GiB)).toBe("bench: --rows 100000000 needs about 3.7 GiB of memory; this machine has 2.0 GiB");
     expect(benchMemoryProblem([4096], [100_000_000], 32 * GiB)).toBeNull();
     expect(benchMemoryProblem([], [], 1)).toBeNull();
@@ -182,6 +182,7 @@ describe("CLI bench", () => {
     const rows = result.figures.map((f: Figure) => [f.suite, f.operation, f.runtime, f.fake, f.bytes, f.repeats]);
     expect(rows).toEqual([
       ["transfer", "host_to_device", "cuda", true, 2 ** 20, 2],
+      ["transfer", "host_to_device_pinned", "cuda", true, 2 ** 20, 2],
       ["transfer", "device_to_host", "cuda", true, 2 ** 20, 2],
       ["transfer", "device_to_device", "cuda", true, 2 ** 20, 2],
       ["transfer", "allocate", "cuda", true, 2 ** 20, 2],
@@ -192,7 +193,7 @@ describe("CLI bench", () => {
       // Copies are timed with events on the stream; allocation and the host round trip by the host clock.
       expect([f.ours.timing, f.baseline.timing]).toEqual(copies ? ["event", "event"] : ["wall", "wall"]);
       expect(f.endToEnd?.timing ?? null).toBe(copies ? "wall" : null);
-      expect(f.pageableBaseline !== null).toBe(copies && f.operation !== "device_to_device");
+      expect(f.pageableBaseline !== null).toBe(f.operation === "host_to_device" || f.operation === "device_to_host");
       expect(f.ratioMin).toBeLessThanOrEqual(f.ratioMax);
       for (const m of [f.ours, f.baseline, ...(f.pageableBaseline ? [f.pageableBaseline] : []), ...(f.endToEnd ? [f.endToEnd] : [])]) {
         // The spread of the runs, per point: fastest <= median <= slowest.
@@ -205,8 +206,9 @@ describe("CLI bench", () => {
       }
     }
     // The raw driver, opened directly: pinned and pageable copies, allocation apart.
-    expect(result.figures.slice(0, 4).map((f: Figure) => [f.baseline.what, f.pageableBaseline?.what ?? null])).toEqual([
+    expect(result.figures.slice(0, 5).map((f: Figure) => [f.baseline.what, f.pageableBaseline?.what ?? null])).toEqual([
       ["cuMemcpyHtoDAsync_v2 from pinned memory", "cuMemcpyHtoDAsync_v2 from pageable memory"],
+      ["cuMemcpyHtoDAsync_v2 from pinned memory", null],
       ["cuMemcpyDtoHAsync_v2 to pinned memory", "cuMemcpyDtoHAsync_v2 to pageable memory"],
       ["cuMemcpyDtoDAsync_v2", null],
       ["cuMemAlloc_v2 + cuMemFree_v2", null],
@@ -261,7 +263,7 @@ describe("CLI bench", () => {
       expect(bench.stdout).toContain("suite          operation");
       const result = JSON.parse(readFileSync(jsonFile, "utf8"));
       expect(schemaProblems(result)).toEqual([]);
-      expect(result.figures).toHaveLength(10);
+      expect(result.figures).toHaveLength(12);
 
       const chart = runCli(["chart", jsonFile, "--out", svgFile], "none");
       expect(chart.exitCode).toBe(0);
@@ -271,20 +273,20 @@ describe("CLI bench", () => {
       const titles = [...svg.matchAll(/font-weight="bold">([^<]*)</g)].map((m) => m[1]);
       const fake = " (FAKE DRIVER: not GPU figures)";
       expect(titles).toEqual([
-        ...["host_to_device", "device_to_host", "device_to_device", "allocate"].flatMap((op) => [`transfer ${op} on cuda${fake}`, `transfer ${op} on cuda${fake}: ours / raw`]),
+        ...["host_to_device", "host_to_device_pinned", "device_to_host", "device_to_device", "allocate"].flatMap((op) => [`transfer ${op} on cuda${fake}`, `transfer ${op} on cuda${fake}: ours / raw`]),
         "export_import round_trip (host)",
       ]);
-      expect(svg.match(/<polyline fill/g)).toHaveLength(10); // ours and the baseline per time panel
-      expect(svg.match(/<polygon class="band"/g)).toHaveLength(10); // each one's fastest-to-slowest band
-      expect(svg.match(/<circle cx/g)).toHaveLength(20); // one per size per series
+      expect(svg.match(/<polyline fill/g)).toHaveLength(12); // ours and the baseline per time panel
+      expect(svg.match(/<polygon class="band"/g)).toHaveLength(12); // each one's fastest-to-slowest band
+      expect(svg.match(/<circle cx/g)).toHaveLength(24); // one per size per series
       // Each transfer's ratio panel: the median ratio over its per-repetition spread, and parity.
-      expect(svg.match(/<polyline class="ratio"/g)).toHaveLength(4);
-      expect(svg.match(/<polygon class="ratio-band"/g)).toHaveLength(4);
-      expect(svg.match(/<circle class="ratio"/g)).toHaveLength(8);
-      expect(svg.match(/<line class="parity"/g)).toHaveLength(4);
+      expect(svg.match(/<polyline class="ratio"/g)).toHaveLength(5);
+      expect(svg.match(/<polygon class="ratio-band"/g)).toHaveLength(5);
+      expect(svg.match(/<circle class="ratio"/g)).toHaveLength(10);
+      expect(svg.match(/<line class="parity"/g)).toHaveLength(5);
       for (const call of [">cuMemcpyHtoDAsync_v2 from pinned memory<", ">cuMemAlloc_v2<", ">+ cuMemFree_v2<"]) expect(svg).toContain(call); // the baseline, in the legend
       // Log-log: time per operation against size, ticks with unit suffixes.
-      expect(svg.match(/>time per operation \(log scale\)</g)).toHaveLength(5);
+      expect(svg.match(/>time per operation \(log scale\)</g)).toHaveLength(6);
       expect(svg).not.toContain(">GB/s<"); // no rate axis
       const yTicks = [...svg.matchAll(/text-anchor="end">([^<]*)</g)].map((m) => m[1]);
       for (const tick of yTicks.filter((t) => !t.endsWith("×"))) expect(tick).toMatch(/^(1|2|5)(0|00)? (ns|µs|ms|s)$/);
@@ -292,8 +294,8 @@ describe("CLI bench", () => {
       expect(svg).toContain(">1 MiB<");
       expect(svg).toContain(">2 MiB<");
       // A rate for the transfers (copies) only.
-      expect(svg.match(/>throughput at 2 MiB:</g)).toHaveLength(3);
-      expect(svg.match(/>ours [0-9.]+ GB\/s</g)).toHaveLength(3);
+      expect(svg.match(/>throughput at 2 MiB:</g)).toHaveLength(4);
+      expect(svg.match(/>ours [0-9.]+ GB\/s</g)).toHaveLength(4);
     });
   }, 120_000);
 

@@ -344,7 +344,7 @@ for (const kind of kinds) {
       const imported = ImportedArray.fromDeviceArray(handle.schema, handle.array);
       handle.release();
       const host = imported.toHost();
-      expect(host.root.buffer(1)).toEqual(values);
+      expect(host.root.buffer(1)).toEqual(Float64Array.from(values));
       host.dispose();
       imported.dispose();
     });

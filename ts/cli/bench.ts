@@ -7,8 +7,10 @@
  *   (timing enabled) recorded on the stream around it, read with
  *   cuEventElapsedTime / hipEventElapsedTime, beside the raw driver opened
  *   directly (raw_driver.ts: no code of this library in between):
- *   - host_to_device: `toDevice` on a stream against the raw pinned
- *     cuMemcpyHtoDAsync of the same bytes (and the raw pageable one);
+ *   - host_to_device: `toDevice` of JS memory on a stream against the raw
+ *     pinned cuMemcpyHtoDAsync of the same bytes (and the raw pageable
+ *     one); host_to_device_pinned: the same from a batch over pinned
+ *     memory (`DeviceMemory.hostView`);
  *   - device_to_host: `ImportedArray.toHost` against the raw pinned
  *     cuMemcpyDtoHAsync (and the pageable one);
  *   - device_to_device: `DeviceRuntime.copy` against cuMemcpyDtoDAsync;
@@ -49,7 +51,7 @@ export type Measurement = Timing & { what: string; timing: "event" | "wall"; gbP
 
 export type Figure = {
   suite: "transfer" | "export_import";
-  operation: "host_to_device" | "device_to_host" | "device_to_device" | "allocate" | "round_trip";
+  operation: "host_to_device" | "host_to_device_pinned" | "device_to_host" | "device_to_device" | "allocate" | "round_trip";
   /** The device runtime, null for host-only suites. */
   runtime: DeviceKind | null;
   deviceId: number | null;
@@ -199,6 +201,19 @@ function transfers(rt: DeviceRuntime, raw: RawDriver, report: RuntimeReport, byt
       timed("toDevice on a stream (allocation, staging, copies, event)", "event", oursH2D.event),
       timed(`${calls.h2d} from pinned memory`, "event", rawPinnedH2D.event),
       { pageable: timed(`${calls.h2d} from pageable memory`, "event", rawPageableH2D.event), endToEnd: timed("toDevice until its sync_event fired", "wall", oursH2D.wall) }));
+
+    // Host to device from a batch over pinned memory (no staging).
+    {
+      using pinnedMemory = rt.allocate(bytes, { memory: "pinned" });
+      const pinnedValues = new Float64Array(pinnedMemory.hostView().buffer);
+      pinnedValues.set(values);
+      const pinnedColumn = makeVector(pinnedValues);
+      const oursPinned = eventRuns(raw, stream.handle, repeats, () => toDevice(pinnedColumn, { device: rt.kind, id: 0, stream }), (h) => (h as { release(): void }).release());
+      figures.push(figure({ ...base, operation: "host_to_device_pinned" },
+        timed("toDevice of a batch over pinned memory, on a stream (allocation, copies, event)", "event", oursPinned.event),
+        timed(`${calls.h2d} from pinned memory`, "event", rawPinnedH2D.event),
+        { endToEnd: timed("toDevice until its sync_event fired", "wall", oursPinned.wall) }));
+    }
 
     // Device to host.
     const handle = toDevice(column, { device: rt.kind, id: 0 });

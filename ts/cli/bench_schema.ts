@@ -90,7 +90,7 @@ export const benchJsonSchema: JsonSchema = {
         required: ["suite", "operation", "runtime", "deviceId", "fake", "bytes", "repeats", "ours", "baseline", "pageableBaseline", "endToEnd", "ratio", "ratioMin", "ratioMax"],
         properties: {
           suite: { enum: ["transfer", "export_import"] },
-          operation: { enum: ["host_to_device", "device_to_host", "device_to_device", "allocate", "round_trip"] },
+          operation: { enum: ["host_to_device", "host_to_device_pinned", "device_to_host", "device_to_device", "allocate", "round_trip"] },
           runtime: { enum: ["cuda", "rocm", null] },
           deviceId: { type: ["integer", "null"] },
           fake: { type: "boolean", description: "measured through a fake driver: NOT a GPU figure" },
