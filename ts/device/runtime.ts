@@ -12,6 +12,10 @@
  * wrap until `free()`/`destroy()` (or `using`); a FinalizationRegistry
  * frees forgotten ones as a safety net (reported in debug mode). Raw
  * addresses and handles (`address`, `handle`) are valid until then.
+ * `HostRegistration` holds the JS buffer it page-locked until
+ * `unregister()`. Memory exported by `exportRawArray` / `wrapDeviceMemory`
+ * (or a `hostView()` of it) is freed after the last such export's release,
+ * whenever `free()` was called.
  *
  * Threads. Everything here runs on the calling (JS) thread and blocks only
  * in the synchronous calls (`synchronize()`, copies without a stream).
