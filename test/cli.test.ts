@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chartInputLimitBytes } from "../ts/cli.ts";
 import { benchLimits, benchMemoryProblem } from "../ts/cli/args.ts";
-import type { BenchResult, Figure } from "../ts/cli/bench.ts";
+import { sweepBytes, type BenchResult, type Figure } from "../ts/cli/bench.ts";
 import { benchJsonSchema, benchSchemaId, schemaProblems } from "../ts/cli/bench_schema.ts";
 import { benchChart, sizeTicks, timeTicks } from "../ts/cli/chart.ts";
 import { headerLimitBytes } from "../ts/cli/doctor.ts";
@@ -107,7 +107,7 @@ describe("CLI usage", () => {
 
   test("sizes and rows that would not fit in the machine's memory are refused before allocating", () => {
     const GiB = 2 ** 30;
-    expect(benchMemoryProblem([1, 4096], [1000], 8 * GiB)).toBe("bench: --sizes 4096 needs about 16.0 GiB of memory; this machine has 8.0 GiB");
+    expect(benchMemoryProblem([1, 4096], [1000], 8 * GiB)).toBe("bench: --sizes 4096 needs about 24.0 GiB of memory; this machine has 8.0 GiB");
     expect(benchMemoryProblem([1], [100_000_000], 2 * GiB)).toBe("bench: --rows 100000000 needs about 3.7 GiB of memory; this machine has 2.0 GiB");
     expect(benchMemoryProblem([4096], [100_000_000], 32 * GiB)).toBeNull();
     expect(benchMemoryProblem([], [], 1)).toBeNull();
@@ -182,22 +182,37 @@ describe("CLI bench", () => {
     const rows = result.figures.map((f: Figure) => [f.suite, f.operation, f.runtime, f.fake, f.bytes, f.repeats]);
     expect(rows).toEqual([
       ["transfer", "host_to_device", "cuda", true, 2 ** 20, 2],
+      ["transfer", "host_to_device_pinned", "cuda", true, 2 ** 20, 2],
       ["transfer", "device_to_host", "cuda", true, 2 ** 20, 2],
+      ["transfer", "device_to_device", "cuda", true, 2 ** 20, 2],
+      ["transfer", "allocate", "cuda", true, 2 ** 20, 2],
       ["export_import", "round_trip", null, false, 8000, 2],
     ]);
     for (const f of result.figures as Figure[]) {
-      for (const m of [f.ours, f.baseline]) {
+      const copies = f.suite === "transfer" && f.operation !== "allocate";
+      // Copies are timed with events on the stream; allocation and the host round trip by the host clock.
+      expect([f.ours.timing, f.baseline.timing]).toEqual(copies ? ["event", "event"] : ["wall", "wall"]);
+      expect(f.endToEnd?.timing ?? null).toBe(copies ? "wall" : null);
+      expect(f.pageableBaseline !== null).toBe(f.operation === "host_to_device" || f.operation === "device_to_host");
+      expect(f.ratioMin).toBeLessThanOrEqual(f.ratioMax);
+      for (const m of [f.ours, f.baseline, ...(f.pageableBaseline ? [f.pageableBaseline] : []), ...(f.endToEnd ? [f.endToEnd] : [])]) {
         // The spread of the runs, per point: fastest <= median <= slowest.
         expect(m.minNs).toBeGreaterThan(0);
         expect(m.minNs).toBeLessThanOrEqual(m.medianNs);
         expect(m.medianNs).toBeLessThanOrEqual(m.maxNs);
         // A rate only for the copies.
-        if (f.suite === "transfer") expect(m.gbPerSecond!).toBeCloseTo(f.bytes / m.medianNs, 9);
+        if (copies) expect(m.gbPerSecond!).toBeCloseTo(f.bytes / m.medianNs, 9);
         else expect(m.gbPerSecond).toBeNull();
       }
     }
-    expect(result.figures[0].baseline.what).toBe("cuMemAlloc_v2 + cuMemcpyHtoD_v2 + cuMemFree_v2");
-    expect(result.figures[1].baseline.what).toBe("cuMemcpyDtoH_v2");
+    // The raw driver, opened directly: pinned and pageable copies, allocation apart.
+    expect(result.figures.slice(0, 5).map((f: Figure) => [f.baseline.what, f.pageableBaseline?.what ?? null])).toEqual([
+      ["cuMemcpyHtoDAsync_v2 from pinned memory", "cuMemcpyHtoDAsync_v2 from pageable memory"],
+      ["cuMemcpyHtoDAsync_v2 from pinned memory", null],
+      ["cuMemcpyDtoHAsync_v2 to pinned memory", "cuMemcpyDtoHAsync_v2 to pageable memory"],
+      ["cuMemcpyDtoDAsync_v2", null],
+      ["cuMemAlloc_v2 + cuMemFree_v2", null],
+    ]);
     for (const f of result.figures) expect(f.ratio).toBeCloseTo(f.baseline.medianNs / f.ours.medianNs, 9);
     expect(result.warnings).toEqual([`cuda: ${fakePaths.cuda} is a FAKE driver (a CPU stand-in for tests): its figures are NOT GPU figures`]);
     expect(result.machine.cpuCores).toBeGreaterThan(0);
@@ -211,8 +226,9 @@ describe("CLI bench", () => {
     expect(run.exitCode).toBe(0);
     expect(run.stderr).toBe("");
     expect(run.stdout).toContain("*** FAKE DRIVER: not GPU figures ***");
-    expect(run.stdout).toContain("transfer       host_to_device  rocm*");
-    expect(run.stdout).toContain("hipMalloc + hipMemcpy + hipFree");
+    expect(run.stdout).toContain("transfer       host_to_device    rocm*");
+    expect(run.stdout).toContain("hipMemcpyAsync(HostToDevice) from pinned memory");
+    expect(run.stdout).toContain("hipMalloc + hipFree");
     expect(run.stdout).toContain("* fake driver: a CPU stand-in for tests; these are NOT GPU figures.");
   }, 120_000);
 
@@ -247,7 +263,7 @@ describe("CLI bench", () => {
       expect(bench.stdout).toContain("suite          operation");
       const result = JSON.parse(readFileSync(jsonFile, "utf8"));
       expect(schemaProblems(result)).toEqual([]);
-      expect(result.figures).toHaveLength(6);
+      expect(result.figures).toHaveLength(12);
 
       const chart = runCli(["chart", jsonFile, "--out", svgFile], "none");
       expect(chart.exitCode).toBe(0);
@@ -255,25 +271,31 @@ describe("CLI bench", () => {
       expect(svg).toStartWith(`<svg xmlns="http://www.w3.org/2000/svg"`);
       expect(svg.trimEnd()).toEndWith("</svg>");
       const titles = [...svg.matchAll(/font-weight="bold">([^<]*)</g)].map((m) => m[1]);
+      const fake = " (FAKE DRIVER: not GPU figures)";
       expect(titles).toEqual([
-        "transfer host_to_device on cuda (FAKE DRIVER: not GPU figures)",
-        "transfer device_to_host on cuda (FAKE DRIVER: not GPU figures)",
+        ...["host_to_device", "host_to_device_pinned", "device_to_host", "device_to_device", "allocate"].flatMap((op) => [`transfer ${op} on cuda${fake}`, `transfer ${op} on cuda${fake}: ours / raw`]),
         "export_import round_trip (host)",
       ]);
-      expect(svg.match(/<polyline /g)).toHaveLength(6); // ours and the baseline per panel
-      expect(svg.match(/<polygon class="band"/g)).toHaveLength(6); // each one's fastest-to-slowest band
-      expect(svg.match(/<circle /g)).toHaveLength(12); // one per size per series
-      for (const call of [">cuMemAlloc_v2<", ">+ cuMemcpyHtoD_v2<", ">+ cuMemFree_v2<"]) expect(svg).toContain(call); // the baseline, in the legend
+      expect(svg.match(/<polyline fill/g)).toHaveLength(12); // ours and the baseline per time panel
+      expect(svg.match(/<polygon class="band"/g)).toHaveLength(12); // each one's fastest-to-slowest band
+      expect(svg.match(/<circle cx/g)).toHaveLength(24); // one per size per series
+      // Each transfer's ratio panel: the median ratio over its per-repetition spread, and parity.
+      expect(svg.match(/<polyline class="ratio"/g)).toHaveLength(5);
+      expect(svg.match(/<polygon class="ratio-band"/g)).toHaveLength(5);
+      expect(svg.match(/<circle class="ratio"/g)).toHaveLength(10);
+      expect(svg.match(/<line class="parity"/g)).toHaveLength(5);
+      for (const call of [">cuMemcpyHtoDAsync_v2 from pinned memory<", ">cuMemAlloc_v2<", ">+ cuMemFree_v2<"]) expect(svg).toContain(call); // the baseline, in the legend
       // Log-log: time per operation against size, ticks with unit suffixes.
-      expect(svg.match(/>time per operation \(log scale\)</g)).toHaveLength(3);
+      expect(svg.match(/>time per operation \(log scale\)</g)).toHaveLength(6);
       expect(svg).not.toContain(">GB/s<"); // no rate axis
       const yTicks = [...svg.matchAll(/text-anchor="end">([^<]*)</g)].map((m) => m[1]);
-      for (const tick of yTicks) expect(tick).toMatch(/^(1|2|5)(0|00)? (ns|µs|ms|s)$/);
+      for (const tick of yTicks.filter((t) => !t.endsWith("×"))) expect(tick).toMatch(/^(1|2|5)(0|00)? (ns|µs|ms|s)$/);
+      expect(yTicks.filter((t) => t.endsWith("×"))).toContain("1×"); // the ratio panels' linear axis
       expect(svg).toContain(">1 MiB<");
       expect(svg).toContain(">2 MiB<");
       // A rate for the transfers (copies) only.
-      expect(svg.match(/>throughput at 2 MiB:</g)).toHaveLength(2);
-      expect(svg.match(/>ours [0-9.]+ GB\/s</g)).toHaveLength(2);
+      expect(svg.match(/>throughput at 2 MiB:</g)).toHaveLength(4);
+      expect(svg.match(/>ours [0-9.]+ GB\/s</g)).toHaveLength(4);
     });
   }, 120_000);
 
@@ -286,7 +308,7 @@ describe("CLI bench", () => {
       expect(run.stderr).toContain(`chart: ${bad} is not a bench result`);
       expect(run.stderr).toContain(`$: missing "versions"`);
       expect(run.stderr).toContain(`$.figures[0]: missing "suite"`);
-      expect(run.stderr).toContain("  ... 7 more\n"); // the first 10 problems, then a count
+      expect(run.stderr).toContain("  ... 11 more\n"); // the first 10 problems, then a count
       writeFileSync(bad, JSON.stringify({ ...sampleResult(1), schema: "bun-arrow-device/bench/1" }));
       const older = runCli(["chart", bad, "--out", join(dir, "x.svg")], "none");
       expect(older.exitCode).toBe(1);
@@ -385,13 +407,14 @@ describe("CLI files: unreadable and unwritable paths get one line and exit code 
 
 /** A valid bench result of `n` export/import figures, sizes in shuffled order. */
 function sampleResult(n: number): BenchResult {
-  const measurement = (what: string, ns: number) => ({ what, medianNs: ns, minNs: ns * 0.8, maxNs: ns * 1.5, gbPerSecond: null });
+  const measurement = (what: string, ns: number) => ({ what, timing: "wall" as const, medianNs: ns, minNs: ns * 0.8, maxNs: ns * 1.5, gbPerSecond: null });
   const figures: Figure[] = [];
   for (let i = 0; i < n; i++) {
     const rows = 1000 + ((i * 7919) % n) * 13;
     figures.push({
       suite: "export_import", operation: "round_trip", runtime: null, deviceId: null, fake: false, bytes: rows * 8, repeats: 3,
       ours: measurement("ours", 20_000 + i), baseline: measurement("apache-arrow tableToIPC + tableFromIPC", rows * 40), ratio: (rows * 40) / (20_000 + i),
+      pageableBaseline: null, endToEnd: null, ratioMin: (rows * 32) / (30_000 + i), ratioMax: (rows * 60) / (16_000 + i),
     });
   }
   return {
@@ -448,7 +471,7 @@ describe("CLI chart: work linear in the input", () => {
 
   test("one size: the spread is a whisker; a zero time is drawn at 1 ns, not off the axis", () => {
     const result = sampleResult(1);
-    result.figures[0].ours = { what: "ours", medianNs: 0, minNs: 0, maxNs: 5, gbPerSecond: null };
+    result.figures[0].ours = { what: "ours", timing: "wall", medianNs: 0, minNs: 0, maxNs: 5, gbPerSecond: null };
     const svg = benchChart(result);
     expect(svg.match(/<line class="band"/g)).toHaveLength(2);
     expect(svg).not.toContain("NaN");
@@ -457,6 +480,11 @@ describe("CLI chart: work linear in the input", () => {
 });
 
 describe("CLI pieces", () => {
+  test("the transfer sweep: 1 KiB to 1 GiB by powers of 4, the quick one to 1 MiB", () => {
+    expect(sweepBytes(true)).toEqual([2 ** 10, 2 ** 12, 2 ** 14, 2 ** 16, 2 ** 18, 2 ** 20]);
+    expect(sweepBytes(false)).toEqual(Array.from({ length: 11 }, (_, i) => 2 ** (10 + 2 * i)));
+  });
+
   test("docs/cli.md documents exactly the schema the CLI validates against", () => {
     const doc = readFileSync(join(repoRoot, "docs", "cli.md"), "utf8");
     const block = doc.match(/<!-- bench-schema -->\n```json\n([\s\S]*?)\n```/);

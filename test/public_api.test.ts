@@ -55,6 +55,13 @@ describe("public API", () => {
     expect(typeof adoptImportOwner).toBe("function");
   });
 
+  test("the device entry point has pinned host memory: allocate, register, stage", async () => {
+    const device = await import("../ts/device.ts");
+    expect(typeof device.HostRegistration).toBe("function");
+    expect(typeof device.DeviceRuntime.prototype.registerHost).toBe("function");
+    expect(typeof device.DeviceMemory.prototype.hostView).toBe("function");
+  });
+
   test("the everyday entry point has the one-call Table functions and the typed errors", async () => {
     const everyday = await import("../ts/index.ts");
     for (const name of ["exportTable", "importTable", "exportArray", "exportSchema", "exportBatches", "exportStream", "exportAsyncStream", "importVector", "importRecordBatch", "readTable", "recordBatches", "AsyncRecordBatchStream", "ArrowDeviceError", "LibraryLoadError"]) {

@@ -49,8 +49,10 @@ Fake drivers (the project's test stand-ins) are reported as such.
   bench: `Usage: bun-arrow-device bench [options]
 
 Measures, each beside its baseline in the same process:
-  transfer       toDevice / ImportedArray.toHost against the raw driver calls
-                 (cuMemAlloc + cuMemcpyHtoD + cuMemFree, cuMemcpyDtoH; HIP alike)
+  transfer       toDevice, ImportedArray.toHost, DeviceRuntime.copy and
+                 allocate against the raw driver opened directly (pinned and
+                 pageable cuMemcpy*Async, cuMemAlloc; HIP alike), copies
+                 timed with events on the stream, ours / raw per size
   export_import  exportArray + import + toRecordBatch against apache-arrow's
                  IPC round trip
 Progress goes to stderr (a progress bar on a terminal).
@@ -61,7 +63,9 @@ Progress goes to stderr (a progress bar on a terminal).
                       (fake drivers do not count)
   --kinds LIST        runtimes to measure: cuda,rocm (default both)
   --sizes LIST        transfer sizes in MiB, up to ${benchLimits.sizesMiB}
-                      (default 1,16,64,256; 1,4 on a fake driver)
+                      (default: 1 KiB to 1 GiB by powers of 4, as far as
+                      memory allows; --quick or a fake driver: to 1 MiB)
+  --quick             the short sweep, 1 KiB to 1 MiB
   --rows LIST         export/import batch rows, up to ${benchLimits.rows.toLocaleString("en-US")}
                       (default 1000,100000,1000000)
   --repeats N         timed runs per figure, 1 to ${benchLimits.repeats}
@@ -90,7 +94,7 @@ mismatch (a stale or foreign build).
 
 const specs: Record<string, CommandSpec> = {
   info: { flags: ["json", "help"], values: [], positionals: 0 },
-  bench: { flags: ["json", "require-gpu", "no-host", "no-device", "quiet", "help"], values: ["out", "kinds", "sizes", "rows", "repeats"], positionals: 0 },
+  bench: { flags: ["json", "require-gpu", "no-host", "no-device", "quiet", "quick", "help"], values: ["out", "kinds", "sizes", "rows", "repeats"], positionals: 0 },
   chart: { flags: ["help"], values: ["out"], positionals: 1 },
   doctor: { flags: ["help"], values: ["library", "header"], positionals: 0 },
 };
@@ -154,6 +158,7 @@ async function bench(args: ReturnType<typeof parseArgs>): Promise<number> {
   const options = {
     kinds: kinds as ("cuda" | "rocm")[],
     sizesMiB: integers("sizes", args.values.get("sizes"), benchLimits.sizesMiB),
+    quick: args.flags.has("quick"),
     rows: integers("rows", args.values.get("rows"), benchLimits.rows),
     repeats: repeats?.[0] ?? null,
     host: !args.flags.has("no-host"),

@@ -12,7 +12,7 @@ export {
 export { deviceLibraryEnvVars } from "./ffi/device_loader.ts";
 export {
   deviceAvailability, deviceRuntime, kindOfDeviceType, runtimeDeviceType, libraryEnvVars,
-  DeviceRuntime, DeviceMemory, DeviceStream, DeviceEvent,
+  DeviceRuntime, DeviceMemory, DeviceStream, DeviceEvent, HostRegistration,
   type DeviceKind, type DeviceAvailability, type DeviceInfo, type PointerInfo, type CopyOperand, type CopyOptions, type AllocateOptions,
 } from "./device/runtime.ts";
 export { copyArrayToDevice, targetDeviceType, type DeviceTarget } from "./device/transfer.ts";

@@ -494,6 +494,7 @@ fn releaseInputs(schema: ?*abi.ArrowSchema, array: ?*abi.ArrowArray) void {
 
 const device_runtime = @import("device/runtime.zig");
 const device_transfer = @import("device/transfer.zig");
+const device_staging = @import("device/staging.zig");
 
 fn runtimeFor(device_type: i32) ?*device_runtime.Runtime {
     const found = device_runtime.require(device_type);
@@ -687,6 +688,30 @@ export fn abd_owner_to_host(owner: *Owner, stream: ?*anyopaque, out_schema: ?*ab
     const schema_target = out_schema orelse return code(status.fail(.invalid_argument, "out schema pointer is NULL", .{}));
     const array_target = out_array orelse return code(status.fail(.invalid_argument, "out device array pointer is NULL", .{}));
     return code(device_transfer.toHost(owner, stream, schema_target, array_target));
+}
+
+/// Page-locks `size` bytes of host memory at `address` for the runtime of
+/// `device_type` (cuMemHostRegister_v2 / hipHostRegister). The caller keeps
+/// the memory alive and calls `abd_device_host_unregister` once.
+export fn abd_device_host_register(device_type: i32, device_id: i32, address: ?*anyopaque, size: usize) c_int {
+    const rt = runtimeFor(device_type) orelse return code(status.lastStatus());
+    return code(rt.hostRegister(device_id, @intFromPtr(address), size));
+}
+
+export fn abd_device_host_unregister(device_type: i32, device_id: i32, address: ?*anyopaque) c_int {
+    const rt = runtimeFor(device_type) orelse return code(status.lastStatus());
+    return code(rt.hostUnregister(device_id, @intFromPtr(address)));
+}
+
+/// The pinned staging pool of `device_type`'s runtime (zig/device/staging.zig):
+/// `out[0]` = blocks allocated (idle and lent) before, `out[1]` = idle
+/// blocks freed when `trim` is non-zero, `out[2]` = the block size.
+export fn abd_device_staging(device_type: i32, trim: c_int, out: [*]f64) c_int {
+    const rt = runtimeFor(device_type) orelse return code(status.lastStatus());
+    out[0] = @floatFromInt(device_staging.allocated(rt));
+    out[1] = if (trim != 0 and rt.isLoaded()) @floatFromInt(device_staging.trim(rt)) else 0;
+    out[2] = @floatFromInt(device_staging.block_bytes);
+    return 0;
 }
 
 /// Validates `schema` + `array` (not moved) at the minimal level, reading

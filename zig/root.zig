@@ -43,6 +43,7 @@ test {
     _ = @import("device/hip.zig");
     _ = @import("device/releaser.zig");
     _ = @import("device/transfer.zig");
+    _ = @import("device/staging.zig");
     _ = @import("js_wake.zig");
     _ = @import("metadata_copy.zig");
     _ = @import("producer_gate.zig");

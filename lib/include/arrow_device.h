@@ -416,6 +416,14 @@ abd_status abd_device_array_to_device(struct ArrowSchema* schema, struct ArrowDe
  * host-visible memory viewed in place. Blocks until done. */
 abd_status abd_owner_to_host(abd_owner* owner, void* stream, struct ArrowSchema* out_schema,
                              struct ArrowDeviceArray* out_array);
+/* Page-locks host memory the caller owns (cuMemHostRegister_v2 /
+ * hipHostRegister); unregister it once, before freeing it. */
+abd_status abd_device_host_register(int32_t device_type, int32_t device_id, void* address, size_t size);
+abd_status abd_device_host_unregister(int32_t device_type, int32_t device_id, void* address);
+/* The pinned staging pool toDevice/toHost use for ordinary host memory:
+ * out[0] blocks allocated, out[1] idle blocks freed (when trim != 0),
+ * out[2] the block size in bytes. */
+abd_status abd_device_staging(int32_t device_type, int trim, double* out);
 /* Minimal validation that reads no buffer (for wrapped device memory). */
 abd_status abd_device_array_check(struct ArrowSchema* schema, struct ArrowDeviceArray* array);
 /* Moving structs the caller holds: bitwise copy to `dst`, then

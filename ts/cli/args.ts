@@ -66,11 +66,12 @@ export const benchLimits = {
 } as const;
 
 /** Host memory a bench step holds at its peak, over its data's bytes: a
- * transfer holds the source, the copy back and (under a fake driver) the
- * "device" buffer, with room for one more; an export/import round trip
+ * transfer holds the source, the copy back, the raw baseline's pinned
+ * buffer, the pinned batch, the result of toHost and (under a fake driver)
+ * the "device" buffers; an export/import round trip
  * holds the column, the array it is built from, and apache-arrow's IPC
  * bytes and the table read back from them. */
-export const benchMemoryFactor = { transfer: 4, exportImport: 5 } as const;
+export const benchMemoryFactor = { transfer: 6, exportImport: 5 } as const;
 
 /** Why the largest --sizes or --rows would not fit in `totalBytes` of
  * memory (null when it fits): refused before anything is allocated. */

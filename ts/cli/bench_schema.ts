@@ -7,13 +7,13 @@
  */
 
 /** The `schema` value of every result document of this shape. */
-export const benchSchemaId = "bun-arrow-device/bench/2";
+export const benchSchemaId = "bun-arrow-device/bench/3";
 
 export type JsonSchema = {
   $schema?: string;
   title?: string;
   description?: string;
-  type?: "object" | "array" | "string" | "number" | "integer" | "boolean" | "null" | ("string" | "null" | "integer" | "number")[];
+  type?: "object" | "array" | "string" | "number" | "integer" | "boolean" | "null" | ("string" | "null" | "integer" | "number" | "object")[];
   enum?: (string | null)[];
   const?: string;
   required?: string[];
@@ -24,13 +24,14 @@ export type JsonSchema = {
 };
 
 const measurement: JsonSchema = {
-  type: "object", required: ["what", "medianNs", "minNs", "maxNs", "gbPerSecond"], additionalProperties: false,
+  type: "object", required: ["what", "timing", "medianNs", "minNs", "maxNs", "gbPerSecond"], additionalProperties: false,
   properties: {
     what: { type: "string", description: "the calls timed" },
+    timing: { enum: ["event", "wall"], description: "event: CUDA/HIP events on the stream around the call; wall: the host clock" },
     medianNs: { type: "number", minimum: 0, description: "median nanoseconds per run" },
     minNs: { type: "number", minimum: 0, description: "nanoseconds of the fastest run" },
     maxNs: { type: "number", minimum: 0, description: "nanoseconds of the slowest run" },
-    gbPerSecond: { type: ["number", "null"], minimum: 0, description: "bytes / medianNs for a copy (transfer); null for export_import, which copies nothing" },
+    gbPerSecond: { type: ["number", "null"], minimum: 0, description: "bytes / medianNs for a copy (transfer); null for allocate and export_import, which copy nothing" },
   },
 };
 
@@ -86,18 +87,22 @@ export const benchJsonSchema: JsonSchema = {
       type: "array",
       items: {
         type: "object", additionalProperties: false,
-        required: ["suite", "operation", "runtime", "deviceId", "fake", "bytes", "repeats", "ours", "baseline", "ratio"],
+        required: ["suite", "operation", "runtime", "deviceId", "fake", "bytes", "repeats", "ours", "baseline", "pageableBaseline", "endToEnd", "ratio", "ratioMin", "ratioMax"],
         properties: {
           suite: { enum: ["transfer", "export_import"] },
-          operation: { enum: ["host_to_device", "device_to_host", "round_trip"] },
+          operation: { enum: ["host_to_device", "host_to_device_pinned", "device_to_host", "device_to_device", "allocate", "round_trip"] },
           runtime: { enum: ["cuda", "rocm", null] },
           deviceId: { type: ["integer", "null"] },
           fake: { type: "boolean", description: "measured through a fake driver: NOT a GPU figure" },
           bytes: { type: "integer", minimum: 1 },
           repeats: { type: "integer", minimum: 1 },
           ours: measurement,
-          baseline: measurement,
+          baseline: { ...measurement, description: "transfer: the raw driver opened directly (pinned host memory for host copies)" },
+          pageableBaseline: { type: ["object", "null"], required: measurement.required, properties: measurement.properties, additionalProperties: false, description: "the raw driver's copy from/to pageable host memory; null where none" },
+          endToEnd: { type: ["object", "null"], required: measurement.required, properties: measurement.properties, additionalProperties: false, description: "ours by the host clock, the whole call (transfer); null otherwise" },
           ratio: { type: "number", minimum: 0, description: "baseline.medianNs / ours.medianNs: above 1, ours is faster" },
+          ratioMin: { type: "number", minimum: 0, description: "the lowest baseline / ours ratio of one repetition" },
+          ratioMax: { type: "number", minimum: 0, description: "the highest baseline / ours ratio of one repetition" },
         },
       },
     },

@@ -5,8 +5,11 @@
  * line, over a band from the fastest to the slowest run (one run alone: a
  * whisker). Transfer panels, whose operations copy their bytes, also give
  * the throughput; the export/import round trip copies nothing, so it has
- * none. Plain SVG, no dependencies. Fake-driver panels say so in their
- * title.
+ * none. Each transfer panel is followed by its ratio panel: ours / raw
+ * (baseline time over ours, above 1 ours is faster) against size, the
+ * median over a band from the lowest to the highest ratio of one
+ * repetition, with a reference line at 1. Plain SVG, no dependencies.
+ * Fake-driver panels say so in their title.
  *
  * The work is linear in the number of figures: one pass groups them, one
  * sort per panel orders them, one pass per panel draws them.
@@ -171,9 +174,70 @@ function panel(title: string, figures: Figure[], top: number): string {
   return parts.join("\n");
 }
 
+/** Ours / raw against size (log x, linear y from 0), with its spread. */
+function ratioPanel(title: string, figures: Figure[], top: number): string {
+  const w = width - margin.left - margin.right;
+  const h = panelHeight - margin.top - margin.bottom;
+  const x0 = margin.left;
+  const y0 = top + margin.top;
+  let minBytes = Infinity;
+  let maxBytes = -Infinity;
+  let maxRatio = 1.2;
+  for (const f of figures) {
+    minBytes = Math.min(minBytes, f.bytes);
+    maxBytes = Math.max(maxBytes, f.bytes);
+    if (Number.isFinite(f.ratioMax)) maxRatio = Math.max(maxRatio, f.ratioMax, f.ratio);
+  }
+  const yHi = Math.ceil(maxRatio * 5) / 5;
+  const span = Math.log2(maxBytes) - Math.log2(minBytes);
+  const pad = span < 2 ? (2 - span) / 2 + 0.25 : 0.25;
+  const xLo = Math.log2(minBytes) - pad;
+  const xHi = Math.log2(maxBytes) + pad;
+  const clamp = (r: number) => (Number.isFinite(r) ? Math.min(Math.max(r, 0), yHi) : yHi);
+  const px = (bytes: number) => x0 + ((Math.log2(bytes) - xLo) / (xHi - xLo)) * w;
+  const py = (r: number) => y0 + h - (clamp(r) / yHi) * h;
+  const parts = [`<text x="${x0}" y="${top + 20}" font-size="14" font-weight="bold">${escape(title)}</text>`];
+  const step = yHi <= 2 ? 0.2 : yHi <= 5 ? 0.5 : Math.ceil(yHi / 8);
+  for (let tick = 0; tick <= yHi + 1e-9; tick += step) {
+    const y = fixed(py(tick));
+    parts.push(`<line x1="${x0}" y1="${y}" x2="${x0 + w}" y2="${y}" stroke="#e4e4e4"/>`);
+    parts.push(`<text x="${x0 - 6}" y="${fixed(py(tick) + 4)}" font-size="10" text-anchor="end">${+tick.toFixed(2)}×</text>`);
+  }
+  for (const tick of sizeTicks(Math.ceil(xLo), Math.floor(xHi))) {
+    const x = fixed(px(tick));
+    parts.push(`<line x1="${x}" y1="${y0}" x2="${x}" y2="${y0 + h}" stroke="#e4e4e4"/>`);
+    parts.push(`<text x="${x}" y="${y0 + h + 14}" font-size="10" text-anchor="middle">${sizeLabel(tick)}</text>`);
+  }
+  parts.push(`<rect x="${x0}" y="${y0}" width="${w}" height="${h}" fill="none" stroke="#444"/>`);
+  parts.push(`<line class="parity" x1="${x0}" y1="${fixed(py(1))}" x2="${x0 + w}" y2="${fixed(py(1))}" stroke="#444" stroke-dasharray="2 3"/>`);
+  parts.push(`<text x="${x0 + w / 2}" y="${y0 + h + 32}" font-size="11" text-anchor="middle">size (log scale)</text>`);
+  const yTitle = `${x0 - 58} ${y0 + h / 2}`;
+  parts.push(`<text x="${x0 - 58}" y="${y0 + h / 2}" font-size="11" text-anchor="middle" transform="rotate(-90 ${yTitle})">ours / raw (baseline time ÷ ours)</text>`);
+  const points = figures.map((f) => ({ x: px(f.bytes), mid: f.ratio, low: f.ratioMin, high: f.ratioMax }));
+  if (points.length > 1) {
+    const upper = points.map((p) => `${fixed(p.x)},${fixed(py(p.high))}`);
+    const lower = points.map((p) => `${fixed(p.x)},${fixed(py(p.low))}`).reverse();
+    parts.push(`<polygon class="ratio-band" fill="${colors.ours}" fill-opacity="0.18" stroke="none" points="${[...upper, ...lower].join(" ")}"/>`);
+    parts.push(`<polyline class="ratio" fill="none" stroke="${colors.ours}" stroke-width="2" points="${points.map((p) => `${fixed(p.x)},${fixed(py(p.mid))}`).join(" ")}"/>`);
+  } else {
+    for (const p of points) parts.push(`<line class="ratio-band" x1="${fixed(p.x)}" y1="${fixed(py(p.high))}" x2="${fixed(p.x)}" y2="${fixed(py(p.low))}" stroke="${colors.ours}" stroke-opacity="0.5" stroke-width="6"/>`);
+  }
+  for (const p of points) parts.push(`<circle class="ratio" cx="${fixed(p.x)}" cy="${fixed(py(p.mid))}" r="3" fill="${colors.ours}"/>`);
+  const lx = x0 + w + 14;
+  parts.push(`<text x="${lx}" y="${y0 + 12}" font-size="10" fill="#555">line: median ratio</text>`);
+  parts.push(`<text x="${lx}" y="${y0 + 25}" font-size="10" fill="#555">band: lowest to highest</text>`);
+  parts.push(`<text x="${lx}" y="${y0 + 38}" font-size="10" fill="#555">ratio of one repetition</text>`);
+  parts.push(`<text x="${lx}" y="${y0 + 51}" font-size="10" fill="#555">dotted: parity (1×)</text>`);
+  return parts.join("\n");
+}
+
 /** The SVG text of `result`'s figures. */
 export function benchChart(result: BenchResult): string {
-  const groups = [...panels(result.figures)];
+  const groups: [string, Figure[], "time" | "ratio"][] = [];
+  for (const [title, figures] of panels(result.figures)) {
+    groups.push([title, figures, "time"]);
+    if (figures[0].suite === "transfer") groups.push([`${title}: ours / raw`, figures, "ratio"]);
+  }
   const headerHeight = 46;
   const height = headerHeight + Math.max(1, groups.length) * panelHeight;
   const gpus = result.runtimes.filter((r) => r.available).map((r) => `${r.kind}: ${r.devices[0]?.name ?? "no device"}${r.fake ? " (fake)" : ""}, driver ${r.driverVersionText}`);
@@ -183,7 +247,7 @@ export function benchChart(result: BenchResult): string {
   ];
   const body = groups.length === 0
     ? [`<text x="${margin.left}" y="${headerHeight + 40}" font-size="13">no figures in this result</text>`]
-    : groups.map(([title, figures], i) => panel(title, figures, headerHeight + i * panelHeight));
+    : groups.map(([title, figures, kind], i) => (kind === "time" ? panel : ratioPanel)(title, figures, headerHeight + i * panelHeight));
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif">`,
     `<rect width="100%" height="100%" fill="white"/>`,

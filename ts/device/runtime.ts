@@ -12,6 +12,10 @@
  * wrap until `free()`/`destroy()` (or `using`); a FinalizationRegistry
  * frees forgotten ones as a safety net (reported in debug mode). Raw
  * addresses and handles (`address`, `handle`) are valid until then.
+ * `HostRegistration` holds the JS buffer it page-locked until
+ * `unregister()`. Memory exported by `exportRawArray` / `wrapDeviceMemory`
+ * (or a `hostView()` of it) is freed after the last such export's release,
+ * whenever `free()` was called.
  *
  * Threads. Everything here runs on the calling (JS) thread and blocks only
  * in the synchronous calls (`synchronize()`, copies without a stream).
@@ -223,6 +227,21 @@ export class DeviceRuntime {
     return new DeviceMemory(deviceToken, this, id, memory, words[0], byteLength);
   }
 
+  /** Page-locks `view`'s bytes (cuMemHostRegister_v2 / hipHostRegister)
+   * so copies to and from it run at pinned speed, until `unregister()` (or
+   * `using`). The registration holds `view` (and its buffer) reachable, and
+   * unregisters exactly once; a forgotten one is unregistered when
+   * collected. Registering is slow (it pins every page): register buffers
+   * that are reused, not one per copy. */
+  registerHost(view: NodeJS.ArrayBufferView, id = 0): HostRegistration {
+    if (!ArrayBuffer.isView(view)) throw argumentError("DeviceRuntime.registerHost", "view", "a typed array or DataView", view);
+    if (view.byteLength === 0) throw new InvalidArgumentError(Status.invalid_argument, "DeviceRuntime.registerHost: view is empty: there is nothing to register");
+    ordinalArg("DeviceRuntime.registerHost", "id", id);
+    const address = hostAddress(view);
+    check(native.abd_device_host_register(this.deviceType, id, asPointer(address), view.byteLength));
+    return new HostRegistration(this, id, view, address);
+  }
+
   /** A new non-blocking stream of device `id`; destroy it with `destroy()`
    * (or `using`). */
   createStream(id = 0): DeviceStream {
@@ -281,7 +300,8 @@ export class DeviceRuntime {
   }
 }
 
-type Freeable = { free: () => void; token: number; label: string };
+/** `keep`: what must stay reachable until `free` ran. */
+type Freeable = { free: () => void; token: number; label: string; keep?: unknown };
 const safetyNet = new FinalizationRegistry<Freeable>((held) => {
   reportLeak(held.token, held.label);
   try {
@@ -299,9 +319,20 @@ function handleArgs(fn: string, runtime: unknown, deviceId: unknown, address: un
   integerArg(fn, addressParam, address, 0);
 }
 
+/** Pinned memory behind each `hostView()` ArrayBuffer, so that an export of
+ * the view holds the memory (see `DeviceMemory.free`). */
+const viewOwners = new WeakMap<ArrayBuffer, DeviceMemory>();
+
+/** The DeviceMemory whose `hostView()` `view` is, if any. */
+export function memoryBehind(view: NodeJS.ArrayBufferView): DeviceMemory | undefined {
+  return view.buffer instanceof ArrayBuffer ? viewOwners.get(view.buffer) : undefined;
+}
+
 /** Memory allocated through a runtime: device, pinned host or managed. */
 export class DeviceMemory implements Disposable {
   #freed = false;
+  #released = false;
+  #exports = 0;
   #views: ArrayBuffer[] = [];
   #token: number;
   /** Arrow device type of this memory (CUDA, CUDA_HOST, CUDA_MANAGED,
@@ -338,11 +369,27 @@ export class DeviceMemory implements Disposable {
     }
     const buffer = toArrayBuffer(asPointer(this.address), 0, this.byteLength);
     this.#views.push(buffer);
+    viewOwners.set(buffer, this);
     return new Uint8Array(buffer);
   }
 
+  /** @internal An export (exportRawArray, wrapDeviceMemory) points into
+   * this memory: it is not freed before `dropExport()`. */
+  holdForExport(): void {
+    if (this.#freed) throw new ReleasedError(Status.released, "this device memory was freed");
+    this.#exports++;
+  }
+
+  /** @internal The export is released; a `free()` waiting for it runs. */
+  dropExport(): void {
+    this.#exports--;
+    if (this.#exports === 0 && this.#freed) this.#release();
+  }
+
   /** Frees the memory (waiting for work using it, as the drivers do).
-   * Idempotent. */
+   * Idempotent. Its `hostView()` ArrayBuffers are detached at once; the
+   * memory itself goes once no export points into it any more (the last
+   * consumer's release). */
   free(): void {
     if (this.#freed) return;
     this.#freed = true;
@@ -350,6 +397,12 @@ export class DeviceMemory implements Disposable {
     untrack(this.#token);
     for (const view of this.#views) if (!view.detached) view.transfer(0);
     this.#views = [];
+    if (this.#exports === 0) this.#release();
+  }
+
+  #release(): void {
+    if (this.#released) return;
+    this.#released = true;
     check(native.abd_device_free(this.runtime.deviceType, this.deviceId, MemoryKind[this.memory], asPointer(this.address)));
   }
 
@@ -464,5 +517,46 @@ export class DeviceEvent implements Disposable {
 
   [Symbol.dispose](): void {
     this.destroy();
+  }
+}
+
+/** Host memory page-locked by `DeviceRuntime.registerHost`: JS memory that
+ * copies treat as pinned while registered. */
+export class HostRegistration implements Disposable {
+  #registered = true;
+  #token: number;
+
+  constructor(readonly runtime: DeviceRuntime, readonly deviceId: number, /** The registered bytes (held until unregistered). */ readonly view: NodeJS.ArrayBufferView, readonly address: number) {
+    handleArgs("HostRegistration", runtime, deviceId, address);
+    if (!ArrayBuffer.isView(view)) throw argumentError("HostRegistration", "view", "a typed array or DataView", view);
+    const label = `${runtime.kind} host registration (${view.byteLength} bytes)`;
+    this.#token = track(label);
+    const deviceType = runtime.deviceType;
+    // The held value keeps `view` reachable until the unregistration ran.
+    safetyNet.register(this, { free: () => check(native.abd_device_host_unregister(deviceType, deviceId, asPointer(address))), token: this.#token, label, keep: view }, this);
+  }
+
+  /** Bytes registered. */
+  get byteLength(): number {
+    return this.view.byteLength;
+  }
+
+  /** False once `unregister()` ran. */
+  get registered(): boolean {
+    return this.#registered;
+  }
+
+  /** Unpins the memory (cuMemHostUnregister / hipHostUnregister) and lets
+   * the view go. Idempotent: the driver is called once. */
+  unregister(): void {
+    if (!this.#registered) return;
+    this.#registered = false;
+    safetyNet.unregister(this);
+    untrack(this.#token);
+    check(native.abd_device_host_unregister(this.runtime.deviceType, this.deviceId, asPointer(this.address)));
+  }
+
+  [Symbol.dispose](): void {
+    this.unregister();
   }
 }
