@@ -741,6 +741,14 @@ export fn abd_probe_struct(kind: c_int, address: usize, mode: c_int) c_int {
     return code(probe.probeStruct(k, address, m));
 }
 
+/// `abd_probe_struct` (mode 0) of the live schema and array (`array_kind`
+/// 1) or device array (2) that one import takes, in one call. A NULL
+/// address is skipped. Returns the first failure, the schema's first.
+export fn abd_probe_pair(schema: usize, array_kind: c_int, array: usize) c_int {
+    if (array_kind != 1 and array_kind != 2) return code(status.fail(.invalid_argument, "unknown array kind {d}", .{array_kind}));
+    return code(probe.probePair(schema, if (array_kind == 1) .array else .device_array, array));
+}
+
 // ---------------------------------------------------------------------------
 // Schema strings of an import, in one call (schema_info.zig)
 // ---------------------------------------------------------------------------

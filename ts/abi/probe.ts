@@ -31,3 +31,13 @@ export function probeStruct(fn: string, param: string, kind: ProbeKindName, addr
   const status = native.abd_probe_struct(ProbeKind[kind], asPointer(address), live ? 0 : 1);
   if (status !== 0) throw errorFor(status, `${fn}: ${param}: ${lastError()}`);
 }
+
+/**
+ * True when the live schema and array (or device array) that one import
+ * takes both pass the probe, checked in one native call (their memory is
+ * proven together). False when either fails: `probeStruct` on each then
+ * says which, and why. A 0 address is skipped.
+ */
+export function probePairPasses(schema: number, arrayKind: "ArrowArray" | "ArrowDeviceArray", array: number): boolean {
+  return native.abd_probe_pair(asPointer(schema), ProbeKind[arrayKind], asPointer(array)) === 0;
+}
