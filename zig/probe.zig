@@ -929,9 +929,16 @@ pub fn probeStruct(kind: Kind, address: usize, mode: Mode) Status {
 /// one import takes, in one call: their levels are proven together. A NULL
 /// address is skipped (the import reports it). Returns the first failure
 /// (the schema's before the array's); a caller that must know which
-/// struct failed probes each on its own then.
-pub fn probePair(schema: usize, array_kind: Kind, array: usize) Status {
+/// struct failed probes each on its own then. `own_export`: both lie in
+/// a live export slot of this library (memory it allocated, trees it
+/// built), so they are read directly and only their release is checked.
+pub fn probePair(schema: usize, array_kind: Kind, array: usize, own_export: bool) Status {
     std.debug.assert(array_kind == .array or array_kind == .device_array);
+    if (own_export) {
+        if (schema != 0 and @as(*const abi.ArrowSchema, @ptrFromInt(schema)).release == null) return released(.schema);
+        if (array != 0 and @as(*const abi.ArrowArray, @ptrFromInt(array)).release == null) return released(array_kind);
+        return .ok;
+    }
     var p: Pages = .{};
     var roots = [_]Root{ .{ .kind = .schema, .address = schema }, .{ .kind = array_kind, .address = array } };
     prefetch(&p, &roots);
@@ -1025,12 +1032,12 @@ test "a pair is proven a level at a time, then in one call with the hints" {
     array.release = noopArrayRelease;
     n_hints = 0;
     const before = kernel_calls.load(.monotonic);
-    try std.testing.expectEqual(Status.ok, probePair(@intFromPtr(&schema), .array, @intFromPtr(&array)));
+    try std.testing.expectEqual(Status.ok, probePair(@intFromPtr(&schema), .array, @intFromPtr(&array), false));
     // Roots, then strings and pointer arrays, then children: at most one
     // call each, and none for a level already proven.
     try std.testing.expect(kernel_calls.load(.monotonic) - before <= 3);
     const again = kernel_calls.load(.monotonic);
-    try std.testing.expectEqual(Status.ok, probePair(@intFromPtr(&schema), .array, @intFromPtr(&array)));
+    try std.testing.expectEqual(Status.ok, probePair(@intFromPtr(&schema), .array, @intFromPtr(&array), false));
     try std.testing.expectEqual(@as(usize, 1), kernel_calls.load(.monotonic) - again);
 }
 
@@ -1049,7 +1056,7 @@ test "an unreadable child is named by its index, and a NULL root is skipped" {
     array.children = &array_ptrs;
     array.release = noopArrayRelease;
     array_ptrs[1] = @ptrFromInt(4096 + 8);
-    try std.testing.expectEqual(Status.invalid_argument, probePair(0, .array, @intFromPtr(&array)));
+    try std.testing.expectEqual(Status.invalid_argument, probePair(0, .array, @intFromPtr(&array), false));
     try std.testing.expect(std.mem.indexOf(u8, std.mem.span(status.lastMessage()), "children[1] at 0x1008 is not readable memory") != null);
 }
 

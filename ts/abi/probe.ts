@@ -36,8 +36,13 @@ export function probeStruct(fn: string, param: string, kind: ProbeKindName, addr
  * True when the live schema and array (or device array) that one import
  * takes both pass the probe, checked in one native call (their memory is
  * proven together). False when either fails: `probeStruct` on each then
- * says which, and why. A 0 address is skipped.
+ * says which, and why. A 0 address is skipped. `ownExport`: both are the
+ * structs of a live export slot of this library (memory it allocated and
+ * trees it built), read directly: only their release is looked at.
  */
-export function probePairPasses(schema: number, arrayKind: "ArrowArray" | "ArrowDeviceArray", array: number): boolean {
-  return native.abd_probe_pair(asPointer(schema), ProbeKind[arrayKind], asPointer(array)) === 0;
+export function probePairPasses(schema: number, arrayKind: "ArrowArray" | "ArrowDeviceArray", array: number, ownExport = false): boolean {
+  return native.abd_probe_pair(asPointer(schema), ProbeKind[arrayKind] | (ownExport ? ownExportFlag : 0), asPointer(array)) === 0;
 }
+
+/** abd_probe_pair's flag: the pair is a live export slot of this library. */
+const ownExportFlag = 0x100;

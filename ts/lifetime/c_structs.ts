@@ -32,6 +32,7 @@ import { ArrowArrayLayout, ArrowDeviceArrayLayout, ArrowSchemaLayout, deviceType
 import { arrayFields, asPointer, deviceArrayFields, readMetadata, schemaFields } from "../abi/structs.ts";
 import { probePairPasses, probeStruct } from "../abi/probe.ts";
 import { branded, type StructName, type StructPointer } from "../abi/pointers.ts";
+import { isLiveExportPair } from "./exported.ts";
 import { addressArg, argumentError, integerArg, internalConstruction } from "../args.ts";
 
 /** Only this module constructs the struct classes. */
@@ -118,7 +119,7 @@ function pairPasses(fn: string, refs: [param: string, ref: unknown, kind: CStruc
   } catch {
     return null;
   }
-  return probePairPasses(schema, arrayKind, array) ? [schema, array] : null;
+  return probePairPasses(schema, arrayKind, array, isLiveExportPair(schema, array, arrayKind)) ? [schema, array] : null;
 }
 
 /** The checked address of a struct the caller views or fills in place
