@@ -4,11 +4,19 @@
 //! An address from JS may name anything: the wrong struct (a schema where an
 //! array is expected), a released or zeroed struct, random bytes, or no
 //! mapped memory at all (8, 4096). Reading such memory directly faults and
-//! takes the whole process down. Here every byte is copied through the
-//! kernel, which reports an unreadable range as an error instead of a
-//! fault: `process_vm_readv` on our own pid on Linux (a `write` to a pipe
-//! when that syscall is not permitted), `mach_vm_read_overwrite` on macOS.
-//! The struct is then judged from the copy.
+//! takes the whole process down. Here memory is first proven readable
+//! through the kernel, which reports an unreadable range as an error
+//! instead of a fault: one byte of each 4 KiB granule (no page is
+//! smaller) goes to a memfd in one `pwritev` on Linux
+//! (`process_vm_readv` on our own pid, then a pipe, where that fails),
+//! read with `mach_vm_read_overwrite` on macOS. Proven memory is then
+//! read directly. `Pages` keeps what one call proved, so a granule is
+//! asked about once per call, and the probe asks for a whole tree level
+//! (roots; strings and pointer arrays; children) at once: about one
+//! syscall per level, none for a level already proven, and usually one
+//! per import in all with the previous probe's granules as hints.
+//! Another thread that unmaps the memory between the proof and the read
+//! breaks the producer's contract, as it would for the import itself.
 //!
 //! What is checked (`probeStruct`): the struct's own bytes are readable
 //! (and, for a destination, writable); a live struct's release callback,
@@ -734,10 +742,19 @@ fn wantLevel1(p: *Pages, r: *const Root) void {
     if (childrenOf(r)) |c| p.want(c.at, c.count * 8);
 }
 
-/// Queues the swapped-pair check's read of an array's first word as a
-/// format pointer: a guess, after everything else (a length is rarely
-/// readable memory, and a failed guess costs no syscall of its own).
+/// Queues guesses after everything wanted (a failed guess costs no
+/// syscall of its own): where the children structs usually lie, right
+/// after their pointer array (one block per level, as many producers
+/// allocate), so that level 2 is often proven with level 1; and the
+/// swapped-pair check's read of an array's first word as a format
+/// pointer (a length is rarely readable memory).
 fn guessLevel1(p: *Pages, r: *const Root) void {
+    if (childrenOf(r)) |c| {
+        const start = c.at + c.count * 8;
+        const len = @min(c.count * c.size, 4 * granule);
+        var g = start / granule;
+        while (g <= (start + len - 1) / granule) : (g += 1) p.hint(g);
+    }
     if (r.kind != .array and r.kind != .device_array) return;
     if (mayBeSchema(r.view())) p.hint(@as(usize, @intCast(word(r.view(), A.length))) / granule);
 }
