@@ -464,6 +464,7 @@ const Pages = struct {
         if (address == 0 or len == 0 or address +% len < address) return;
         var g = address / granule;
         const last = (address + len - 1) / granule;
+        if (g == last and g == p.last_good) return;
         while (g <= last) : (g += 1) {
             if (p.state(g) != .unknown or p.queued(g)) continue;
             if (p.n_pending == max_ranges) p.flush();
@@ -679,11 +680,19 @@ fn checkPointers(p: *Pages, kind: Kind, address: usize, comptime what: []const u
     const count: usize = @intCast(n);
     if (!p.readable(@intCast(at), count * 8)) return notA("its {d} " ++ what ++ " at 0x{x} are not readable memory", kind, address, .{ n, at });
     if (entry_size == 0) return .ok;
-    // Proven already by the prefetch (`wantLevel2`), in the usual case.
-    for (0..count) |i| {
-        const entry = entryAt(at, i);
-        if (entry == 0) continue; // a NULL child: the validation's to report
-        if (!p.readable(@intCast(entry), entry_size)) return notA(what ++ "[{d}] at 0x{x} is not readable memory", kind, address, .{ i, entry });
+    // Proven already by the prefetch (`wantLevel2`) in the usual case; a
+    // tree spread over more granules than `Pages` keeps is proven again,
+    // a batch of entries per syscall.
+    var first: usize = 0;
+    while (first < count) : (first += 32) {
+        const end = @min(count, first + 32);
+        for (first..end) |i| p.want(@intCast(entryAt(at, i)), entry_size);
+        p.flush();
+        for (first..end) |i| {
+            const entry = entryAt(at, i);
+            if (entry == 0) continue; // a NULL child: the validation's to report
+            if (!p.readable(@intCast(entry), entry_size)) return notA(what ++ "[{d}] at 0x{x} is not readable memory", kind, address, .{ i, entry });
+        }
     }
     return .ok;
 }
@@ -1093,4 +1102,33 @@ test "a string is followed across a page boundary, and stops at an unreadable pa
     schema.release = noopSchemaRelease;
     try std.testing.expectEqual(Status.invalid_argument, probeStruct(.schema, @intFromPtr(&schema), .live));
     try std.testing.expect(std.mem.indexOf(u8, std.mem.span(status.lastMessage()), "is not a readable NUL-terminated string") != null);
+}
+
+test "children spread over more pages than a call keeps are proven in batches" {
+    const page = std.heap.pageSize();
+    const n = 100;
+    const memory = try std.posix.mmap(null, n * page, .{ .READ = true, .WRITE = true }, .{ .TYPE = .PRIVATE, .ANONYMOUS = true }, -1, 0);
+    defer std.posix.munmap(memory);
+    var children: [n]?*abi.ArrowSchema = undefined;
+    for (&children, 0..) |*child, i| {
+        const schema: *abi.ArrowSchema = @ptrCast(@alignCast(&memory[i * page]));
+        schema.* = abi.ArrowSchema.empty;
+        schema.format = "i";
+        schema.release = noopSchemaRelease;
+        child.* = schema;
+    }
+    var schema = abi.ArrowSchema.empty;
+    schema.format = "+s";
+    schema.n_children = n;
+    schema.children = &children;
+    schema.release = noopSchemaRelease;
+    n_hints = 0;
+    const before = kernel_calls.load(.monotonic);
+    try std.testing.expectEqual(Status.ok, probeStruct(.schema, @intFromPtr(&schema), .live));
+    // Levels of at most 64 pages per call, then batches of 32 children
+    // for the pages no longer kept: not one call per child.
+    try std.testing.expect(kernel_calls.load(.monotonic) - before <= 10);
+    children[77] = @ptrFromInt(4096);
+    try std.testing.expectEqual(Status.invalid_argument, probeStruct(.schema, @intFromPtr(&schema), .live));
+    try std.testing.expect(std.mem.indexOf(u8, std.mem.span(status.lastMessage()), "children[77] at 0x1000 is not readable memory") != null);
 }
