@@ -766,6 +766,18 @@ export fn abd_probe_struct(kind: c_int, address: usize, mode: c_int) c_int {
     return code(probe.probeStruct(k, address, m));
 }
 
+/// `abd_probe_struct` (mode 0) of the live schema and array (`array_kind`
+/// 1) or device array (2) that one import takes, in one call. A NULL
+/// address is skipped. Returns the first failure, the schema's first.
+/// `array_kind` | 0x100: both lie in a live export slot of this library
+/// (abd_export_slot_new), read directly; only their release is checked.
+export fn abd_probe_pair(schema: usize, array_kind: c_int, array: usize) c_int {
+    const own = array_kind & 0x100 != 0;
+    const kind = array_kind & ~@as(c_int, 0x100);
+    if (kind != 1 and kind != 2) return code(status.fail(.invalid_argument, "unknown array kind {d}", .{array_kind}));
+    return code(probe.probePair(schema, if (kind == 1) .array else .device_array, array, own));
+}
+
 // ---------------------------------------------------------------------------
 // Schema strings of an import, in one call (schema_info.zig)
 // ---------------------------------------------------------------------------

@@ -4,11 +4,19 @@
 //! An address from JS may name anything: the wrong struct (a schema where an
 //! array is expected), a released or zeroed struct, random bytes, or no
 //! mapped memory at all (8, 4096). Reading such memory directly faults and
-//! takes the whole process down. Here every byte is copied through the
-//! kernel, which reports an unreadable range as an error instead of a
-//! fault: `process_vm_readv` on our own pid on Linux (a `write` to a pipe
-//! when that syscall is not permitted), `mach_vm_read_overwrite` on macOS.
-//! The struct is then judged from the copy.
+//! takes the whole process down. Here memory is first proven readable
+//! through the kernel, which reports an unreadable range as an error
+//! instead of a fault: one byte of each 4 KiB granule (no page is
+//! smaller) goes to a memfd in one `pwritev` on Linux
+//! (`process_vm_readv` on our own pid, then a pipe, where that fails),
+//! read with `mach_vm_read_overwrite` on macOS. Proven memory is then
+//! read directly. `Pages` keeps what one call proved, so a granule is
+//! asked about once per call, and the probe asks for a whole tree level
+//! (roots; strings and pointer arrays; children) at once: about one
+//! syscall per level, none for a level already proven, and usually one
+//! per import in all with the previous probe's granules as hints.
+//! Another thread that unmaps the memory between the proof and the read
+//! breaks the producer's contract, as it would for the import itself.
 //!
 //! What is checked (`probeStruct`): the struct's own bytes are readable
 //! (and, for a destination, writable); a live struct's release callback,
@@ -122,12 +130,6 @@ const Linux = struct {
         return now;
     }
 
-    fn copyIn(address: usize, dest: []u8) bool {
-        if (dest.len == 0) return true;
-        const one = [_]Range{.{ .address = address, .dest = dest }};
-        return Linux.copyMany(&one) == 1;
-    }
-
     /// A memfd that probes write to: a pwritev of unreadable memory fails
     /// (or stops short) with EFAULT, and costs one plain copy, less than a
     /// process_vm_readv. -2: not made yet; -1: unavailable.
@@ -195,6 +197,30 @@ const Linux = struct {
         }
         for (ranges, 0..) |r, i| if (!pipeCopy(r.address, r.dest)) return i;
         return ranges.len;
+    }
+
+    /// Proves one byte of each granule readable, in one syscall (more on
+    /// the fallbacks); returns how many leading granules were proven.
+    fn proveGranules(granules: []const usize) usize {
+        std.debug.assert(granules.len <= max_ranges);
+        var iov: [max_ranges]iovec_const = undefined;
+        for (granules, 0..) |g, i| {
+            if (g == 0) return if (i == 0) 0 else proveGranules(granules[0..i]);
+            iov[i] = .{ .base = @ptrFromInt(g * granule), .len = 1 };
+        }
+        const fd = sink();
+        if (fd >= 0) {
+            const rc = linux.pwritev(fd, &iov, granules.len, 0);
+            switch (linux.errno(rc)) {
+                .SUCCESS => return rc, // a byte per granule, up to the first fault
+                .FAULT => return 0,
+                else => {},
+            }
+        }
+        var bytes: [max_ranges]u8 = undefined;
+        var ranges: [max_ranges]Range = undefined;
+        for (granules, 0..) |g, i| ranges[i] = .{ .address = g * granule, .dest = bytes[i .. i + 1] };
+        return Linux.copyMany(ranges[0..granules.len]);
     }
 
     /// A write() of unreadable memory into a pipe fails with EFAULT; what
@@ -323,6 +349,14 @@ const Darwin = struct {
         return ranges.len;
     }
 
+    fn proveGranules(granules: []const usize) usize {
+        for (granules, 0..) |g, i| {
+            var byte: [1]u8 = undefined;
+            if (g == 0 or !Darwin.copyIn(g * granule, &byte)) return i;
+        }
+        return granules.len;
+    }
+
     extern "c" fn mach_vm_region(target_task: u32, address: *u64, size: *u64, flavor: c_int, info: *[16]i32, info_count: *u32, object_name: *u32) c_int;
     const vm_region_basic_info_64 = 9;
     const vm_region_basic_info_count_64 = 9;
@@ -353,21 +387,14 @@ const Darwin = struct {
 
 /// One piece of memory to copy in: `dest.len` bytes from `address`.
 pub const Range = struct { address: usize, dest: []u8 };
-/// Most ranges one `copyMany` takes.
-pub const max_ranges = 32;
+/// Most ranges one `copyMany` takes (one syscall's iovecs).
+pub const max_ranges = 64;
 
 const Os = switch (builtin.os.tag) {
     .linux => Linux,
     .macos => Darwin,
     else => @compileError("zig/probe.zig: no fault-safe copy for this OS"),
 };
-
-/// Copies `dest.len` bytes from `address` into `dest`; false when any of
-/// them is not readable (never faults).
-pub fn copyIn(address: usize, dest: []u8) bool {
-    if (address == 0 or address +% dest.len < address) return false;
-    return Os.copyIn(address, dest);
-}
 
 /// Copies every range (at most `max_ranges`; a NULL or wrapping one counts
 /// as unreadable); returns how many leading ranges were read whole.
@@ -387,38 +414,178 @@ pub fn executable(address: usize) bool {
     return Os.executable(address) orelse true;
 }
 
+// ---------------------------------------------------------------------------
+// Proven memory, by granule.
+
+/// Readability is a property of whole pages, and no page is smaller than
+/// 4 KiB: one readable byte proves its 4 KiB granule readable.
+const granule: usize = 4096;
+
+/// Granules proven readable (or not) during one probe call, so that each
+/// is asked of the kernel at most once per call, and the granules that one
+/// level of a struct tree needs (strings, pointer arrays, children) are
+/// asked together: one syscall per level, none for a level whose memory
+/// lies in granules proven already. Once a granule is proven, its bytes
+/// are read directly. Nothing is kept between calls but `hints`: memory
+/// may be unmapped at any time, so a granule is proven again by each call.
+const Pages = struct {
+    const ring = 64;
+    good: [ring]usize = undefined,
+    n_good: usize = 0,
+    bad: [8]usize = undefined,
+    n_bad: usize = 0,
+    pending: [max_ranges]usize = undefined,
+    /// Granules from `pending[n_firm..]` are guesses (`hint`): a failed
+    /// one drops the guesses after it instead of costing another syscall.
+    n_pending: usize = 0,
+    n_firm: usize = 0,
+    last_good: usize = std.math.maxInt(usize), // none yet
+
+    const State = enum { unknown, good, bad };
+
+    fn state(p: *Pages, g: usize) State {
+        if (g == 0) return .bad; // the first 4 KiB are never mapped
+        if (g == p.last_good) return .good; // neighbours share granules
+        for (p.good[0..@min(p.n_good, ring)]) |known| if (known == g) {
+            p.last_good = g;
+            return .good;
+        };
+        for (p.bad[0..@min(p.n_bad, p.bad.len)]) |known| if (known == g) return .bad;
+        return .unknown;
+    }
+
+    fn queued(p: *const Pages, g: usize) bool {
+        return std.mem.indexOfScalar(usize, p.pending[0..p.n_pending], g) != null;
+    }
+
+    /// Queues the unknown granules of `len` bytes at `address` (proven by
+    /// the next `flush`).
+    fn want(p: *Pages, address: usize, len: usize) void {
+        if (address == 0 or len == 0 or address +% len < address) return;
+        var g = address / granule;
+        const last = (address + len - 1) / granule;
+        if (g == last and g == p.last_good) return;
+        while (g <= last) : (g += 1) {
+            if (p.state(g) != .unknown or p.queued(g)) continue;
+            if (p.n_pending == max_ranges) p.flush();
+            p.pending[p.n_pending] = g;
+            p.n_pending += 1;
+            p.n_firm = p.n_pending;
+        }
+    }
+
+    /// Queues a granule that is probably readable (one the last call on
+    /// this thread proved), after everything wanted.
+    fn hint(p: *Pages, g: usize) void {
+        if (g == 0 or p.n_pending == max_ranges or p.state(g) != .unknown or p.queued(g)) return;
+        p.pending[p.n_pending] = g;
+        p.n_pending += 1;
+    }
+
+    fn addGood(p: *Pages, g: usize) void {
+        p.good[p.n_good % ring] = g;
+        p.n_good += 1;
+    }
+
+    /// Proves every queued granule: one syscall, more only when one fails
+    /// (the kernel stops at the first unreadable one).
+    fn flush(p: *Pages) void {
+        var start: usize = 0;
+        while (start < p.n_pending) {
+            const todo = p.pending[start..p.n_pending];
+            if (builtin.is_test) _ = kernel_calls.fetchAdd(1, .monotonic);
+            const read = Os.proveGranules(todo);
+            for (todo[0..read]) |g| p.addGood(g);
+            if (read == todo.len) break;
+            const failed = start + read;
+            p.bad[p.n_bad % p.bad.len] = p.pending[failed];
+            p.n_bad += 1;
+            if (failed >= p.n_firm) break; // a guess: the guesses after it are dropped
+            start = failed + 1;
+        }
+        p.n_pending = 0;
+        p.n_firm = 0;
+    }
+
+    /// True when `len` bytes at `address` are readable (proving what is
+    /// not known yet).
+    fn readable(p: *Pages, address: usize, len: usize) bool {
+        if (address == 0 or address +% len < address) return false;
+        if (len == 0) return true;
+        var g = address / granule;
+        const last = (address + len - 1) / granule;
+        if (g == last and g == p.last_good) return true;
+        while (g <= last) {
+            // At most max_ranges granules at a time: the ring keeps them.
+            const chunk_last = @min(last, g + max_ranges - 1);
+            p.want(g * granule, (chunk_last - g + 1) * granule);
+            p.flush();
+            while (g <= chunk_last) : (g += 1) if (p.state(g) != .good) return false;
+        }
+        return true;
+    }
+
+    /// Copies `dest.len` bytes from `address`; false (nothing read) when
+    /// any of them is not readable.
+    fn copy(p: *Pages, address: usize, dest: []u8) bool {
+        if (!p.readable(address, dest.len)) return false;
+        if (dest.len > 0) {
+            const from: [*]const u8 = @ptrFromInt(address);
+            @memcpy(dest, from[0..dest.len]);
+        }
+        return true;
+    }
+
+    /// The length of the NUL-terminated string at `address`, or null when
+    /// it is unreadable or longer than `limit` bytes. Scanned in place, a
+    /// granule at a time.
+    fn stringLength(p: *Pages, address: usize, limit: usize) ?usize {
+        var at = address;
+        while (at - address <= limit) {
+            const end = (at / granule + 1) * granule;
+            if (!p.readable(at, 1)) return null;
+            const from: [*]const u8 = @ptrFromInt(at);
+            if (std.mem.indexOfScalar(u8, from[0 .. end - at], 0)) |n| {
+                const length = at - address + n;
+                return if (length <= limit) length else null;
+            }
+            at = end;
+        }
+        return null;
+    }
+};
+
+/// How many times the kernel was asked to prove granules (tests only).
+var kernel_calls = std.atomic.Value(usize).init(0);
+
+/// Granules the last probe on this thread proved, tried with the next
+/// one's struct roots: a producer tends to build each tree in the memory
+/// of the one before, so that one syscall often proves a whole tree.
+threadlocal var hints: [8]usize = @splat(0);
+threadlocal var n_hints: usize = 0;
+
+fn hintAll(p: *Pages) void {
+    for (hints[0..n_hints]) |g| p.hint(g);
+}
+
+fn keepHints(p: *const Pages) void {
+    const n = @min(p.n_good, hints.len);
+    for (0..n) |i| hints[i] = p.good[(p.n_good - 1 - i) % Pages.ring];
+    n_hints = n;
+}
+
 /// True when `len` bytes at `address` are readable.
 pub fn readable(address: usize, len: usize) bool {
-    var buffer: [256]u8 = undefined;
-    var done: usize = 0;
-    while (done < len) {
-        const chunk = @min(len - done, buffer.len);
-        if (!copyIn(address + done, buffer[0..chunk])) return false;
-        done += chunk;
-    }
-    return address != 0;
+    var p: Pages = .{};
+    return p.readable(address, len);
 }
 
 /// The length of the NUL-terminated string at `address`, or null when it
-/// is unreadable or longer than `limit` bytes. Read in pieces that never
-/// cross a page boundary, so a short string at the end of a mapping reads.
+/// is unreadable or longer than `limit` bytes.
 pub fn stringLength(address: usize, limit: usize) ?usize {
     if (address == 0) return null;
-    var piece: [256]u8 = undefined;
-    var at = address;
-    var length: usize = 0;
-    while (length <= limit) {
-        const to_page = 4096 - (at % 4096);
-        const n = @min(piece.len, to_page);
-        if (!copyIn(at, piece[0..n])) return null;
-        if (std.mem.indexOfScalar(u8, piece[0..n], 0)) |end| {
-            length += end;
-            return if (length <= limit) length else null;
-        }
-        length += n;
-        at += n;
-    }
-    return null;
+    var p: Pages = .{};
+    return p.stringLength(address, limit);
 }
 
 // ---------------------------------------------------------------------------
@@ -457,16 +624,27 @@ const stream_release = @offsetOf(abi.ArrowArrayStream, "release");
 const device_stream_release = @offsetOf(abi.ArrowDeviceArrayStream, "release");
 const handler_release = @offsetOf(abi.ArrowAsyncDeviceStreamHandler, "release");
 
+/// A count the probe follows: positive and within the library's limits.
+fn sane(n: i64) bool {
+    return n > 0 and n <= max_count;
+}
+
 /// True when `address` names a readable string that could be a format:
 /// short, printable ASCII, non-empty.
-fn formatLike(address: u64) bool {
-    if (address < 4096) return false;
-    const n = stringLength(@intCast(address), 64) orelse return false;
+fn formatLike(p: *Pages, address: u64) bool {
+    if (address < granule) return false;
+    const n = p.stringLength(@intCast(address), 64) orelse return false;
     if (n == 0) return false;
-    var text: [64]u8 = undefined;
-    if (!copyIn(@intCast(address), text[0..n])) return false;
+    const text: [*]const u8 = @ptrFromInt(address); // proven readable
     for (text[0..n]) |ch| if (ch < 0x21 or ch > 0x7e) return false;
     return true;
+}
+
+/// Whether an array's first word (`length`) should be looked at as a
+/// format pointer (the swapped-pair check): only when the rest allows it.
+fn mayBeSchema(bytes: []const u8) bool {
+    const n = signed(bytes, S.n_children);
+    return word(bytes, A.length) >= granule and n >= 0 and n <= max_count;
 }
 
 /// True when `bytes` (an ArrowArray's) look like a live array, without
@@ -488,107 +666,157 @@ fn notA(comptime fmt: []const u8, kind: Kind, address: usize, args: anytype) Sta
     return fail(.invalid_argument, "0x{x} is not a live {s}: " ++ fmt, .{ address, kind.cName() } ++ args);
 }
 
+/// The `i`th entry of a pointer array proven readable.
+fn entryAt(at: u64, i: usize) u64 {
+    const entries: [*]align(1) const u64 = @ptrFromInt(@as(usize, @intCast(at)));
+    return entries[i];
+}
+
 /// Readable pointer array of `n` entries at `at`, then each non-NULL entry
-/// readable for `size` bytes. `what` names them in the message.
-fn checkPointers(kind: Kind, address: usize, comptime what: []const u8, at: u64, n: i64, entry_size: usize) Status {
+/// readable for `entry_size` bytes. `what` names them in the message.
+fn checkPointers(p: *Pages, kind: Kind, address: usize, comptime what: []const u8, at: u64, n: i64, entry_size: usize) Status {
     if (n == 0) return .ok;
     if (at == 0) return .ok; // a NULL array with a count: the validation's to report
-    var chunk: [max_ranges]u64 = undefined;
-    var i: usize = 0;
     const count: usize = @intCast(n);
-    while (i < count) {
-        const take = @min(count - i, chunk.len);
-        if (!copyIn(@intCast(at + i * 8), std.mem.sliceAsBytes(chunk[0..take])))
-            return notA("its {d} " ++ what ++ " at 0x{x} are not readable memory", kind, address, .{ n, at });
-        if (entry_size > 0) {
-            const s = checkEntries(kind, address, what, chunk[0..take], i, entry_size);
-            if (s != .ok) return s;
+    if (!p.readable(@intCast(at), count * 8)) return notA("its {d} " ++ what ++ " at 0x{x} are not readable memory", kind, address, .{ n, at });
+    if (entry_size == 0) return .ok;
+    // Proven already by the prefetch (`wantLevel2`) in the usual case; a
+    // tree spread over more granules than `Pages` keeps is proven again,
+    // a batch of entries per syscall.
+    var first: usize = 0;
+    while (first < count) : (first += 32) {
+        const end = @min(count, first + 32);
+        for (first..end) |i| p.want(@intCast(entryAt(at, i)), entry_size);
+        p.flush();
+        for (first..end) |i| {
+            const entry = entryAt(at, i);
+            if (entry == 0) continue; // a NULL child: the validation's to report
+            if (!p.readable(@intCast(entry), entry_size)) return notA(what ++ "[{d}] at 0x{x} is not readable memory", kind, address, .{ i, entry });
         }
-        i += take;
     }
     return .ok;
 }
 
-/// Each non-NULL pointer of `entries` (entries `first..` of the array)
-/// readable for `entry_size` bytes, in one call.
-fn checkEntries(kind: Kind, address: usize, comptime what: []const u8, entries: []const u64, first: usize, entry_size: usize) Status {
-    var scratch: [max_ranges][@sizeOf(abi.ArrowArray)]u8 = undefined;
-    var ranges: [max_ranges]Range = undefined;
-    var which: [max_ranges]usize = undefined;
-    var k: usize = 0;
-    for (entries, 0..) |entry, j| {
-        if (entry == 0) continue; // a NULL child: the validation's to report
-        ranges[k] = .{ .address = @intCast(entry), .dest = scratch[k][0..entry_size] };
-        which[k] = first + j;
-        k += 1;
+// ---------------------------------------------------------------------------
+// What one struct needs proven, level by level (prefetched together).
+
+/// A struct named by address, with its bytes once read.
+const Root = struct {
+    kind: Kind,
+    address: usize,
+    bytes: [128]u8 = undefined,
+    /// Its bytes were read (its memory is readable).
+    read: bool = false,
+
+    fn size(r: *const Root) usize {
+        return r.kind.size();
     }
-    const read = copyMany(ranges[0..k]);
-    if (read < k) return notA(what ++ "[{d}] at 0x{x} is not readable memory", kind, address, .{ which[read], ranges[read].address });
-    return .ok;
+    fn view(r: *const Root) []const u8 {
+        return r.bytes[0..r.size()];
+    }
+};
+
+/// A live schema's or array's children: where their pointer array is,
+/// how many, and each one's size; null for none (or a count the checks do
+/// not follow).
+fn childrenOf(r: *const Root) ?struct { at: usize, count: usize, size: usize } {
+    const b = r.view();
+    const release, const n, const at, const size: usize = switch (r.kind) {
+        .schema => .{ word(b, S.release), signed(b, S.n_children), word(b, S.children), @sizeOf(abi.ArrowSchema) },
+        .array, .device_array => .{ word(b, A.release), signed(b, A.n_children), word(b, A.children), @sizeOf(abi.ArrowArray) },
+        else => return null,
+    };
+    if (release == 0 or !sane(n) or at == 0) return null;
+    return .{ .at = @intCast(at), .count = @intCast(n), .size = size };
 }
 
-fn probeSchema(address: usize, bytes: []const u8, mode: Mode) Status {
+/// Queues what a live schema's or array's checks read next to the struct
+/// itself: strings, pointer arrays, dictionary.
+fn wantLevel1(p: *Pages, r: *const Root) void {
+    const b = r.view();
+    switch (r.kind) {
+        .schema => {
+            if (word(b, S.release) == 0) return;
+            p.want(@intCast(word(b, S.format)), 1);
+            p.want(@intCast(word(b, S.name)), 1);
+            p.want(@intCast(word(b, S.dictionary)), @sizeOf(abi.ArrowSchema));
+        },
+        .array, .device_array => {
+            if (word(b, A.release) == 0) return;
+            if (sane(signed(b, A.n_buffers))) p.want(@intCast(word(b, A.buffers)), @as(usize, @intCast(signed(b, A.n_buffers))) * 8);
+            p.want(@intCast(word(b, A.dictionary)), @sizeOf(abi.ArrowArray));
+        },
+        else => {},
+    }
+    if (childrenOf(r)) |c| p.want(c.at, c.count * 8);
+}
+
+/// Queues guesses after everything wanted (a failed guess costs no
+/// syscall of its own): where the children structs usually lie, right
+/// after their pointer array (one block per level, as many producers
+/// allocate), so that level 2 is often proven with level 1; and the
+/// swapped-pair check's read of an array's first word as a format
+/// pointer (a length is rarely readable memory).
+fn guessLevel1(p: *Pages, r: *const Root) void {
+    if (childrenOf(r)) |c| {
+        const start = c.at + c.count * 8;
+        const len = @min(c.count * c.size, 4 * granule);
+        var g = start / granule;
+        while (g <= (start + len - 1) / granule) : (g += 1) p.hint(g);
+    }
+    if (r.kind != .array and r.kind != .device_array) return;
+    if (mayBeSchema(r.view())) p.hint(@as(usize, @intCast(word(r.view(), A.length))) / granule);
+}
+
+/// Queues a live schema's or array's children structs, where its pointer
+/// array was proven readable.
+fn wantLevel2(p: *Pages, r: *const Root) void {
+    const c = childrenOf(r) orelse return;
+    if (!p.readable(c.at, c.count * 8)) return; // reported by the checks
+    for (0..c.count) |i| p.want(@intCast(entryAt(c.at, i)), c.size);
+}
+
+// ---------------------------------------------------------------------------
+// Judgements, from the bytes read.
+
+fn probeSchema(p: *Pages, address: usize, bytes: []const u8, mode: Mode) Status {
     const kind = Kind.schema;
     const release = word(bytes, S.release);
     const format = word(bytes, S.format);
     const name = word(bytes, S.name);
-    // The usual case in one call: both strings end within their first
-    // piece (never crossing a page). Otherwise each is read on its own.
-    var pieces: [2][128]u8 = undefined;
-    var child_words: [max_ranges]u64 = undefined;
-    var strings_ok = false;
-    var children_read = false;
-    const n_children_given = signed(bytes, S.n_children);
-    const children_at = word(bytes, S.children);
-    if (format != 0 and name != 0) {
-        // With the children's pointer array when it is short.
-        const with_children = n_children_given > 0 and n_children_given <= max_ranges and children_at != 0;
-        const nc: usize = if (with_children) @intCast(n_children_given) else 0;
-        const ranges = [_]Range{
-            .{ .address = @intCast(format), .dest = pieces[0][0..@min(128, 4096 - format % 4096)] },
-            .{ .address = @intCast(name), .dest = pieces[1][0..@min(128, 4096 - name % 4096)] },
-            .{ .address = @intCast(if (with_children) children_at else format), .dest = std.mem.sliceAsBytes(child_words[0..nc]) },
-        };
-        const read = copyMany(ranges[0..if (with_children) 3 else 2]);
-        strings_ok = read >= 2 and std.mem.indexOfScalar(u8, ranges[0].dest, 0) != null and std.mem.indexOfScalar(u8, ranges[1].dest, 0) != null;
-        children_read = strings_ok and with_children and read == 3;
-    }
-    const format_ok = strings_ok or (format != 0 and stringLength(@intCast(format), max_format_bytes) != null);
+    const format_ok = format != 0 and p.stringLength(@intCast(format), max_format_bytes) != null;
     // A NULL format is the validation's to report (a layout error).
     if (!format_ok and (format != 0 or release == 0)) {
         // An ArrowArray where a schema is expected: its first word is a
         // length, not a pointer to the format.
         var array_bytes: [@sizeOf(abi.ArrowArray)]u8 = undefined;
-        if (!format_ok and copyIn(address, &array_bytes) and arrayLike(&array_bytes))
+        if (p.copy(address, &array_bytes) and arrayLike(&array_bytes))
             return notA("it looks like an ArrowArray (its first word is {d}, a length, not a format string): are the schema and the array swapped?", kind, address, .{signed(bytes, 0)});
     }
     if (release == 0) return if (mode == .live) released(kind) else .ok;
     if (!executable(@intCast(release))) return notA("its release callback 0x{x} is not in executable memory", kind, address, .{release});
     if (format != 0 and !format_ok) return notA("its format 0x{x} is not a readable NUL-terminated string of at most {d} bytes", kind, address, .{ format, max_format_bytes });
-    if (!strings_ok and name != 0 and stringLength(@intCast(name), 1 << 20) == null) return notA("its name 0x{x} is not a readable NUL-terminated string", kind, address, .{name});
-    const n_children = n_children_given;
-    if (children_read) {
-        const s = checkEntries(kind, address, "children", child_words[0..@intCast(n_children)], 0, @sizeOf(abi.ArrowSchema));
-        if (s != .ok) return s;
-    } else if (n_children > 0 and n_children <= max_count) {
-        const s = checkPointers(kind, address, "children", word(bytes, S.children), n_children, @sizeOf(abi.ArrowSchema));
+    if (name != 0 and p.stringLength(@intCast(name), 1 << 20) == null) return notA("its name 0x{x} is not a readable NUL-terminated string", kind, address, .{name});
+    const n_children = signed(bytes, S.n_children);
+    if (sane(n_children)) {
+        const s = checkPointers(p, kind, address, "children", word(bytes, S.children), n_children, @sizeOf(abi.ArrowSchema));
         if (s != .ok) return s;
     }
     const dictionary = word(bytes, S.dictionary);
-    if (dictionary != 0 and !readable(@intCast(dictionary), @sizeOf(abi.ArrowSchema))) return notA("its dictionary 0x{x} is not readable memory", kind, address, .{dictionary});
+    if (dictionary != 0 and !p.readable(@intCast(dictionary), @sizeOf(abi.ArrowSchema))) return notA("its dictionary 0x{x} is not readable memory", kind, address, .{dictionary});
     return .ok;
 }
 
-fn probeArray(kind: Kind, address: usize, bytes: []const u8, mode: Mode) Status {
+fn probeArray(p: *Pages, kind: Kind, address: usize, bytes: []const u8, mode: Mode) Status {
     const release = word(bytes, A.release);
     // An ArrowSchema where an array is expected: its first word points to
     // the format string, where an array has its length.
     // (A released schema still points to its format.)
-    if (formatLike(word(bytes, A.length)) and signed(bytes, S.n_children) >= 0 and signed(bytes, S.n_children) <= max_count) {
+    if (mayBeSchema(bytes) and formatLike(p, word(bytes, A.length))) {
         var text: [65]u8 = @splat(0);
         const format: usize = @intCast(word(bytes, A.length));
-        const n = stringLength(format, 64) orelse 0;
-        _ = copyIn(format, text[0..n]);
+        const n = p.stringLength(format, 64) orelse 0;
+        _ = p.copy(format, text[0..n]);
         return notA("it looks like an ArrowSchema (its first word points to the format \"{s}\"): are the schema and the array swapped?", kind, address, .{text[0..n]});
     }
     if (release == 0) return if (mode == .live) released(kind) else .ok;
@@ -597,37 +825,17 @@ fn probeArray(kind: Kind, address: usize, bytes: []const u8, mode: Mode) Status 
     // reports them as layout errors before reading what they count); only
     // the memory that a sane count makes the import read is checked here.
     const n_buffers = signed(bytes, A.n_buffers);
-    const n_children = signed(bytes, A.n_children);
-    const buffers = word(bytes, A.buffers);
-    const children = word(bytes, A.children);
-    if (n_buffers > 0 and n_buffers <= max_ranges and buffers != 0 and n_children >= 0 and n_children <= max_ranges and (n_children == 0 or children != 0)) {
-        // The usual case: both pointer arrays in one call, then the
-        // children's structs in one more.
-        var buffer_words: [max_ranges]u64 = undefined;
-        var child_words: [max_ranges]u64 = undefined;
-        const nb: usize = @intCast(n_buffers);
-        const nc: usize = @intCast(n_children);
-        var ranges = [_]Range{
-            .{ .address = @intCast(buffers), .dest = std.mem.sliceAsBytes(buffer_words[0..nb]) },
-            .{ .address = @intCast(if (nc == 0) buffers else children), .dest = std.mem.sliceAsBytes(child_words[0..nc]) },
-        };
-        const read = copyMany(ranges[0..if (nc == 0) 1 else 2]);
-        if (read < 1) return notA("its {d} buffers at 0x{x} are not readable memory", kind, address, .{ n_buffers, buffers });
-        if (nc > 0) {
-            if (read < 2) return notA("its {d} children at 0x{x} are not readable memory", kind, address, .{ n_children, children });
-            const s = checkEntries(kind, address, "children", child_words[0..nc], 0, @sizeOf(abi.ArrowArray));
-            if (s != .ok) return s;
-        }
-    } else if (n_buffers > 0 and n_buffers <= max_count) {
-        const s = checkPointers(kind, address, "buffers", word(bytes, A.buffers), n_buffers, 0);
+    if (sane(n_buffers)) {
+        const s = checkPointers(p, kind, address, "buffers", word(bytes, A.buffers), n_buffers, 0);
         if (s != .ok) return s;
     }
-    if (n_children > 0 and n_children <= max_count) {
-        const s = checkPointers(kind, address, "children", word(bytes, A.children), n_children, @sizeOf(abi.ArrowArray));
+    const n_children = signed(bytes, A.n_children);
+    if (sane(n_children)) {
+        const s = checkPointers(p, kind, address, "children", word(bytes, A.children), n_children, @sizeOf(abi.ArrowArray));
         if (s != .ok) return s;
     }
     const dictionary = word(bytes, A.dictionary);
-    if (dictionary != 0 and !readable(@intCast(dictionary), @sizeOf(abi.ArrowArray))) return notA("its dictionary 0x{x} is not readable memory", kind, address, .{dictionary});
+    if (dictionary != 0 and !p.readable(@intCast(dictionary), @sizeOf(abi.ArrowArray))) return notA("its dictionary 0x{x} is not readable memory", kind, address, .{dictionary});
     return .ok;
 }
 
@@ -642,17 +850,17 @@ fn probeCallbacks(kind: Kind, address: usize, bytes: []const u8, comptime names:
     return .ok;
 }
 
-fn probeArrayStream(address: usize, bytes: []const u8, mode: Mode) Status {
+fn probeArrayStream(p: *Pages, address: usize, bytes: []const u8, mode: Mode) Status {
     const kind = Kind.array_stream;
     const first = word(bytes, 0);
     // An ArrowDeviceArrayStream starts with its int32 device_type (plus
     // padding), where an ArrowArrayStream has the get_schema pointer.
-    if (first != 0 and first <= std.math.maxInt(u32) and !readable(@intCast(first), 1)) {
+    if (first != 0 and first <= std.math.maxInt(u32) and !p.readable(@intCast(first), 1)) {
         var device: [@sizeOf(abi.ArrowDeviceArrayStream)]u8 = undefined;
-        if (copyIn(address, &device) and word(&device, device_stream_release) != 0)
+        if (p.copy(address, &device) and word(&device, device_stream_release) != 0)
             return notA("it looks like an ArrowDeviceArrayStream (its first word is {d}, a device_type, not the get_schema callback): use the device-stream import", kind, address, .{first});
     }
-    if (formatLike(first) and !executable(@intCast(first)))
+    if (!executable(@intCast(first)) and formatLike(p, first))
         return notA("it looks like an ArrowSchema (its first word points to a format string, not the get_schema callback)", kind, address, .{});
     if (word(bytes, stream_release) == 0) return if (mode == .live) released(kind) else .ok;
     return probeCallbacks(kind, address, bytes, &.{ "get_schema", "get_next", "get_last_error", "release" }, &.{
@@ -663,14 +871,14 @@ fn probeArrayStream(address: usize, bytes: []const u8, mode: Mode) Status {
     });
 }
 
-fn probeDeviceArrayStream(address: usize, bytes: []const u8, mode: Mode) Status {
+fn probeDeviceArrayStream(p: *Pages, address: usize, bytes: []const u8, mode: Mode) Status {
     const kind = Kind.device_array_stream;
     const first = word(bytes, 0);
     // An ArrowArrayStream starts with its get_schema callback: a readable
     // address, where a device stream has a small device_type.
     if (first > std.math.maxInt(u32) and executable(@intCast(first)) and word(bytes, @offsetOf(abi.ArrowArrayStream, "release")) != 0)
         return notA("it looks like an ArrowArrayStream (its first word 0x{x} is a callback address, not a device_type): use the array-stream import", kind, address, .{first});
-    if (formatLike(first) and !executable(@intCast(first)))
+    if (formatLike(p, first) and !executable(@intCast(first)))
         return notA("it looks like an ArrowSchema (its first word points to a format string, not a device_type)", kind, address, .{});
     if (word(bytes, device_stream_release) == 0) return if (mode == .live) released(kind) else .ok;
     return probeCallbacks(kind, address, bytes, &.{ "get_schema", "get_next", "get_last_error", "release" }, &.{
@@ -692,26 +900,81 @@ fn probeHandler(address: usize, bytes: []const u8, mode: Mode) Status {
     });
 }
 
+/// The checks of one root whose memory was proven or refused.
+fn judge(p: *Pages, r: *Root, mode: Mode) Status {
+    const kind = r.kind;
+    const address = r.address;
+    if (address == 0) return fail(.invalid_argument, "{s} pointer is NULL", .{kind.cName()});
+    if (address % 8 != 0) return fail(.invalid_argument, "{s} pointer 0x{x} is not 8-byte aligned", .{ kind.cName(), address });
+    const size = r.size();
+    if (!r.read) return fail(.invalid_argument, "0x{x} is not readable memory for an {s} ({d} bytes)", .{ address, kind.cName(), size });
+    if (mode == .view and !Os.writeBack(address, r.bytes[0..size])) return fail(.invalid_argument, "the {s} at 0x{x} is not writable memory", .{ kind.cName(), address });
+    const view = r.bytes[0..size];
+    return switch (kind) {
+        .schema => probeSchema(p, address, view, mode),
+        .array => probeArray(p, kind, address, view[0..@sizeOf(abi.ArrowArray)], mode),
+        .device_array => probeArray(p, kind, address, view[0..@sizeOf(abi.ArrowArray)], mode),
+        .array_stream => probeArrayStream(p, address, view, mode),
+        .device_array_stream => probeDeviceArrayStream(p, address, view, mode),
+        .async_handler => probeHandler(address, view, mode),
+    };
+}
+
+/// Proves and reads the roots (with this thread's hints), then what their
+/// checks read, a level at a time: about one syscall per level, none
+/// where the hints proved the memory already.
+fn prefetch(p: *Pages, roots: []Root) void {
+    for (roots) |*r| if (r.address != 0 and r.address % 8 == 0) p.want(r.address, r.size());
+    hintAll(p);
+    p.flush();
+    for (roots) |*r| {
+        if (r.address == 0 or r.address % 8 != 0) continue;
+        r.read = p.copy(r.address, r.bytes[0..r.size()]);
+    }
+    for (roots) |*r| if (r.read) wantLevel1(p, r);
+    for (roots) |*r| if (r.read) guessLevel1(p, r);
+    p.flush();
+    for (roots) |*r| if (r.read) wantLevel2(p, r);
+    p.flush();
+}
+
 /// Checks that `address` names a `kind` struct that is safe to read (and,
 /// in `.view` mode, to write). Returns `.ok`, `.released` (a released
 /// struct in `.live` mode) or `.invalid_argument`, with the reason as the
 /// thread's last error.
 pub fn probeStruct(kind: Kind, address: usize, mode: Mode) Status {
-    if (address == 0) return fail(.invalid_argument, "{s} pointer is NULL", .{kind.cName()});
-    if (address % 8 != 0) return fail(.invalid_argument, "{s} pointer 0x{x} is not 8-byte aligned", .{ kind.cName(), address });
-    var bytes: [128]u8 = undefined;
-    const size = kind.size();
-    if (!copyIn(address, bytes[0..size])) return fail(.invalid_argument, "0x{x} is not readable memory for an {s} ({d} bytes)", .{ address, kind.cName(), size });
-    if (mode == .view and !Os.writeBack(address, bytes[0..size])) return fail(.invalid_argument, "the {s} at 0x{x} is not writable memory", .{ kind.cName(), address });
-    const view = bytes[0..size];
-    return switch (kind) {
-        .schema => probeSchema(address, view, mode),
-        .array => probeArray(kind, address, view[0..@sizeOf(abi.ArrowArray)], mode),
-        .device_array => probeArray(kind, address, view[0..@sizeOf(abi.ArrowArray)], mode),
-        .array_stream => probeArrayStream(address, view, mode),
-        .device_array_stream => probeDeviceArrayStream(address, view, mode),
-        .async_handler => probeHandler(address, view, mode),
-    };
+    var p: Pages = .{};
+    var roots = [_]Root{.{ .kind = kind, .address = address }};
+    prefetch(&p, &roots);
+    const s = judge(&p, &roots[0], mode);
+    if (s == .ok) keepHints(&p);
+    return s;
+}
+
+/// `probeStruct` of a live schema and a live array (or device array) that
+/// one import takes, in one call: their levels are proven together. A NULL
+/// address is skipped (the import reports it). Returns the first failure
+/// (the schema's before the array's); a caller that must know which
+/// struct failed probes each on its own then. `own_export`: both lie in
+/// a live export slot of this library (memory it allocated, trees it
+/// built), so they are read directly and only their release is checked.
+pub fn probePair(schema: usize, array_kind: Kind, array: usize, own_export: bool) Status {
+    std.debug.assert(array_kind == .array or array_kind == .device_array);
+    if (own_export) {
+        if (schema != 0 and @as(*const abi.ArrowSchema, @ptrFromInt(schema)).release == null) return released(.schema);
+        if (array != 0 and @as(*const abi.ArrowArray, @ptrFromInt(array)).release == null) return released(array_kind);
+        return .ok;
+    }
+    var p: Pages = .{};
+    var roots = [_]Root{ .{ .kind = .schema, .address = schema }, .{ .kind = array_kind, .address = array } };
+    prefetch(&p, &roots);
+    for (&roots) |*r| {
+        if (r.address == 0) continue;
+        const s = judge(&p, r, .live);
+        if (s != .ok) return s;
+    }
+    keepHints(&p);
+    return .ok;
 }
 
 // ---------------------------------------------------------------------------
@@ -754,4 +1017,118 @@ test "a zeroed struct is released when moved in, fine as a destination" {
     var zero: abi.ArrowSchema = std.mem.zeroes(abi.ArrowSchema);
     try std.testing.expectEqual(Status.released, probeStruct(.schema, @intFromPtr(&zero), .live));
     try std.testing.expectEqual(Status.ok, probeStruct(.schema, @intFromPtr(&zero), .view));
+}
+
+/// A child node for the tests below: `format` "i", released by a no-op.
+fn testChildren(schemas: []abi.ArrowSchema, schema_ptrs: []?*abi.ArrowSchema, arrays: []abi.ArrowArray, array_ptrs: []?*abi.ArrowArray, buffers: *[2]?*const anyopaque) void {
+    for (schemas, schema_ptrs, arrays, array_ptrs) |*schema, *schema_ptr, *array, *array_ptr| {
+        schema.* = abi.ArrowSchema.empty;
+        schema.format = "i";
+        schema.name = "c";
+        schema.release = noopSchemaRelease;
+        schema_ptr.* = schema;
+        array.* = std.mem.zeroes(abi.ArrowArray);
+        array.length = 3;
+        array.n_buffers = 2;
+        array.buffers = buffers;
+        array.release = noopArrayRelease;
+        array_ptr.* = array;
+    }
+}
+
+test "a pair is proven a level at a time, then in one call with the hints" {
+    var buffers = [_]?*const anyopaque{ null, null };
+    var schemas: [3]abi.ArrowSchema = undefined;
+    var schema_ptrs: [3]?*abi.ArrowSchema = undefined;
+    var arrays: [3]abi.ArrowArray = undefined;
+    var array_ptrs: [3]?*abi.ArrowArray = undefined;
+    testChildren(&schemas, &schema_ptrs, &arrays, &array_ptrs, &buffers);
+    var schema = abi.ArrowSchema.empty;
+    schema.format = "+s";
+    schema.name = "";
+    schema.n_children = 3;
+    schema.children = &schema_ptrs;
+    schema.release = noopSchemaRelease;
+    var array: abi.ArrowArray = std.mem.zeroes(abi.ArrowArray);
+    array.length = 3;
+    array.n_buffers = 1;
+    array.buffers = buffers[0..1];
+    array.n_children = 3;
+    array.children = &array_ptrs;
+    array.release = noopArrayRelease;
+    n_hints = 0;
+    const before = kernel_calls.load(.monotonic);
+    try std.testing.expectEqual(Status.ok, probePair(@intFromPtr(&schema), .array, @intFromPtr(&array), false));
+    // Roots, then strings and pointer arrays, then children: at most one
+    // call each, and none for a level already proven.
+    try std.testing.expect(kernel_calls.load(.monotonic) - before <= 3);
+    const again = kernel_calls.load(.monotonic);
+    try std.testing.expectEqual(Status.ok, probePair(@intFromPtr(&schema), .array, @intFromPtr(&array), false));
+    try std.testing.expectEqual(@as(usize, 1), kernel_calls.load(.monotonic) - again);
+}
+
+test "an unreadable child is named by its index, and a NULL root is skipped" {
+    var buffers = [_]?*const anyopaque{ null, null };
+    var schemas: [3]abi.ArrowSchema = undefined;
+    var schema_ptrs: [3]?*abi.ArrowSchema = undefined;
+    var arrays: [3]abi.ArrowArray = undefined;
+    var array_ptrs: [3]?*abi.ArrowArray = undefined;
+    testChildren(&schemas, &schema_ptrs, &arrays, &array_ptrs, &buffers);
+    var array: abi.ArrowArray = std.mem.zeroes(abi.ArrowArray);
+    array.length = 3;
+    array.n_buffers = 1;
+    array.buffers = buffers[0..1];
+    array.n_children = 3;
+    array.children = &array_ptrs;
+    array.release = noopArrayRelease;
+    array_ptrs[1] = @ptrFromInt(4096 + 8);
+    try std.testing.expectEqual(Status.invalid_argument, probePair(0, .array, @intFromPtr(&array), false));
+    try std.testing.expect(std.mem.indexOf(u8, std.mem.span(status.lastMessage()), "children[1] at 0x1008 is not readable memory") != null);
+}
+
+test "a string is followed across a page boundary, and stops at an unreadable page" {
+    const page = std.heap.pageSize();
+    const memory = try std.posix.mmap(null, 2 * page, .{ .READ = true, .WRITE = true }, .{ .TYPE = .PRIVATE, .ANONYMOUS = true }, -1, 0);
+    defer std.posix.munmap(memory);
+    const text = "+s";
+    const at = page - 1; // "+" on the first page, "s\x00" on the second
+    @memcpy(memory[at..][0..text.len], text);
+    memory[at + text.len] = 0;
+    try std.testing.expectEqual(@as(?usize, 2), stringLength(@intFromPtr(memory.ptr) + at, 64));
+    try std.testing.expectEqual(@as(c_int, 0), std.c.mprotect(@ptrCast(@alignCast(memory[page..].ptr)), page, .{}));
+    try std.testing.expectEqual(@as(?usize, null), stringLength(@intFromPtr(memory.ptr) + at, 64));
+    var schema = abi.ArrowSchema.empty;
+    schema.format = @ptrCast(&memory[at]);
+    schema.release = noopSchemaRelease;
+    try std.testing.expectEqual(Status.invalid_argument, probeStruct(.schema, @intFromPtr(&schema), .live));
+    try std.testing.expect(std.mem.indexOf(u8, std.mem.span(status.lastMessage()), "is not a readable NUL-terminated string") != null);
+}
+
+test "children spread over more pages than a call keeps are proven in batches" {
+    const page = std.heap.pageSize();
+    const n = 100;
+    const memory = try std.posix.mmap(null, n * page, .{ .READ = true, .WRITE = true }, .{ .TYPE = .PRIVATE, .ANONYMOUS = true }, -1, 0);
+    defer std.posix.munmap(memory);
+    var children: [n]?*abi.ArrowSchema = undefined;
+    for (&children, 0..) |*child, i| {
+        const schema: *abi.ArrowSchema = @ptrCast(@alignCast(&memory[i * page]));
+        schema.* = abi.ArrowSchema.empty;
+        schema.format = "i";
+        schema.release = noopSchemaRelease;
+        child.* = schema;
+    }
+    var schema = abi.ArrowSchema.empty;
+    schema.format = "+s";
+    schema.n_children = n;
+    schema.children = &children;
+    schema.release = noopSchemaRelease;
+    n_hints = 0;
+    const before = kernel_calls.load(.monotonic);
+    try std.testing.expectEqual(Status.ok, probeStruct(.schema, @intFromPtr(&schema), .live));
+    // Levels of at most 64 pages per call, then batches of 32 children
+    // for the pages no longer kept: not one call per child.
+    try std.testing.expect(kernel_calls.load(.monotonic) - before <= 10);
+    children[77] = @ptrFromInt(4096);
+    try std.testing.expectEqual(Status.invalid_argument, probeStruct(.schema, @intFromPtr(&schema), .live));
+    try std.testing.expect(std.mem.indexOf(u8, std.mem.span(status.lastMessage()), "children[77] at 0x1000 is not readable memory") != null);
 }

@@ -229,6 +229,12 @@ void abd_free(void* memory);
  * read. mode 0: it must be live (ABD_RELEASED otherwise); mode 1: a view or
  * destination (released allowed, must be writable). Reads only. */
 abd_status abd_probe_struct(int kind, uintptr_t address, int mode);
+/* abd_probe_struct (mode 0) of the schema and the array (array_kind 1) or
+ * device array (2) one import takes, in one call; a NULL address is
+ * skipped. Returns the first failure, the schema's first. array_kind |
+ * 0x100: both lie in a live slot from abd_export_slot_new (read directly,
+ * only their release checked). */
+abd_status abd_probe_pair(uintptr_t schema, int array_kind, uintptr_t array);
 
 /* Call the struct's release if it is not released; NULL is a no-op. */
 void abd_schema_release(struct ArrowSchema* schema);

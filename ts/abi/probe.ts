@@ -31,3 +31,18 @@ export function probeStruct(fn: string, param: string, kind: ProbeKindName, addr
   const status = native.abd_probe_struct(ProbeKind[kind], asPointer(address), live ? 0 : 1);
   if (status !== 0) throw errorFor(status, `${fn}: ${param}: ${lastError()}`);
 }
+
+/**
+ * True when the live schema and array (or device array) that one import
+ * takes both pass the probe, checked in one native call (their memory is
+ * proven together). False when either fails: `probeStruct` on each then
+ * says which, and why. A 0 address is skipped. `ownExport`: both are the
+ * structs of a live export slot of this library (memory it allocated and
+ * trees it built), read directly: only their release is looked at.
+ */
+export function probePairPasses(schema: number, arrayKind: "ArrowArray" | "ArrowDeviceArray", array: number, ownExport = false): boolean {
+  return native.abd_probe_pair(asPointer(schema), ProbeKind[arrayKind] | (ownExport ? ownExportFlag : 0), asPointer(array)) === 0;
+}
+
+/** abd_probe_pair's flag: the pair is a live export slot of this library. */
+const ownExportFlag = 0x100;

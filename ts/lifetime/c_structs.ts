@@ -30,8 +30,9 @@
 import type { Pointer } from "bun:ffi";
 import { ArrowArrayLayout, ArrowDeviceArrayLayout, ArrowSchemaLayout, deviceTypeName } from "../abi/layout.ts";
 import { arrayFields, asPointer, deviceArrayFields, readMetadata, schemaFields } from "../abi/structs.ts";
-import { probeStruct } from "../abi/probe.ts";
+import { probePairPasses, probeStruct } from "../abi/probe.ts";
 import { branded, type StructName, type StructPointer } from "../abi/pointers.ts";
+import { isLiveExportPair } from "./exported.ts";
 import { addressArg, argumentError, integerArg, internalConstruction } from "../args.ts";
 
 /** Only this module constructs the struct classes. */
@@ -75,7 +76,7 @@ export function structAddress(fn: string, param: string, ref: unknown, kind: CSt
  */
 export function takeStructs(fn: string, refs: [param: string, ref: unknown, kind: CStructKind][], checkRest: () => void = () => {}): number[] {
   let error: unknown = null;
-  const addresses = refs.map(([param, ref, kind]) => {
+  const addresses = pairPasses(fn, refs) ?? refs.map(([param, ref, kind]) => {
     try {
       const address = structAddress(fn, param, ref, kind, true);
       // Not released on failure: what fails the probe is not safe to touch.
@@ -100,6 +101,25 @@ export function takeStructs(fn: string, refs: [param: string, ref: unknown, kind
     throw error;
   }
   return addresses;
+}
+
+/** The addresses of the usual [schema, array] pair when both are good
+ * addresses of structs that pass the probe, checked in one native call;
+ * null otherwise (each is then checked on its own, which names what
+ * failed). */
+function pairPasses(fn: string, refs: [param: string, ref: unknown, kind: CStructKind][]): number[] | null {
+  if (refs.length !== 2) return null;
+  const [[schemaParam, schemaRef, schemaKind], [arrayParam, arrayRef, arrayKind]] = refs;
+  if (schemaKind !== "ArrowSchema" || arrayKind === "ArrowSchema") return null;
+  let schema: number;
+  let array: number;
+  try {
+    schema = structAddress(fn, schemaParam, schemaRef, schemaKind, true);
+    array = structAddress(fn, arrayParam, arrayRef, arrayKind, true);
+  } catch {
+    return null;
+  }
+  return probePairPasses(schema, arrayKind, array, isLiveExportPair(schema, array, arrayKind)) ? [schema, array] : null;
 }
 
 /** The checked address of a struct the caller views or fills in place

@@ -92,6 +92,24 @@ const freeAllocated: Record<ExportedKind, (address: number) => void> = {
   device_array: (address) => freeAllocatedSlot(address, "device_array"),
 };
 
+/** The slot of the last handle `adoptExportSlot` made, while that handle
+ * is live (0 otherwise), and its kind: its trees were built natively by
+ * this library, so an import of exactly its schema and array reads them
+ * without the address probe (`isLiveExportPair`). Cleared by release()
+ * and when the handle joins the safety net (which may free the slot
+ * without release()), so a slot named here is never freed. One slot:
+ * the usual pattern is an export imported at once, and the export's fixed
+ * cost stays two assignments. */
+let lastSlot = 0;
+let lastSlotKind: ExportedKind = "schema";
+
+/** True when `schema` and `array` are the schema and the `arrayKind`
+ * struct of the live export slot that was adopted last (see `lastSlot`). */
+export function isLiveExportPair(schema: number, array: number, arrayKind: "ArrowArray" | "ArrowDeviceArray"): boolean {
+  return schema === lastSlot && schema !== 0 && array === schema + arrayOffset &&
+    lastSlotKind === (arrayKind === "ArrowArray" ? "array" : "device_array");
+}
+
 /** Set only while `adoptExportSlot` constructs a handle (the constructor
  * takes them at once). */
 let adopting = 0;
@@ -131,6 +149,9 @@ export class ExportedArray<K extends ExportedKind = ExportedKind> implements Dis
   static #guard = new DeferredGuard((handle) => {
     const self = handle as ExportedArray;
     if (self.#address === 0) return null;
+    // Freed by the safety net from now on, perhaps without release():
+    // no longer known live.
+    if (self.#address === lastSlot) lastSlot = 0;
     self.#registered = true;
     const free = self.#code === -1 ? freeAllocated[self.kind] : freeAdopted[self.kind];
     // adopted: `free` frees the slot too (NativeSlot does not).
@@ -142,6 +163,8 @@ export class ExportedArray<K extends ExportedKind = ExportedKind> implements Dis
     const adopted = adopting;
     if (adopted !== 0) {
       adopting = 0;
+      lastSlot = adopted;
+      lastSlotKind = kind;
       this.#address = adopted;
       this.#code = adoptingCode;
       this.#label = undefined;
@@ -199,6 +222,7 @@ export class ExportedArray<K extends ExportedKind = ExportedKind> implements Dis
     const address = this.#address;
     if (address === 0) return;
     this.#address = 0;
+    if (address === lastSlot) lastSlot = 0;
     if (this.#registered) unguard(this);
     if (this.#token !== 0) untrack(this.#token);
     if (this.#code !== -1) freeExportSlot(address, this.#code);
