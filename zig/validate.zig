@@ -580,6 +580,8 @@ const Walker = struct {
                     const re_format = std.mem.span(child_schema.format.?);
                     if (!(std.mem.eql(u8, re_format, "s") or std.mem.eql(u8, re_format, "i") or std.mem.eql(u8, re_format, "l")))
                         return self.failAt(.invalid_layout, "run_ends must be int16, int32 or int64, got format \"{s}\"", .{re_format});
+                    if (child_schema.dictionary != null)
+                        return self.failAt(.invalid_layout, "run_ends must be plain int16, int32 or int64, not dictionary-encoded", .{});
                     if (child.null_count > 0)
                         return self.failAt(.invalid_layout, "run_ends has {d} nulls; it must have none", .{child.null_count});
                     const max_run_end: i64 = switch (re_format[0]) {

@@ -946,3 +946,19 @@ test "a variadic buffer size above 2^53 is refused wherever sizes are read (all 
     try expectFailure(tree, .default, .invalid_layout, "buffer 2 (variadic_bytes) would hold 9007199254740993 bytes, more than this library accepts (2^53)");
     try expectFailure(tree, .full, .invalid_layout, "more than this library accepts (2^53)");
 }
+
+test "run ends may not be dictionary-encoded (every level that checks children)" {
+    var b = Builder.init();
+    defer b.deinit();
+    var run_ends = [_]i32{2};
+    var dict_offsets = [_]i32{ 0, 1 };
+    const dict = b.node(.{ .format = "u", .length = 1, .buffers = &.{ null, ptr(&dict_offsets), ptr("x") } });
+    var re_child = b.node(.{ .format = "i", .name = "run_ends", .length = 1, .buffers = &.{ null, ptr(&run_ends) } });
+    re_child.schema.dictionary = dict.schema;
+    re_child.array.dictionary = dict.array;
+    const values = b.node(.{ .format = "i", .name = "values", .length = 1, .buffers = &.{ null, ptr(&int32_values) } });
+    const tree = b.node(.{ .format = "+r", .length = 2, .children = &.{ re_child, values } });
+    for ([_]Level{ .minimal, .default }) |level| try expectFailure(tree, level, .invalid_layout, "child 0 \"run_ends\": run_ends must be plain int16, int32 or int64, not dictionary-encoded");
+    // `full` reads the indices against the dictionary first.
+    try testing.expectEqual(Status.invalid_layout, check(tree, .full));
+}
