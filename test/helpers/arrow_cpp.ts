@@ -58,6 +58,7 @@ const symbols = {
   shim_hold_device_batch: { args: [p, p, p], returns: i32 },
   shim_hold_device_array: { args: [p, p, p], returns: i32 },
   shim_held_validate: { args: [i64], returns: i32 },
+  shim_held_validate_quick: { args: [i64], returns: i32 },
   shim_held_check: { args: [i64, p, i64, i32, p], returns: i32 },
   shim_held_export_device: { args: [i64, p, p], returns: i32 },
   shim_held_drop: { args: [i64], returns: i32 },
@@ -468,6 +469,14 @@ export function holdDeviceArray(schema: Pointer | number, deviceArray: Pointer |
 /** ValidateFull of a held import: null if valid, else why. */
 export function heldValidation(id: number): string | null {
   const status = arrowShim().shim_held_validate(id);
+  if (status === ShimStatus.ok) return null;
+  if (status === ShimStatus.arrow_error) return lastError();
+  throw new ArrowCppError(status, lastError());
+}
+
+/** Validate (not ValidateFull) of a held import: null if valid, else why. */
+export function heldQuickValidation(id: number): string | null {
+  const status = arrowShim().shim_held_validate_quick(id);
   if (status === ShimStatus.ok) return null;
   if (status === ShimStatus.arrow_error) return lastError();
   throw new ArrowCppError(status, lastError());
