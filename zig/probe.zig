@@ -420,6 +420,10 @@ pub fn executable(address: usize) bool {
 /// Readability is a property of whole pages, and no page is smaller than
 /// 4 KiB: one readable byte proves its 4 KiB granule readable.
 const granule: usize = 4096;
+/// No target maps user memory at or above 2^56 (x86-64 with 5-level paging
+/// stops there, arm64 at 2^52): granules from here on are never readable,
+/// and never reach arithmetic that could overflow.
+const first_unmapped_granule: usize = (1 << 56) / granule;
 
 /// Granules proven readable (or not) during one probe call, so that each
 /// is asked of the kernel at most once per call, and the granules that one
@@ -444,7 +448,7 @@ const Pages = struct {
     const State = enum { unknown, good, bad };
 
     fn state(p: *Pages, g: usize) State {
-        if (g == 0) return .bad; // the first 4 KiB are never mapped
+        if (g == 0 or g >= first_unmapped_granule) return .bad; // the first 4 KiB are never mapped
         if (g == p.last_good) return .good; // neighbours share granules
         for (p.good[0..@min(p.n_good, ring)]) |known| if (known == g) {
             p.last_good = g;
@@ -511,6 +515,7 @@ const Pages = struct {
     /// not known yet).
     fn readable(p: *Pages, address: usize, len: usize) bool {
         if (address == 0 or address +% len < address) return false;
+        if (address / granule >= first_unmapped_granule) return false;
         if (len == 0) return true;
         var g = address / granule;
         const last = (address + len - 1) / granule;
@@ -542,8 +547,8 @@ const Pages = struct {
     fn stringLength(p: *Pages, address: usize, limit: usize) ?usize {
         var at = address;
         while (at - address <= limit) {
-            const end = (at / granule + 1) * granule;
             if (!p.readable(at, 1)) return null;
+            const end = (at / granule + 1) * granule; // below 2^56: readable
             const from: [*]const u8 = @ptrFromInt(at);
             if (std.mem.indexOfScalar(u8, from[0 .. end - at], 0)) |n| {
                 const length = at - address + n;
@@ -993,6 +998,17 @@ test "unreadable addresses are reported, not faulted on" {
     try std.testing.expectEqual(Status.invalid_argument, probeStruct(.schema, 8, .live));
     try std.testing.expectEqual(Status.invalid_argument, probeStruct(.array, 4096, .live));
     try std.testing.expectEqual(Status.invalid_argument, probeStruct(.array_stream, 16, .live));
+}
+
+test "addresses at the top of the address space are unreadable, with no overflow" {
+    const top = std.math.maxInt(usize);
+    try std.testing.expect(!readable(top - 10, 1));
+    try std.testing.expect(!readable(top - granule + 1, granule - 1));
+    try std.testing.expectEqual(@as(?usize, null), stringLength(top - 100, 64));
+    var p: Pages = .{};
+    p.hint(top / granule); // a length (-1) read as a pointer
+    p.flush();
+    try std.testing.expectEqual(Pages.State.bad, p.state(top / granule));
 }
 
 test "a live schema and array pass; swapped they are named" {
