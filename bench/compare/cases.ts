@@ -174,9 +174,10 @@ export function importGroup(shape: Shape, ctx: Context): Built | null {
           const t1 = now();
           const batch = toRecordBatch(imported);
           if (read) readEveryBuffer(batch);
+          const rows = batch.numRows; // a disposed handle's batch has none
           imported.dispose();
           construct += now() - t1;
-          if (batch.numRows !== shape.rows) throw new Error("ours: wrong row count");
+          if (rows !== shape.rows) throw new Error("ours: wrong row count");
         }
         const end = now();
         pool.releaseAll(k);
@@ -467,9 +468,10 @@ export function ipcGroup(columns: number, rows: number, k: number, ctx: Context)
         const imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
         const back = toRecordBatch(imported);
         if (read) readEveryBuffer(back);
+        const backRows = back.numRows; // a disposed handle's batch has none
         imported.dispose();
         exported.release();
-        if (back.numRows !== rows) throw new Error("ours: wrong row count");
+        if (backRows !== rows) throw new Error("ours: wrong row count");
       }
       return now() - t;
     },

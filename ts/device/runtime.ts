@@ -239,7 +239,7 @@ export class DeviceRuntime {
     ordinalArg("DeviceRuntime.registerHost", "id", id);
     const address = hostAddress(view);
     check(native.abd_device_host_register(this.deviceType, id, asPointer(address), view.byteLength));
-    return new HostRegistration(this, id, view, address);
+    return new HostRegistration(deviceToken, this, id, view, address);
   }
 
   /** A new non-blocking stream of device `id`; destroy it with `destroy()`
@@ -328,6 +328,13 @@ export function memoryBehind(view: NodeJS.ArrayBufferView): DeviceMemory | undef
   return view.buffer instanceof ArrayBuffer ? viewOwners.get(view.buffer) : undefined;
 }
 
+/** An export (exportRawArray, wrapDeviceMemory) points into `memory`: it
+ * is not freed before the matching `dropExport`. Not public: the export's
+ * release is the only caller of `dropExport`. */
+export let holdForExport: (memory: DeviceMemory) => void;
+/** The export is released; a `free()` waiting for it runs. */
+export let dropExport: (memory: DeviceMemory) => void;
+
 /** Memory allocated through a runtime: device, pinned host or managed. */
 export class DeviceMemory implements Disposable {
   #freed = false;
@@ -373,17 +380,15 @@ export class DeviceMemory implements Disposable {
     return new Uint8Array(buffer);
   }
 
-  /** @internal An export (exportRawArray, wrapDeviceMemory) points into
-   * this memory: it is not freed before `dropExport()`. */
-  holdForExport(): void {
-    if (this.#freed) throw new ReleasedError(Status.released, "this device memory was freed");
-    this.#exports++;
-  }
-
-  /** @internal The export is released; a `free()` waiting for it runs. */
-  dropExport(): void {
-    this.#exports--;
-    if (this.#exports === 0 && this.#freed) this.#release();
+  static {
+    holdForExport = (memory) => {
+      if (memory.#freed) throw new ReleasedError(Status.released, "this device memory was freed");
+      memory.#exports++;
+    };
+    dropExport = (memory) => {
+      memory.#exports--;
+      if (memory.#exports === 0 && memory.#freed) memory.#release();
+    };
   }
 
   /** Frees the memory (waiting for work using it, as the drivers do).
@@ -526,7 +531,9 @@ export class HostRegistration implements Disposable {
   #registered = true;
   #token: number;
 
-  constructor(readonly runtime: DeviceRuntime, readonly deviceId: number, /** The registered bytes (held until unregistered). */ readonly view: NodeJS.ArrayBufferView, readonly address: number) {
+  /** @internal Use `DeviceRuntime.registerHost`. */
+  constructor(token: symbol, readonly runtime: DeviceRuntime, readonly deviceId: number, /** The registered bytes (held until unregistered). */ readonly view: NodeJS.ArrayBufferView, readonly address: number) {
+    internalConstruction("HostRegistration", token, deviceToken, "use DeviceRuntime.registerHost");
     handleArgs("HostRegistration", runtime, deviceId, address);
     if (!ArrayBuffer.isView(view)) throw argumentError("HostRegistration", "view", "a typed array or DataView", view);
     const label = `${runtime.kind} host registration (${view.byteLength} bytes)`;

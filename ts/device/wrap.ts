@@ -19,7 +19,7 @@ import { lastError, native } from "../ffi/library.ts";
 import { ExportedArray } from "../lifetime/exported.ts";
 import { drainReleased, forgetUnused, retainWithOwners, whenReleased } from "../lifetime/keepalive.ts";
 import { importOwnersOf } from "../lifetime/imported.ts";
-import { DeviceEvent, DeviceMemory, hostAddress, memoryBehind, type DeviceKind } from "./runtime.ts";
+import { DeviceEvent, DeviceMemory, dropExport, holdForExport, hostAddress, memoryBehind, type DeviceKind } from "./runtime.ts";
 import { checkTarget, targetDeviceType, type DeviceTarget } from "./transfer.ts";
 import { addressArg, argumentError, deviceTypeArg, functionArg, int64Arg, integerArg, optionsArg, stringArg } from "../args.ts";
 
@@ -170,12 +170,12 @@ export function exportRawArray(root: RawArrayNode, options: RawExportOptions = {
     // Memory from this library is not freed under the consumer: free()
     // waits for the release of every export that points into it.
     const memories = [...new Set(retained.filter((r): r is DeviceMemory => r instanceof DeviceMemory))];
-    for (const memory of memories) memory.holdForExport();
+    for (const memory of memories) holdForExport(memory);
     // Only a successful export tells the caller when it is released.
     const onRelease = options.onRelease;
     if (onRelease || memories.length > 0) {
       whenReleased(keepaliveId, () => {
-        for (const memory of memories) memory.dropExport();
+        for (const memory of memories) dropExport(memory);
         onRelease?.();
       });
     }
