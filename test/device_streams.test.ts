@@ -779,6 +779,42 @@ for (const kind of kinds) {
       expect(onDevice()).toBe(0);
     });
 
+    test("recordBatchesAsync / readTableAsync with { toHost: true } copy the batch read ahead on the worker, while JS uses the last", async () => {
+      using slot = cDeviceStream(kind, { batches: 4, rows: 12 });
+      streamPeer.sp_intercept_stream_arrays(slot.stream);
+      let i = 0;
+      for await (const batch of recordBatchesAsync(ImportedStream.fromDeviceArrayStream(slot.stream), { toHost: true })) {
+        // The worker pulls batch i + 1, copies it to the host and releases
+        // its device array, with no call from JS.
+        if (i < 3) expect(await collectUntil(() => streamPeer.sp_handed_array_releases() === BigInt(i + 2))).toBe(true);
+        expect(fake(kind).producedLive()).toBe(0);
+        expect(compareBatches(batch, producerBatch(12 + i), `batch ${i}`)).toEqual([]);
+        i++;
+      }
+      expect(i).toBe(4);
+      expect(streamPeer.sp_handed_array_releases()).toBe(4n); // once each
+
+      using again = cDeviceStream(kind, { batches: 3, rows: 5 });
+      const table = await readTableAsync(ImportedStream.fromDeviceArrayStream(again.stream), { toHost: true });
+      table.batches.forEach((batch, b) => expect(compareBatches(batch, producerBatch(5 + b), `table batch ${b}`)).toEqual([]));
+      expect(fake(kind).producedLive()).toBe(0);
+    });
+
+    test("a copy to the host that fails on the worker rejects the pull with the driver's error; the device batch is released once", async () => {
+      // The copy's first driver call (the fake producer never waits on events).
+      const wait = kind === "cuda" ? "cuStreamWaitEvent" : "hipStreamWaitEvent";
+      using slot = cDeviceStream(kind, { batches: 3, rows: 6 });
+      streamPeer.sp_intercept_stream_arrays(slot.stream);
+      fake(kind).inject(wait, 700);
+      const read = async () => {
+        for await (const _ of recordBatchesAsync(ImportedStream.fromDeviceArrayStream(slot.stream), { toHost: true })) { /* fails first */ }
+      };
+      await expect(read()).rejects.toThrow(wait);
+      fake(kind).injectClear();
+      expect(fake(kind).producedLive()).toBe(0);
+      expect(streamPeer.sp_handed_array_releases()).toBe(1n);
+    });
+
     test("copyAhead is an integer in 0..64", () => {
       const table = sampleTable(1, 4);
       expect(() => exportStream(table, { device: { device: kind }, copyAhead: -1 })).toThrow(InvalidArgumentError);
