@@ -983,6 +983,24 @@ export fn abd_stream_import_pull(imported: *stream_import.Imported, level: c_int
     return code(stream_import.pull(imported, lvl));
 }
 
+/// From now on, each batch the stream's worker pulls is copied to host
+/// memory on the worker (device_transfer.toHost; host-readable batches
+/// become views), and the device batch released once copied: the copy of
+/// the batch read ahead overlaps JS's use of the previous one.
+export fn abd_stream_import_copy_pulls_to_host(imported: *stream_import.Imported) void {
+    stream_import.setPullTransform(imported, pullToHost);
+}
+
+fn pullToHost(pulled: *Owner, level: validate.Level, out: *?*Owner) Status {
+    defer pulled.release();
+    out.* = null;
+    var schema: abi.ArrowSchema = .empty;
+    var array: abi.ArrowDeviceArray = .empty;
+    const copied = device_transfer.toHost(pulled, null, &schema, &array);
+    if (copied != .ok) return copied;
+    return owner_mod.import(&schema, &array, level, out);
+}
+
 /// Takes a finished background pull: its status (and message, as this
 /// thread's last error) and owner in `out[0]` (0 at the end or on error).
 export fn abd_stream_import_take_pull(imported: *stream_import.Imported, out: [*]f64) c_int {

@@ -82,6 +82,11 @@ pub const Imported = struct {
     pulled_status: Status = .ok,
     pulled_owner: ?*Owner = null,
     pulled_message: ?[:0]u8 = null,
+    /// Set before a pull (`setPullTransform`): what the worker does with
+    /// each batch it pulled before handing it over, e.g. copy device memory
+    /// to the host there (c_api.zig), so that the copy of batch n+1 runs
+    /// while JS uses batch n. It takes the pulled owner's reference.
+    pull_transform: ?PullTransform = null,
 
     fn clearProducerError(self: *Imported) void {
         if (self.producer_error) |text| allocator.free(text);
@@ -190,10 +195,14 @@ pub const Imported = struct {
             if (self.quit.load(.acquire)) break;
             self.pull_state.store(.running, .release);
             const level = self.pull_level;
+            const transform = self.pull_transform;
             self.mutex.unlock();
 
             var owner: ?*Owner = null;
-            const pulled = self.pullNow(level, &owner);
+            var pulled = self.pullNow(level, &owner);
+            if (pulled == .ok) if (owner) |o| if (transform) |f| {
+                pulled = f(o, level, &owner);
+            };
             const message: ?[:0]u8 = if (pulled != .ok) copyZ(std.mem.span(status.lastMessage())) else null;
 
             self.mutex.lock();
@@ -323,6 +332,19 @@ pub fn next(self: *Imported, level: validate.Level, out: *?*Owner) Status {
         return busy();
     }
     return self.pullNow(level, out);
+}
+
+/// What a background pull does with a pulled batch before handing it over:
+/// takes `pulled`'s reference (releasing it), and puts the batch to hand
+/// over in `out` (null on failure, with the thread's last error set).
+pub const PullTransform = *const fn (pulled: *Owner, level: validate.Level, out: *?*Owner) Status;
+
+/// Sets what the worker does with every batch pulled from now on (the
+/// pull in flight, if any, is handed over as it was pulled).
+pub fn setPullTransform(self: *Imported, transform: ?PullTransform) void {
+    self.mutex.lock();
+    defer self.mutex.unlock();
+    self.pull_transform = transform;
 }
 
 /// Starts pulling the next batch on the stream's worker thread. Its

@@ -538,6 +538,9 @@ int abd_stream_import_pull_state(abd_imported_stream* stream);
 /* The caller will wait: the pull's end is posted to the JS work queue from
  * now on (tag 2). Returns the pull state. */
 int abd_stream_import_wait(abd_imported_stream* stream);
+/* From now on, each batch the worker pulls is copied to host memory there
+ * (as abd_owner_to_host does) and its device batch released once copied. */
+void abd_stream_import_copy_pulls_to_host(abd_imported_stream* stream);
 const char* abd_stream_import_producer_error(abd_imported_stream* stream, int* out_errno);
 void abd_stream_import_release(abd_imported_stream* stream);
 abd_status abd_stream_import_move(abd_imported_stream* stream, void* out_stream);

@@ -359,6 +359,15 @@ export class ImportedStream implements Disposable, Iterable<ImportedArray>, Asyn
     });
   }
 
+  /** @internal Batches the worker pulls from now on (`nextAsync`) are
+   * copied to host memory there, before they are handed over, and the
+   * device batches released once copied (as `toHost()` does); so the copy
+   * of the batch read ahead runs while JS uses the previous one. A pull
+   * already in flight is handed over as it was pulled. */
+  _copyPullsToHost(): void {
+    native.abd_stream_import_copy_pulls_to_host(this.#live() as Pointer);
+  }
+
   #takeNow(handle: number): Promise<ImportedArray | null> {
     try {
       return Promise.resolve(this.#take(handle, true));
