@@ -27,6 +27,7 @@ const counters = @import("counters.zig");
 const owner_mod = @import("owner.zig");
 const validate = @import("validate.zig");
 const js_queue = @import("js_queue.zig");
+const js_context = @import("js_context.zig");
 const empty_batch = @import("empty_batch.zig");
 const sync = @import("sync.zig");
 const Status = status.Status;
@@ -58,6 +59,9 @@ pub const Imported = struct {
     device_type: abi.DeviceType,
     /// Unique per import, never reused: the key of its queue entries.
     serial: u64,
+    /// The JS thread that imported it (js_context.zig): where finished
+    /// pulls are reported.
+    context: u32 = 0,
     array_stream: abi.ArrowArrayStream = .empty,
     device_stream: abi.ArrowDeviceArrayStream = .empty,
     schema: ?*SharedSchema = null,
@@ -221,7 +225,7 @@ pub const Imported = struct {
                 self.mutex.unlock();
                 // If even this cannot be queued, JS never hears back: that
                 // pull hangs, but nothing is freed early or released twice.
-                _ = js_queue.global.post(entry);
+                _ = js_queue.postTo(self.context, entry);
                 self.mutex.lock();
             }
         }
@@ -235,7 +239,7 @@ pub const Imported = struct {
 /// moved in has been released.
 pub fn import(kind: Kind, stream: ?*anyopaque, out: *?*Imported) Status {
     const address = stream orelse return fail(.invalid_argument, "stream pointer is NULL", .{});
-    var self: Imported = .{ .kind = kind, .device_type = abi.device_cpu, .serial = next_serial.fetchAdd(1, .monotonic) };
+    var self: Imported = .{ .kind = kind, .device_type = abi.device_cpu, .serial = next_serial.fetchAdd(1, .monotonic), .context = js_context.current() };
     switch (kind) {
         .array => {
             const source: *abi.ArrowArrayStream = @ptrCast(@alignCast(address));
@@ -597,7 +601,7 @@ test "background pulls post to the JS queue and can be released mid-stream" {
         Gated.turns.store(@intCast(i + 1), .release);
         var taken: usize = 0;
         while (taken == 0) {
-            taken = js_queue.global.take(&out);
+            taken = js_queue.of(0).take(&out);
             if (taken == 0) std.Thread.yield() catch {};
         }
         try testing.expectEqual(@as(f64, @floatFromInt(imported.?.serial)), out[1]);
@@ -610,7 +614,7 @@ test "background pulls post to the JS queue and can be released mid-stream" {
     try testing.expectEqual(Status.ok, pull(imported.?, .default));
     Gated.turns.store(3, .release);
     while (pullState(imported.?) != .ready) std.Thread.yield() catch {};
-    try testing.expectEqual(@as(usize, 0), js_queue.global.take(&out));
+    try testing.expectEqual(@as(usize, 0), js_queue.of(0).take(&out));
     release(imported.?);
     try testing.expectEqual(@as(u32, 1), TestStream.stream_releases);
     try testing.expectEqual(@as(u32, 3), TestStream.array_releases);
