@@ -3,8 +3,9 @@
 // threads by address.
 import { describe, expect, test } from "bun:test";
 import { tableFromArrays } from "apache-arrow";
-import { ImportedStream, StreamError, exportStream, readTable, readTableAsync } from "../ts/index.ts";
+import { ImportedStream, StreamError, UnsupportedError, exportStream, importRecordBatch, readTable, readTableAsync } from "../ts/index.ts";
 import { drainReleased, retainedCount } from "../ts/lifetime/keepalive.ts";
+import { streamPeer } from "./helpers/fixtures.ts";
 
 const fixtures = new URL("./fixtures/workers/", import.meta.url);
 
@@ -71,18 +72,32 @@ describe("the library in Workers", () => {
     expect(retainedCount()).toBe(before);
   });
 
-  test("the main thread reads a stream a Worker exported; the Worker disposes its handle after", async () => {
+  test("a Worker's export is refused on another JS thread with an UnsupportedError that says why; the Worker sees it released", async () => {
     const worker = new Worker(new URL("export.ts", fixtures));
-    const { address } = await ask<{ address: number }>(worker, { rows: 200 });
-    const back = await readTableAsync(ImportedStream.fromDeviceArrayStream(address as never));
-    expect(back.numRows).toBe(200);
+    const { address } = await ask<{ address: number }>(worker, { rows: 20 });
+    expect(() => ImportedStream.fromDeviceArrayStream(address as never)).toThrow(UnsupportedError);
+    const arrays = await ask<{ schema: number; array: number }>(worker, { rows: 20, as: "array" });
+    let caught: unknown;
+    try {
+      importRecordBatch(arrays.schema as never, arrays.array as never);
+    } catch (error) {
+      caught = error;
+    }
+    expect(caught).toBeInstanceOf(UnsupportedError);
+    expect((caught as Error).message).toContain("exported by this library on another JS thread, a Worker");
+    expect((caught as Error).message).toContain("freed when the Worker ends");
+    expect(await ask(worker, { query: true })).toEqual({ streamReleased: true, arrayReleased: true });
     expect(await ask(worker, { dispose: true })).toEqual({ disposed: true });
     await ended(worker);
   });
 
-  test("a stream whose producing Worker ended fails with a StreamError that says so, not a hang", async () => {
+  test("get_next on a stream whose producing Worker ended fails with a StreamError that says so, not a hang", async () => {
     const worker = new Worker(new URL("export.ts", fixtures));
     const { address } = await ask<{ address: number }>(worker, { rows: 10 });
+    // A C pass-through in between (as a C library that wraps streams
+    // would be): the library cannot tell the stream's origin, so it is
+    // imported, and only the producer can refuse.
+    streamPeer.sp_intercept_stream(1, address as never);
     const stream = ImportedStream.fromDeviceArrayStream(address as never);
     await ended(worker);
     let caught: unknown;
@@ -92,7 +107,7 @@ describe("the library in Workers", () => {
       caught = error;
     }
     expect(caught).toBeInstanceOf(StreamError);
-    expect((caught as Error).message).toContain("has ended");
+    expect((caught as Error).message).toContain("the JS thread (Worker or main thread) that produces this stream has ended");
   });
 
   test("8 Workers at once, each round-tripping and reading the main thread's streams", async () => {

@@ -225,11 +225,12 @@ export fn abd_keepalive_queued_address() *const u32 {
 }
 
 /// Opens the calling JS thread's context (js_context.zig): the JS layer
-/// calls it once per thread, before it registers any callback. Returns the
+/// calls it once per thread, before it registers any callback, saying
+/// whether it is the process's main JS thread. Returns the
 /// context number (the high bits of that thread's keepalive ids), or 0 when
 /// this process has used up every context number.
-export fn abd_js_context_open() u32 {
-    return js_context.currentOrOpen();
+export fn abd_js_context_open(is_main: bool) u32 {
+    return js_context.open(is_main);
 }
 
 /// Registers the callback that wakes JS when keepalive ids are queued.

@@ -32,6 +32,9 @@ pub const State = enum(u8) { unused = 0, open = 1, closed = 2 };
 
 var states: [max_contexts]std.atomic.Value(State) = @splat(.init(.unused));
 var next: std.atomic.Value(u32) = .init(1);
+/// The main JS thread's context (0 until it opened one). Its memory lives
+/// as long as the process, so other JS threads may view it in place.
+var main_context: std.atomic.Value(u32) = .init(0);
 threadlocal var current_context: u32 = 0;
 
 var key_mutex: sync.Mutex = .{};
@@ -90,6 +93,33 @@ pub fn currentOrOpen() u32 {
     states[number].store(.open, .seq_cst);
     current_context = number;
     return number;
+}
+
+/// Opens the calling JS thread's context (`currentOrOpen`), recording
+/// whether it is the process's main JS thread.
+pub fn open(is_main: bool) u32 {
+    const context = currentOrOpen();
+    if (context != 0 and is_main) main_context.store(context, .release);
+    return context;
+}
+
+/// Why memory exported on JS thread `context` cannot be viewed in place
+/// from the calling thread, or null when it can: the calling thread's own
+/// exports and the main thread's can (the main thread's memory lives as
+/// long as the process); a Worker's cannot, as its heap is freed when it
+/// ends, whatever another thread still views.
+pub fn foreignWorker(context: u32) bool {
+    if (context == 0 or context == current_context) return false;
+    return context != main_context.load(.acquire);
+}
+
+pub const foreign_worker_message = "it was exported by this library on another JS thread, a Worker, so its buffers live in that Worker's JS heap, which is freed when the Worker ends whatever this thread still views. Only the main thread's exports (or a thread's own) can be imported on another JS thread without copying; send a Worker's data to another thread by postMessage (a copy), or import it on that Worker";
+
+/// Makes the calling native thread act for JS thread `context` (a thread
+/// the library runs for one JS thread: what it imports is that thread's).
+/// It does not own the context: its exit closes nothing.
+pub fn adopt(context: u32) void {
+    current_context = context;
 }
 
 /// The calling thread's context (0 if it never opened one).

@@ -16,6 +16,8 @@ const counters = @import("counters.zig");
 const validate = @import("validate.zig");
 const device_sync = @import("device_sync.zig");
 const block_pool = @import("block_pool.zig");
+const js_context = @import("js_context.zig");
+const export_array = @import("export_array.zig");
 const Status = status.Status;
 const fail = status.fail;
 
@@ -114,6 +116,8 @@ pub fn import(schema: ?*abi.ArrowSchema, device_array: ?*abi.ArrowDeviceArray, l
         if (moved_schema.release == null) break :blk fail(.released, "schema is released (its release callback is NULL)", .{});
         if (moved_array.array.release == null) break :blk fail(.released, "array is released (its release callback is NULL)", .{});
         if (moved_array.device_type <= 0) break :blk fail(.unknown_device, "device_type {d} is not a device type", .{moved_array.device_type});
+        if (js_context.foreignWorker(export_array.jsContextOf(&moved_array.array)))
+            break :blk fail(.unsupported, "array cannot be imported on this JS thread: {s}", .{js_context.foreign_worker_message});
         // A CPU array's device_id is only recommended to be -1 (the spec's
         // word); any value is taken, as this library's own exporter may
         // emit one (exportRawArray with a deviceId).

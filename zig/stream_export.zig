@@ -417,6 +417,26 @@ pub fn failWith(self: *Producer, errno: c_int, message: []const u8) Status {
     return .ok;
 }
 
+/// The JS thread (js_context.zig) that produces `stream` (an
+/// ArrowArrayStream for kind array, an ArrowDeviceArrayStream for kind
+/// device), when this module built it; 0 for any other stream.
+pub fn jsContextOf(kind: Kind, stream: *const anyopaque) u32 {
+    const private_data = switch (kind) {
+        .array => blk: {
+            const s: *const abi.ArrowArrayStream = @ptrCast(@alignCast(stream));
+            if (s.release != &ArrayStreamCallbacks.release) return 0;
+            break :blk s.private_data;
+        },
+        .device => blk: {
+            const s: *const abi.ArrowDeviceArrayStream = @ptrCast(@alignCast(stream));
+            if (s.release != &DeviceStreamCallbacks.release) return 0;
+            break :blk s.private_data;
+        },
+    };
+    const self = producerOf(private_data) orelse return 0;
+    return self.context;
+}
+
 fn producerOf(private_data: ?*anyopaque) ?*Producer {
     return @ptrCast(@alignCast(private_data orelse return null));
 }

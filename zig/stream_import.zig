@@ -28,6 +28,7 @@ const owner_mod = @import("owner.zig");
 const validate = @import("validate.zig");
 const js_queue = @import("js_queue.zig");
 const js_context = @import("js_context.zig");
+const stream_export = @import("stream_export.zig");
 const empty_batch = @import("empty_batch.zig");
 const sync = @import("sync.zig");
 const Status = status.Status;
@@ -181,6 +182,9 @@ pub const Imported = struct {
     }
 
     fn workerMain(self: *Imported) void {
+        // Imports made here are made for the JS thread that imported the
+        // stream (owner.zig asks whose memory it may view).
+        js_context.adopt(self.context);
         self.mutex.lock();
         while (true) {
             if (self.pull_state.load(.acquire) != .queued and !self.quit.load(.acquire)) {
@@ -239,6 +243,7 @@ pub const Imported = struct {
 /// moved in has been released.
 pub fn import(kind: Kind, stream: ?*anyopaque, out: *?*Imported) Status {
     const address = stream orelse return fail(.invalid_argument, "stream pointer is NULL", .{});
+    const producer_context = stream_export.jsContextOf(kind, address);
     var self: Imported = .{ .kind = kind, .device_type = abi.device_cpu, .serial = next_serial.fetchAdd(1, .monotonic), .context = js_context.current() };
     switch (kind) {
         .array => {
@@ -267,6 +272,13 @@ pub fn import(kind: Kind, stream: ?*anyopaque, out: *?*Imported) Status {
             }
             self.device_type = self.device_stream.device_type;
         },
+    }
+    if (js_context.foreignWorker(producer_context)) {
+        switch (kind) {
+            .array => self.array_stream.release.?(&self.array_stream),
+            .device => self.device_stream.release.?(&self.device_stream),
+        }
+        return fail(.unsupported, "stream cannot be imported on this JS thread: {s}", .{js_context.foreign_worker_message});
     }
     const held = allocator.create(Imported) catch {
         switch (kind) {
