@@ -3,7 +3,7 @@
 // threads by address.
 import { describe, expect, test } from "bun:test";
 import { tableFromArrays } from "apache-arrow";
-import { ImportedStream, StreamError, UnsupportedError, exportStream, importRecordBatch, readTable, readTableAsync } from "../ts/index.ts";
+import { ImportedStream, StreamError, UnsupportedError, exportArray, exportStream, importRecordBatch, readTable, readTableAsync } from "../ts/index.ts";
 import { drainReleased, retainedCount } from "../ts/lifetime/keepalive.ts";
 import { streamPeer } from "./helpers/fixtures.ts";
 
@@ -108,6 +108,22 @@ describe("the library in Workers", () => {
     }
     expect(caught).toBeInstanceOf(StreamError);
     expect((caught as Error).message).toContain("the JS thread (Worker or main thread) that produces this stream has ended");
+  });
+
+  test("an array the main thread exported, imported on a Worker and disposed there, is released to the main thread at once", async () => {
+    drainReleased();
+    const before = retainedCount();
+    const worker = new Worker(new URL("import_array.ts", fixtures));
+    using out = exportArray(table(64).batches[0]);
+    expect(retainedCount()).toBe(before + 1);
+    const got = await ask<{ rows: number; sum: number }>(worker, { schema: out.schema as unknown as number, array: out.array as unknown as number });
+    expect(got).toEqual({ rows: 64, sum: sumTo(64) });
+    expect(out.arrayReleased).toBe(true);
+    // Released on the Worker's thread, queued for this one, which drains it
+    // when woken: no collection needed.
+    for (let i = 0; i < 100 && retainedCount() > before; i++) await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(retainedCount()).toBe(before);
+    await ended(worker);
   });
 
   test("8 Workers at once, each round-tripping and reading the main thread's streams", async () => {
