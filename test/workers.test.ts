@@ -130,12 +130,12 @@ describe("the library in Workers", () => {
     const loaders = Array.from({ length: 8 }, () => new Worker(new URL("load.ts", fixtures)));
     const readers = Array.from({ length: 8 }, () => new Worker(new URL("read.ts", fixtures)));
     const exports = readers.map((_, i) => exportStream(table(100 + i)));
-    const results = await Promise.all([
-      ...loaders.map((worker, i) => ask<{ asyncRows: number }>(worker, { rows: 10 + i })),
-      ...readers.map((worker, i) => ask<{ rows: number }>(worker, { address: exports[i].stream as unknown as number, async: i % 2 === 0 })),
+    const [loaded, read] = await Promise.all([
+      Promise.all(loaders.map((worker, i) => ask<{ asyncRows: number }>(worker, { rows: 10 + i }))),
+      Promise.all(readers.map((worker, i) => ask<{ rows: number }>(worker, { address: exports[i].stream as unknown as number, async: i % 2 === 0 }))),
     ]);
-    expect(results.slice(0, 8).map((r) => r.asyncRows)).toEqual(Array.from({ length: 8 }, (_, i) => 10 + i));
-    expect(results.slice(8).map((r) => r.rows)).toEqual(Array.from({ length: 8 }, (_, i) => 100 + i));
+    expect(loaded.map((r) => r.asyncRows)).toEqual(Array.from({ length: 8 }, (_, i) => 10 + i));
+    expect(read.map((r) => r.rows)).toEqual(Array.from({ length: 8 }, (_, i) => 100 + i));
     for (const out of exports) out[Symbol.dispose]();
     await Promise.all([...loaders, ...readers].map(ended));
   });
