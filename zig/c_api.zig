@@ -233,6 +233,12 @@ export fn abd_js_context_open(is_main: bool) u32 {
     return js_context.open(is_main);
 }
 
+/// Runs an import's deferred release on the JS thread (js_queue tag
+/// owner_release): its producer's release callbacks are JS code.
+export fn abd_owner_release_deferred(owner: ?*Owner) void {
+    (owner orelse return).destroyNow();
+}
+
 /// Registers the callback that wakes JS when keepalive ids are queued.
 export fn abd_set_release_notifier(notifier: ?keepalive.Notifier) void {
     keepalive.setNotifier(notifier);

@@ -36,6 +36,9 @@ var next: std.atomic.Value(u32) = .init(1);
 /// as long as the process, so other JS threads may view it in place.
 var main_context: std.atomic.Value(u32) = .init(0);
 threadlocal var current_context: u32 = 0;
+/// True on a JS thread (one that opened its context), false on every other
+/// thread, adopted ones included.
+threadlocal var on_js_thread: bool = false;
 
 var key_mutex: sync.Mutex = .{};
 var key: std.c.pthread_key_t = undefined;
@@ -100,7 +103,30 @@ pub fn currentOrOpen() u32 {
 pub fn open(is_main: bool) u32 {
     const context = currentOrOpen();
     if (context != 0 and is_main) main_context.store(context, .release);
+    on_js_thread = context != 0;
     return context;
+}
+
+/// Whether the calling thread is a JS thread (JS may be called from it).
+pub fn onJsThread() bool {
+    return on_js_thread;
+}
+
+const DlInfo = extern struct {
+    fname: ?[*:0]const u8,
+    fbase: ?*anyopaque,
+    sname: ?[*:0]const u8,
+    saddr: ?*anyopaque,
+};
+extern "c" fn dladdr(address: ?*const anyopaque, info: *DlInfo) c_int;
+
+/// Whether `function` lies outside every loaded object file: code made at
+/// run time, as bun:ffi's JSCallbacks are. Such a callback may run only on
+/// its own JS thread (unless threadsafe), so the library calls it there.
+pub fn isRuntimeCode(function: ?*const anyopaque) bool {
+    const address = function orelse return false;
+    var info: DlInfo = undefined;
+    return dladdr(address, &info) == 0;
 }
 
 /// Why memory exported on JS thread `context` cannot be viewed in place

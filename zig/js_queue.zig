@@ -31,6 +31,10 @@ pub const Tag = enum(u32) {
     /// A background pull of an imported stream finished
     /// (stream_import.zig). key: 0; address: the Imported stream.
     stream_import_pulled = 2,
+    /// An import's last reference went on a thread that is not JS (the
+    /// collector), and its producer's release callbacks are JS code
+    /// (owner.zig): JS runs them. key: 0; address: the Owner.
+    owner_release = 3,
 };
 
 pub const Entry = struct {
