@@ -6,6 +6,7 @@ import { tableFromArrays } from "apache-arrow";
 import { ImportedStream, StreamError, UnsupportedError, exportArray, exportStream, importRecordBatch, readTable, readTableAsync } from "../ts/index.ts";
 import { drainReleased, retainedCount } from "../ts/lifetime/keepalive.ts";
 import { streamPeer } from "./helpers/fixtures.ts";
+import { liveStreamSources } from "../ts/convert/stream_export.ts";
 
 const fixtures = new URL("./fixtures/workers/", import.meta.url);
 
@@ -108,6 +109,22 @@ describe("the library in Workers", () => {
     }
     expect(caught).toBeInstanceOf(StreamError);
     expect((caught as Error).message).toContain("the JS thread (Worker or main thread) that produces this stream has ended");
+  });
+
+  test("a stream a Worker imported and still held when it was terminated is released to the main thread", async () => {
+    drainReleased();
+    const before = liveStreamSources();
+    const worker = new Worker(new URL("hold.ts", fixtures));
+    using out = exportStream(table(3));
+    expect(await ask(worker, { address: out.stream as unknown as number })).toEqual({ held: 1 });
+    expect(out.streamReleased).toBe(true);
+    expect(liveStreamSources()).toBe(before + 1);
+    await ended(worker);
+    for (let i = 0; i < 100 && liveStreamSources() > before; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      drainReleased();
+    }
+    expect(liveStreamSources()).toBe(before);
   });
 
   test("an array the main thread exported, imported on a Worker and disposed there, is released to the main thread at once", async () => {

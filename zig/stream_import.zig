@@ -60,6 +60,8 @@ pub const Imported = struct {
     device_type: abi.DeviceType,
     /// Unique per import, never reused: the key of its queue entries.
     serial: u64,
+    /// In `live` (stream_import.zig's list of JS threads' streams).
+    tracked: bool = false,
     /// The JS thread that imported it (js_context.zig): where finished
     /// pulls are reported.
     context: u32 = 0,
@@ -159,6 +161,7 @@ pub const Imported = struct {
 
     /// Releases the producer's stream and schema and frees this.
     fn destroy(self: *Imported) void {
+        live.remove(self);
         switch (self.kind) {
             .array => if (self.array_stream.release) |producer_release| producer_release(&self.array_stream),
             .device => if (self.device_stream.release) |producer_release| producer_release(&self.device_stream),
@@ -288,9 +291,64 @@ pub fn import(kind: Kind, stream: ?*anyopaque, out: *?*Imported) Status {
         return fail(.out_of_memory, "out of memory allocating an imported stream", .{});
     };
     held.* = self;
+    if (held.context != 0) live.add(held);
     counters.add(.live_stream_imports, 1);
     out.* = held;
     return .ok;
+}
+
+/// The imported streams of every JS thread, so that a thread that ends
+/// releases what it still held (its JS handles went with it).
+const Live = struct {
+    mutex: sync.Mutex = .{},
+    list: std.ArrayList(*Imported) = .empty,
+
+    fn add(self: *Live, imported: *Imported) void {
+        js_context.onClose(releaseClosed);
+        self.mutex.lock();
+        defer self.mutex.unlock();
+        // Without room to track it, the stream is only not released at
+        // its thread's end (a leak, never a double release).
+        self.list.append(allocator, imported) catch return;
+        imported.tracked = true;
+    }
+
+    fn remove(self: *Live, imported: *Imported) void {
+        self.mutex.lock();
+        defer self.mutex.unlock();
+        if (!imported.tracked) return;
+        for (self.list.items, 0..) |item, i| {
+            if (item == imported) {
+                _ = self.list.swapRemove(i);
+                break;
+            }
+        }
+        imported.tracked = false;
+    }
+
+    /// Takes the streams of `context` out of the list.
+    fn takeOf(self: *Live, context: u32, out: *std.ArrayList(*Imported)) void {
+        self.mutex.lock();
+        defer self.mutex.unlock();
+        var i: usize = 0;
+        while (i < self.list.items.len) {
+            const item = self.list.items[i];
+            if (item.context == context) {
+                out.append(allocator, item) catch return;
+                item.tracked = false;
+                _ = self.list.swapRemove(i);
+            } else i += 1;
+        }
+    }
+};
+var live: Live = .{};
+
+/// A JS thread ended: release the streams it imported and never released.
+fn releaseClosed(context: u32) void {
+    var taken: std.ArrayList(*Imported) = .empty;
+    defer taken.deinit(allocator);
+    live.takeOf(context, &taken);
+    for (taken.items) |imported| release(imported);
 }
 
 fn busy() Status {
