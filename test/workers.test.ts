@@ -98,8 +98,9 @@ describe("the library in Workers", () => {
     // A C pass-through in between (as a C library that wraps streams
     // would be): the library cannot tell the stream's origin, so it is
     // imported, and only the producer can refuse.
+    streamPeer.sp_reset_counts();
     streamPeer.sp_intercept_stream(1, address as never);
-    const stream = ImportedStream.fromDeviceArrayStream(address as never);
+    using stream = ImportedStream.fromDeviceArrayStream(address as never);
     await ended(worker);
     let caught: unknown;
     try {
@@ -109,6 +110,9 @@ describe("the library in Workers", () => {
     }
     expect(caught).toBeInstanceOf(StreamError);
     expect((caught as Error).message).toContain("the JS thread (Worker or main thread) that produces this stream has ended");
+    stream[Symbol.dispose]();
+    expect(streamPeer.sp_stream_releases()).toBe(1n); // the C wrapper's release ran, once
+    streamPeer.sp_reset_counts();
   });
 
   test("a stream a Worker imported and still held when it was terminated is released to the main thread", async () => {

@@ -230,6 +230,14 @@ export fn abd_keepalive_queued_address() *const u32 {
 /// context number (the high bits of that thread's keepalive ids), or 0 when
 /// this process has used up every context number.
 export fn abd_js_context_open(is_main: bool) u32 {
+    // What each module drops or answers when a JS thread ends (registered
+    // once; later calls find them there).
+    js_context.onClose(js_wake.forget);
+    js_context.onClose(keepalive.closed);
+    js_context.onClose(stream_export.forgetSyncProducer);
+    js_context.onClose(js_queue.orphan);
+    js_context.onClose(stream_import.releaseClosed);
+    js_queue.on_orphan = stream_export.orphaned;
     return js_context.open(is_main);
 }
 

@@ -47,7 +47,7 @@ var key_made = false;
 /// Called for a context when its thread ends, after its callbacks are
 /// forgotten. Set once by the modules that keep per-context state.
 pub const CloseHook = *const fn (context: u32) void;
-var close_hooks: [4]?CloseHook = .{ null, null, null, null };
+var close_hooks: [8]?CloseHook = @splat(null);
 
 pub fn onClose(hook: CloseHook) void {
     key_mutex.lock();
@@ -70,7 +70,7 @@ fn threadEnded(value: ?*anyopaque) callconv(.c) void {
 pub fn close(context: u32) void {
     if (context == 0 or context >= max_contexts) return;
     states[context].store(.closed, .seq_cst);
-    var hooks: [4]?CloseHook = undefined;
+    var hooks: [8]?CloseHook = undefined;
     key_mutex.lock();
     hooks = close_hooks;
     key_mutex.unlock();

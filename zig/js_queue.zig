@@ -138,7 +138,6 @@ pub var on_orphan: ?*const fn (entry: Entry) void = null;
 /// Posts `entry` for `context`'s JS thread. False when that thread ended
 /// (nobody will ever take it) or memory is exhausted.
 pub fn postTo(context: u32, entry: Entry) bool {
-    js_context.onClose(orphan);
     const queue = of(context);
     queue.mutex.lock();
     const open = js_context.isOpen(context);
@@ -151,7 +150,8 @@ pub fn postTo(context: u32, entry: Entry) bool {
     return true;
 }
 
-fn orphan(context: u32) void {
+/// js_context close hook.
+pub fn orphan(context: u32) void {
     const queue = of(context);
     queue.setNotifier(null);
     orphanAll(queue);

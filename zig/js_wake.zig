@@ -40,11 +40,11 @@ var notifiers: [js_context.max_contexts]std.atomic.Value(?Notifier) = @splat(.in
 
 /// Sets the calling JS thread's notifier.
 pub fn setNotifier(callback: ?Notifier) void {
-    js_context.onClose(forget);
     notifiers[js_context.current()].store(callback, .release);
 }
 
-fn forget(context: u32) void {
+/// js_context close hook.
+pub fn forget(context: u32) void {
     notifiers[context].store(null, .release);
 }
 

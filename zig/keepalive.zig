@@ -53,13 +53,12 @@ fn mine() *Context {
 
 /// Sets the calling JS thread's notifier.
 pub fn setNotifier(callback: ?Notifier) void {
-    js_context.onClose(closed);
     mine().notifier.store(callback, .release);
 }
 
 /// A JS thread ended: its memory is gone with it, so its queued ids mean
 /// nothing any more, and nobody may be woken.
-fn closed(context: u32) void {
+pub fn closed(context: u32) void {
     const self = &contexts[context];
     self.notifier.store(null, .release);
     self.mutex.lock();

@@ -78,12 +78,11 @@ var sync_producers: [js_context.max_contexts]std.atomic.Value(?SyncProducer) = @
 
 /// Sets the calling JS thread's callback.
 pub fn setSyncProducer(callback: ?SyncProducer) void {
-    js_context.onClose(forgetSyncProducer);
-    js_queue.on_orphan = orphaned;
     sync_producers[js_context.current()].store(callback, .release);
 }
 
-fn forgetSyncProducer(context: u32) void {
+/// js_context close hook.
+pub fn forgetSyncProducer(context: u32) void {
     sync_producers[context].store(null, .release);
 }
 
@@ -91,7 +90,7 @@ const ended_message = "the JS thread (Worker or main thread) that produces this 
 
 /// A get_next queued for a JS thread that ended: answered with a failure,
 /// so the consumer waiting for it returns instead of hanging.
-fn orphaned(entry: js_queue.Entry) void {
+pub fn orphaned(entry: js_queue.Entry) void {
     if (entry.tag != .stream_export_request) return;
     const self: *Producer = @ptrFromInt(entry.address);
     _ = failWith(self, errno_io, ended_message);

@@ -304,7 +304,6 @@ const Live = struct {
     list: std.ArrayList(*Imported) = .empty,
 
     fn add(self: *Live, imported: *Imported) void {
-        js_context.onClose(releaseClosed);
         self.mutex.lock();
         defer self.mutex.unlock();
         // Without room to track it, the stream is only not released at
@@ -344,7 +343,7 @@ const Live = struct {
 var live: Live = .{};
 
 /// A JS thread ended: release the streams it imported and never released.
-fn releaseClosed(context: u32) void {
+pub fn releaseClosed(context: u32) void {
     var taken: std.ArrayList(*Imported) = .empty;
     defer taken.deinit(allocator);
     live.takeOf(context, &taken);
