@@ -125,9 +125,18 @@ extern "c" fn dladdr(address: ?*const anyopaque, info: *DlInfo) c_int;
 /// its own JS thread (unless threadsafe), so the library calls it there.
 pub fn isRuntimeCode(function: ?*const anyopaque) bool {
     const address = function orelse return false;
+    // A collection releases many imports of one producer in a row: the
+    // last answer is kept per thread, so dladdr (a search of every loaded
+    // object) runs once per producer, not once per import.
+    if (@intFromPtr(address) == last_code_address) return last_code_answer;
     var info: DlInfo = undefined;
-    return dladdr(address, &info) == 0;
+    const answer = dladdr(address, &info) == 0;
+    last_code_address = @intFromPtr(address);
+    last_code_answer = answer;
+    return answer;
 }
+threadlocal var last_code_address: usize = 0;
+threadlocal var last_code_answer: bool = false;
 
 /// Why memory exported on JS thread `context` cannot be viewed in place
 /// from the calling thread, or null when it can: the calling thread's own
@@ -163,6 +172,12 @@ pub fn isOpen(context: u32) bool {
 pub fn ofKeepalive(id: u64) u32 {
     const context = id >> keepalive_shift;
     return if (context < max_contexts) @intCast(context) else 0;
+}
+
+test "code in a loaded object is not runtime code" {
+    try std.testing.expect(!isRuntimeCode(@ptrCast(&currentOrOpen)));
+    try std.testing.expect(!isRuntimeCode(@ptrCast(&currentOrOpen))); // the kept answer
+    try std.testing.expect(!isRuntimeCode(null));
 }
 
 test "contexts are per thread and closed at thread exit" {
