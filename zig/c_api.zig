@@ -14,6 +14,7 @@ const status = @import("status.zig");
 const manifest = @import("manifest.zig");
 const counters = @import("counters.zig");
 const keepalive = @import("keepalive.zig");
+const js_context = @import("js_context.zig");
 const export_holds = @import("export_holds.zig");
 const export_array = @import("export_array.zig");
 const export_schema = @import("export_schema.zig");
@@ -222,6 +223,29 @@ export fn abd_export_slot_from_image(template: ?*export_schema.Template, image: 
 /// reads without a call, to drain only when it is non-zero).
 export fn abd_keepalive_queued_address() *const u32 {
     return keepalive.queuedAddress();
+}
+
+/// Opens the calling JS thread's context (js_context.zig): the JS layer
+/// calls it once per thread, before it registers any callback, saying
+/// whether it is the process's main JS thread. Returns the
+/// context number (the high bits of that thread's keepalive ids), or 0 when
+/// this process has used up every context number.
+export fn abd_js_context_open(is_main: bool) u32 {
+    // What each module drops or answers when a JS thread ends (registered
+    // once; later calls find them there).
+    js_context.onClose(js_wake.forget);
+    js_context.onClose(keepalive.closed);
+    js_context.onClose(stream_export.forgetSyncProducer);
+    js_context.onClose(js_queue.orphan);
+    js_context.onClose(stream_import.releaseClosed);
+    js_queue.on_orphan = stream_export.orphaned;
+    return js_context.open(is_main);
+}
+
+/// Runs an import's deferred release on the JS thread (js_queue tag
+/// owner_release): its producer's release callbacks are JS code.
+export fn abd_owner_release_deferred(owner: ?*Owner) void {
+    (owner orelse return).destroyNow();
 }
 
 /// Registers the callback that wakes JS when keepalive ids are queued.
@@ -842,26 +866,26 @@ export fn abd_status_errno(raw: c_int) c_int {
 /// Registers the void threadsafe callback that wakes JS when work is
 /// queued for it (js_queue.zig).
 export fn abd_js_queue_set_notifier(notifier: ?js_queue.Notifier) void {
-    js_queue.global.setNotifier(notifier);
+    js_queue.mine().setNotifier(notifier);
 }
 
 /// Moves up to `capacity` queued entries into `out` (3 words each: tag,
 /// key, address); returns how many entries. JS thread.
 export fn abd_js_queue_take(out: [*]f64, capacity: u32) u32 {
-    return @intCast(js_queue.global.take(out[0 .. @as(usize, capacity) * js_queue.entry_words]));
+    return @intCast(js_queue.mine().take(out[0 .. @as(usize, capacity) * js_queue.entry_words]));
 }
 
 /// Entries waiting in the JS work queue plus released exports waiting in
 /// the keepalive queue, read without locks (for JS's polling loop).
 export fn abd_js_work_pending() u32 {
-    const released: u32 = @intCast(@max(0, counters.get(.keepalive_pending)));
-    return js_queue.global.queuedNow() + released;
+    const released: u32 = keepalive.queuedAddress().*;
+    return js_queue.mine().queuedNow() + released;
 }
 
 /// JS says it is polling the work and keepalive queues (no wake-ups
 /// needed), or that it stopped (it then takes from both once more).
 export fn abd_js_queue_polling(on: bool) void {
-    js_queue.global.setPolling(on);
+    js_queue.mine().setPolling(on);
 }
 
 /// How long threads waiting across the JS hand-off spin before sleeping

@@ -56,6 +56,7 @@ test {
     _ = @import("schema_info.zig");
     _ = @import("schema_key.zig");
     _ = @import("js_queue.zig");
+    _ = @import("js_context.zig");
     _ = @import("stream_export.zig");
     _ = @import("stream_import.zig");
     _ = @import("stream_convert.zig");

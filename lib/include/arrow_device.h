@@ -278,6 +278,11 @@ void* abd_export_slot_from_image(abd_schema_template* template_, abd_array_image
                                  double keepalive_id, int32_t kind);
 const uint32_t* abd_keepalive_queued_address(void);
 void abd_set_release_notifier(void (*notifier)(void));
+/* Opens the calling JS thread's context (every JS thread, each Worker too,
+ * calls it once before registering callbacks; is_main: the process's main
+ * JS thread). Returns its number, 0 when none is left. Notifiers, queues
+ * and keepalive ids are per context. */
+uint32_t abd_js_context_open(bool is_main);
 uint32_t abd_take_released(double* out, uint32_t capacity);
 /* At most one notifier call is pending: its JS side calls wake_done when it
  * runs, before draining. wakes_posted counts the calls made. */

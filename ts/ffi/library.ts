@@ -118,6 +118,21 @@ const library = open();
 /** The native symbols. Internal: the public API wraps them. */
 export const native = library.symbols;
 
+/** This JS thread's context number (zig/js_context.zig): each JS thread
+ * (the main thread, every Worker) that loads the library gets its own, so
+ * that its callbacks are called for it alone. Opened before any module
+ * registers a callback. The main thread's exports may be imported on
+ * other JS threads; a Worker's may not (zig/js_context.zig). */
+export const jsContext: number = native.abd_js_context_open(Bun.isMainThread);
+if (jsContext === 0) {
+  throw new LibraryLoadError(
+    `could not load ${chosen.path} on ${id}: this process already loaded bun-arrow-device on 1023 JS threads (Workers included), the most one process can serve; reuse Workers instead of starting new ones`,
+    chosen.path,
+    [chosen.path],
+    id,
+  );
+}
+
 /** The library's last error message on this thread. */
 export function lastError(): string {
   const message = native.abd_last_error();
