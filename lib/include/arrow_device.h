@@ -302,6 +302,9 @@ abd_status abd_import_array(struct ArrowSchema* schema, struct ArrowArray* array
                             abd_owner** out);
 void abd_owner_retain(abd_owner* owner, uint32_t n);
 void abd_owner_release(abd_owner* owner);
+/* Runs an import's release that was deferred to the JS thread that made it
+ * (its producer's release callbacks are JS code); called from that thread. */
+void abd_owner_release_deferred(abd_owner* owner);
 void abd_owner_retain_views(abd_owner* owner, uint32_t n);
 void abd_owner_release_views(abd_owner* owner, uint32_t n); /* views never made */
 void abd_owner_info(abd_owner* owner, double* out /* 11 words */);
