@@ -157,10 +157,12 @@ fn finishDeviceExport(context: ?*anyopaque) callconv(.c) void {
 
 /// Runs on the driver's callback thread once the copies out of the host
 /// source are done. The source's release is the producer's code and may
-/// call the driver, which a stream callback must not: the releaser thread
-/// runs it.
+/// call the driver, which a stream callback must not: the job reserved
+/// before the launch (context) is posted to the releaser thread, which runs
+/// it. Posting cannot fail, so nothing ever runs here.
 fn releaseSourceAfterCopies(context: ?*anyopaque) callconv(.c) void {
-    releaser.post(releaseSource, context);
+    const job: *releaser.Job = @ptrCast(@alignCast(context.?));
+    job.post();
 }
 
 fn releaseSource(context: ?*anyopaque) callconv(.c) void {
@@ -254,7 +256,12 @@ pub fn toDevice(schema: ?*abi.ArrowSchema, array: ?*abi.ArrowDeviceArray, option
     // caller, and the source keeps only its array.
     out_schema.* = source.schema;
     source.schema.release = null;
-    if (rt.launchHostFn(device, stream, releaseSourceAfterCopies, source) != .ok) {
+    // Without a reserved job or a launched callback, this thread waits for
+    // the copies and releases the source itself.
+    const job = releaser.reserve(releaseSource, source);
+    const launched = if (job) |j| rt.launchHostFn(device, stream, releaseSourceAfterCopies, j) == .ok else false;
+    if (!launched) {
+        if (job) |j| j.cancel();
         _ = rt.streamSynchronize(device, stream);
         source.release();
     }

@@ -1,0 +1,30 @@
+//! Deliberate mistakes, for the tests that prove the fake drivers catch
+//! them (docs/devices.md, "Debug switches"). Off unless the environment
+//! variable ARROW_DEVICE_DEBUG_MISTAKE names the mistake when a runtime is
+//! first used; one getenv, cached.
+
+const std = @import("std");
+
+pub const Mistake = enum {
+    /// Calls the driver without pushing the device's context first.
+    @"no-context-push",
+};
+
+var cached: std.atomic.Value(u8) = .init(0); // 0 unknown, 1 none, 2 + tag
+
+fn load() u8 {
+    const value = std.c.getenv("ARROW_DEVICE_DEBUG_MISTAKE") orelse return 1;
+    const name = std.mem.span(value);
+    const mistake = std.meta.stringToEnum(Mistake, name) orelse return 1;
+    return 2 + @as(u8, @intFromEnum(mistake));
+}
+
+/// Whether the library is asked to make `mistake`.
+pub fn makes(mistake: Mistake) bool {
+    var v = cached.load(.monotonic);
+    if (v == 0) {
+        v = load();
+        cached.store(v, .monotonic);
+    }
+    return v == 2 + @as(u8, @intFromEnum(mistake));
+}
