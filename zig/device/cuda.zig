@@ -116,7 +116,17 @@ fn load(path: ?[]const u8, out: *runtime.LoadInfo) Status {
     const loaded_from: []const u8 = opened.path;
 
     var missing: []const u8 = "";
-    const table = dynlib.loadTable(Api, handle, &missing) orelse {
+    if (debug.makes(.@"unversioned-symbols")) {
+        // The mistake: the CUDA 2.0 / 3.x names instead of the _v2 ones.
+        inline for (@typeInfo(Api).@"struct".field_names) |name| {
+            if (comptime std.mem.endsWith(u8, name, "_v2")) {
+                const old_name = comptime std.fmt.comptimePrint("{s}", .{name[0 .. name.len - 3]});
+                if (missing.len == 0 and std.c.dlsym(handle, old_name) == null) missing = old_name;
+            }
+        }
+    }
+    const found: ?Api = if (missing.len > 0) null else dynlib.loadTable(Api, handle, &missing);
+    const table = found orelse {
         dynlib.close(handle);
         return fail(.device_unavailable, "CUDA is not available: {s} has no symbol {s} (the driver is older than CUDA {d}.{d}, or not a CUDA driver); nothing was loaded", .{ loaded_from, missing, min_driver_version / 1000, min_driver_version % 1000 / 10 });
     };

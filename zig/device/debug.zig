@@ -8,6 +8,9 @@ const std = @import("std");
 pub const Mistake = enum {
     /// Calls the driver without pushing the device's context first.
     @"no-context-push",
+    /// Looks CUDA functions up by their unversioned names (cuMemAlloc
+    /// instead of cuMemAlloc_v2: the CUDA 2.0 ABI with 32-bit sizes).
+    @"unversioned-symbols",
 };
 
 var cached: std.atomic.Value(u8) = .init(0); // 0 unknown, 1 none, 2 + tag
