@@ -18,7 +18,7 @@ function run(scenario: string, extra: Record<string, string> = {}) {
   delete env.ARROW_DEVICE_HIP_LIBRARY;
   if (!("ARROW_DEVICE_DEBUG_MISTAKE" in extra)) delete env.ARROW_DEVICE_DEBUG_MISTAKE;
   if (!("ARROW_DEVICE_DEBUG_RELEASER_FAIL" in extra)) delete env.ARROW_DEVICE_DEBUG_RELEASER_FAIL;
-  const proc = Bun.spawnSync([process.execPath, probe, scenario], { env, stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawnSync([process.execPath, probe, ...scenario.split(" ")], { env, stdout: "pipe", stderr: "pipe" });
   const stdout = proc.stdout.toString().trim().split("\n");
   const stderr = proc.stderr.toString();
   expect(stderr).not.toContain("error:");
@@ -84,5 +84,42 @@ describe("no release inside a driver callback", () => {
     expect(result.sourceLive).toBe(0);
     expect(result.violations).toBe(0);
     expect(result.counters).toEqual({});
+  });
+});
+
+describe("stream order and sync events", () => {
+  const poison = -1515870811; // 0xA5A5A5A5: device memory before its copy lands
+
+  test("a device array's copy waits for its sync_event on the consumer's stream", () => {
+    const result = run("strict-wait 0");
+    expect(result.produced).toBe(0);
+    expect(result.ints).toEqual([0, 7, 14, 21, 28]);
+  });
+
+  test("a missing cuStreamWaitEvent reads the producer's memory before it is filled", () => {
+    const result = run("strict-wait 0", { ARROW_DEVICE_DEBUG_MISTAKE: "no-stream-wait" });
+    expect(result.error.name).toBe("InvalidLayoutError");
+    expect(result.error.message).toContain(`the size read back from the device is ${poison}`);
+  });
+
+  test("host-visible memory is read only after its sync_event", () => {
+    const result = run("strict-wait 1");
+    expect(result.ints).toEqual([0, 7, 14, 21, 28]);
+  });
+
+  test("a read before the event sees the poison", () => {
+    const result = run("strict-wait 1", { ARROW_DEVICE_DEBUG_MISTAKE: "no-event-sync" });
+    expect(result.error.name).toBe("InvalidLayoutError");
+    expect(result.error.message).toContain("first offset is negative");
+  });
+
+  test("toDevice's event follows its copies: a consumer on another stream sees the data", () => {
+    const result = run("strict-order");
+    expect(result.ints).toEqual([5, 6, 7]);
+  });
+
+  test("an event recorded before the copies is a stream-order violation the fake exposes", () => {
+    const result = run("strict-order", { ARROW_DEVICE_DEBUG_MISTAKE: "event-before-copies" });
+    expect(result.ints).toEqual([poison, poison, poison]);
   });
 });

@@ -196,6 +196,57 @@ switch (scenario) {
     out.counters = nonZeroCounters();
     break;
   }
+  case "strict-wait": {
+    // A producer's array whose copies are still pending (its stream holds
+    // them back): the consumer must wait for its sync_event before
+    // touching the data, or it reads the fake's poison (0xA5 bytes).
+    const kind = Number(process.argv[3] ?? 0);
+    const f = openLibrary(cudaFake, {
+      fake_cuda_produce: { args: [i32, i32, i64, i32, ptr, ptr], returns: i32 },
+      fake_cuda_set_produce_hold_ms: { args: [i32], returns: none },
+      fake_cuda_drain: { args: [], returns: none },
+    }).symbols;
+    process.env.ARROW_DEVICE_CUDA_LIBRARY = cudaFake;
+    deviceRuntime("cuda");
+    f.fake_cuda_set_produce_hold_ms(300);
+    const native = (await import("../../ts/ffi/library.ts")).native;
+    const slot = native.abd_alloc_zeroed(200)!;
+    out.produced = f.fake_cuda_produce(0, kind, 20, 1, slot, (slot + 72) as Pointer);
+    try {
+      using imported = ImportedArray.fromDeviceArray(slot, (slot + 72) as Pointer);
+      using view = imported.toHost();
+      out.ints = Array.from(view.root.child(0).buffer(1) as Int32Array).slice(0, 5);
+    } catch (error) {
+      out.error = { name: (error as Error).name, message: (error as Error).message };
+    }
+    native.abd_free(slot);
+    f.fake_cuda_drain();
+    drainReleased();
+    break;
+  }
+  case "strict-order": {
+    // toDevice's event must follow its copies: a consumer on another
+    // stream that waits for it must see the data, not the poison.
+    const f = openLibrary(cudaFake, {
+      fake_cuda_set_pageable_hold_ms: { args: [i32], returns: none },
+      fake_cuda_drain: { args: [], returns: none },
+    }).symbols;
+    process.env.ARROW_DEVICE_CUDA_LIBRARY = cudaFake;
+    const rt = deviceRuntime("cuda");
+    f.fake_cuda_set_pageable_hold_ms(300);
+    const exported = toDevice(makeVector(Int32Array.of(5, 6, 7)), { device: "cuda" });
+    const imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
+    const stream = rt.createStream();
+    const view = imported.toHost({ stream });
+    out.ints = Array.from(view.root.buffer(1) as Int32Array);
+    view.dispose();
+    imported.dispose();
+    stream.dispose?.();
+    exported.release();
+    f.fake_cuda_drain();
+    drainReleased();
+    break;
+  }
   default:
     throw new Error(`unknown scenario ${scenario}`);
 }

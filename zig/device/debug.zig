@@ -11,6 +11,14 @@ pub const Mistake = enum {
     /// Looks CUDA functions up by their unversioned names (cuMemAlloc
     /// instead of cuMemAlloc_v2: the CUDA 2.0 ABI with 32-bit sizes).
     @"unversioned-symbols",
+    /// Copies an imported device array without making the stream wait
+    /// for its sync_event (cuStreamWaitEvent skipped).
+    @"no-stream-wait",
+    /// Reads host-visible imported memory without synchronizing its
+    /// sync_event first.
+    @"no-event-sync",
+    /// toDevice records its event before the copies instead of after.
+    @"event-before-copies",
 };
 
 var cached: std.atomic.Value(u8) = .init(0); // 0 unknown, 1 none, 2 + tag

@@ -28,6 +28,7 @@ const export_array = @import("../export_array.zig");
 const schema_copy = @import("../schema_copy.zig");
 const runtime = @import("runtime.zig");
 const releaser = @import("releaser.zig");
+const debug = @import("debug.zig");
 const Status = status.Status;
 const fail = status.fail;
 const Owner = owner_mod.Owner;
@@ -273,6 +274,17 @@ fn copyAndExport(rt: *Runtime, device: i64, memory: runtime.MemoryKind, stream: 
     const table = &source.table;
     const addresses = std.heap.c_allocator.alloc(usize, sizes.len) catch return fail(.out_of_memory, "out of memory planning a copy", .{});
     defer std.heap.c_allocator.free(addresses);
+    var box: *runtime.EventBox = undefined;
+    const created = runtime.EventBox.create(rt, device, &box);
+    if (created != .ok) return created;
+    event_out.* = box;
+    // The event is recorded after the copies, so that it fires once the
+    // data is there (the debug mistake records it before them).
+    const early = debug.makes(.@"event-before-copies");
+    if (early) {
+        const recorded = rt.eventRecord(device, box.handle, stream);
+        if (recorded != .ok) return recorded;
+    }
     for (sizes, 0..) |size, i| {
         const original = table.bufferAddress(i);
         addresses[i] = placement.address(base, original, size, i);
@@ -281,12 +293,10 @@ fn copyAndExport(rt: *Runtime, device: i64, memory: runtime.MemoryKind, stream: 
             if (copied != .ok) return copied;
         }
     }
-    var box: *runtime.EventBox = undefined;
-    const created = runtime.EventBox.create(rt, device, &box);
-    if (created != .ok) return created;
-    event_out.* = box;
-    const recorded = rt.eventRecord(device, box.handle, stream);
-    if (recorded != .ok) return recorded;
+    if (!early) {
+        const recorded = rt.eventRecord(device, box.handle, stream);
+        if (recorded != .ok) return recorded;
+    }
 
     const state = std.heap.c_allocator.create(DeviceExport) catch return fail(.out_of_memory, "out of memory exporting a device array", .{});
     state.* = .{
@@ -450,7 +460,7 @@ fn deviceToHost(rt: *Runtime, owner: *Owner, stream: runtime.Stream, out_schema:
     const device = owner.array.device_id;
     const checked = rt.checkDevice(device);
     if (checked != .ok) return checked;
-    if (owner.array.sync_event) |event| {
+    if (if (debug.makes(.@"no-stream-wait")) null else owner.array.sync_event) |event| {
         const handle: *const runtime.Event = @ptrCast(@alignCast(event));
         const waited = rt.streamWaitEvent(device, stream, handle.*);
         if (waited != .ok) return waited;
@@ -520,7 +530,7 @@ pub fn toHost(owner: *Owner, stream: runtime.Stream, out_schema: *abi.ArrowSchem
     if (found[0] != .ok) return found[0];
     const rt = found[1].?;
     if (abi.isHostAccessible(device_type)) {
-        if (owner.array.sync_event) |event| {
+        if (if (debug.makes(.@"no-event-sync")) null else owner.array.sync_event) |event| {
             const handle: *const runtime.Event = @ptrCast(@alignCast(event));
             const waited = rt.eventSynchronize(owner.array.device_id, handle.*);
             if (waited != .ok) return waited;
