@@ -123,3 +123,21 @@ describe("stream order and sync events", () => {
     expect(result.ints).toEqual([poison, poison, poison]);
   });
 });
+
+describe("sticky errors and exit", () => {
+  test("after an illegal access every call fails with CUDA_ERROR_ILLEGAL_ADDRESS, without a crash", () => {
+    const result = run("strict-sticky");
+    for (const key of ["toDevice", "allocate", "pointer"]) {
+      expect(result[key].name).toBe("DeviceError");
+      expect(result[key].message).toContain("[CUDA_ERROR_ILLEGAL_ADDRESS]");
+    }
+    expect(result.release).toBeNull(); // a release reports nothing and never throws
+  });
+
+  test("a device array alive at exit meets CUDA_ERROR_DEINITIALIZED quietly", () => {
+    const env = { ...process.env, ARROW_DEVICE_CUDA_LIBRARY: fixturePath("fake_cuda") };
+    const proc = Bun.spawnSync([process.execPath, probe, "strict-exit"], { env, stdout: "pipe", stderr: "pipe" });
+    expect(proc.exitCode).toBe(0);
+    expect(proc.stdout.toString()).toContain('{"alive":true}');
+  });
+});

@@ -247,6 +247,27 @@ switch (scenario) {
     drainReleased();
     break;
   }
+  case "strict-sticky": {
+    // After an illegal access every driver call fails with it.
+    const f = openLibrary(cudaFake, { fake_cuda_illegal_access: { args: [], returns: none } }).symbols;
+    process.env.ARROW_DEVICE_CUDA_LIBRARY = cudaFake;
+    const rt = deviceRuntime("cuda");
+    const before = toDevice(makeVector(Int32Array.of(1, 2, 3)), { device: "cuda" });
+    f.fake_cuda_illegal_access();
+    out.toDevice = errorOf(() => toDevice(makeVector(Int32Array.of(1, 2, 3)), { device: "cuda" }));
+    out.allocate = errorOf(() => rt.allocate(64));
+    out.pointer = errorOf(() => rt.pointerInfo(addressOf(new Uint8Array(8))));
+    out.release = errorOf(() => before.release());
+    break;
+  }
+  case "strict-exit": {
+    // A device array still alive at exit: the driver answers
+    // CUDA_ERROR_DEINITIALIZED from then on, and the process exits cleanly.
+    process.env.ARROW_DEVICE_CUDA_LIBRARY = cudaFake;
+    (globalThis as Record<string, unknown>).kept = toDevice(makeVector(Int32Array.of(1, 2, 3)), { device: "cuda" });
+    out.alive = true;
+    break;
+  }
   default:
     throw new Error(`unknown scenario ${scenario}`);
 }
