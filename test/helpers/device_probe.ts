@@ -241,7 +241,7 @@ switch (scenario) {
     out.ints = Array.from(view.root.buffer(1) as Int32Array);
     view.dispose();
     imported.dispose();
-    stream.dispose?.();
+    stream.destroy();
     exported.release();
     f.fake_cuda_drain();
     drainReleased();
