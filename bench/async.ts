@@ -34,7 +34,7 @@
 import { RecordBatch, tableFromArrays } from "apache-arrow";
 import type { Pointer } from "bun:ffi";
 import { AsyncStreamConsumer } from "../ts/raw.ts";
-import { ImportedArray, exportArray, exportAsyncStream } from "../ts/index.ts";
+import { structPointer, ImportedArray, exportArray, exportAsyncStream } from "../ts/index.ts";
 import { nonZeroCounters } from "../ts/diagnostics.ts";
 import { native } from "../ts/ffi/library.ts";
 import { asyncPeer, CSink, CSource } from "../test/helpers/async_peer.ts";
@@ -90,7 +90,7 @@ function consumerSync(rows: number, batches: number): Measured {
   for (let i = 0; i < batches; i++) {
     const t0 = now();
     asyncPeer.peer_async_make_device_batch(rows, i * 1000, 1, -1, null, slot, (slot + 72) as Pointer);
-    const imported = ImportedArray.fromDeviceArray(slot, slot + 72);
+    const imported = ImportedArray.fromDeviceArray(structPointer("ArrowSchema", slot), structPointer("ArrowDeviceArray", slot + 72));
     check += (imported.root.child(0).buffer(1) as Int32Array)[0];
     imported.dispose();
     latencies.push(now() - t0);

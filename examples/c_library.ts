@@ -2,19 +2,20 @@
  * Recipe 1: a Bun app hands an apache-arrow Table to a C function and takes
  * a Table back, with no copy on the way out and none on the way in.
  *
- *   bun examples/c_library.ts
+ *   bun examples/c_library.ts [path/to/libdoubler.so]
  *
  * The C side is examples/c/doubler.c (built by `zig build` into
- * build/examples/): `doubler_run(input, output)` reads a table from one
+ * build/examples/ in a checkout; elsewhere build it as the README shows
+ * and pass its path): `doubler_run(input, output)` reads a table from one
  * ArrowArrayStream and fills another with a column "doubled" = 2 * x.
  */
 import { dlopen, FFIType, ptr, suffix } from "bun:ffi";
 import { join } from "node:path";
 import { Float64, Table, vectorFromArray } from "apache-arrow";
-import { ImportedStream, exportStream, readTable } from "../ts/index.ts";
+import { ImportedStream, exportStream, readTable, structPointer } from "bun-arrow-device";
 
 // 1. Open the C library (any library speaking the Arrow C stream interface).
-const libraryFile = join(import.meta.dir, "..", "build", "examples", `libdoubler.${suffix}`);
+const libraryFile = process.argv[2] ?? join(import.meta.dir, "..", "build", "examples", `libdoubler.${suffix}`);
 const doubler = dlopen(libraryFile, {
   doubler_run: { args: [FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
   doubler_last_error: { args: [], returns: FFIType.cstring },
@@ -35,7 +36,7 @@ if (status !== 0) throw new Error(`doubler_run failed (${status}): ${doubler.sym
 // 5. Read the result as an apache-arrow Table: the stream is moved in and
 //    released once read; each batch's memory stays C's until its views are
 //    garbage-collected, then C's release frees it.
-const result = readTable(ImportedStream.fromArrayStream(ptr(output)));
+const result = readTable(ImportedStream.fromArrayStream(structPointer("ArrowArrayStream", ptr(output))));
 
 console.log(`sent ${table.numRows} rows in ${table.batches.length} batches: x = ${JSON.stringify([...table.getChild("x")!])}`);
 console.log(`got back ${result.numRows} rows in ${result.batches.length} batches, schema { ${result.schema.fields.map((f) => `${f.name}: ${f.type}`).join(", ")} }`);

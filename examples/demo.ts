@@ -6,10 +6,10 @@
  */
 import { ptr } from "bun:ffi";
 import { Float64, Int32, Table, makeVector, vectorFromArray } from "apache-arrow";
-import { ImportedArray, exportArray, toTable } from "../ts/index.ts";
+import { ImportedArray, exportArray, toTable } from "bun-arrow-device";
 import { consumeNatively, fnv1a32 } from "../ts/native_consumer.ts";
-import { counters } from "../ts/diagnostics.ts";
-import { deviceTypeName } from "../ts/raw.ts";
+import { counters } from "bun-arrow-device/diagnostics";
+import { deviceTypeName } from "bun-arrow-device/raw";
 
 const rows = 1_000_000;
 const ids = makeVector(Int32Array.from({ length: rows }, (_, i) => i));

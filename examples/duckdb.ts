@@ -18,7 +18,7 @@
  */
 import { ptr } from "bun:ffi";
 import { Table, tableFromArrays, vectorFromArray, Utf8, type RecordBatch } from "apache-arrow";
-import { callBlocking, exportStream, importRecordBatch, WrongThreadError } from "../ts/index.ts";
+import { callBlocking, exportStream, importRecordBatch, WrongThreadError } from "bun-arrow-device";
 import { DuckDB } from "./duckdb_c.ts";
 
 const orders = tableFromArrays({

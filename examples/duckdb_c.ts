@@ -23,7 +23,7 @@
 import { CString, FFIType, dlopen, type Pointer } from "bun:ffi";
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
-import { CArray, CSchema } from "../ts/raw.ts";
+import { CArray, CSchema } from "bun-arrow-device/raw";
 
 const { ptr, i32, cstring, void: none } = FFIType;
 

@@ -9,8 +9,8 @@
  * (ARROW_DEVICE_CUDA_LIBRARY / ARROW_DEVICE_HIP_LIBRARY).
  */
 import { Float64, Int32, Table, makeVector, vectorFromArray } from "apache-arrow";
-import { ImportedArray, toRecordBatch } from "../ts/index.ts";
-import { deviceAvailability, deviceRuntime, toDevice, type DeviceKind } from "../ts/device.ts";
+import { ImportedArray, toRecordBatch } from "bun-arrow-device";
+import { deviceAvailability, deviceRuntime, toDevice, type DeviceKind } from "bun-arrow-device/device";
 
 const kind: DeviceKind = process.argv[2] === "rocm" ? "rocm" : "cuda";
 const availability = deviceAvailability(kind);

@@ -5,7 +5,7 @@
  *   bun examples/quick_start.ts
  */
 import { tableFromArrays } from "apache-arrow";
-import { ImportedStream, exportStream, readTable } from "../ts/index.ts";
+import { ImportedStream, exportStream, readTable } from "bun-arrow-device";
 
 const table = tableFromArrays({ id: Int32Array.of(1, 2, 3), price: Float64Array.of(9.5, 3, 7.25) });
 

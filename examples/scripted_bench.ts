@@ -10,12 +10,22 @@
  *
  * Under a fake driver the figures are marked fake: never GPU figures.
  */
-import { mkdtempSync } from "node:fs";
+import { existsSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { BenchResult } from "../ts/cli/bench.ts";
 
-const cli = join(import.meta.dir, "..", "ts", "cli.ts");
+/** The fields of the bench JSON (docs/cli.md) this script reads. */
+type BenchResult = {
+  machine: { cpuModel: string; cpuCores: number; platform: string };
+  runtimes: { kind: string; available: boolean; fake?: boolean; driverVersionText?: string; devices: { name: string }[] }[];
+  figures: { suite: string; operation: string; runtime: string | null; bytes: number; ratio: number; fake: boolean }[];
+  realGpu: boolean;
+};
+
+// The CLI beside this example: the sources in a checkout, the compiled one
+// in the installed package (node_modules/bun-arrow-device/examples/).
+const source = join(import.meta.dir, "..", "ts", "cli.ts");
+const cli = existsSync(source) ? source : join(import.meta.dir, "..", "dist", "js", "cli.js");
 const args = process.argv.slice(2);
 const outDir = args.find((a) => !a.startsWith("--")) ?? mkdtempSync(join(tmpdir(), "arrow-device-bench-"));
 const requireGpu = args.includes("--require-gpu") ? ["--require-gpu"] : [];
@@ -39,7 +49,7 @@ for (const r of result.runtimes) {
   console.log(`${r.kind}: ${r.available ? `${r.devices[0]?.name ?? "no device"}, driver ${r.driverVersionText}${r.fake ? " (FAKE driver, not a GPU)" : ""}` : "not available"}`);
 }
 for (const f of result.figures) {
-  console.log(`${f.suite} ${f.operation} ${f.runtime ?? "host"} ${f.bytes} B: ours/baseline ${f.ratio.toFixed(2)}${f.fake ? " (fake driver)" : ""}`);
+  console.log(`${f.suite} ${f.operation} ${f.runtime ?? "host"} ${f.bytes} B: speedup ${f.ratio.toFixed(2)}x (baseline time / ours)${f.fake ? " (fake driver)" : ""}`);
 }
 console.log(`real GPU figures: ${result.realGpu ? "yes" : "no"}`);
 

@@ -330,19 +330,24 @@ void abdpy_decref(void* object) {
 
 /* str(object) into `out` (UTF-8, cut to fit). 0, or -1 with `out` holding
  * the exception. */
-int abdpy_str(void* object, char* out, size_t capacity) {
+/* str(object) as UTF-8: its byte length, with the bytes in `out` when
+ * they fit in `capacity` (no NUL added: the text may hold NULs); when
+ * they do not, nothing is written and the caller asks again with room
+ * for the length returned. -1 with the Python error in `out`. */
+int64_t abdpy_str(void* object, char* out, size_t capacity) {
   PyGILState_STATE gil = py_PyGILState_Ensure();
-  int rc = -1;
+  int64_t rc = -1;
   PyObject* text = py_PyObject_Str(object);
   if (text) {
-    const char* utf8 = py_PyUnicode_AsUTF8AndSize(text, NULL);
+    Py_ssize_t size = 0;
+    const char* utf8 = py_PyUnicode_AsUTF8AndSize(text, &size);
     if (utf8) {
-      put(out, capacity, utf8);
-      rc = 0;
+      if ((size_t)size <= capacity) memcpy(out, utf8, (size_t)size);
+      rc = (int64_t)size;
     }
     py_Py_DecRef(text);
   }
-  if (rc != 0) take_python_error(out, capacity);
+  if (rc < 0) take_python_error(out, capacity);
   py_PyGILState_Release(gil);
   return rc;
 }
@@ -597,6 +602,7 @@ static int wrap_moved(int kind, void* out) {
     case KIND_SCHEMA: return wrap_schema((struct ArrowSchema*)out);
     case KIND_STREAM: {
       struct ArrowArrayStream* stream = (struct ArrowArrayStream*)out;
+      if (!stream->release) return 0; /* consumed: stays released, the import refuses it */
       GilArrayStream* self = (GilArrayStream*)malloc(sizeof *self);
       if (!self) return -1;
       self->inner = *stream;
@@ -609,6 +615,7 @@ static int wrap_moved(int kind, void* out) {
     }
     default: {
       struct ArrowDeviceArrayStream* stream = (struct ArrowDeviceArrayStream*)out;
+      if (!stream->release) return 0; /* consumed: stays released, the import refuses it */
       GilDeviceStream* self = (GilDeviceStream*)malloc(sizeof *self);
       if (!self) return -1;
       self->inner = *stream;

@@ -43,6 +43,8 @@ export function platformPackageFiles(id: string, version: string): Record<string
     version,
     description: `The ${id} build of libarrow_device for bun-arrow-device. Installed by bun-arrow-device as an optional dependency; not meant to be used directly.`,
     license: manifest.license,
+    repository: manifest.repository,
+    engines: manifest.engines,
     type: "module",
     os: [os],
     cpu: [cpu],
@@ -52,7 +54,7 @@ export function platformPackageFiles(id: string, version: string): Record<string
     exports: { ".": { types: "./index.d.ts", default: "./index.js" }, "./package.json": "./package.json" },
     // The CPython shim of bun-arrow-device/python sits beside the library
     // (ts/python/shim.ts looks for it there); none is built for Windows.
-    files: [file, ...(os === "win32" ? [] : [pythonShimFileName(os)]), "index.js", "index.d.ts", "README.md"],
+    files: [file, ...(os === "win32" ? [] : [pythonShimFileName(os)]), "index.js", "index.d.ts", "README.md", "LICENSE"],
   };
   return {
     "package.json": `${JSON.stringify(json, null, 2)}\n`,
@@ -136,6 +138,8 @@ if (import.meta.main) {
     }
     const os = platformFields(id).os;
     copyFileSync(library, join(dir, libraryFileName(os)));
+    // The repository's LICENSE, copied at pack time (git-ignored there).
+    copyFileSync(join(root, "LICENSE"), join(dir, "LICENSE"));
     if (os !== "win32") {
       const shim = join(dirname(library), pythonShimFileName(os));
       if (!existsSync(shim)) throw new Error(`pack: ${shim} is missing beside ${library} (build.zig builds both)`);

@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
-# A run under sanitizers (docs/fuzzing.md), not part of the test command:
-#   bash scripts/sanitize.sh            # about a minute on 2 cores (49 s measured)
+# A run under sanitizers (docs/fuzzing.md):
+#   bash scripts/sanitize.sh            # about a minute on 2 cores
+#   bash scripts/sanitize.sh --check    # steps 1 and 2 only: the builds
+#
+# test/sanitize_script.test.ts runs --check, so the script's copy of the
+# repository and its builds stay in step with build.zig.
 #
 # 1. Builds the library in Debug (every Zig safety check on: integer
 #    overflow, bounds, unreachable, alignment) and the test fixtures.
@@ -23,30 +27,46 @@ cd "$(dirname "$0")/.."
 # shellcheck source=scripts/env.sh
 source scripts/env.sh
 
+check=0
+case "${1:-}" in
+  "") ;;
+  --check) check=1 ;;
+  *) echo "sanitize: unknown argument $1 (usage: scripts/sanitize.sh [--check])"; exit 2 ;;
+esac
 command -v gcc >/dev/null || { echo "sanitize: gcc is needed (zig cc has no ASan runtime)"; exit 1; }
 asan=$(readlink -f "$(gcc -print-file-name=libasan.so)")
 ubsan=$(readlink -f "$(gcc -print-file-name=libubsan.so)")
 [ -f "$asan" ] && [ -f "$ubsan" ] || { echo "sanitize: gcc's libasan/libubsan are not installed"; exit 1; }
-[ -f build/fixtures/libarrow_shim.so ] || { echo "sanitize: run 'bash scripts/setup.sh --test' first (the Arrow C++ shim)"; exit 1; }
+if [ "$check" -eq 0 ] && [ ! -f build/fixtures/libarrow_shim.so ]; then
+  echo "sanitize: run 'bash scripts/setup.sh --test' first (the Arrow C++ shim)"; exit 1
+fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/arrow-device-sanitize.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-cp -a ts test zig scripts lib build.zig package.json tsconfig.json "$work"/
+# Everything build.zig reads (its sources: zig/, native/, examples/c/,
+# test/fixtures/) and everything the tests below import.
+cp -a ts test zig native examples scripts lib build.zig package.json tsconfig.json "$work"/
 mkdir -p "$work/build/fixtures"
-cp build/fixtures/libarrow_shim.so "$work/build/fixtures/"
+[ "$check" -eq 1 ] || cp build/fixtures/libarrow_shim.so "$work/build/fixtures/"
 ln -s "$PROJECT_ROOT/node_modules" "$work/node_modules"
 ln -s "$PROJECT_ROOT/.toolchain" "$work/.toolchain"
 cd "$work"
 
 start=$(date +%s)
 echo "== Debug build of the library and fixtures"
-"$ZIG" build --prefix . # no --release: Debug
+# The repository's Zig cache is shared: a second run rebuilds nothing.
+"$ZIG" build --prefix . --cache-dir "$PROJECT_ROOT/.zig-cache" # no --release: Debug
 
 echo "== C fixtures with gcc -fsanitize=address,undefined"
 for name in c_producer c_peer owners_peer stream_peer async_peer; do
   gcc -std=c11 -shared -fPIC -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined \
     -pthread -Ilib/include "test/fixtures/$name.c" -o "build/fixtures/lib$name.so"
 done
+
+if [ "$check" -eq 1 ]; then
+  echo "sanitize: builds passed in $(( $(date +%s) - start )) s"
+  exit 0
+fi
 
 echo "== Tests under the sanitizers"
 # Bun's and libarrow's own allocations are not instrumented: leak checks and

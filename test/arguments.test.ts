@@ -57,8 +57,10 @@ describe("every public export, every wrong kind of value", () => {
   });
 
   test("each wrong value gets a typed error naming the function, with a short message that never echoes the value", () => {
+    // A method (`Class#method`) is named "Class.method", or by the function it is ("reexport: ...").
+    const names = (name: string) => (name.includes("#") ? [name.replace("#", "."), `${name.split("#")[1]}:`] : [name]);
     const wrong = cases.filter((c) => !c.accepted).filter((c) =>
-      c.outcome !== "threw" || !c.typed || (c.message ?? "").length > 300 || !(c.message ?? "").includes(c.name) || (c.message ?? "").includes(secretString));
+      c.outcome !== "threw" || !c.typed || (c.message ?? "").length > 300 || !names(c.name).some((n) => (c.message ?? "").includes(n)) || (c.message ?? "").includes(secretString));
     expect(wrong.map((c) => `${c.name} #${c.param} ${c.bad}: ${c.outcome} ${c.errorName ?? ""} ${c.message ?? ""}`)).toEqual([]);
   });
 

@@ -16,6 +16,9 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { exportArray, InvalidArgumentError } from "../ts/index.ts";
+import { supportedArrowRange } from "../ts/args.ts";
+import { arrowVersionProblem } from "../ts/convert/arrow_module.ts";
 
 const root = resolve(import.meta.dir, "..");
 const pinned = Object.fromEntries(
@@ -55,6 +58,8 @@ function usedExports(): string[] {
     }
   };
   walk(join(root, "ts"));
+  // The names read through the version-checked module (ts/convert/arrow_module.ts).
+  for (const m of readFileSync(join(root, "ts", "convert", "arrow_module.ts"), "utf8").matchAll(/= arrow\.(\w+);/g)) names.add(m[1]!);
   return [...names].sort();
 }
 
@@ -110,10 +115,30 @@ describe("the apache-arrow range", () => {
     }, 180_000);
   }
 
-  test(`with apache-arrow ${below}, loading the library fails on a missing export`, () => {
+  test("the range the code checks at load is package.json's peer range", () => {
+    const manifest = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { peerDependencies: Record<string, string> };
+    expect(supportedArrowRange).toBe(manifest.peerDependencies["apache-arrow"]!);
+  });
+
+  test(`with apache-arrow ${below}, loading the library throws an UnsupportedError naming this package and the supported range`, () => {
     const dir = mirror(below);
-    const result = runIn(dir, [process.execPath, "-e", `await import("${join(dir, "ts", "index.ts")}")`]);
-    expect(result.exitCode).not.toBe(0);
-    expect(result.output).toMatch(/Export named '(BinaryView|Utf8View|LargeList)' not found/);
+    const script = `await import("${join(dir, "ts", "index.ts")}").then(() => console.log("loaded"), (e) => console.log(e.name + ": " + e.message))`;
+    const result = runIn(dir, [process.execPath, "-e", script]);
+    expect(result.output.trim()).toBe(`UnsupportedError: bun-arrow-device needs apache-arrow ${supportedArrowRange} (its peer dependency), but this app loads apache-arrow ${below} (it lacks BinaryView, LargeList, Utf8View): install a version in that range, e.g. \`bun add apache-arrow@${lowest}\``);
+    expect(result.exitCode).toBe(0);
+  });
+
+  test("a version outside the range is refused even when it has every export; one inside is not", () => {
+    const all = { BinaryView: 1, LargeList: 1, Utf8View: 1 };
+    expect(arrowVersionProblem("22.0.0", all)).toStartWith(`bun-arrow-device needs apache-arrow ${supportedArrowRange} (its peer dependency), but this app loads apache-arrow 22.0.0: install`);
+    expect(arrowVersionProblem(highest, all)).toBeNull();
+    expect(arrowVersionProblem(null, { ...all, Utf8View: undefined })).toContain("an apache-arrow of unknown version (it lacks Utf8View)");
+  });
+
+  test(`a RecordBatch of another apache-arrow copy (${below}) is refused with an error that says so`, () => {
+    const other = exportsOf(below) as { tableFromArrays: (columns: Record<string, Int32Array>) => { batches: unknown[] } };
+    const batch = other.tableFromArrays({ x: Int32Array.of(1, 2) }).batches[0];
+    expect(() => exportArray(batch as never)).toThrow(InvalidArgumentError);
+    expect(() => exportArray(batch as never)).toThrow(`exportArray: source must be an apache-arrow Data, Vector, RecordBatch or Table, not a RecordBatch from another copy of apache-arrow (the app needs one, in ${supportedArrowRange})`);
   });
 });

@@ -135,6 +135,8 @@ describe("RecordBatch round trips over the gold files (C producer thread -> apac
         expect(compareBatches(batch, batches[i], `batch ${i}`)).toEqual([]);
         expect(unsharedBuffers(batch.data, batches[i].data)).toEqual([]);
         array.dispose();
+        expect(batch.numRows).toBe(0); // its memory is released: no rows, not rows of empty values
+        expect(batch.toArray()).toEqual([]);
         i++;
       }
       expect(i).toBe(batches.length);

@@ -8,7 +8,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { CFunction, ptr, toArrayBuffer, type Pointer } from "bun:ffi";
 import { RecordBatch, RecordBatchReader, Schema, Table, tableFromArrays, tableToIPC } from "apache-arrow";
-import { AsyncRecordBatchStream, toRecordBatch, DeviceType, ExportedArray, ImportedArray, InvalidArgumentError, exportArray, exportAsyncStream, exportSchema, type AsyncExportItem } from "../ts/index.ts";
+import { AsyncRecordBatchStream, toRecordBatch, DeviceType, ExportedArray, ImportedArray, InvalidArgumentError, exportArray, exportAsyncStream, exportSchema, structPointer, type AsyncExportItem } from "../ts/index.ts";
 import { AsyncStreamConsumer, decodeMetadataBytes } from "../ts/raw.ts";
 import { counters, nonZeroCounters, setJsWorkSpin } from "../ts/diagnostics.ts";
 import { native } from "../ts/ffi/library.ts";
@@ -187,7 +187,7 @@ describe("gold cases apache-arrow cannot read, as native arrays (ExportedArray i
       const got = Array.from({ length: sink.kept }, (_, i) => {
         const schema = native.abd_alloc_zeroed(72)!;
         expect(native.abd_schema_copy(sink.schema, schema)).toBe(0);
-        using imported = ImportedArray.fromDeviceArray(schema, sink.keptArray(i), { validation: "full" });
+        using imported = ImportedArray.fromDeviceArray(structPointer("ArrowSchema", schema), sink.keptArray(i), { validation: "full" });
         native.abd_free(schema);
         const print = fingerprint(imported.root);
         expect(addresses(print)).toEqual(producerAddresses(print, sentAddresses[i]));
@@ -383,7 +383,7 @@ describe("errors", () => {
     const copy = native.abd_alloc_zeroed(48)!;
     new Uint8Array(toArrayBuffer(copy, 0, 48)).set(new Uint8Array(toArrayBuffer(sink.handler, 0, 48)));
     new BigUint64Array(toArrayBuffer(copy, 16, 8))[0] = 0n; // on_error = NULL
-    expect(() => exportAsyncStream([], copy as Pointer)).toThrow("handler->on_error is NULL");
+    expect(() => exportAsyncStream([], structPointer("ArrowAsyncDeviceStreamHandler", copy))).toThrow("handler->on_error is NULL");
     native.abd_free(copy);
     checkSink(sink); // its release ran, once
     sink.free();

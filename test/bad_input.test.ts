@@ -80,7 +80,7 @@ describe("bad input: formats", () => {
     ["", "is empty"],
     ["d:40,2", "decimal precision too large for its bit width"],
     ["d:5,2,100", "bit width other than 32, 64, 128 or 256"],
-    ["w:0", "fixed-size binary width that is not a positive integer"],
+    ["w:-1", "fixed-size binary width that is not a non-negative integer"],
     ["tsx:", "unknown timestamp unit"],
     ["tsu", "needs ':' after the timestamp unit"],
     ["+ud:1,1", "repeats a union type id"],
@@ -104,7 +104,7 @@ describe("bad input: formats", () => {
 describe("bad input: structure", () => {
   test("n_buffers inconsistent with the format", () => {
     expectRejected(batch([int32("a"), { format: "u", name: "s", length: 0, buffers: [null, null] }]), InvalidLayoutError, 'field "s": n_buffers is 2 but format "u" needs 3');
-    expectRejected({ format: "+us:0", name: "u", length: 0, buffers: [null, null], children: [{ format: "n" }] }, InvalidLayoutError, 'n_buffers is 2 but format "+us:0" needs 1');
+    expectRejected({ format: "+us:0", name: "u", length: 0, buffers: [null, null, null], children: [{ format: "n" }] }, InvalidLayoutError, 'n_buffers is 3 but format "+us:0" needs 1');
     expectRejected({ format: "vu", length: 0, buffers: [null, null] }, InvalidLayoutError, "needs at least 3");
     expectRejected(int32("x", 3, { patches: [[FxPatch.ARRAY_BUFFERS_NULL, 0]] }), InvalidLayoutError, "buffers is NULL but n_buffers is 2");
   });

@@ -4,10 +4,16 @@
  * schema documented in docs/cli.md, and the SVG chart.
  */
 import { describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { chartInputLimitBytes } from "../ts/cli.ts";
+import { benchLimits, benchMemoryProblem } from "../ts/cli/args.ts";
+import { sweepBytes, type BenchResult, type Figure } from "../ts/cli/bench.ts";
 import { benchJsonSchema, benchSchemaId, schemaProblems } from "../ts/cli/bench_schema.ts";
+import { benchChart, sizeTicks, timeTicks } from "../ts/cli/chart.ts";
+import { headerLimitBytes } from "../ts/cli/doctor.ts";
+import { timeLabel } from "../ts/cli/measure.ts";
 import { declaredFunctions, defaultHeaderPath } from "../ts/cli/doctor.ts";
 import { Progress } from "../ts/cli/progress.ts";
 import { isFakeDriver } from "../ts/cli/runtimes.ts";
@@ -58,15 +64,61 @@ describe("CLI usage", () => {
     [["bench", "--json=yes"], "bench: --json takes no value"],
     [["chart", "--out", "x.svg"], "chart: which bench JSON file?"],
     [["chart", "in.json"], "chart: --out FILE.svg is required"],
+    [["bench", "--rows", "1e12"], "bench: --rows takes numbers up to 100,000,000, got 1,000,000,000,000"],
+    [["bench", "--sizes", "1,1e6"], "bench: --sizes takes numbers up to 4,096, got 1,000,000"],
+    [["bench", "--repeats", "1e9"], "bench: --repeats takes numbers up to 1,000, got 1,000,000,000"],
+    [["bench", "--repeats", "0"], `bench: --repeats must be a comma-separated list of positive numbers, got "0"`],
+    [["bench", "--repeats", "2,3"], "bench: --repeats takes one number"],
+    [["bench", "--rows", Array.from({ length: 33 }, (_, i) => i + 1).join(",")], "bench: --rows takes at most 32 numbers, got 33"],
+    [["bench", "--rows", "NaN"], `bench: --rows must be a comma-separated list of positive numbers, got "NaN"`],
+    [["bench", "--sizes", "Infinity"], `bench: --sizes must be a comma-separated list of positive numbers, got "Infinity"`],
+    [["bench", "--out", "--json"], "bench: --out needs a value"],
+    [["bench", "--rows", "1", "--rows", "2"], "bench: --rows is given twice"],
+    [["bench", "--no-host", "--no-device"], "bench: --no-host and --no-device leave nothing to measure"],
+    [["chart", "a.json", "b.json", "--out", "x.svg"], `chart: unexpected argument "b.json"`],
+    [["doctor", "--frob"], "doctor: unknown option --frob"],
+    [["chart", "-o", "x.svg"], "chart: unknown option -o (options are spelled --name"],
+    [["constructor"], `unknown command "constructor"`],
+    [["help", "constructor"], `help: unknown command "constructor"`],
+    [["help", "info", "bench"], `help: unexpected argument "bench"`],
+    [["--version", "x"], `--version: unexpected argument "x"`],
   ];
   for (const [args, message] of usageErrors) {
-    test(`${args.join(" ")}: a clear error and exit code 2`, () => {
+    test(`${args.join(" ").slice(0, 60)}: a clear error and exit code 2`, () => {
       const run = runCli(args, "none");
       expect(run.exitCode).toBe(2);
       expect(run.stdout).toBe("");
       expect(run.stderr).toStartWith(`bun-arrow-device: ${message}`);
+      expect(run.stderr.split("\n")).toHaveLength(2); // one line
     }, 60_000);
   }
+
+  test("every bad value of every numeric option: one line and exit code 2, before any measuring", () => {
+    const bad = ["-1", "0", "1.5", "1e400", "abc", " ", ",", "1,,2", "2e9", "-0", "1/2", "[1]"];
+    for (const option of ["--sizes", "--rows", "--repeats"]) {
+      for (const value of bad) {
+        const run = runCli(["bench", `${option}=${value}`], "none");
+        expect({ option, value, exitCode: run.exitCode, stdout: run.stdout }).toEqual({ option, value, exitCode: 2, stdout: "" });
+        expect(run.stderr).toStartWith(`bun-arrow-device: bench: ${option} `);
+        expect(run.stderr.split("\n")).toHaveLength(2);
+      }
+    }
+  }, 120_000);
+
+  test("sizes and rows that would not fit in the machine's memory are refused before allocating", () => {
+    const GiB = 2 ** 30;
+    expect(benchMemoryProblem([1, 4096], [1000], 8 * GiB)).toBe("bench: --sizes 4096 needs about 24.0 GiB of memory; this machine has 8.0 GiB");
+    expect(benchMemoryProblem([1], [100_000_000], 2 * GiB)).toBe("bench: --rows 100000000 needs about 3.7 GiB of memory; this machine has 2.0 GiB");
+    expect(benchMemoryProblem([4096], [100_000_000], 32 * GiB)).toBeNull();
+    expect(benchMemoryProblem([], [], 1)).toBeNull();
+  });
+
+  test("the limits the usage errors enforce are the ones bench --help states", () => {
+    const help = runCli(["bench", "--help"], "none").stdout;
+    expect(help).toContain(`transfer sizes in MiB, up to ${benchLimits.sizesMiB}\n`);
+    expect(help).toContain("export/import batch rows, up to 100,000,000\n");
+    expect(help).toContain(`timed runs per figure, 1 to ${benchLimits.repeats}\n`);
+  }, 60_000);
 });
 
 describe("CLI info", () => {
@@ -127,16 +179,41 @@ describe("CLI bench", () => {
     expect(result.realGpu).toBe(false);
     expect(result.runtimes.map((r: { kind: string; fake: boolean; available: boolean }) => [r.kind, r.available, r.fake]))
       .toEqual([["cuda", true, true], ["rocm", false, false]]);
-    const rows = result.figures.map((f: { suite: string; operation: string; runtime: string | null; fake: boolean; bytes: number; unit: string }) =>
-      [f.suite, f.operation, f.runtime, f.fake, f.bytes, f.unit]);
+    const rows = result.figures.map((f: Figure) => [f.suite, f.operation, f.runtime, f.fake, f.bytes, f.repeats]);
     expect(rows).toEqual([
-      ["transfer", "host_to_device", "cuda", true, 2 ** 20, "GB/s"],
-      ["transfer", "device_to_host", "cuda", true, 2 ** 20, "GB/s"],
-      ["export_import", "round_trip", null, false, 8000, "GB/s"],
+      ["transfer", "host_to_device", "cuda", true, 2 ** 20, 2],
+      ["transfer", "host_to_device_pinned", "cuda", true, 2 ** 20, 2],
+      ["transfer", "device_to_host", "cuda", true, 2 ** 20, 2],
+      ["transfer", "device_to_device", "cuda", true, 2 ** 20, 2],
+      ["transfer", "allocate", "cuda", true, 2 ** 20, 2],
+      ["export_import", "round_trip", null, false, 8000, 2],
     ]);
-    expect(result.figures[0].baseline.what).toBe("cuMemAlloc_v2 + cuMemcpyHtoD_v2 + cuMemFree_v2");
-    expect(result.figures[1].baseline.what).toBe("cuMemcpyDtoH_v2");
-    for (const f of result.figures) expect(f.ratio).toBeCloseTo(f.ours.value / f.baseline.value, 9);
+    for (const f of result.figures as Figure[]) {
+      const copies = f.suite === "transfer" && f.operation !== "allocate";
+      // Copies are timed with events on the stream; allocation and the host round trip by the host clock.
+      expect([f.ours.timing, f.baseline.timing]).toEqual(copies ? ["event", "event"] : ["wall", "wall"]);
+      expect(f.endToEnd?.timing ?? null).toBe(copies ? "wall" : null);
+      expect(f.pageableBaseline !== null).toBe(f.operation === "host_to_device" || f.operation === "device_to_host");
+      expect(f.ratioMin).toBeLessThanOrEqual(f.ratioMax);
+      for (const m of [f.ours, f.baseline, ...(f.pageableBaseline ? [f.pageableBaseline] : []), ...(f.endToEnd ? [f.endToEnd] : [])]) {
+        // The spread of the runs, per point: fastest <= median <= slowest.
+        expect(m.minNs).toBeGreaterThan(0);
+        expect(m.minNs).toBeLessThanOrEqual(m.medianNs);
+        expect(m.medianNs).toBeLessThanOrEqual(m.maxNs);
+        // A rate only for the copies.
+        if (copies) expect(m.gbPerSecond!).toBeCloseTo(f.bytes / m.medianNs, 9);
+        else expect(m.gbPerSecond).toBeNull();
+      }
+    }
+    // The raw driver, opened directly: pinned and pageable copies, allocation apart.
+    expect(result.figures.slice(0, 5).map((f: Figure) => [f.baseline.what, f.pageableBaseline?.what ?? null])).toEqual([
+      ["cuMemcpyHtoDAsync_v2 from pinned memory", "cuMemcpyHtoDAsync_v2 from pageable memory"],
+      ["cuMemcpyHtoDAsync_v2 from pinned memory", null],
+      ["cuMemcpyDtoHAsync_v2 to pinned memory", "cuMemcpyDtoHAsync_v2 to pageable memory"],
+      ["cuMemcpyDtoDAsync_v2", null],
+      ["cuMemAlloc_v2 + cuMemFree_v2", null],
+    ]);
+    for (const f of result.figures) expect(f.ratio).toBeCloseTo(f.baseline.medianNs / f.ours.medianNs, 9);
     expect(result.warnings).toEqual([`cuda: ${fakePaths.cuda} is a FAKE driver (a CPU stand-in for tests): its figures are NOT GPU figures`]);
     expect(result.machine.cpuCores).toBeGreaterThan(0);
     // Progress on stderr, one line per step when stderr is not a terminal.
@@ -149,8 +226,9 @@ describe("CLI bench", () => {
     expect(run.exitCode).toBe(0);
     expect(run.stderr).toBe("");
     expect(run.stdout).toContain("*** FAKE DRIVER: not GPU figures ***");
-    expect(run.stdout).toContain("transfer       host_to_device  rocm*");
-    expect(run.stdout).toContain("hipMalloc + hipMemcpy + hipFree");
+    expect(run.stdout).toContain("transfer       host_to_device    rocm*");
+    expect(run.stdout).toContain("hipMemcpyAsync(HostToDevice) from pinned memory");
+    expect(run.stdout).toContain("hipMalloc + hipFree");
     expect(run.stdout).toContain("* fake driver: a CPU stand-in for tests; these are NOT GPU figures.");
   }, 120_000);
 
@@ -185,7 +263,7 @@ describe("CLI bench", () => {
       expect(bench.stdout).toContain("suite          operation");
       const result = JSON.parse(readFileSync(jsonFile, "utf8"));
       expect(schemaProblems(result)).toEqual([]);
-      expect(result.figures).toHaveLength(6);
+      expect(result.figures).toHaveLength(12);
 
       const chart = runCli(["chart", jsonFile, "--out", svgFile], "none");
       expect(chart.exitCode).toBe(0);
@@ -193,14 +271,31 @@ describe("CLI bench", () => {
       expect(svg).toStartWith(`<svg xmlns="http://www.w3.org/2000/svg"`);
       expect(svg.trimEnd()).toEndWith("</svg>");
       const titles = [...svg.matchAll(/font-weight="bold">([^<]*)</g)].map((m) => m[1]);
+      const fake = " (FAKE DRIVER: not GPU figures)";
       expect(titles).toEqual([
-        "transfer host_to_device on cuda (FAKE DRIVER: not GPU figures)",
-        "transfer device_to_host on cuda (FAKE DRIVER: not GPU figures)",
+        ...["host_to_device", "host_to_device_pinned", "device_to_host", "device_to_device", "allocate"].flatMap((op) => [`transfer ${op} on cuda${fake}`, `transfer ${op} on cuda${fake}: ours / raw`]),
         "export_import round_trip (host)",
       ]);
-      expect(svg.match(/<polyline /g)).toHaveLength(6); // ours and the baseline per panel
-      expect(svg.match(/<circle /g)).toHaveLength(12); // one per size per series
-      for (const call of [">cuMemAlloc_v2<", ">+ cuMemcpyHtoD_v2<", ">+ cuMemFree_v2<"]) expect(svg).toContain(call); // the baseline, in the legend
+      expect(svg.match(/<polyline fill/g)).toHaveLength(12); // ours and the baseline per time panel
+      expect(svg.match(/<polygon class="band"/g)).toHaveLength(12); // each one's fastest-to-slowest band
+      expect(svg.match(/<circle cx/g)).toHaveLength(24); // one per size per series
+      // Each transfer's ratio panel: the median ratio over its per-repetition spread, and parity.
+      expect(svg.match(/<polyline class="ratio"/g)).toHaveLength(5);
+      expect(svg.match(/<polygon class="ratio-band"/g)).toHaveLength(5);
+      expect(svg.match(/<circle class="ratio"/g)).toHaveLength(10);
+      expect(svg.match(/<line class="parity"/g)).toHaveLength(5);
+      for (const call of [">cuMemcpyHtoDAsync_v2 from pinned memory<", ">cuMemAlloc_v2<", ">+ cuMemFree_v2<"]) expect(svg).toContain(call); // the baseline, in the legend
+      // Log-log: time per operation against size, ticks with unit suffixes.
+      expect(svg.match(/>time per operation \(log scale\)</g)).toHaveLength(6);
+      expect(svg).not.toContain(">GB/s<"); // no rate axis
+      const yTicks = [...svg.matchAll(/text-anchor="end">([^<]*)</g)].map((m) => m[1]);
+      for (const tick of yTicks.filter((t) => !t.endsWith("×"))) expect(tick).toMatch(/^(1|2|5)(0|00)? (ns|µs|ms|s)$/);
+      expect(yTicks.filter((t) => t.endsWith("×"))).toContain("1×"); // the ratio panels' linear axis
+      expect(svg).toContain(">1 MiB<");
+      expect(svg).toContain(">2 MiB<");
+      // A rate for the transfers (copies) only.
+      expect(svg.match(/>throughput at 2 MiB:</g)).toHaveLength(4);
+      expect(svg.match(/>ours [0-9.]+ GB\/s</g)).toHaveLength(4);
     });
   }, 120_000);
 
@@ -213,7 +308,11 @@ describe("CLI bench", () => {
       expect(run.stderr).toContain(`chart: ${bad} is not a bench result`);
       expect(run.stderr).toContain(`$: missing "versions"`);
       expect(run.stderr).toContain(`$.figures[0]: missing "suite"`);
-      expect(run.stderr).toContain("  ... 7 more\n"); // the first 10 problems, then a count
+      expect(run.stderr).toContain("  ... 11 more\n"); // the first 10 problems, then a count
+      writeFileSync(bad, JSON.stringify({ ...sampleResult(1), schema: "bun-arrow-device/bench/1" }));
+      const older = runCli(["chart", bad, "--out", join(dir, "x.svg")], "none");
+      expect(older.exitCode).toBe(1);
+      expectOneLine(older.stderr, `chart: ${bad} is a bun-arrow-device/bench/1 result; this version charts ${benchSchemaId} (run bench again)`);
       writeFileSync(bad, "{ not json");
       const notJson = runCli(["chart", bad, "--out", join(dir, "x.svg")], "none");
       expect(notJson.exitCode).toBe(1);
@@ -222,7 +321,170 @@ describe("CLI bench", () => {
   }, 60_000);
 });
 
+
+/** One line on stderr, starting with the CLI's name: no source excerpt, no stack. */
+function expectOneLine(stderr: string, message: string): void {
+  expect(stderr).toStartWith(`bun-arrow-device: ${message}`);
+  expect(stderr.split("\n")).toHaveLength(2);
+  expect(stderr).not.toContain("    at ");
+}
+
+const hostOnly = ["--no-device", "--rows", "1000", "--repeats", "1", "--quiet"];
+
+describe("CLI files: unreadable and unwritable paths get one line and exit code 1", () => {
+  test("bench --out to a directory or a missing directory is refused before measuring", () => {
+    withTempDir((dir) => {
+      const toDir = runCli(["bench", ...hostOnly, "--out", dir], "none");
+      expect(toDir.exitCode).toBe(1);
+      expect(toDir.stdout).toBe(""); // nothing measured
+      expectOneLine(toDir.stderr, `bench: cannot write the result to ${dir}: it is a directory`);
+      const missing = join(dir, "no", "such.json");
+      const toMissing = runCli(["bench", ...hostOnly, "--out", missing], "none");
+      expect(toMissing.exitCode).toBe(1);
+      expectOneLine(toMissing.stderr, `bench: cannot write the result to ${missing}: the directory ${join(dir, "no")} does not exist`);
+    });
+  }, 60_000);
+
+  test.if(existsSync("/dev/full") && existsSync("/proc/self"))("bench --out to /dev/full or into /proc: the result still reaches stdout, then one line", () => {
+    const full = runCli(["bench", ...hostOnly, "--json", "--out", "/dev/full"], "none");
+    expect(full.exitCode).toBe(1);
+    expect(schemaProblems(JSON.parse(full.stdout))).toEqual([]); // nothing lost
+    expectOneLine(full.stderr, "bench: cannot write the result to /dev/full: no space left on device (ENOSPC)");
+    const proc = runCli(["bench", ...hostOnly, "--out", "/proc/bun-arrow-device.json"], "none");
+    expect(proc.exitCode).toBe(1);
+    expect(proc.stdout).toContain("export_import  round_trip");
+    expectOneLine(proc.stderr, "bench: cannot write the result to /proc/bun-arrow-device.json: ");
+  }, 60_000);
+
+  test("chart: a missing input, a directory, an unwritable --out", () => {
+    withTempDir((dir) => {
+      const input = join(dir, "bench.json");
+      writeFileSync(input, JSON.stringify(sampleResult(3)));
+      const missing = runCli(["chart", join(dir, "none.json"), "--out", join(dir, "x.svg")], "none");
+      expect(missing.exitCode).toBe(1);
+      expectOneLine(missing.stderr, `chart: cannot read the bench result ${join(dir, "none.json")}: no such file or directory (ENOENT)`);
+      const directory = runCli(["chart", dir, "--out", join(dir, "x.svg")], "none");
+      expect(directory.exitCode).toBe(1);
+      expectOneLine(directory.stderr, `chart: cannot read the bench result ${dir}: it is a directory`);
+      const toDir = runCli(["chart", input, "--out", dir], "none");
+      expect(toDir.exitCode).toBe(1);
+      expectOneLine(toDir.stderr, `chart: cannot write the chart to ${dir}: it is a directory`);
+      if (existsSync("/dev/full")) {
+        const full = runCli(["chart", input, "--out", "/dev/full"], "none");
+        expect(full.exitCode).toBe(1);
+        expectOneLine(full.stderr, "chart: cannot write the chart to /dev/full: no space left on device (ENOSPC)");
+      }
+    });
+  }, 60_000);
+
+  test("chart and doctor read at most their limit: a larger file, or an endless device, is refused", () => {
+    withTempDir((dir) => {
+      const big = join(dir, "big.json");
+      writeFileSync(big, Buffer.alloc(chartInputLimitBytes + 1, 0x20));
+      const run = runCli(["chart", big, "--out", join(dir, "x.svg")], "none");
+      expect(run.exitCode).toBe(1);
+      expectOneLine(run.stderr, `chart: the bench result ${big} is 16 MiB, more than the 16 MiB this command reads`);
+      expect(existsSync(join(dir, "x.svg"))).toBe(false);
+      const header = join(dir, "big.h");
+      writeFileSync(header, Buffer.alloc(headerLimitBytes + 1, 0x20));
+      const doctor = runCli(["doctor", "--header", header], "none");
+      expect(doctor.exitCode).toBe(1);
+      expectOneLine(doctor.stderr, `doctor: header ${header} is 4 MiB, more than the 4 MiB this command reads`);
+    });
+    if (existsSync("/dev/zero")) {
+      const chart = runCli(["chart", "/dev/zero", "--out", join(tmpdir(), "never.svg")], "none");
+      expect(chart.exitCode).toBe(1);
+      expectOneLine(chart.stderr, "chart: the bench result /dev/zero is more than the 16 MiB this command reads");
+      const doctor = runCli(["doctor", "--header", "/dev/zero"], "none");
+      expect(doctor.exitCode).toBe(1);
+      expectOneLine(doctor.stderr, "doctor: header /dev/zero is more than the 4 MiB this command reads");
+      const library = runCli(["doctor", "--library", "/dev/zero"], "none");
+      expect(library.exitCode).toBe(1);
+      expectOneLine(library.stderr, "doctor: cannot load /dev/zero as a library: /dev/zero: invalid ELF header");
+    }
+  }, 60_000);
+});
+
+/** A valid bench result of `n` export/import figures, sizes in shuffled order. */
+function sampleResult(n: number): BenchResult {
+  const measurement = (what: string, ns: number) => ({ what, timing: "wall" as const, medianNs: ns, minNs: ns * 0.8, maxNs: ns * 1.5, gbPerSecond: null });
+  const figures: Figure[] = [];
+  for (let i = 0; i < n; i++) {
+    const rows = 1000 + ((i * 7919) % n) * 13;
+    figures.push({
+      suite: "export_import", operation: "round_trip", runtime: null, deviceId: null, fake: false, bytes: rows * 8, repeats: 3,
+      ours: measurement("ours", 20_000 + i), baseline: measurement("apache-arrow tableToIPC + tableFromIPC", rows * 40), ratio: (rows * 40) / (20_000 + i),
+      pageableBaseline: null, endToEnd: null, ratioMin: (rows * 32) / (30_000 + i), ratioMax: (rows * 60) / (16_000 + i),
+    });
+  }
+  return {
+    schema: benchSchemaId, createdAt: "2026-01-01T00:00:00.000Z",
+    versions: { package: "0.0.0", library: "/lib/libarrow_device.so", bun: "1.4.5", apacheArrow: "21.2.0" },
+    machine: { os: "Linux", osRelease: "6", platform: "linux-x64-gnu", cpuModel: "cpu", cpuCores: 2, memoryBytes: 2 ** 33 },
+    runtimes: [], realGpu: false, figures, warnings: [],
+  };
+}
+
+/** Every property read of the figures (and their measurements) that `run` makes. */
+function countReads(result: BenchResult, run: (r: BenchResult) => unknown): number {
+  let reads = 0;
+  const counted = <T extends object>(target: T): T => new Proxy(target, { get: (t, key, receiver) => (reads++, Reflect.get(t, key, receiver)) });
+  const figures = result.figures.map((f) => counted({ ...f, ours: counted({ ...f.ours }), baseline: counted({ ...f.baseline }) }));
+  run({ ...result, figures });
+  return reads;
+}
+
+describe("CLI chart: work linear in the input", () => {
+  test("validating and drawing n figures reads each figure a bounded number of times", () => {
+    const n = 800;
+    for (const [name, run] of [["schemaProblems", (r: BenchResult) => schemaProblems(r)], ["benchChart", benchChart]] as const) {
+      const small = countReads(sampleResult(n), run);
+      const large = countReads(sampleResult(2 * n), run);
+      // Linear, with a sort's log factor: twice the figures, about twice the reads.
+      expect({ name, growth: large / small < 2.4 }).toEqual({ name, growth: true });
+      expect({ name, perFigure: small / n < 80 }).toEqual({ name, perFigure: true });
+    }
+  });
+
+  test("a generated large result (20,000 figures) is charted: one panel, every point drawn", () => {
+    withTempDir((dir) => {
+      const input = join(dir, "large.json");
+      const text = JSON.stringify(sampleResult(20_000));
+      expect(text.length).toBeLessThan(chartInputLimitBytes);
+      writeFileSync(input, text);
+      const run = runCli(["chart", input, "--out", join(dir, "large.svg")], "none");
+      expect(run.stderr).toBe(`chart: wrote ${join(dir, "large.svg")}\n`);
+      expect(run.exitCode).toBe(0);
+      const svg = readFileSync(join(dir, "large.svg"), "utf8");
+      expect(svg.match(/<circle /g)).toHaveLength(40_000);
+      expect(svg.match(/<polygon class="band"/g)).toHaveLength(2);
+    });
+  }, 60_000);
+
+  test("ticks: 1-2-5 over up to two decades, powers of ten beyond, sizes in powers of two", () => {
+    expect(timeTicks(1e3, 1e5).map(timeLabel)).toEqual(["1 µs", "2 µs", "5 µs", "10 µs", "20 µs", "50 µs", "100 µs"]);
+    expect(timeTicks(1e2, 1e7).map(timeLabel)).toEqual(["100 ns", "1 µs", "10 µs", "100 µs", "1 ms", "10 ms"]);
+    expect(timeTicks(1, 1e18)).toHaveLength(7); // every third power of ten
+    expect(sizeTicks(10, 20)).toEqual([2 ** 10, 2 ** 12, 2 ** 14, 2 ** 16, 2 ** 18, 2 ** 20]);
+    expect(sizeTicks(19, 21)).toEqual([2 ** 19, 2 ** 20, 2 ** 21]);
+  });
+
+  test("one size: the spread is a whisker; a zero time is drawn at 1 ns, not off the axis", () => {
+    const result = sampleResult(1);
+    result.figures[0].ours = { what: "ours", timing: "wall", medianNs: 0, minNs: 0, maxNs: 5, gbPerSecond: null };
+    const svg = benchChart(result);
+    expect(svg.match(/<line class="band"/g)).toHaveLength(2);
+    expect(svg).not.toContain("NaN");
+    expect(svg).not.toContain("Infinity");
+  });
+});
+
 describe("CLI pieces", () => {
+  test("the transfer sweep: 1 KiB to 1 GiB by powers of 4, the quick one to 1 MiB", () => {
+    expect(sweepBytes(true)).toEqual([2 ** 10, 2 ** 12, 2 ** 14, 2 ** 16, 2 ** 18, 2 ** 20]);
+    expect(sweepBytes(false)).toEqual(Array.from({ length: 11 }, (_, i) => 2 ** (10 + 2 * i)));
+  });
+
   test("docs/cli.md documents exactly the schema the CLI validates against", () => {
     const doc = readFileSync(join(repoRoot, "docs", "cli.md"), "utf8");
     const block = doc.match(/<!-- bench-schema -->\n```json\n([\s\S]*?)\n```/);

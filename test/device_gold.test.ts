@@ -43,7 +43,7 @@ const deviceTypes: Record<DeviceKind, number> = { cuda: DeviceType.CUDA, rocm: D
 
 /** One batch through the device: `cpu()` makes a fresh CPU export of it
  * (called twice: the original to compare with, and the one to copy). */
-function roundTrip(kind: DeviceKind, id: number, cpu: () => ExportedArray, label: string, expected: RecordBatch | null = null) {
+function roundTrip(kind: DeviceKind, id: number, cpu: () => ExportedArray<"device_array">, label: string, expected: RecordBatch | null = null) {
   const reference = cpu();
   const original = ImportedArray.fromDeviceArray(reference.schema, reference.array);
   reference.release();

@@ -24,7 +24,7 @@ import { read, type Pointer } from "bun:ffi";
 import {
   Field, Float64, Int32, Int64, RecordBatch, Schema, Struct, Table, Utf8, makeData, makeVector, vectorFromArray,
 } from "apache-arrow";
-import { fake, fakeLeaks, isFake } from "./helpers/device.ts";
+import { fake, fakeLeaks, isFake, stagingPool } from "./helpers/device.ts";
 import { SP_CHECK_ERROR_TWICE, SP_HOLD, peer, streamPeer } from "./helpers/fixtures.ts";
 import { collectUntil } from "./helpers/gc.ts";
 import { compareBatches } from "./helpers/arrow_compare.ts";
@@ -138,7 +138,7 @@ function expectHostCopyEquals(imported: ImportedArray, expected: RecordBatch, wh
 }
 
 /** A fake driver's C device stream in a slot JS owns. */
-function cDeviceStream(kind: DeviceKind, options: { memory?: number; batches: number; rows: number; devices?: number; failAt?: number }): ExportedStream {
+function cDeviceStream(kind: DeviceKind, options: { memory?: number; batches: number; rows: number; devices?: number; failAt?: number }): ExportedStream<"device_stream"> {
   const slot = new ExportedStream("device_stream", `fake ${kind} device stream slot`);
   fake(kind).produceStream(options.memory ?? 0, options.batches, options.rows, options.devices ?? 2, options.failAt ?? -1, slot.stream);
   return slot;
@@ -177,7 +177,7 @@ for (const kind of kinds) {
         const handles = table.batches.map((batch, i) => toDevice(batch, { device: kind, id: i % 2 }));
         for (const handle of handles) peer.peer_intercept_array(handle.array);
         const events = handles.map((handle) => deviceFields(handle.array).syncEvent);
-        expect(fake(kind).liveAllocationsOn(0) + fake(kind).liveAllocationsOn(1)).toBe(4);
+        expect(fake(kind).liveAllocationsOn(0) + fake(kind).liveAllocationsOn(1) - stagingPool(kind).blocks).toBe(4); // less the pinned staging blocks
         using stream = exportStream(handles);
         expect(streamDeviceType(stream)).toBe(deviceTypes[kind]);
         streamPeer.sp_intercept_stream(1, stream.stream);
@@ -216,7 +216,7 @@ for (const kind of kinds) {
       try {
         expect(summary).toMatchObject({ batches: 3, rows: 120, error: 0, deviceTypeMismatches: 0, syncEvents: 3, endedTwice: true });
         expect(summary.deviceIdsSeen).toBe(0b100); // device 1
-        expect(fake(kind).liveAllocationsOn(1)).toBe(3);
+        expect(fake(kind).liveAllocationsOn(1) - stagingPool(kind).blocks).toBe(3); // less the pinned staging blocks
         for (let i = 0; i < 3; i++) {
           using back = takeBack(job, i);
           expectOnDevice(back, deviceTypes[kind], 1);
@@ -624,6 +624,202 @@ for (const kind of kinds) {
       expect(streamPeer.sp_handed_array_releases()).toBe(2n); // exactly once per batch
       expect(fake(kind).producedLive()).toBe(0);
       expect(fake(kind).liveEvents()).toBe(0);
+    });
+  });
+}
+
+// ---------------------------------------------------------------------------
+// Copies issued ahead (options.copyAhead): the copy of batch n+1 is on the
+// device's stream while the consumer uses batch n.
+// ---------------------------------------------------------------------------
+
+for (const kind of kinds) {
+  describe(`${kind}: a device stream copies batches ahead`, () => {
+    /** Device allocations (staging blocks are pinned, not counted). */
+    const onDevice = () => fake(kind).liveAllocations(0);
+
+    /** A sync source of `table`'s batches that counts its pulls and its close. */
+    function counted(table: Table) {
+      const seen = { pulls: 0, closed: 0 };
+      function* source() {
+        try {
+          for (const batch of table.batches) {
+            seen.pulls++;
+            yield batch;
+          }
+        } finally {
+          seen.closed++;
+        }
+      }
+      return { seen, source: source() };
+    }
+
+    test("copyAhead 2: each get_next hands out one batch with two more copies in flight; each read waits for its copies", () => {
+      const table = sampleTable(5, 16);
+      const { seen, source } = counted(table);
+      using exported = exportStream(source, { schema: table.schema, device: { device: kind }, copyAhead: 2 });
+      const stream = ImportedStream.fromDeviceArrayStream(exported.stream);
+      const held = [3, 3, 3, 2, 1]; // batch n + the copies ahead of it, until the source ends
+      for (let i = 0; i < 5; i++) {
+        fake(kind).pause(true); // no copy completes until resumed
+        const copiesBefore = fake(kind).copies();
+        const batch = stream.next()!;
+        expect(seen.pulls).toBe(Math.min(5, i + 3));
+        expect(onDevice()).toBe(held[i]);
+        expect(fake(kind).liveEvents()).toBe(held[i]); // one event per batch
+        expect(fake(kind).copies()).toBe(copiesBefore); // none completed while paused
+        // This get_next issued the copies of batch i + 2 (until the source
+        // ends); they are queued, not done, when it returns.
+        if (i + 2 < 5) expect(fake(kind).pending()).toBeGreaterThan(0);
+        else expect(fake(kind).pending()).toBe(0);
+        expectOnDevice(batch, deviceTypes[kind], 0);
+        // Read while its copies are still queued: toHost waits on the
+        // batch's event on its stream, then reads what the copy wrote.
+        fake(kind).resumeAfterMs(20);
+        expectHostCopyEquals(batch, table.batches[i], `batch ${i}`);
+        batch.dispose();
+      }
+      expect(stream.next()).toBeNull();
+      stream.release();
+      expect(seen).toEqual({ pulls: 5, closed: 1 });
+      expect(onDevice()).toBe(0);
+    });
+
+    test("copyAhead 0 copies each batch only when it is pulled", () => {
+      const table = sampleTable(3, 8);
+      const { seen, source } = counted(table);
+      using exported = exportStream(source, { schema: table.schema, device: { device: kind }, copyAhead: 0 });
+      const stream = ImportedStream.fromDeviceArrayStream(exported.stream);
+      for (let i = 0; i < 3; i++) {
+        using batch = stream.next()!;
+        expect(seen.pulls).toBe(i + 1);
+        expect(onDevice()).toBe(1);
+        expectHostCopyEquals(batch, table.batches[i], `batch ${i}`);
+      }
+      expect(stream.next()).toBeNull();
+      stream.release();
+      expect(seen.closed).toBe(1);
+    });
+
+    test("the default copies one batch ahead; releasing the stream releases the copies ahead once each", async () => {
+      const table = sampleTable(6, 8);
+      const { seen, source } = counted(table);
+      using exported = exportStream(source, { schema: table.schema, device: { device: kind } });
+      const stream = ImportedStream.fromDeviceArrayStream(exported.stream);
+      const first = stream.next()!;
+      expect(seen.pulls).toBe(2);
+      expect(onDevice()).toBe(2);
+      expectHostCopyEquals(first, table.batches[0], "batch 0");
+      stream.release(); // the copy of batch 1 was never handed out
+      expect(await collectUntil(() => onDevice() === 1)).toBe(true);
+      expect(seen).toEqual({ pulls: 2, closed: 1 });
+      first.dispose();
+      expect(onDevice()).toBe(0);
+      expect(fake(kind).liveEvents()).toBe(0);
+    });
+
+    test("a source error met while reading ahead ends the stream after the batches before it", () => {
+      const table = sampleTable(3, 8);
+      let closed = 0;
+      function* source() {
+        try {
+          yield table.batches[0];
+          yield table.batches[1];
+          throw new RangeError("source broke after two batches");
+        } finally {
+          closed++;
+        }
+      }
+      using exported = exportStream(source(), { schema: table.schema, device: { device: kind } });
+      const stream = ImportedStream.fromDeviceArrayStream(exported.stream);
+      for (let i = 0; i < 2; i++) {
+        using batch = stream.next()!;
+        expectHostCopyEquals(batch, table.batches[i], `batch ${i}`);
+      }
+      expect(() => stream.next()).toThrow(StreamError);
+      expect(() => stream.next()).toThrow("source broke after two batches");
+      stream.release();
+      expect(closed).toBe(1);
+      expect(onDevice()).toBe(0);
+    });
+
+    test("an async source is read ahead after each answer, while the consumer runs", async () => {
+      const table = sampleTable(6, 8);
+      const seen = { pulls: 0, closed: 0 };
+      async function* source() {
+        try {
+          for (const batch of table.batches) {
+            await Bun.sleep(1);
+            seen.pulls++;
+            yield batch;
+          }
+        } finally {
+          seen.closed++;
+        }
+      }
+      using exported = exportStream(source(), { schema: table.schema, device: { device: kind }, copyAhead: 2 });
+      const stream = ImportedStream.fromDeviceArrayStream(exported.stream);
+      const readBack = async () => {
+        let i = 0;
+        for await (const batch of stream) {
+          if (i === 0) {
+            // Batch 0 handed out, batch 1 pulled by the import's own
+            // read-ahead, and two copies ahead of that one.
+            expect(await collectUntil(() => seen.pulls === 4)).toBe(true);
+            expect(onDevice()).toBe(4);
+          }
+          expectHostCopyEquals(batch, table.batches[i], `batch ${i}`);
+          batch.dispose();
+          i++;
+        }
+        return i;
+      };
+      expect(await readBack()).toBe(6);
+      expect(seen).toEqual({ pulls: 6, closed: 1 });
+      expect(onDevice()).toBe(0);
+    });
+
+    test("recordBatchesAsync / readTableAsync with { toHost: true } copy the batch read ahead on the worker, while JS uses the last", async () => {
+      using slot = cDeviceStream(kind, { batches: 4, rows: 12 });
+      streamPeer.sp_intercept_stream_arrays(slot.stream);
+      let i = 0;
+      for await (const batch of recordBatchesAsync(ImportedStream.fromDeviceArrayStream(slot.stream), { toHost: true })) {
+        // The worker pulls batch i + 1, copies it to the host and releases
+        // its device array, with no call from JS.
+        if (i < 3) expect(await collectUntil(() => streamPeer.sp_handed_array_releases() === BigInt(i + 2))).toBe(true);
+        expect(fake(kind).producedLive()).toBe(0);
+        expect(compareBatches(batch, producerBatch(12 + i), `batch ${i}`)).toEqual([]);
+        i++;
+      }
+      expect(i).toBe(4);
+      expect(streamPeer.sp_handed_array_releases()).toBe(4n); // once each
+
+      using again = cDeviceStream(kind, { batches: 3, rows: 5 });
+      const table = await readTableAsync(ImportedStream.fromDeviceArrayStream(again.stream), { toHost: true });
+      table.batches.forEach((batch, b) => expect(compareBatches(batch, producerBatch(5 + b), `table batch ${b}`)).toEqual([]));
+      expect(fake(kind).producedLive()).toBe(0);
+    });
+
+    test("a copy to the host that fails on the worker rejects the pull with the driver's error; the device batch is released once", async () => {
+      // The copy's first driver call (the fake producer never waits on events).
+      const wait = kind === "cuda" ? "cuStreamWaitEvent" : "hipStreamWaitEvent";
+      using slot = cDeviceStream(kind, { batches: 3, rows: 6 });
+      streamPeer.sp_intercept_stream_arrays(slot.stream);
+      fake(kind).inject(wait, 700);
+      const read = async () => {
+        for await (const _ of recordBatchesAsync(ImportedStream.fromDeviceArrayStream(slot.stream), { toHost: true })) { /* fails first */ }
+      };
+      await expect(read()).rejects.toThrow(wait);
+      fake(kind).injectClear();
+      expect(fake(kind).producedLive()).toBe(0);
+      expect(streamPeer.sp_handed_array_releases()).toBe(1n);
+    });
+
+    test("copyAhead is an integer in 0..64", () => {
+      const table = sampleTable(1, 4);
+      expect(() => exportStream(table, { device: { device: kind }, copyAhead: -1 })).toThrow(InvalidArgumentError);
+      expect(() => exportStream(table, { device: { device: kind }, copyAhead: 65 })).toThrow("options.copyAhead");
+      expect(() => exportStream(table, { device: { device: kind }, copyAhead: 1.5 })).toThrow("an integer in 0..64");
     });
   });
 }

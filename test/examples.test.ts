@@ -12,7 +12,7 @@ import { repoRoot, runScript } from "./helpers/cli_run.ts";
 
 /** The examples this file runs; the README may link only to these and to
  * those run elsewhere (below). */
-const tested = ["examples/quick_start.ts", "examples/c_library.ts", "examples/gpu_roundtrip.ts", "examples/scripted_bench.ts"];
+const tested = ["examples/quick_start.ts", "examples/c_library.ts", "examples/gpu_roundtrip.ts", "examples/scripted_bench.ts", "examples/worker_table.ts"];
 /** Run by test/duckdb.test.ts ("examples/duckdb.ts runs: ..."). */
 const testedElsewhere = ["examples/duckdb.ts"];
 
@@ -34,6 +34,18 @@ describe("examples", () => {
     expect(run.stdout).toBe(`[{"id":1,"price":9.5},{"id":2,"price":3},{"id":3,"price":7.25}]\n`);
     const readme = readFileSync(join(repoRoot, "README.md"), "utf8");
     expect(readme).toContain(`// ${run.stdout.trim()}`);
+  }, 60_000);
+
+  test("worker_table.ts: a Worker reads the main thread's Table in place, the README's printed result", () => {
+    const run = runScript("examples/worker_table.ts", [], "none");
+    expect(run.stderr).toBe("");
+    expect(run.exitCode).toBe(0);
+    expect(run.stdout).toBe(`{"rows":1000000,"sum":499999500000}\n`);
+    const readme = readFileSync(join(repoRoot, "README.md"), "utf8");
+    expect(readme).toContain(`// ${run.stdout.trim()}`);
+    // The README's code is the example's (the lines after its header).
+    const code = readFileSync(join(repoRoot, "examples/worker_table.ts"), "utf8").split("\n").slice(3).join("\n");
+    expect(readme).toContain(code);
   }, 60_000);
 
   test("c_library.ts: a Table goes to a C function and a new one comes back", () => {

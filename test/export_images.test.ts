@@ -64,8 +64,10 @@ function valuesOfBatch(base: number): unknown[] {
 }
 
 /** Imports the handle's trees (moving them out) and reads them back. */
-function valuesOf(handle: ExportedArray): unknown[] {
-  using imported = ImportedArray.fromDeviceArray(handle.schema, handle.array);
+function valuesOf(handle: ExportedArray<"array" | "device_array">): unknown[] {
+  using imported = handle.kind === "array"
+    ? ImportedArray.fromArray(handle.schema, (handle as ExportedArray<"array">).array)
+    : ImportedArray.fromDeviceArray(handle.schema, (handle as ExportedArray<"device_array">).array);
   const batch = toRecordBatch(imported);
   return batch.schema.fields.flatMap((_, i) => [...batch.getChildAt(i)!]);
 }

@@ -25,7 +25,7 @@ function batchFrom(base: number): RecordBatch {
   }));
 }
 
-function valuesOf(handle: ExportedArray): unknown[] {
+function valuesOf(handle: ExportedArray<"device_array">): unknown[] {
   using imported = ImportedArray.fromDeviceArray(handle.schema, handle.array);
   const batch = toRecordBatch(imported);
   return [...batch.getChildAt(0)!, ...batch.getChildAt(1)!];
@@ -181,7 +181,7 @@ test("a column exported again after setValid exports its new bitmap and null cou
   third.release();
 });
 
-function valuesOfColumn(handle: ExportedArray): unknown[] {
+function valuesOfColumn(handle: ExportedArray<"device_array">): unknown[] {
   using imported = ImportedArray.fromDeviceArray(handle.schema, handle.array);
   return [...toVector(imported)];
 }
@@ -226,7 +226,7 @@ test("a batch of flat columns exported again reuses its plan only while the stru
   expect(() => exportArray(batch)).toThrow(ReleasedError);
 });
 
-function valuesOfColumns(handle: ExportedArray): unknown[] {
+function valuesOfColumns(handle: ExportedArray<"device_array">): unknown[] {
   using imported = ImportedArray.fromDeviceArray(handle.schema, handle.array);
   const batch = toRecordBatch(imported);
   return [...batch.getChildAt(0)!, ...batch.getChildAt(1)!];

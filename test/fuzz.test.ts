@@ -5,10 +5,13 @@
  *
  * Every case runs in a worker process (test/fuzz/worker.ts) so that a crash
  * is caught and named by its seed and case number; every buffer ends
- * against a PROT_NONE page; imports run at `default` and `full`; errors
- * must be typed; the producer counts every release (exactly once); and
- * Arrow C++'s ValidateFull must agree with `full` outside the documented
- * differences (test/fuzz/differences.ts, docs/validation.md).
+ * against a PROT_NONE page; imports run at every level (`none`, `minimal`,
+ * `default`, `full`); errors must be typed; the producer counts every
+ * release (exactly once); and every level is compared with Arrow C++ on
+ * every honest CPU case: `full` accepts exactly what ValidateFull accepts,
+ * no level rejects what ValidateFull accepts, and `default` rejects what
+ * Validate rejects, outside the documented differences
+ * (test/fuzz/differences.ts, docs/validation.md).
  */
 import { describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -47,7 +50,7 @@ describe("fuzzer", () => {
     expect(bases.size).toBeGreaterThanOrEqual(55);
   });
 
-  test(`${cases} cases: no crash, no hang, typed errors, releases exactly once, Arrow C++ agrees`, async () => {
+  test(`${cases} cases: no crash, no hang, typed errors, releases exactly once, Arrow C++ agrees at every level`, async () => {
     const report = await runFuzz({ seed, cases, chunk: 2000 });
     const summary = report.findings.map((f) => `${f.kind} at seed ${f.seed} case ${f.index}: ${f.detail} [${f.mutations.join("; ")}]`);
     expect(summary).toEqual([]);
@@ -56,5 +59,11 @@ describe("fuzzer", () => {
     expect(report.compared).toBeGreaterThan(cases / 4);
     expect(report.imports.full.accepted).toBeGreaterThan(cases / 10);
     expect(report.imports.full.run - report.imports.full.accepted).toBeGreaterThan(cases / 10);
+    // Every level was compared on every compared case, trees it rejects included.
+    for (const level of ["none", "minimal", "default", "full", "default/Validate"]) {
+      expect(report.levels[level]?.compared, level).toBe(report.compared);
+      expect(report.levels[level].disagreements, level).toBe(0);
+    }
+    expect(report.imports.default.run - report.imports.default.accepted).toBeGreaterThan(cases / 10);
   }, 300_000);
 });

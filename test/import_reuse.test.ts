@@ -294,7 +294,7 @@ describe("schemas shared across imports", () => {
 });
 
 describe("streams", () => {
-  function cStream(batches: number, rows: number): ExportedStream {
+  function cStream(batches: number, rows: number): ExportedStream<"device_stream"> {
     const slot = new ExportedStream("device_stream", "C stream slot");
     streamPeer.sp_int_stream(1, batches, rows, -1, null, DeviceType.CPU, DeviceType.CPU, slot.stream);
     return slot;

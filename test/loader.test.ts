@@ -6,7 +6,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { cpSync, existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { ArrowDeviceError, ImportedArray, InvalidArgumentError, ReleasedError, Status } from "../ts/index.ts";
+import { structPointer, ArrowDeviceError, ImportedArray, InvalidArgumentError, ReleasedError, Status } from "../ts/index.ts";
 import { libraryPath, librarySource, platformId } from "../ts/diagnostics.ts";
 import { check, native } from "../ts/ffi/library.ts";
 import { libraryFileName, platformPackage } from "../ts/ffi/platform.ts";
@@ -137,7 +137,7 @@ describe("status codes become typed errors", () => {
     expect(() => check(0)).not.toThrow();
     const slot = native.abd_alloc_zeroed(72 + 128)!;
     // Both structs released (zeroed): importing them is a ReleasedError.
-    expect(() => ImportedArray.fromDeviceArray(slot, slot + 72)).toThrow(ReleasedError);
+    expect(() => ImportedArray.fromDeviceArray(structPointer("ArrowSchema", slot), structPointer("ArrowDeviceArray", slot + 72))).toThrow(ReleasedError);
     native.abd_free(slot);
   });
 });

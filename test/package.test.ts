@@ -13,6 +13,12 @@
  *   .d.ts are checked too), NodeNext and Bundler: 0 errors each;
  * - bundle it with `bun build` and `bun build --compile`, and run both
  *   from another folder.
+ * - run every CLI subcommand (info, doctor, a minimal bench, chart) through
+ *   the bin link and check that each reports the package's version, and
+ *   the shipped examples from node_modules;
+ * - run every fenced block of the README as written (the header of that
+ *   describe says which are left out and why), and resolve every relative
+ *   link of the README inside the main tarball.
  * apache-arrow and its dependencies come from this checkout's
  * node_modules, packed into tarballs too.
  */
@@ -20,7 +26,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { closeSync, copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { delimiter, join, resolve } from "node:path";
-import { libraryFileName, platformId, platformPackage } from "../ts/ffi/platform.ts";
+import { libraryFileName, platformId, platformIds, platformPackage } from "../ts/ffi/platform.ts";
 import { pythonShimFileName } from "../scripts/pack.ts";
 
 const root = resolve(import.meta.dir, "..");
@@ -61,6 +67,7 @@ function bareEnv(): Record<string, string> {
   if (!existsSync(bin)) {
     mkdirSync(bin);
     symlinkSync(bun, join(bin, "bun"));
+    symlinkSync(bun, join(bin, "bunx"));
   }
   return { HOME: process.env.HOME ?? work, PATH: bin, TMPDIR: tmpdir() };
 }
@@ -116,17 +123,19 @@ describe("packages", () => {
     expect(files).toContain("dist/js/index.d.ts");
     for (const entry of ["raw", "device", "diagnostics"]) expect(files).toContain(`dist/js/${entry}.d.ts`);
     expect(files).toContain("lib/include/arrow_device.h");
-    expect(files.filter((file) => /^(zig|scripts|test|ts|bench)\//.test(file) || file === "build.zig" || (file.endsWith(".ts") && !file.endsWith(".d.ts")))).toEqual([]);
+    expect(files).toContain("LICENSE");
+    // TypeScript sources only as the examples the README links.
+    expect(files.filter((file) => /^(zig|scripts|test|ts|bench)\//.test(file) || file === "build.zig" || (file.endsWith(".ts") && !file.endsWith(".d.ts") && !file.startsWith("examples/")))).toEqual([]);
     expect(files.filter((file) => /\.(so|dylib|dll)$/.test(file))).toEqual([]);
     const manifest = JSON.parse(mustRun(["tar", "xzOf", made.main!, "package/package.json"], work)) as Record<string, Record<string, string>>;
     expect(manifest.optionalDependencies![platformPackage("linux-arm64-musl")]).toBe(version());
-    expect(Object.keys(manifest.optionalDependencies!)).toHaveLength(7);
+    expect(Object.keys(manifest.optionalDependencies!).sort()).toEqual(platformIds.map(platformPackage).sort());
     expect(manifest.devDependencies).toBeUndefined();
     expect(manifest.peerDependencies).toEqual({ "apache-arrow": ">=21.2.0 <22" });
   });
 
   test("this platform's package ships its library and says where it runs (os, cpu, libc)", () => {
-    expect(tarballFiles(made.platform!)).toEqual(["README.md", "index.d.ts", "index.js", libraryFileName(), pythonShimFileName(process.platform), "package.json"].sort());
+    expect(tarballFiles(made.platform!)).toEqual(["LICENSE", "README.md", "index.d.ts", "index.js", libraryFileName(), pythonShimFileName(process.platform), "package.json"].sort());
     const manifest = JSON.parse(mustRun(["tar", "xzOf", made.platform!, "package/package.json"], work)) as { name: string; os: string[]; cpu: string[]; libc?: string[] };
     expect(manifest.name).toBe(platformPackage(platformId()));
     expect(manifest.os).toEqual([process.platform]);
@@ -168,6 +177,154 @@ describe("the installed package runs with no toolchain on PATH", () => {
       rows: 3, ids: [1, 2, 3], batchRows: 3, cpu: 1, cudaReported: true, typedError: true,
       source: "package", platformId: platformId(), counters: "object",
     });
+  });
+});
+
+describe("the installed CLI: every subcommand, with the package's version", () => {
+  const cli = () => join(app, "node_modules", ".bin", "bun-arrow-device");
+  const noGpu = () => ({ ...bareEnv(), ARROW_DEVICE_CUDA_LIBRARY: join(work, "no-such-libcuda.so"), ARROW_DEVICE_HIP_LIBRARY: join(work, "no-such-libhip.so") });
+
+  test("--version and info (text and JSON) print the package's version", () => {
+    expect(run([cli(), "--version"], app, bareEnv())).toEqual({ exitCode: 0, output: version() });
+    const text = run([cli(), "info"], app, noGpu());
+    expect(text.exitCode).toBe(0);
+    expect(text.output).toStartWith(`bun-arrow-device ${version()}\n`);
+    expect(text.output).toContain(`(version ${version()})`);
+    const json = run([cli(), "info", "--json"], app, noGpu());
+    expect(json.exitCode).toBe(0);
+    expect((JSON.parse(json.output) as { package: string; apacheArrow: string }).package).toBe(version());
+  });
+
+  test("doctor finds the package's header and the platform package's library (exit 0)", () => {
+    const result = run([cli(), "doctor"], app, bareEnv());
+    const header = join(app, "node_modules", "bun-arrow-device", "lib", "include", "arrow_device.h");
+    expect(result.output).toMatch(new RegExp(`: exports all \\d+ functions ${header.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} declares$`));
+    expect(result.exitCode).toBe(0);
+  });
+
+  test("bench (smallest settings) and chart: the JSON's versions.package and the chart's title are the package's version", () => {
+    const out = join(work, "cli-bench.json");
+    const bench = run([cli(), "bench", "--json", "--quiet", "--sizes", "1", "--rows", "1000", "--repeats", "1", "--out", out], app, noGpu());
+    expect(bench.exitCode).toBe(0);
+    const result = JSON.parse(readFileSync(out, "utf8")) as { versions: { package: string; apacheArrow: string } };
+    expect(result.versions.package).toBe(version());
+    expect(result.versions.apacheArrow).toBe("21.2.0");
+    const text = run([cli(), "bench", "--quiet", "--no-device", "--rows", "1000", "--repeats", "1"], app, noGpu());
+    expect(text.exitCode).toBe(0);
+    const svg = join(work, "cli-bench.svg");
+    const chart = run([cli(), "chart", out, "--out", svg], app, bareEnv());
+    expect(chart).toEqual({ exitCode: 0, output: `chart: wrote ${svg}` });
+    expect(readFileSync(svg, "utf8")).toContain(`bun-arrow-device ${version()}, Bun ${Bun.version}`);
+  });
+
+  test("Node.js gets an error that says the package needs Bun", () => {
+    const node = Bun.which("node");
+    if (node === null) {
+      console.log("no node on PATH: the Node.js message is not checked here");
+      return;
+    }
+    const result = run([node, "--input-type=module", "-e", 'import("bun-arrow-device").catch((e) => console.log(e.message))'], app);
+    expect(result.output).toStartWith("bun-arrow-device runs on Bun (https://bun.sh) only");
+  });
+});
+
+describe("the shipped examples run from node_modules/bun-arrow-device/examples", () => {
+  const examples = () => join(app, "node_modules", "bun-arrow-device", "examples");
+
+  test("c_library.ts crosses into the shipped doubler.c, built with this machine's C compiler", () => {
+    const cc = Bun.which("cc");
+    if (cc === null) {
+      console.log("no cc on PATH: c_library.ts from the package is not run here");
+      return;
+    }
+    const library = join(work, `libdoubler-example.${process.platform === "darwin" ? "dylib" : "so"}`);
+    mustRun([cc, "-std=c11", "-O2", "-shared", "-fPIC", "-I", join(app, "node_modules", "bun-arrow-device", "lib", "include"), join(examples(), "c", "doubler.c"), "-o", library], app);
+    const result = run([bun, join(examples(), "c_library.ts"), library], app, bareEnv());
+    expect(result.exitCode).toBe(0);
+    expect(result.output).toContain("doubled = [3,null,6,8.5,20,40]");
+  });
+
+  test("scripted_bench.ts runs the installed CLI and charts its JSON", () => {
+    const dir = mkdtempSync(join(work, "example-bench-"));
+    const env = { ...bareEnv(), ARROW_DEVICE_CUDA_LIBRARY: join(work, "no-such-libcuda.so"), ARROW_DEVICE_HIP_LIBRARY: join(work, "no-such-libhip.so") };
+    const result = run([bun, join(examples(), "scripted_bench.ts"), dir], app, env);
+    expect(result.exitCode).toBe(0);
+    expect(result.output).toContain("real GPU figures: no");
+    expect(readFileSync(join(dir, "bench.svg"), "utf8")).toContain(`bun-arrow-device ${version()}`);
+  }, 120_000);
+});
+
+describe("the README, as written, in the installed app", () => {
+  const readme = readFileSync(join(root, "README.md"), "utf8");
+
+  test("every relative link of the README resolves to a file of the main package's tarball", () => {
+    const files = new Set(tarballFiles(made.main!));
+    const links = [...readme.matchAll(/\]\(([^)\s]+)\)/g)].map((m) => m[1]!).filter((link) => !/^[a-z]+:/.test(link) && !link.startsWith("#"));
+    expect(links.length).toBeGreaterThan(15);
+    expect(links.map((link) => link.split("#")[0]!).filter((link) => !files.has(link))).toEqual([]);
+  });
+
+  // Every fenced block, in order: sh blocks run with bash in the app
+  // folder (the C compiler of this machine on PATH, for the C recipe),
+  // ts blocks as a file of the app. Both are picked up as they are added;
+  // a block whose line ends with `// <output>` after console.log(...)
+  // must print that. Left out, with the reason printed: the install line
+  // (the app installed the packed tarballs offline) and the repository's
+  // own commands. A block that imports bun-arrow-device/python runs where
+  // .toolchain holds pyarrow (scripts/setup.sh --test), through PYTHONPATH.
+  const blocks = [...readme.matchAll(/^```(\w+)\n([\s\S]*?)^```/gm)].map((m) => ({
+    lang: m[1]!, code: m[2]!, line: readme.slice(0, m.index).split("\n").length,
+  }));
+  const pyarrow = readdirSync(join(root, ".toolchain")).filter((dir) => dir.startsWith("pyarrow-")).map((dir) => join(root, ".toolchain", dir));
+  const fakeCuda = join(root, "build", "fixtures", "libfake_cuda.so");
+
+  function notRun(code: string): string | undefined {
+    if (/^bun add bun-arrow-device/m.test(code)) return "installs from the registry: this app installed the packed tarballs offline instead";
+    if (/scripts\//.test(code)) return "the repository's own commands, not an app's";
+    return undefined;
+  }
+
+  test("the README has sh and ts blocks, and every ts block imports the package by name", () => {
+    expect(blocks.filter((b) => b.lang === "ts").length).toBeGreaterThanOrEqual(4);
+    for (const b of blocks.filter((b) => b.lang === "ts")) {
+      expect({ line: b.line, byName: /from "bun-arrow-device(\/\w+)?"/.test(b.code), relative: /from "\.\.?\//.test(b.code) }).toEqual({ line: b.line, byName: true, relative: false });
+    }
+  });
+
+  blocks.forEach((block, index) => {
+    test(`block ${index + 1} (${block.lang}, README.md line ${block.line}) runs as written`, () => {
+      const reason = notRun(block.code);
+      if (reason !== undefined || (block.lang !== "ts" && block.lang !== "sh")) {
+        console.log(`README.md line ${block.line} (${block.lang}) not run: ${reason ?? `a ${block.lang} block`}`);
+        return;
+      }
+      const env: Record<string, string | undefined> = { ...bareEnv(), PATH: `${bareEnv().PATH}${delimiter}${process.env.PATH}` };
+      if (block.lang === "sh") {
+        const result = run(["bash", "-euo", "pipefail", "-c", block.code], app, env);
+        if (result.exitCode !== 0) console.error(result.output);
+        expect(result.exitCode).toBe(0);
+        return;
+      }
+      if (block.code.includes('"bun-arrow-device/python"')) {
+        if (pyarrow.length === 0) {
+          console.log(`README.md line ${block.line} not run: no pyarrow in .toolchain (bash scripts/setup.sh --test installs it)`);
+          return;
+        }
+        env.PYTHONPATH = pyarrow.join(delimiter);
+      }
+      const file = join(app, `readme-${block.line}.ts`);
+      writeFileSync(file, block.code);
+      const expected = [...block.code.matchAll(/console\.log\(.*\);\s*\/\/ (.+)$/gm)].map((m) => m[1]!);
+      const runs: Record<string, string | undefined>[] = [env];
+      // A device block runs without a driver and under the fake CUDA driver.
+      if (block.code.includes('"bun-arrow-device/device"') && existsSync(fakeCuda)) runs.push({ ...env, ARROW_DEVICE_CUDA_LIBRARY: fakeCuda });
+      for (const e of runs) {
+        const result = run([bun, file], app, e);
+        if (result.exitCode !== 0) console.error(result.output);
+        expect(result.exitCode).toBe(0);
+        for (const text of expected) expect(result.output).toContain(text);
+      }
+    }, 120_000);
   });
 });
 

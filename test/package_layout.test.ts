@@ -9,7 +9,7 @@ import { describe, expect, test } from "bun:test";
 import { readFileSync, readdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { mainManifest, platformFields, platformPackageFiles } from "../scripts/pack.ts";
-import { platformIds, platformPackage } from "../ts/ffi/platform.ts";
+import { platformIds, platformPackage, unsupportedPlatform } from "../ts/ffi/platform.ts";
 
 const root = resolve(import.meta.dir, "..");
 const manifest = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { version: string; files: string[] };
@@ -17,7 +17,20 @@ const manifest = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as
 describe("platform packages", () => {
   test("npm/ holds exactly the contract's platform ids", () => {
     expect(readdirSync(join(root, "npm")).sort()).toEqual([...platformIds].sort());
-    expect([...platformIds].sort()).toEqual(["darwin-arm64", "darwin-x64", "linux-arm64-gnu", "linux-arm64-musl", "linux-x64-gnu", "linux-x64-musl", "win32-x64"]);
+    expect([...platformIds].sort()).toEqual(["darwin-arm64", "darwin-x64", "linux-arm64-gnu", "linux-arm64-musl", "linux-x64-gnu", "linux-x64-musl"]);
+  });
+
+  test("the README's platform table says yes for CPU exactly where a package is published; win32-x64 says not yet", () => {
+    const readme = readFileSync(join(root, "README.md"), "utf8");
+    const rows = [...readme.matchAll(/^\| `([\w-]+)` \| ([^|]+) \|/gm)].map((m) => [m[1]!, m[2]!.trim()] as const);
+    expect(rows.filter(([, cpu]) => cpu === "yes").map(([id]) => id).sort()).toEqual([...platformIds].sort());
+    expect(Object.fromEntries(rows)["win32-x64"]).toBe("not yet");
+  });
+
+  test("the loader's error on a platform with no package says why and lists the published ones", () => {
+    expect(unsupportedPlatform("linux-x64-gnu")).toBeUndefined();
+    expect(unsupportedPlatform("win32-x64")).toBe(`bun-arrow-device has no prebuilt library for win32-x64: Windows is not supported yet (the library's platform code is POSIX threads, dlopen and clock_gettime). Prebuilt: ${platformIds.join(", ")}`);
+    expect(unsupportedPlatform("freebsd-x64")).toStartWith("bun-arrow-device has no prebuilt library for freebsd-x64: no package is published for it.");
   });
 
   for (const id of platformIds) {
@@ -32,10 +45,33 @@ describe("platform packages", () => {
     expect(platformFields("linux-x64-gnu")).toEqual({ os: "linux", cpu: "x64", libc: "glibc" });
     expect(platformFields("linux-arm64-musl")).toEqual({ os: "linux", cpu: "arm64", libc: "musl" });
     expect(platformFields("darwin-arm64")).toEqual({ os: "darwin", cpu: "arm64" });
-    expect(platformFields("win32-x64")).toEqual({ os: "win32", cpu: "x64" });
-    const win = JSON.parse(platformPackageFiles("win32-x64", "1.2.3")["package.json"]!) as { files: string[]; libc?: string[] };
-    expect(win.files).toContain("arrow_device.dll");
-    expect(win.libc).toBeUndefined();
+    const mac = JSON.parse(platformPackageFiles("darwin-arm64", "1.2.3")["package.json"]!) as { files: string[]; libc?: string[] };
+    expect(mac.files).toContain("libarrow_device.dylib");
+    expect(mac.libc).toBeUndefined();
+  });
+});
+
+describe("license, engines and repository", () => {
+  const published = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { license: string; engines?: Record<string, string>; repository?: { url?: string } };
+
+  test("LICENSE is the Apache License 2.0 package.json names, shipped by the main package and every platform package", () => {
+    const text = readFileSync(join(root, "LICENSE"), "utf8");
+    expect(published.license).toBe("Apache-2.0");
+    expect(text).toContain("Apache License\n                           Version 2.0, January 2004");
+    expect(text).toContain("END OF TERMS AND CONDITIONS");
+    expect(manifest.files).toContain("LICENSE");
+    for (const id of platformIds) {
+      expect((JSON.parse(platformPackageFiles(id, manifest.version)["package.json"]!) as { files: string[] }).files).toContain("LICENSE");
+    }
+  });
+
+  test("engines names Bun; repository names the source; both are in every platform package", () => {
+    expect(Object.keys(published.engines ?? {})).toEqual(["bun"]);
+    expect(Bun.semver.satisfies(Bun.version, published.engines!.bun!)).toBe(true);
+    expect(published.repository?.url).toStartWith("git+https://");
+    const platform = JSON.parse(platformPackageFiles("linux-x64-gnu", manifest.version)["package.json"]!) as typeof published;
+    expect(platform.engines).toEqual(published.engines);
+    expect(platform.repository).toEqual(published.repository);
   });
 });
 

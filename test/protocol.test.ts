@@ -11,7 +11,7 @@ import {
   Dictionary, Field, Int32, Int64, LargeUtf8, RecordBatch, Schema, Table, Type, Utf8, Utf8View, Vector, makeVector, tableFromArrays, vectorFromArray,
 } from "apache-arrow";
 import { ArrowCArray, ArrowCDeviceArray, ArrowCDeviceStream, ArrowCSchema, ArrowCStream, ImportedArray, ImportedStream, InvalidArgumentError, UnsupportedError, arrowProtocol, arrowProtocolInstalled, exportArray, exportStream, exportSchema, importRecordBatch, importVector, installArrowProtocol, readTable, recordBatches, uninstallArrowProtocol, type ArrowCapsule, type CapsuleKind, type SchemaProducer } from "../ts/index.ts";
-import { CSchema } from "../ts/raw.ts";
+import { CSchema, structPointer } from "../ts/raw.ts";
 import { counters, nonZeroCounters } from "../ts/diagnostics.ts";
 import { fx } from "./helpers/fixtures.ts";
 import { collectUntil } from "./helpers/gc.ts";
@@ -187,7 +187,7 @@ describe("apache-arrow producers", () => {
   test("the schema method", async () => {
     const capsule = arrowProtocol(batch)[ArrowCSchema]!();
     expect(capsule.kind).toBe("arrow_schema");
-    const schema = CSchema.at(capsule.schema!);
+    const schema = CSchema.at(structPointer("ArrowSchema", capsule.schema!));
     expect(schema.format).toBe("+s");
     expect(schema.children.map((c) => c.name)).toEqual(["a", "s"]);
     capsule[Symbol.dispose]();
@@ -273,6 +273,40 @@ describe("requestedSchema", () => {
   });
 });
 
+describe("requestedSchema on a record batch imported from C", () => {
+  test("the copy-casts (dictionary decoding, utf8 -> large_utf8 / utf8_view) and renames, as on an apache-arrow RecordBatch", async () => {
+    const batch = batchOf({
+      d: vectorFromArray(["a", "b", "a", null], new Dictionary(new Utf8(), new Int32())),
+      s: vectorFromArray(["p", "q", null, "r"], new Utf8()),
+      v: vectorFromArray(["x", null, "y", "z"], new Utf8()),
+      n: makeVector(Int32Array.from([1, 2, 3, 4])),
+    });
+    const wantedSchema = new Schema([
+      new Field("decoded", new Utf8(), true), new Field("large", new LargeUtf8(), true), new Field("view", new Utf8View(), true), new Field("renamed", new Int32(), true),
+    ]);
+    const viaArrow = (() => {
+      using wanted = request(wantedSchema);
+      return importRecordBatch(arrowProtocol(batch)[ArrowCArray]!({ requestedSchema: wanted }));
+    })();
+    using fromC = ImportedArray.fromDeviceArray(exportArray(batch));
+    for (const method of [ArrowCArray, ArrowCDeviceArray] as const) {
+      using wanted = request(wantedSchema);
+      const capsule = (fromC as unknown as Record<symbol, (o: object) => ArrowCapsule>)[method]({ requestedSchema: wanted });
+      const back = importRecordBatch(capsule);
+      for (const got of [back, viaArrow]) {
+        expect(got.schema.fields.map((f) => [f.name, f.type.typeId])).toEqual([["decoded", Type.Utf8], ["large", Type.LargeUtf8], ["view", Type.Utf8View], ["renamed", Type.Int]]);
+        expect([...got.getChildAt(0)!]).toEqual(["a", "b", "a", null]);
+        expect([...got.getChildAt(1)!]).toEqual(["p", "q", null, "r"]);
+        expect([...got.getChildAt(2)!]).toEqual(["x", null, "y", "z"]);
+      }
+      // The column that needs no cast is still the producer's memory.
+      expect(Number(ptr(back.getChildAt(3)!.data[0].values))).toBe(fromC.root.child(3).bufferAddress(1));
+    }
+    fromC.dispose();
+    await settled();
+  });
+});
+
 describe("the kwargs rule", () => {
   test("an unknown option with a value is refused; undefined is accepted", async () => {
     const batch = batchOf({ a: makeVector(Int32Array.from([1])) });
@@ -354,6 +388,79 @@ describe("this library's export handles", () => {
     expect((exported as unknown as Record<symbol, unknown>)[ArrowCDeviceStream]).toBeUndefined();
     expect(readTable(exported).numRows).toBe(1);
     exported.release();
+    await settled();
+  });
+});
+
+describe("hostile producers", () => {
+  /** `capsule` with each address property turned into a getter that counts
+   * its reads and answers 8 (an unreadable address) from the second on. */
+  function fickle(capsule: ArrowCapsule): { capsule: ArrowCapsule; reads: Record<string, number> } {
+    const reads: Record<string, number> = {};
+    const out: Record<string | symbol, unknown> = { kind: capsule.kind, [Symbol.dispose]: () => capsule[Symbol.dispose]() };
+    for (const key of ["schema", "array", "deviceArray", "stream"] as const) {
+      const value = capsule[key];
+      if (value === undefined) continue;
+      reads[key] = 0;
+      Object.defineProperty(out, key, { get: () => (++reads[key] === 1 ? value : 8), enumerable: true });
+    }
+    return { capsule: out as unknown as ArrowCapsule, reads };
+  }
+
+  test("a requestedSchema whose schema method returns itself is refused at once, naming the method", () => {
+    const batch = batchOf({ a: makeVector(Int32Array.from([1, 2])) });
+    let calls = 0;
+    const selfish = { [ArrowCSchema]() { calls++; return selfish; } } as unknown as SchemaProducer;
+    expect(() => arrowProtocol(batch)[ArrowCArray]!({ requestedSchema: selfish })).toThrow(InvalidArgumentError);
+    expect(() => arrowProtocol(batch)[ArrowCArray]!({ requestedSchema: selfish }))
+      .toThrow('requestedSchema[Symbol.for("__arrow_c_schema__")]() returned the producer itself, not an "arrow_schema" capsule');
+    expect(calls).toBe(2);
+    const table = new Table(batch);
+    expect(() => arrowProtocol(table)[ArrowCDeviceStream]!({ requestedSchema: selfish })).toThrow(InvalidArgumentError);
+  });
+
+  test("a schema method that returns no capsule is a typed error naming what it returned", () => {
+    const batch = batchOf({ a: makeVector(Int32Array.from([1])) });
+    for (const [value, said] of [[undefined, "undefined"], [null, "null"], [42, "a number (42)"], [{}, "a Object"], [() => 0, "a function"]] as const) {
+      const producer = { [ArrowCSchema]: () => value } as unknown as SchemaProducer;
+      expect(() => arrowProtocol(batch)[ArrowCArray]!({ requestedSchema: producer })).toThrow(InvalidArgumentError);
+      expect(() => arrowProtocol(batch)[ArrowCArray]!({ requestedSchema: producer })).toThrow(`returned ${said}, not an "arrow_schema" capsule`);
+    }
+  });
+
+  test("array and stream methods that return no capsule are typed errors naming the method and what it returned", () => {
+    for (const [value, said] of [[undefined, "undefined"], [7, "a number (7)"], ["x", "a string (x)"]] as const) {
+      const array = { [ArrowCDeviceArray]: () => value };
+      expect(() => importRecordBatch(array as never)).toThrow(InvalidArgumentError);
+      expect(() => importRecordBatch(array as never)).toThrow(`[Symbol(__arrow_c_device_array__)]() returned ${said}, not a capsule`);
+      const stream = { [ArrowCStream]: () => value };
+      expect(() => readTable(stream as never)).toThrow(InvalidArgumentError);
+      expect(() => readTable(stream as never)).toThrow(`[Symbol(__arrow_c_stream__)]() returned ${said}, not a capsule`);
+    }
+    const selfish = { [ArrowCStream]() { return selfish; } };
+    expect(() => readTable(selfish as never)).toThrow("returned the producer itself, not a capsule");
+  });
+
+  test("each capsule address is read once, so a getter that changes its answer cannot swap the structs", async () => {
+    const batch = batchOf({ a: makeVector(Int32Array.from([3, 4])) });
+    for (const method of [ArrowCArray, ArrowCDeviceArray] as const) {
+      const { capsule, reads } = fickle(arrowProtocol(batch)[method]!());
+      const back = importRecordBatch(capsule);
+      expect(back.getChildAt(0)!.toArray()).toEqual(Int32Array.from([3, 4]));
+      expect(Object.values(reads).every((n) => n === 1)).toBe(true);
+      expect(Object.keys(reads).length).toBe(2);
+    }
+    const table = tableFromArrays({ n: Int32Array.from([1, 2, 3]) });
+    for (const method of [ArrowCStream, ArrowCDeviceStream] as const) {
+      const { capsule, reads } = fickle(arrowProtocol(table)[method]!());
+      expect(readTable(capsule).numRows).toBe(3);
+      expect(reads).toEqual({ stream: 1 });
+    }
+    const { capsule: wanted, reads } = fickle(request(new Schema([new Field("renamed", new Int32(), true)])));
+    const renamed = importRecordBatch(arrowProtocol(batch)[ArrowCArray]!({ requestedSchema: wanted }));
+    expect(renamed.schema.fields[0].name).toBe("renamed");
+    expect(reads).toEqual({ schema: 1 });
+    wanted[Symbol.dispose]();
     await settled();
   });
 });

@@ -17,7 +17,9 @@ describe("public API", () => {
     expect(Object.keys(exportsMap).filter((key) => key !== "./package.json").sort()).toEqual(Object.keys(entries).sort());
     for (const [subpath, source] of Object.entries(entries)) {
       const js = source.replace(/^ts\//, "./dist/js/").replace(/\.ts$/, ".js");
-      expect(exportsMap[subpath]).toEqual({ types: js.replace(/\.js$/, ".d.ts"), bun: js, import: js, default: js });
+      // "node" (after "bun", which Bun matches first): a module that says this package needs Bun.
+      expect(exportsMap[subpath]).toEqual({ types: js.replace(/\.js$/, ".d.ts"), bun: js, node: "./dist/js/node.js", import: js, default: js });
+      expect(Object.keys(exportsMap[subpath]!)).toEqual(["types", "bun", "node", "import", "default"]);
     }
   });
 
@@ -51,6 +53,13 @@ describe("public API", () => {
     // The library itself still adopts what its pulls return.
     const { adoptImportOwner } = await import("../ts/lifetime/imported.ts");
     expect(typeof adoptImportOwner).toBe("function");
+  });
+
+  test("the device entry point has pinned host memory: allocate, register, stage", async () => {
+    const device = await import("../ts/device.ts");
+    expect(typeof device.HostRegistration).toBe("function");
+    expect(typeof device.DeviceRuntime.prototype.registerHost).toBe("function");
+    expect(typeof device.DeviceMemory.prototype.hostView).toBe("function");
   });
 
   test("the everyday entry point has the one-call Table functions and the typed errors", async () => {

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ptr, type Pointer } from "bun:ffi";
 import { Data, Table, Utf8, makeData, tableFromArrays, tableToIPC, vectorFromArray } from "apache-arrow";
-import { ImportedArray, ImportedStream, InvalidLayoutError, exportArray, exportStream, readTable, type RawArray } from "../ts/index.ts";
+import { ImportedArray, ImportedStream, InvalidLayoutError, ReleasedError, exportArray, exportStream, readTable, type RawArray } from "../ts/index.ts";
 import { counters, drainReleased } from "../ts/diagnostics.ts";
 import {
   PyObject, PythonError, PythonUnavailableError, fromPython, locatePython, schemaFromPython, toPython,
@@ -203,6 +203,53 @@ describe("pyarrow to JS (fromPython)", () => {
     pythonGc();
     expect(pyJson<number>(py, "pa.total_allocated_bytes() - base")).toBe(0);
     expect(delta).toMatchObject({ imports: 1, wrappedReleases: 2 });
+  });
+
+  test("a capsule whose struct was already moved out is a ReleasedError, for arrays and both stream kinds; nothing is read", () => {
+    py.exec([
+      "class Replay:",
+      "    def __init__(self, method, made):",
+      "        self.method, self.made = method, made",
+      "    def __getattr__(self, name):",
+      "        if name != self.method: raise AttributeError(name)",
+      "        return lambda requested_schema=None: self.made",
+    ].join("\n"));
+    using table = toPython(tableFromArrays({ n: Int32Array.from([1, 2, 3]) }));
+    const sources: [string, string][] = [
+      ["__arrow_c_stream__", "pa.table({'n': [1, 2, 3]}).__arrow_c_stream__()"],
+      ["__arrow_c_device_stream__", "_abd_t.__arrow_c_device_stream__()"],
+      ["__arrow_c_array__", "pa.record_batch({'n': [1, 2, 3]}).__arrow_c_array__()"],
+    ];
+    for (const [method, make] of sources) {
+      using replay = py.eval(`Replay('${method}', ${make})`, { _abd_t: table });
+      const first = fromPython(replay); // moves the struct out of the capsule
+      first[Symbol.dispose]();
+      expect(() => fromPython(replay), method).toThrow(ReleasedError);
+    }
+    pythonGc();
+  });
+
+  test("fromPython forwards the validation level: invalid UTF-8 passes default and is refused at full", () => {
+    const make = "pa.Array.from_buffers(pa.string(), 2, [None, pa.py_buffer(bytes([0,0,0,0, 1,0,0,0, 2,0,0,0])), pa.py_buffer(b'A\\xff')])";
+    using accepted = py.eval(make);
+    using imported = fromPython(accepted, { validation: "default" }) as ImportedArray;
+    expect(imported.root.length).toBe(2);
+    imported.dispose();
+    using refused = py.eval(make);
+    expect(() => fromPython(refused, { validation: "full" })).toThrow(InvalidLayoutError);
+    using again = py.eval(make);
+    expect(() => fromPython(again, { validation: "full" })).toThrow("string 1 is not valid UTF-8");
+    pythonGc();
+  });
+
+  test("str() of any length, multi-byte characters across the first buffer's end included", () => {
+    for (const prefix of [4094, 4095, 4096, 9000]) {
+      using text = py.eval(`'a' * ${prefix} + (chr(0xe9) + chr(0x20ac) + chr(0x1f600)) * 3 + 'z'`);
+      const expected = "a".repeat(prefix) + "\u00e9\u20ac\u{1f600}".repeat(3) + "z";
+      expect(text.toString()).toBe(expected);
+    }
+    using nul = py.eval("'x\\0y'");
+    expect(nul.toString()).toBe("x\0y");
   });
 
   test("schemas: __arrow_c_schema__ into an owned CSchema", () => {

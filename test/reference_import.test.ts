@@ -19,7 +19,7 @@ import { readFileSync } from "node:fs";
 import { arrayFields, schemaFields } from "../ts/abi/structs.ts";
 import { DeviceType } from "../ts/abi/layout.ts";
 import { RecordBatchReader, type RecordBatch } from "apache-arrow";
-import { ImportedArray, toRecordBatch, type RawArray } from "../ts/index.ts";
+import { ImportedArray, structPointer, toRecordBatch, type RawArray } from "../ts/index.ts";
 import { nonZeroCounters } from "../ts/diagnostics.ts";
 import { compareBatches } from "./helpers/arrow_compare.ts";
 import { ArrowCppRead, arrowCppLive, CSlot, cArrayLayout, type NodeLayout } from "./helpers/arrow_cpp.ts";
@@ -74,8 +74,8 @@ function importAndCompare(slot: CSlot, kind: "device_array" | "array", label: st
   peer.peer_intercept_array(slot.array);
   peer.peer_intercept_schema(slot.schema);
   const imported = kind === "device_array"
-    ? ImportedArray.fromDeviceArray(slot.schema, slot.array, { validation: "full" })
-    : ImportedArray.fromArray(slot.schema, slot.array, { validation: "full" });
+    ? ImportedArray.fromDeviceArray(slot.schema, structPointer("ArrowDeviceArray", slot.array), { validation: "full" })
+    : ImportedArray.fromArray(slot.schema, structPointer("ArrowArray", slot.array), { validation: "full" });
   try {
     // Moved in: the slot is left released.
     expect(arrayFields.released(slot.array as number) && schemaFields.released(slot.schema as number)).toBe(true);

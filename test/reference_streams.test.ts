@@ -35,7 +35,7 @@ import { readFileSync } from "node:fs";
 import { RecordBatchReader, Table, type RecordBatch } from "apache-arrow";
 import { ArrowArrayStreamLayout, ArrowDeviceArrayStreamLayout, DeviceType } from "../ts/abi/layout.ts";
 import { ImportedStream, StreamError, UnsupportedError, exportStream, exportStreamAsync, readTable, readTableAsync, recordBatches, recordBatchesAsync, streamSchema, toRecordBatch, type ExportedStream, type ImportedArray, type StreamKind } from "../ts/index.ts";
-import { arrayStreamAsDeviceStream, deviceStreamAsArrayStream } from "../ts/raw.ts";
+import { arrayStreamAsDeviceStream, deviceStreamAsArrayStream, structPointer } from "../ts/raw.ts";
 import { nonZeroCounters } from "../ts/diagnostics.ts";
 import { liveStreamSources } from "../ts/convert/stream_export.ts";
 import { compareBatches, unsharedBuffers } from "./helpers/arrow_compare.ts";
@@ -101,8 +101,8 @@ function slotReleased(slot: CSlot): boolean {
 /** Moves Arrow C++'s stream in, validating every batch in full. */
 function importCpp(slot: CSlot): ImportedStream {
   const stream = slot.kind === "stream"
-    ? ImportedStream.fromArrayStream(slot.body, { validation: "full" })
-    : ImportedStream.fromDeviceArrayStream(slot.body, { validation: "full" });
+    ? ImportedStream.fromArrayStream(structPointer("ArrowArrayStream", slot.body), { validation: "full" })
+    : ImportedStream.fromDeviceArrayStream(structPointer("ArrowDeviceArrayStream", slot.body), { validation: "full" });
   expect(slotReleased(slot), "the stream was moved in").toBe(true);
   expect(stream.kind as string).toBe(slot.kind);
   expect(stream.deviceType).toBe(DeviceType.CPU);
@@ -327,10 +327,10 @@ describe("C -> this library -> C: Arrow C++'s streams relayed unconverted to Arr
       using cpp = ArrowCppRead.fromBytes(readFileSync(file.path));
       const n = cpp.batchCount;
       const routes: { name: string; kind: StreamKind; out: StreamKind; through: (slot: CSlot) => ExportedStream; thread: "JS" | "consumer" }[] = [
-        { name: "ImportedStream.fromDeviceArrayStream(...).relay()", kind: "device_stream", out: "device_stream", through: (s) => ImportedStream.fromDeviceArrayStream(s.body).relay(), thread: "consumer" },
-        { name: "ImportedStream.fromArrayStream(...).relay()", kind: "stream", out: "stream", through: (s) => ImportedStream.fromArrayStream(s.body).relay(), thread: "JS" },
-        { name: "arrayStreamAsDeviceStream", kind: "stream", out: "device_stream", through: (s) => arrayStreamAsDeviceStream(s.body), thread: "consumer" },
-        { name: "deviceStreamAsArrayStream", kind: "device_stream", out: "stream", through: (s) => deviceStreamAsArrayStream(s.body), thread: "JS" },
+        { name: "ImportedStream.fromDeviceArrayStream(...).relay()", kind: "device_stream", out: "device_stream", through: (s) => ImportedStream.fromDeviceArrayStream(structPointer("ArrowDeviceArrayStream", s.body)).relay(), thread: "consumer" },
+        { name: "ImportedStream.fromArrayStream(...).relay()", kind: "stream", out: "stream", through: (s) => ImportedStream.fromArrayStream(structPointer("ArrowArrayStream", s.body)).relay(), thread: "JS" },
+        { name: "arrayStreamAsDeviceStream", kind: "stream", out: "device_stream", through: (s) => arrayStreamAsDeviceStream(structPointer("ArrowArrayStream", s.body)), thread: "consumer" },
+        { name: "deviceStreamAsArrayStream", kind: "device_stream", out: "stream", through: (s) => deviceStreamAsArrayStream(structPointer("ArrowDeviceArrayStream", s.body)), thread: "JS" },
       ];
       let expected = { streams: 0, batches: 0 };
       for (const route of routes) {
@@ -351,7 +351,7 @@ describe("C -> this library -> C: Arrow C++'s streams relayed unconverted to Arr
     using cpp = ArrowCppRead.fromBytes(readFileSync(multiBatch.path));
     using reference = new CppBatches(cpp, false);
     using slot = cppStream(cpp, "device_stream");
-    const stream = ImportedStream.fromDeviceArrayStream(slot.body);
+    const stream = ImportedStream.fromDeviceArrayStream(structPointer("ArrowDeviceArrayStream", slot.body));
     using first = stream.next()!;
     reference.expectSameMemory(first, 0, "pulled here");
     using relayed = stream.relay();

@@ -9,7 +9,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { read, toArrayBuffer, type Pointer } from "bun:ffi";
 import { ArrowArrayLayout, DeviceType, ReexportFlag, ReexportShape, reexportRequestWords } from "../ts/abi/layout.ts";
 import { manifestText } from "../ts/ffi/library.ts";
-import { ImportedArray, InvalidArgumentError, InvalidLayoutError, ReleasedError, UnsupportedError, type ExportedArray } from "../ts/index.ts";
+import { structPointer, ImportedArray, InvalidArgumentError, InvalidLayoutError, ReleasedError, UnsupportedError, type ExportedArray } from "../ts/index.ts";
 import { nonZeroCounters } from "../ts/diagnostics.ts";
 import { relay, relayArray } from "../ts/raw.ts";
 import { fixtureText, peer } from "./helpers/fixtures.ts";
@@ -161,7 +161,7 @@ describe("relay errors and plain arrays", () => {
     using slot = new ProducerSlot();
     owners.owners_make_list_view(slot.schema, slot.array); // the device array's first member is its ArrowArray
     const before = signature(slot.schema, slot.array);
-    const out = relayArray(slot.schema, slot.array);
+    const out = relayArray(slot.schema, structPointer("ArrowArray", slot.array));
     expect(out.kind).toBe("array");
     expect(signature(out.schema, out.array)).toEqual(before);
     expect(releases()).toBe(0);

@@ -7,7 +7,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { type RecordBatch } from "apache-arrow";
 import { DeviceType } from "../ts/abi/layout.ts";
-import { ExportedStream, ImportedStream, StreamError, exportArray, exportSchema, exportStream, readTable, readTableAsync, recordBatches, recordBatchesAsync, streamSchema, toRecordBatch, toTable, type ImportedArray } from "../ts/index.ts";
+import { structPointer, ExportedStream, ImportedStream, StreamError, exportArray, exportSchema, exportStream, readTable, readTableAsync, recordBatches, recordBatchesAsync, streamSchema, toRecordBatch, toTable, type ImportOptions, type ImportedArray } from "../ts/index.ts";
 import { counters, nonZeroCounters } from "../ts/diagnostics.ts";
 import { liveStreamSources } from "../ts/convert/stream_export.ts";
 import { compareBatches, unsharedBuffers } from "./helpers/arrow_compare.ts";
@@ -16,10 +16,14 @@ import { collectUntil } from "./helpers/gc.ts";
 import { goldStreams, openGold, readGold, unreadableByApacheArrow } from "./helpers/streams.ts";
 
 const kinds = [
-  { kind: "stream", code: 0, from: ImportedStream.fromArrayStream },
-  { kind: "device_stream", code: 1, from: ImportedStream.fromDeviceArrayStream },
+  // Either kind in one loop: the address is given its struct by structPointer.
+  { kind: "stream", code: 0, from: (s: number, o?: ImportOptions) => ImportedStream.fromArrayStream(structPointer("ArrowArrayStream", s), o) },
+  { kind: "device_stream", code: 1, from: (s: number, o?: ImportOptions) => ImportedStream.fromDeviceArrayStream(structPointer("ArrowDeviceArrayStream", s), o) },
 ] as const;
 
+function cStream(code: 0, batches: number, rows: number, options?: { failAt?: number; message?: string; deviceType?: number }): ExportedStream<"stream">;
+function cStream(code: 1, batches: number, rows: number, options?: { failAt?: number; message?: string; deviceType?: number }): ExportedStream<"device_stream">;
+function cStream(code: 0 | 1, batches: number, rows: number, options?: { failAt?: number; message?: string; deviceType?: number }): ExportedStream;
 function cStream(code: 0 | 1, batches: number, rows: number, options: { failAt?: number; message?: string; deviceType?: number } = {}): ExportedStream {
   const slot = new ExportedStream(code === 0 ? "stream" : "device_stream", "C stream slot");
   const message = options.message === undefined ? null : Buffer.from(`${options.message}\0`);

@@ -9,7 +9,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { ptr } from "bun:ffi";
 import { Float64, RecordBatch, Table, makeVector, vectorFromArray } from "apache-arrow";
 import { BufferWord, DeviceType } from "../ts/abi/layout.ts";
-import { ExportedStream, ImportedStream, InvalidArgumentError, ReleasedError, StreamError, UnsupportedError, exportArray, exportSchema, exportStream, type ImportedArray } from "../ts/index.ts";
+import { structPointer, ExportedStream, ImportedStream, InvalidArgumentError, ReleasedError, StreamError, UnsupportedError, exportArray, exportSchema, exportStream, type ImportOptions, type ImportedArray } from "../ts/index.ts";
 import { arrayStreamAsDeviceStream, deviceStreamAsArrayStream } from "../ts/raw.ts";
 import { consumeNatively } from "../ts/native_consumer.ts";
 import { counters, nonZeroCounters } from "../ts/diagnostics.ts";
@@ -19,12 +19,16 @@ import { collectUntil } from "./helpers/gc.ts";
 import { consumeInC, goldStreams, openGold, readGold, unreadableByApacheArrow } from "./helpers/streams.ts";
 
 const kinds = [
-  { kind: "stream", code: 0, from: ImportedStream.fromArrayStream },
-  { kind: "device_stream", code: 1, from: ImportedStream.fromDeviceArrayStream },
+  // Either kind in one loop: the address is given its struct by structPointer.
+  { kind: "stream", code: 0, from: (s: number, o?: ImportOptions) => ImportedStream.fromArrayStream(structPointer("ArrowArrayStream", s), o) },
+  { kind: "device_stream", code: 1, from: (s: number, o?: ImportOptions) => ImportedStream.fromDeviceArrayStream(structPointer("ArrowDeviceArrayStream", s), o) },
 ] as const;
 
 /** A C int stream (stream_peer.c) in a fresh slot; batch b holds rows
  * values b * 1000 + j in child "a". */
+function cStream(code: 0, batches: number, rows: number, options?: { failAt?: number; message?: string; deviceType?: number; arrayDeviceType?: number }): ExportedStream<"stream">;
+function cStream(code: 1, batches: number, rows: number, options?: { failAt?: number; message?: string; deviceType?: number; arrayDeviceType?: number }): ExportedStream<"device_stream">;
+function cStream(code: 0 | 1, batches: number, rows: number, options?: { failAt?: number; message?: string; deviceType?: number; arrayDeviceType?: number }): ExportedStream;
 function cStream(code: 0 | 1, batches: number, rows: number, options: { failAt?: number; message?: string; deviceType?: number; arrayDeviceType?: number } = {}): ExportedStream {
   const slot = new ExportedStream(code === 0 ? "stream" : "device_stream", "C stream slot");
   const message = options.message === undefined ? null : Buffer.from(`${options.message}\0`);

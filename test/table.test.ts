@@ -6,7 +6,7 @@
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { Field, Int32, RecordBatch, Schema, Struct, Table, Utf8, makeData, tableFromArrays, vectorFromArray } from "apache-arrow";
-import { ExportedStream, ImportedStream, InvalidArgumentError, exportArray, exportTable, importRecordBatch, importTable, readTable } from "../ts/index.ts";
+import { ExportedStream, ImportedStream, InvalidArgumentError, exportArray, exportTable, importRecordBatch, importTable, readTable, type ImportTableOptions } from "../ts/index.ts";
 import { counters, nonZeroCounters } from "../ts/diagnostics.ts";
 import { liveStreamSources } from "../ts/convert/stream_export.ts";
 import { compareBatches, unsharedBuffers } from "./helpers/arrow_compare.ts";
@@ -36,7 +36,7 @@ describe("exportTable / importTable", () => {
       const handle = exportTable(table, { as });
       expect(handle).toBeInstanceOf(ExportedStream);
       expect(counters().live_stream_exports).toBe(before + 1);
-      const back = importTable(handle.stream, { as });
+      const back = importTable(handle.stream, { as } as ImportTableOptions);
       // The stream was released exactly once, by importTable.
       expect(counters().live_stream_exports).toBe(before);
       expect(handle.streamReleased).toBe(true); // moved in, then released by importTable
@@ -65,11 +65,11 @@ describe("exportTable / importTable", () => {
     expect(() => exportTable(batch as unknown as Table)).toThrow(InvalidArgumentError);
     expect(() => exportTable(batch as unknown as Table)).toThrow("exportTable: table must be an apache-arrow Table (exportStream takes batches, readers and iterables), not a RecordBatch");
     expect(() => exportTable(null as unknown as Table)).toThrow("not null");
-    expect(() => importTable(0, { as: "array" as "stream" })).toThrow('importTable: options.as must be');
+    expect(() => importTable(0 as never, { as: "array" as "stream" })).toThrow('importTable: options.as must be');
   });
 
   test("the table stays alive for the consumer after the app drops it", async () => {
-    let handle: ExportedStream | null = exportTable(tableFromArrays({ v: Float64Array.from({ length: 1000 }, (_, i) => i) }));
+    let handle: ExportedStream<"device_stream"> | null = exportTable(tableFromArrays({ v: Float64Array.from({ length: 1000 }, (_, i) => i) }));
     const stream = ImportedStream.fromDeviceArrayStream(handle.stream);
     handle.release();
     handle = null;

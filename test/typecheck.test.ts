@@ -10,7 +10,7 @@
  * in a few.
  */
 import { describe, expect, test } from "bun:test";
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
+import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
 
@@ -56,6 +56,24 @@ describe("type check", () => {
       expect(ours).toContain(file);
     }
   });
+
+  test("typed addresses: a swapped or mismatched struct address fails tsc, structPointer compiles", () => {
+    // test/typecheck/typed_addresses.ts, with its @ts-expect-error
+    // directives blanked (line numbers kept), checked on its own: exactly
+    // the lines they marked fail, each for a typed address.
+    const source = readFileSync(join(root, "test", "typecheck", "typed_addresses.ts"), "utf8").split("\n");
+    const marked = source.flatMap((line, i) => (line.trim().startsWith("// @ts-expect-error") ? [i + 2] : []));
+    expect(marked.length).toBeGreaterThanOrEqual(9);
+    const dir = join(root, "build", "typecheck-cases");
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, "typed_addresses.ts"), source.map((line) => (line.trim().startsWith("// @ts-expect-error") ? "//" : line)).join("\n"));
+    writeFileSync(join(dir, "tsconfig.json"), JSON.stringify({ extends: "../../tsconfig.json", include: [], files: ["./typed_addresses.ts"] }));
+    const checked = runTsc("--noEmit", "-p", join("build", "typecheck-cases", "tsconfig.json"));
+    const errors = checked.output.split("\n").filter((line) => /^build\/typecheck-cases\/typed_addresses\.ts\(\d+,\d+\): error/.test(line));
+    const lines = [...new Set(errors.map((line) => Number(/\((\d+),/.exec(line)![1])))];
+    expect(lines).toEqual(marked);
+    for (const line of errors) expect(line).toMatch(/StructPointer|StructRef|TS2769/);
+  }, 120_000);
 
   test("tsc --noEmit -p tsconfig.json reports no error", () => {
     const checked = runTsc("--noEmit", "--incremental", "--tsBuildInfoFile", join("build", "typecheck.tsbuildinfo"));

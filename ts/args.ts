@@ -20,6 +20,29 @@ function article(name: string): string {
   return /^[aeiou]/i.test(name) ? `an ${name}` : `a ${name}`;
 }
 
+/** package.json peerDependencies["apache-arrow"] (test/arrow_versions.test.ts keeps them equal). */
+export const supportedArrowRange = ">=21.2.0 <22";
+
+/** apache-arrow's classes by name, as this package resolves them
+ * (registered by ts/convert/arrow_module.ts: only ts/convert imports
+ * apache-arrow). */
+const arrowClasses = new Map<string, Function>();
+
+export function registerArrowClasses(classes: Record<string, unknown>): void {
+  for (const [name, value] of Object.entries(classes)) if (typeof value === "function") arrowClasses.set(name, value);
+}
+
+/** Whether `value` is an object of an apache-arrow class of another copy
+ * of apache-arrow (another version, or a second install): its class has the
+ * name of one of apache-arrow's, but is not this package's. */
+function isForeignArrow(value: unknown): boolean {
+  if (typeof value !== "object" || value === null) return false;
+  const ctor = (Object.getPrototypeOf(value) as { constructor?: unknown } | null)?.constructor;
+  if (typeof ctor !== "function") return false;
+  const ours = arrowClasses.get(ctor.name);
+  return ours !== undefined && ours !== ctor && !(value instanceof ours);
+}
+
 /** The kind of `value`, in at most `maxDescription` characters: "NaN",
  * "the number 1.5", "a string of 3 characters", "an array of 2 items",
  * "a Uint8Array of 16 bytes", "a Table", "a plain object". Never its
@@ -48,7 +71,8 @@ export function describeValue(value: unknown): string {
 /** Throws the InvalidArgumentError for `fn`'s `param`, which should have
  * been `expected` and was `value`. */
 export function argumentError(fn: string, param: string, expected: string, value: unknown): InvalidArgumentError {
-  return new InvalidArgumentError(Status.invalid_argument, `${fn}: ${param} must be ${expected}, not ${describeValue(value)}`);
+  const foreign = isForeignArrow(value) ? ` from another copy of apache-arrow (the app needs one, in ${supportedArrowRange})` : "";
+  return new InvalidArgumentError(Status.invalid_argument, `${fn}: ${param} must be ${expected}, not ${describeValue(value)}${foreign}`);
 }
 
 function isInteger(value: unknown): value is number {
@@ -124,6 +148,14 @@ export function booleanArg(fn: string, param: string, value: unknown, optional =
 export function stringArg(fn: string, param: string, value: unknown, optional = false): void {
   if (optional && value === undefined) return;
   if (typeof value !== "string") throw argumentError(fn, param, optional ? "a string or undefined" : "a string", value);
+}
+
+/** Refuses a constructor call from outside the class's module: the
+ * constructor is private in TypeScript but reachable from JS, and what it
+ * takes (a native address) could be anything. `token` must be the
+ * module-private `expected` symbol. */
+export function internalConstruction(cls: string, token: unknown, expected: symbol, instead: string): void {
+  if (token !== expected) throw new InvalidArgumentError(Status.invalid_argument, `${cls}: the constructor is not public; ${instead}`);
 }
 
 /** True for `{...}` literals and Object.create(null). */

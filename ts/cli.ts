@@ -8,12 +8,21 @@
  *   doctor   the native library against its C header
  *
  * Results go to stdout, progress and errors to stderr. Exit codes: 0 done,
- * 1 failed (library not loadable, unreadable file), 2 wrong command line,
- * 3 `bench --require-gpu` without a real GPU. The commands load the native
+ * 1 failed (library not loadable, unreadable or unwritable file), 2 wrong
+ * command line, 3 `bench --require-gpu` without a real GPU. Every error is
+ * one line on stderr (a list of problems may follow it), never a stack
+ * trace. Every input is bounded: numeric options have ranges (args.ts
+ * `benchLimits`) and files have size limits. The commands load the native
  * library only when they need it, so `--help` and usage errors work
  * without one.
  */
-import { UsageError, numberList, parseArgs, type CommandSpec } from "./cli/args.ts";
+import { totalmem } from "node:os";
+import { UsageError, benchLimits, benchMemoryProblem, integerList, parseArgs, type CommandSpec } from "./cli/args.ts";
+import { FileError, checkWritable, readBounded, writeText } from "./cli/files.ts";
+
+/** The most of a bench result `chart` reads: a result of thousands of
+ * figures is a few MiB. */
+export const chartInputLimitBytes = 16 * 2 ** 20;
 
 const help: Record<string, string> = {
   main: `Usage: bun-arrow-device <command> [options]
@@ -40,8 +49,10 @@ Fake drivers (the project's test stand-ins) are reported as such.
   bench: `Usage: bun-arrow-device bench [options]
 
 Measures, each beside its baseline in the same process:
-  transfer       toDevice / ImportedArray.toHost against the raw driver calls
-                 (cuMemAlloc + cuMemcpyHtoD + cuMemFree, cuMemcpyDtoH; HIP alike)
+  transfer       toDevice, ImportedArray.toHost, DeviceRuntime.copy and
+                 allocate against the raw driver opened directly (pinned and
+                 pageable cuMemcpy*Async, cuMemAlloc; HIP alike), copies
+                 timed with events on the stream, ours / raw per size
   export_import  exportArray + import + toRecordBatch against apache-arrow's
                  IPC round trip
 Progress goes to stderr (a progress bar on a terminal).
@@ -51,16 +62,24 @@ Progress goes to stderr (a progress bar on a terminal).
   --require-gpu       exit 3 before measuring unless a real GPU is usable
                       (fake drivers do not count)
   --kinds LIST        runtimes to measure: cuda,rocm (default both)
-  --sizes LIST        transfer sizes in MiB (default 1,16,64,256; 1,4 on a fake driver)
-  --rows LIST         export/import batch rows (default 1000,100000,1000000)
-  --repeats N         timed runs per figure (median reported)
+  --sizes LIST        transfer sizes in MiB, up to ${benchLimits.sizesMiB}
+                      (default: 1 KiB to 1 GiB by powers of 4, as far as
+                      memory allows; --quick or a fake driver: to 1 MiB)
+  --quick             the short sweep, 1 KiB to 1 MiB
+  --rows LIST         export/import batch rows, up to ${benchLimits.rows.toLocaleString("en-US")}
+                      (default 1000,100000,1000000)
+  --repeats N         timed runs per figure, 1 to ${benchLimits.repeats}
+                      (median, fastest and slowest reported)
   --no-host           skip export/import
   --no-device         skip transfers
   --quiet             no progress on stderr`,
   chart: `Usage: bun-arrow-device chart FILE.json --out chart.svg
 
-Draws throughput against size, ours against the baseline, one panel per
-suite, operation and runtime, from a \`bench --out\` (or --json) file.
+Draws time per operation against size on log-log axes, ours beside the
+baseline, with the spread from the fastest to the slowest run as a band;
+one panel per suite, operation and runtime, from a \`bench --out\` (or
+--json) file of at most ${chartInputLimitBytes / 2 ** 20} MiB. Transfer panels, whose operations
+copy their bytes, also give the throughput.
 
   --out FILE   the SVG file to write (required)`,
   doctor: `Usage: bun-arrow-device doctor [--library PATH] [--header PATH]
@@ -75,7 +94,7 @@ mismatch (a stale or foreign build).
 
 const specs: Record<string, CommandSpec> = {
   info: { flags: ["json", "help"], values: [], positionals: 0 },
-  bench: { flags: ["json", "require-gpu", "no-host", "no-device", "quiet", "help"], values: ["out", "kinds", "sizes", "rows", "repeats"], positionals: 0 },
+  bench: { flags: ["json", "require-gpu", "no-host", "no-device", "quiet", "quick", "help"], values: ["out", "kinds", "sizes", "rows", "repeats"], positionals: 0 },
   chart: { flags: ["help"], values: ["out"], positionals: 1 },
   doctor: { flags: ["help"], values: ["library", "header"], positionals: 0 },
 };
@@ -123,29 +142,34 @@ async function info(json: boolean): Promise<number> {
   return 0;
 }
 
-function integers(command: string, option: string, text: string | undefined): number[] | null {
-  if (text === undefined) return null;
-  const numbers = numberList(command, option, text);
-  if (numbers.some((n) => !Number.isInteger(n))) throw new UsageError(`${command}: --${option} takes whole numbers, got "${text}"`);
-  return numbers;
+function integers(option: "sizes" | "rows" | "repeats", text: string | undefined, max: number): number[] | null {
+  return text === undefined ? null : integerList("bench", option, text, max, benchLimits.listLength);
 }
 
 async function bench(args: ReturnType<typeof parseArgs>): Promise<number> {
   const kindsText = args.values.get("kinds") ?? "cuda,rocm";
-  const kinds = kindsText.split(",").map((k) => k.trim());
+  const kinds = [...new Set(kindsText.split(",").map((k) => k.trim()))];
   const unknown = kinds.filter((k) => k !== "cuda" && k !== "rocm");
   if (unknown.length > 0) throw new UsageError(`bench: --kinds takes cuda and/or rocm, got "${unknown.join(",")}"`);
-  const repeats = integers("bench", "repeats", args.values.get("repeats"));
-  if (repeats !== null && repeats.length !== 1) throw new UsageError("bench: --repeats takes one number");
+  const repeatsText = args.values.get("repeats");
+  if (repeatsText?.includes(",")) throw new UsageError("bench: --repeats takes one number");
+  const repeats = integers("repeats", repeatsText, benchLimits.repeats);
+  if (args.flags.has("no-host") && args.flags.has("no-device")) throw new UsageError("bench: --no-host and --no-device leave nothing to measure");
   const options = {
     kinds: kinds as ("cuda" | "rocm")[],
-    sizesMiB: integers("bench", "sizes", args.values.get("sizes")),
-    rows: integers("bench", "rows", args.values.get("rows")),
+    sizesMiB: integers("sizes", args.values.get("sizes"), benchLimits.sizesMiB),
+    quick: args.flags.has("quick"),
+    rows: integers("rows", args.values.get("rows"), benchLimits.rows),
     repeats: repeats?.[0] ?? null,
     host: !args.flags.has("no-host"),
     device: !args.flags.has("no-device"),
     quiet: args.flags.has("quiet"),
   };
+  const memory = benchMemoryProblem(options.device ? options.sizesMiB ?? [] : [], options.host ? options.rows ?? [] : [], totalmem());
+  if (memory !== null) throw new UsageError(memory);
+  const out = args.values.get("out");
+  // Before measuring: a run that cannot save its result is refused at once.
+  if (out !== undefined) checkWritable(out, "the result to");
   await loadLibrary();
   const { runtimeReport, isRealGpu } = await import("./cli/runtimes.ts");
   if (args.flags.has("require-gpu")) {
@@ -157,14 +181,21 @@ async function bench(args: ReturnType<typeof parseArgs>): Promise<number> {
     }
   }
   const { runBench, benchText } = await import("./cli/bench.ts");
-  const result = runBench(options);
+  let result;
+  try {
+    result = runBench(options);
+  } catch (error) {
+    const e = error as Error;
+    const hint = e instanceof RangeError ? " (try smaller --sizes or --rows)" : "";
+    throw new CommandFailed(`bench: ${e.message.split("\n")[0]}${hint}`);
+  }
   const json = JSON.stringify(result, null, 2);
-  const out = args.values.get("out");
+  // The result reaches stdout first: a failed --out write loses nothing.
+  console.log(args.flags.has("json") ? json : benchText(result));
   if (out !== undefined) {
-    await Bun.write(out, `${json}\n`);
+    writeText(out, `${json}\n`, "the result to");
     if (!options.quiet) console.error(`bench: wrote ${out}`);
   }
-  console.log(args.flags.has("json") ? json : benchText(result));
   return 0;
 }
 
@@ -173,20 +204,26 @@ async function chart(args: ReturnType<typeof parseArgs>): Promise<number> {
   const out = args.values.get("out");
   if (input === undefined) throw new UsageError("chart: which bench JSON file? (bun-arrow-device chart FILE.json --out chart.svg)");
   if (out === undefined) throw new UsageError("chart: --out FILE.svg is required");
-  const { schemaProblems } = await import("./cli/bench_schema.ts");
+  const { benchSchemaId, schemaProblems } = await import("./cli/bench_schema.ts");
   const { benchChart } = await import("./cli/chart.ts");
+  checkWritable(out, "the chart to");
+  const text = readBounded(input, chartInputLimitBytes, "the bench result");
   let parsed: unknown;
   try {
-    parsed = JSON.parse(await Bun.file(input).text());
+    parsed = JSON.parse(text);
   } catch (error) {
     throw new CommandFailed(`chart: cannot read ${input} as JSON: ${(error as Error).message}`);
+  }
+  const schema = (parsed as { schema?: unknown } | null)?.schema;
+  if (typeof schema === "string" && schema.startsWith("bun-arrow-device/bench/") && schema !== benchSchemaId) {
+    throw new CommandFailed(`chart: ${input} is a ${schema} result; this version charts ${benchSchemaId} (run bench again)`);
   }
   const problems = schemaProblems(parsed);
   if (problems.length > 0) {
     const shown = problems.slice(0, 10).join("\n  ");
     throw new CommandFailed(`chart: ${input} is not a bench result (docs/cli.md):\n  ${shown}${problems.length > 10 ? `\n  ... ${problems.length - 10} more` : ""}`);
   }
-  await Bun.write(out, benchChart(parsed as import("./cli/bench.ts").BenchResult));
+  writeText(out, benchChart(parsed as import("./cli/bench.ts").BenchResult), "the chart to");
   console.error(`chart: wrote ${out}`);
   return 0;
 }
@@ -224,16 +261,18 @@ export async function main(argv: readonly string[]): Promise<number> {
   try {
     if (command === undefined || command === "--help" || command === "-h" || command === "help") {
       const topic = command === "help" ? rest[0] : undefined;
-      if (topic !== undefined && !(topic in help && topic !== "main")) throw new UsageError(`help: unknown command "${topic}"`);
+      if (topic !== undefined && !(Object.hasOwn(help, topic) && topic !== "main")) throw new UsageError(`help: unknown command "${topic}"`);
+      if (rest.length > (command === "help" ? 1 : 0)) throw new UsageError(`${command}: unexpected argument "${rest[command === "help" ? 1 : 0]}"`);
       console.log(help[topic ?? "main"]);
       return command === undefined ? 2 : 0;
     }
     if (command === "--version") {
+      if (rest.length > 0) throw new UsageError(`--version: unexpected argument "${rest[0]}"`);
       const { packageVersion } = await import("./cli/platform.ts");
       console.log(packageVersion());
       return 0;
     }
-    const spec = specs[command];
+    const spec = Object.hasOwn(specs, command) ? specs[command] : undefined;
     if (spec === undefined) {
       throw new UsageError(`unknown command "${command}". Commands: ${Object.keys(specs).join(", ")} (see \`bun-arrow-device --help\`)`);
     }
@@ -255,7 +294,14 @@ export async function main(argv: readonly string[]): Promise<number> {
       console.error(`bun-arrow-device: ${error.message}`);
       return 1;
     }
-    throw error;
+    if (error instanceof FileError) {
+      console.error(`bun-arrow-device: ${command}: ${error.message}`);
+      return 1;
+    }
+    // Anything else still gets one line, never a stack trace.
+    const e = error as Error;
+    console.error(`bun-arrow-device: ${command}: ${e?.name ?? "Error"}: ${String(e?.message ?? error).split("\n")[0]}`);
+    return 1;
   }
 }
 

@@ -12,7 +12,7 @@ export {
 export { deviceLibraryEnvVars } from "./ffi/device_loader.ts";
 export {
   deviceAvailability, deviceRuntime, kindOfDeviceType, runtimeDeviceType, libraryEnvVars,
-  DeviceRuntime, DeviceMemory, DeviceStream, DeviceEvent,
+  DeviceRuntime, DeviceMemory, DeviceStream, DeviceEvent, HostRegistration,
   type DeviceKind, type DeviceAvailability, type DeviceInfo, type PointerInfo, type CopyOperand, type CopyOptions, type AllocateOptions,
 } from "./device/runtime.ts";
 export { copyArrayToDevice, targetDeviceType, type DeviceTarget } from "./device/transfer.ts";
@@ -22,3 +22,4 @@ export { exportDeviceArray, type ArraySource } from "./convert/export.ts";
 export { ExportedArray, type ExportedKind, type ExportedSchema } from "./lifetime/exported.ts";
 export { ImportedArray, RawArray, type ImportOptions, type ToHostOptions, type TypedBuffer } from "./lifetime/imported.ts";
 export { type StructRef } from "./lifetime/c_structs.ts";
+export { structPointer, type StructPointer, type StructName } from "./abi/pointers.ts";

@@ -29,6 +29,23 @@ export type StatusName = keyof typeof Status;
 /** A status by number (0 = ok). */
 export type StatusCode = (typeof Status)[StatusName];
 
+/** What a wrong constructor argument was, briefly (never its contents). */
+function kindOf(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  if (typeof value === "number") return Number.isNaN(value) ? "NaN" : `the number ${String(value).slice(0, 30)}`;
+  return typeof value === "object" ? "an object" : `a ${typeof value}`;
+}
+
+/** The error classes check their own arguments (they are public
+ * constructors): a wrong one is an InvalidArgumentError naming it. */
+function errorArg(cls: string, param: string, ok: boolean, expected: string, value: unknown): void {
+  if (!ok) throw new InvalidArgumentError(Status.invalid_argument, `${cls}: ${param} must be ${expected}, not ${kindOf(value)}`);
+}
+
+const isStatus = (value: unknown): boolean => typeof value === "number" && Number.isSafeInteger(value);
+const isStrings = (value: unknown): boolean => Array.isArray(value) && value.every((item) => typeof item === "string");
+
 /** The base class of every error the native library reports: its status
  * (`code` by name, `status` by number) and the message it recorded. */
 export class ArrowDeviceError extends Error {
@@ -38,6 +55,8 @@ export class ArrowDeviceError extends Error {
   /** The numeric status. */
   readonly status: number;
   constructor(status: number, message: string) {
+    errorArg(new.target.name, "status", isStatus(status), "an integer status", status);
+    errorArg(new.target.name, "message", typeof message === "string", "a string", message);
     super(message);
     this.status = status;
     this.code = statusName(status);
@@ -122,6 +141,10 @@ export class LibraryLoadError extends Error {
    * @param platformId the platform the loader looked for (linux-x64-gnu, ...).
    */
   constructor(message: string, readonly path: string, readonly tried: readonly string[] = [path], readonly platformId: string = "") {
+    errorArg("LibraryLoadError", "message", typeof message === "string", "a string", message);
+    errorArg("LibraryLoadError", "path", typeof path === "string", "a string", path);
+    errorArg("LibraryLoadError", "tried", isStrings(tried), "an array of strings", tried);
+    errorArg("LibraryLoadError", "platformId", typeof platformId === "string", "a string", platformId);
     super(message);
   }
 }
@@ -130,6 +153,7 @@ export class LibraryLoadError extends Error {
 export class LayoutMismatchError extends Error {
   override name = "LayoutMismatchError";
   constructor(readonly problems: string[]) {
+    errorArg("LayoutMismatchError", "problems", isStrings(problems), "an array of strings", problems);
     super(`libarrow_device and the TypeScript layer disagree on the ABI layout:\n  ${problems.join("\n  ")}`);
   }
 }
@@ -140,6 +164,8 @@ export class LayoutMismatchError extends Error {
 export class StreamError extends CallbackError {
   override name = "StreamError";
   constructor(status: number, message: string, errno: number, readonly producerMessage: string | null) {
+    errorArg("StreamError", "errno", isStatus(errno), "an integer errno", errno);
+    errorArg("StreamError", "producerMessage", producerMessage === null || typeof producerMessage === "string", "a string or null", producerMessage);
     super(status, message);
     this.errno = errno;
   }
@@ -158,6 +184,9 @@ export class AsyncStreamError extends CallbackError {
   /** True when this library detected the failure (a protocol violation). */
   readonly local: boolean;
   constructor(errno: number, message: string, metadata: Map<string, string>, local: boolean) {
+    errorArg("AsyncStreamError", "errno", isStatus(errno), "an integer errno", errno);
+    errorArg("AsyncStreamError", "metadata", metadata instanceof Map, "a Map", metadata);
+    errorArg("AsyncStreamError", "local", typeof local === "boolean", "true or false", local);
     super(Status.callback_error, message);
     this.errno = errno;
     this.metadata = metadata;

@@ -30,6 +30,8 @@ export {
 export { ImportedArray, RawArray, type ImportOptions, type ToHostOptions, type TypedBuffer } from "./lifetime/imported.ts";
 export { ImportedStream } from "./lifetime/imported_stream.ts";
 export { type StructRef } from "./lifetime/c_structs.ts";
+// Typed addresses (docs/api.md): a raw address from C is given its struct.
+export { structPointer, type StructPointer, type StructName } from "./abi/pointers.ts";
 export {
   toDataType, toField, toSchema, toData, toVector, toRecordBatch, toTable, importVector, importRecordBatch,
   type ImportConvertOptions,

@@ -4,13 +4,12 @@
  * structs in, validates them, reports every buffer's address, size and
  * FNV-1a checksum as C sees them, and calls release.
  */
-import { type Pointer } from "bun:ffi";
 import { validationLevelArg, type ValidationLevelName } from "./abi/layout.ts";
 import { asPointer } from "./abi/structs.ts";
 import { argumentError } from "./args.ts";
 import { check, native } from "./ffi/library.ts";
 import { drainReleased } from "./lifetime/keepalive.ts";
-import { takeStructs } from "./lifetime/c_structs.ts";
+import { takeStructs, type StructRef } from "./lifetime/c_structs.ts";
 
 /** One buffer as the native consumer saw it: its address, its size in
  * bytes and its FNV-1a checksum (-1 when the host cannot read it). */
@@ -22,7 +21,7 @@ const report = new Float64Array(1 + 3 * 16384);
 
 /** Consumes (moves in, validates, checksums, releases) the given structs.
  * Checksums are -1 for memory the host cannot read. */
-export function consumeNatively(schema: Pointer | number, deviceArray: Pointer | number, validation: ValidationLevelName = "full"): NativeBufferReport[] {
+export function consumeNatively(schema: StructRef<"ArrowSchema">, deviceArray: StructRef<"ArrowDeviceArray">, validation: ValidationLevelName = "full"): NativeBufferReport[] {
   let level = 0;
   // Taken (released) even when an argument is bad.
   const [schemaAddress, arrayAddress] = takeStructs("consumeNatively", [["schema", schema, "ArrowSchema"], ["deviceArray", deviceArray, "ArrowDeviceArray"]], () => {

@@ -11,6 +11,7 @@ export {
 } from "./abi/layout.ts";
 export { encodeMetadata, decodeMetadataBytes } from "./abi/metadata.ts";
 export { CSchema, CArray, CDeviceArray, addressOf, type CStruct, type CStructKind, type StructRef } from "./lifetime/c_structs.ts";
+export { structPointer, type StructPointer, type StructName } from "./abi/pointers.ts";
 export { ExportedArray, type ExportedKind, type ExportedSchema } from "./lifetime/exported.ts";
 export { exportDeviceArray, type ArraySource } from "./convert/export.ts";
 export { ImportedArray, RawArray, hostAccessError, type ImportOptions, type ToHostOptions, type TypedBuffer } from "./lifetime/imported.ts";

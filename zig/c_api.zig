@@ -14,6 +14,7 @@ const status = @import("status.zig");
 const manifest = @import("manifest.zig");
 const counters = @import("counters.zig");
 const keepalive = @import("keepalive.zig");
+const js_context = @import("js_context.zig");
 const export_holds = @import("export_holds.zig");
 const export_array = @import("export_array.zig");
 const export_schema = @import("export_schema.zig");
@@ -25,6 +26,7 @@ const move = @import("move.zig");
 const schema_info = @import("schema_info.zig");
 const schema_key = @import("schema_key.zig");
 const metadata = @import("metadata.zig");
+const probe = @import("probe.zig");
 
 const Status = status.Status;
 const Owner = owner_mod.Owner;
@@ -221,6 +223,29 @@ export fn abd_export_slot_from_image(template: ?*export_schema.Template, image: 
 /// reads without a call, to drain only when it is non-zero).
 export fn abd_keepalive_queued_address() *const u32 {
     return keepalive.queuedAddress();
+}
+
+/// Opens the calling JS thread's context (js_context.zig): the JS layer
+/// calls it once per thread, before it registers any callback, saying
+/// whether it is the process's main JS thread. Returns the
+/// context number (the high bits of that thread's keepalive ids), or 0 when
+/// this process has used up every context number.
+export fn abd_js_context_open(is_main: bool) u32 {
+    // What each module drops or answers when a JS thread ends (registered
+    // once; later calls find them there).
+    js_context.onClose(js_wake.forget);
+    js_context.onClose(keepalive.closed);
+    js_context.onClose(stream_export.forgetSyncProducer);
+    js_context.onClose(js_queue.orphan);
+    js_context.onClose(stream_import.releaseClosed);
+    js_queue.on_orphan = stream_export.orphaned;
+    return js_context.open(is_main);
+}
+
+/// Runs an import's deferred release on the JS thread (js_queue tag
+/// owner_release): its producer's release callbacks are JS code.
+export fn abd_owner_release_deferred(owner: ?*Owner) void {
+    (owner orelse return).destroyNow();
 }
 
 /// Registers the callback that wakes JS when keepalive ids are queued.
@@ -493,6 +518,7 @@ fn releaseInputs(schema: ?*abi.ArrowSchema, array: ?*abi.ArrowArray) void {
 
 const device_runtime = @import("device/runtime.zig");
 const device_transfer = @import("device/transfer.zig");
+const device_staging = @import("device/staging.zig");
 
 fn runtimeFor(device_type: i32) ?*device_runtime.Runtime {
     const found = device_runtime.require(device_type);
@@ -688,6 +714,30 @@ export fn abd_owner_to_host(owner: *Owner, stream: ?*anyopaque, out_schema: ?*ab
     return code(device_transfer.toHost(owner, stream, schema_target, array_target));
 }
 
+/// Page-locks `size` bytes of host memory at `address` for the runtime of
+/// `device_type` (cuMemHostRegister_v2 / hipHostRegister). The caller keeps
+/// the memory alive and calls `abd_device_host_unregister` once.
+export fn abd_device_host_register(device_type: i32, device_id: i32, address: ?*anyopaque, size: usize) c_int {
+    const rt = runtimeFor(device_type) orelse return code(status.lastStatus());
+    return code(rt.hostRegister(device_id, @intFromPtr(address), size));
+}
+
+export fn abd_device_host_unregister(device_type: i32, device_id: i32, address: ?*anyopaque) c_int {
+    const rt = runtimeFor(device_type) orelse return code(status.lastStatus());
+    return code(rt.hostUnregister(device_id, @intFromPtr(address)));
+}
+
+/// The pinned staging pool of `device_type`'s runtime (zig/device/staging.zig):
+/// `out[0]` = blocks allocated (idle and lent) before, `out[1]` = idle
+/// blocks freed when `trim` is non-zero, `out[2]` = the block size.
+export fn abd_device_staging(device_type: i32, trim: c_int, out: [*]f64) c_int {
+    const rt = runtimeFor(device_type) orelse return code(status.lastStatus());
+    out[0] = @floatFromInt(device_staging.allocated(rt));
+    out[1] = if (trim != 0 and rt.isLoaded()) @floatFromInt(device_staging.trim(rt)) else 0;
+    out[2] = @floatFromInt(device_staging.block_bytes);
+    return 0;
+}
+
 /// Validates `schema` + `array` (not moved) at the minimal level, reading
 /// no buffer: for arrays built over memory the host cannot read.
 export fn abd_device_array_check(schema: ?*abi.ArrowSchema, array: ?*abi.ArrowDeviceArray) c_int {
@@ -722,6 +772,34 @@ export fn abd_schema_move_child(parent: ?*abi.ArrowSchema, index: i64, dst: ?*ab
 
 export fn abd_array_move_child(parent: ?*abi.ArrowArray, index: i64, dst: ?*abi.ArrowArray) c_int {
     return code(move.moveArrayChild(parent, index, dst));
+}
+
+// ---------------------------------------------------------------------------
+// Fault-safe struct checks (probe.zig)
+// ---------------------------------------------------------------------------
+
+/// Checks, without faulting, that `address` names a struct of `kind`
+/// (0 schema, 1 array, 2 device array, 3 array stream, 4 device array
+/// stream, 5 async device stream handler) that is safe to read: readable
+/// bytes, a sane shape, readable strings and child pointers. `mode` 0: it
+/// must be live (a released one gives ABD_RELEASED); 1: a view or a
+/// destination, released allowed, and writable. Reads only; any thread.
+export fn abd_probe_struct(kind: c_int, address: usize, mode: c_int) c_int {
+    const k = std.enums.fromInt(probe.Kind, kind) orelse return code(status.fail(.invalid_argument, "unknown struct kind {d}", .{kind}));
+    const m = std.enums.fromInt(probe.Mode, mode) orelse return code(status.fail(.invalid_argument, "unknown probe mode {d}", .{mode}));
+    return code(probe.probeStruct(k, address, m));
+}
+
+/// `abd_probe_struct` (mode 0) of the live schema and array (`array_kind`
+/// 1) or device array (2) that one import takes, in one call. A NULL
+/// address is skipped. Returns the first failure, the schema's first.
+/// `array_kind` | 0x100: both lie in a live export slot of this library
+/// (abd_export_slot_new), read directly; only their release is checked.
+export fn abd_probe_pair(schema: usize, array_kind: c_int, array: usize) c_int {
+    const own = array_kind & 0x100 != 0;
+    const kind = array_kind & ~@as(c_int, 0x100);
+    if (kind != 1 and kind != 2) return code(status.fail(.invalid_argument, "unknown array kind {d}", .{array_kind}));
+    return code(probe.probePair(schema, if (kind == 1) .array else .device_array, array, own));
 }
 
 // ---------------------------------------------------------------------------
@@ -788,26 +866,26 @@ export fn abd_status_errno(raw: c_int) c_int {
 /// Registers the void threadsafe callback that wakes JS when work is
 /// queued for it (js_queue.zig).
 export fn abd_js_queue_set_notifier(notifier: ?js_queue.Notifier) void {
-    js_queue.global.setNotifier(notifier);
+    js_queue.mine().setNotifier(notifier);
 }
 
 /// Moves up to `capacity` queued entries into `out` (3 words each: tag,
 /// key, address); returns how many entries. JS thread.
 export fn abd_js_queue_take(out: [*]f64, capacity: u32) u32 {
-    return @intCast(js_queue.global.take(out[0 .. @as(usize, capacity) * js_queue.entry_words]));
+    return @intCast(js_queue.mine().take(out[0 .. @as(usize, capacity) * js_queue.entry_words]));
 }
 
 /// Entries waiting in the JS work queue plus released exports waiting in
 /// the keepalive queue, read without locks (for JS's polling loop).
 export fn abd_js_work_pending() u32 {
-    const released: u32 = @intCast(@max(0, counters.get(.keepalive_pending)));
-    return js_queue.global.queuedNow() + released;
+    const released: u32 = keepalive.queuedAddress().*;
+    return js_queue.mine().queuedNow() + released;
 }
 
 /// JS says it is polling the work and keepalive queues (no wake-ups
 /// needed), or that it stopped (it then takes from both once more).
 export fn abd_js_queue_polling(on: bool) void {
-    js_queue.global.setPolling(on);
+    js_queue.mine().setPolling(on);
 }
 
 /// How long threads waiting across the JS hand-off spin before sleeping
@@ -927,6 +1005,24 @@ export fn abd_stream_import_empty_batch(imported: *stream_import.Imported, level
 export fn abd_stream_import_pull(imported: *stream_import.Imported, level: c_int) c_int {
     const lvl = levelFrom(level) orelse return code(status.fail(.invalid_argument, "validation level {d} is not 0..3", .{level}));
     return code(stream_import.pull(imported, lvl));
+}
+
+/// From now on, each batch the stream's worker pulls is copied to host
+/// memory on the worker (device_transfer.toHost; host-readable batches
+/// become views), and the device batch released once copied: the copy of
+/// the batch read ahead overlaps JS's use of the previous one.
+export fn abd_stream_import_copy_pulls_to_host(imported: *stream_import.Imported) void {
+    stream_import.setPullTransform(imported, pullToHost);
+}
+
+fn pullToHost(pulled: *Owner, level: validate.Level, out: *?*Owner) Status {
+    defer pulled.release();
+    out.* = null;
+    var schema: abi.ArrowSchema = .empty;
+    var array: abi.ArrowDeviceArray = .empty;
+    const copied = device_transfer.toHost(pulled, null, &schema, &array);
+    if (copied != .ok) return copied;
+    return owner_mod.import(&schema, &array, level, out);
 }
 
 /// Takes a finished background pull: its status (and message, as this

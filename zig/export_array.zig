@@ -19,6 +19,7 @@ const abi = @import("abi.zig");
 const status = @import("status.zig");
 const counters = @import("counters.zig");
 const keepalive = @import("keepalive.zig");
+const js_context = @import("js_context.zig");
 const tree_block = @import("tree_block.zig");
 const tree_image = @import("tree_image.zig");
 const validate = @import("validate.zig");
@@ -121,6 +122,15 @@ fn releaseChild(child: *abi.ArrowArray, block: *tree_block.Block) u32 {
     if (release == &releaseArray and child.private_data == @as(?*anyopaque, block)) return releaseNodes(child, block);
     release(child);
     return 0;
+}
+
+/// The JS thread (js_context.zig) whose memory `array` views, when it is a
+/// tree this module built for JS; 0 for any other array.
+pub fn jsContextOf(array: *const abi.ArrowArray) u32 {
+    if (array.release != &releaseArray) return 0;
+    const block: *tree_block.Block = @ptrCast(@alignCast(array.private_data orelse return 0));
+    if (block.on_free != &finishExport) return 0;
+    return js_context.ofKeepalive(@intFromPtr(block.on_free_context));
 }
 
 /// Context of the block's on-free hook for JS-backed exports.

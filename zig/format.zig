@@ -208,7 +208,9 @@ pub fn parse(format: []const u8, why: *[]const u8) ParseError!Type {
         'd' => return parseDecimal(format, why),
         'w' => {
             if (format[1] != ':') return bad(why, "needs ':' after 'w' (fixed-size binary, e.g. w:16)");
-            const width = parsePositive(format[2..]) orelse return bad(why, "has a fixed-size binary width that is not a positive integer");
+            // Width 0 is allowed (the spec sets no minimum; Arrow C++
+            // accepts it): every value is empty, the data buffer holds 0 bytes.
+            const width = parseNonNegative(format[2..]) orelse return bad(why, "has a fixed-size binary width that is not a non-negative integer");
             return .{ .id = .fixed_size_binary, .fixed_size = width, .byte_width = @intCast(width) };
         },
         't' => return parseTemporal(format, why),
@@ -224,10 +226,14 @@ fn bad(why: *[]const u8, message: []const u8) ParseError {
 
 /// A decimal integer in [1, 2^31).
 fn parsePositive(text: []const u8) ?i32 {
-    const value = std.fmt.parseInt(i32, text, 10) catch return null;
-    if (value <= 0) return null;
-    if (text[0] == '+') return null;
-    return value;
+    const value = parseNonNegative(text) orelse return null;
+    return if (value == 0) null else value;
+}
+
+/// A decimal integer in [0, 2^31), digits only.
+fn parseNonNegative(text: []const u8) ?i32 {
+    if (text.len == 0 or text[0] == '+' or text[0] == '-') return null;
+    return std.fmt.parseInt(i32, text, 10) catch null;
 }
 
 fn parseDecimal(format: []const u8, why: *[]const u8) ParseError!Type {
@@ -319,7 +325,8 @@ fn parseNested(format: []const u8, why: *[]const u8) ParseError!Type {
     if (std.mem.eql(u8, rest, "vL")) return .{ .id = .large_list_view };
     if (std.mem.startsWith(u8, rest, "w")) {
         if (rest.len < 2 or rest[1] != ':') return bad(why, "needs ':' after '+w' (fixed-size list, e.g. +w:4)");
-        const size = parsePositive(rest[2..]) orelse return bad(why, "has a fixed-size list size that is not a positive integer");
+        // Size 0 is allowed, as for fixed-size binary: every list is empty.
+        const size = parseNonNegative(rest[2..]) orelse return bad(why, "has a fixed-size list size that is not a non-negative integer");
         return .{ .id = .fixed_size_list, .fixed_size = size };
     }
     if (std.mem.startsWith(u8, rest, "ud") or std.mem.startsWith(u8, rest, "us")) {
@@ -367,10 +374,14 @@ test "parameterized formats keep their parameters" {
     try std.testing.expectEqual(@as(u8, 3), un.union_type_count);
     try std.testing.expectEqual(@as(i8, 127), un.union_type_ids[2]);
     try std.testing.expectEqual(@as(i32, 123), (try parse("+w:123", &why)).fixed_size);
+    const empty_binary = try parse("w:0", &why);
+    try std.testing.expectEqual(@as(i32, 0), empty_binary.fixed_size);
+    try std.testing.expectEqual(@as(u32, 0), empty_binary.byte_width);
+    try std.testing.expectEqual(@as(i32, 0), (try parse("+w:0", &why)).fixed_size);
 }
 
 test "malformed formats are rejected with a reason" {
-    const cases = [_][]const u8{ "", "x", "d:", "d:40,2", "d:5,2,100", "w:", "w:-1", "w:0", "ts", "tsx:", "tsn", "tdX", "+q", "+w", "+w:", "+ud", "+ud:1,1", "+us:200", "vv", "ttq" };
+    const cases = [_][]const u8{ "", "x", "d:", "d:40,2", "d:5,2,100", "w:", "w:-1", "w:+1", "+w:-1", "ts", "tsx:", "tsn", "tdX", "+q", "+w", "+w:", "+ud", "+ud:1,1", "+us:200", "vv", "ttq" };
     for (cases) |format| {
         var why: []const u8 = "";
         try std.testing.expectError(error.InvalidFormat, parse(format, &why));

@@ -19,6 +19,7 @@
 
 const std = @import("std");
 const sync = @import("sync.zig");
+const js_context = @import("js_context.zig");
 
 /// A void callback (a Bun threadsafe JSCallback); called with no lock held.
 pub const Notifier = *const fn () callconv(.c) void;
@@ -30,6 +31,10 @@ pub const Tag = enum(u32) {
     /// A background pull of an imported stream finished
     /// (stream_import.zig). key: 0; address: the Imported stream.
     stream_import_pulled = 2,
+    /// An import's last reference went on a thread that is not JS (the
+    /// collector), and its producer's release callbacks are JS code
+    /// (owner.zig): JS runs them. key: 0; address: the Owner.
+    owner_release = 3,
 };
 
 pub const Entry = struct {
@@ -113,8 +118,60 @@ pub const Queue = struct {
     }
 };
 
-/// The one queue the TS layer drains.
-pub var global: Queue = .{};
+/// One queue per JS thread (js_context.zig); each JS thread drains its own.
+var queues: [js_context.max_contexts]Queue = @splat(.{});
+
+/// The queue of `context`'s JS thread.
+pub fn of(context: u32) *Queue {
+    return &queues[if (context < js_context.max_contexts) context else 0];
+}
+
+/// The calling JS thread's queue.
+pub fn mine() *Queue {
+    return of(js_context.current());
+}
+
+/// What a queue's owner thread must do with entries left when it ends
+/// (stream_export.zig answers its waiting consumers). Set once.
+pub var on_orphan: ?*const fn (entry: Entry) void = null;
+
+/// Posts `entry` for `context`'s JS thread. False when that thread ended
+/// (nobody will ever take it) or memory is exhausted.
+pub fn postTo(context: u32, entry: Entry) bool {
+    const queue = of(context);
+    queue.mutex.lock();
+    const open = js_context.isOpen(context);
+    queue.mutex.unlock();
+    if (!open) return false;
+    if (!queue.post(entry)) return false;
+    // Closed meanwhile: the close hook may have run before the entry was
+    // queued, so hand what is left to its owners here too.
+    if (!js_context.isOpen(context)) orphanAll(queue);
+    return true;
+}
+
+/// js_context close hook.
+pub fn orphan(context: u32) void {
+    const queue = of(context);
+    queue.setNotifier(null);
+    orphanAll(queue);
+}
+
+fn orphanAll(queue: *Queue) void {
+    var out: [entry_words * 16]f64 = undefined;
+    while (true) {
+        const n = queue.take(&out);
+        if (n == 0) return;
+        for (0..n) |i| {
+            const entry: Entry = .{
+                .tag = @enumFromInt(@as(u32, @intFromFloat(out[i * entry_words]))),
+                .key = @intFromFloat(out[i * entry_words + 1]),
+                .address = @intFromFloat(out[i * entry_words + 2]),
+            };
+            if (on_orphan) |handle| handle(entry);
+        }
+    }
+}
 
 /// How long a thread waiting on the other side of this hand-off spins
 /// before it sleeps (nanoseconds). On the VMs this library is tested on, a

@@ -29,18 +29,29 @@
 
 const std = @import("std");
 const monotonicNs = @import("js_queue.zig").monotonicNs;
+const js_context = @import("js_context.zig");
 
 /// A void callback that runs `token`'s handler later on the JS thread.
 pub const Notifier = *const fn (token: u32) callconv(.c) void;
 
-var notifier: std.atomic.Value(?Notifier) = .init(null);
+/// One notifier per JS thread (js_context.zig): a wake reaches the thread
+/// that created the object, and none reaches a thread that ended.
+var notifiers: [js_context.max_contexts]std.atomic.Value(?Notifier) = @splat(.init(null));
 
+/// Sets the calling JS thread's notifier.
 pub fn setNotifier(callback: ?Notifier) void {
-    notifier.store(callback, .release);
+    notifiers[js_context.current()].store(callback, .release);
+}
+
+/// js_context close hook.
+pub fn forget(context: u32) void {
+    notifiers[context].store(null, .release);
 }
 
 pub const Waker = struct {
     token: u32,
+    /// The JS thread that created the object (js_context.zig).
+    context: u32,
     /// True from a wake until JS clears it.
     pending: std.atomic.Value(bool) = .init(false),
     /// Notifications sent so far (diagnostics: tests check that news
@@ -50,8 +61,9 @@ pub const Waker = struct {
     /// lock while it spins briefly instead of sleeping (see `news`).
     news_seen: std.atomic.Value(u32) = .init(0),
 
+    /// Called on the JS thread that will handle the wakes.
     pub fn init(token: u32) Waker {
-        return .{ .token = token };
+        return .{ .token = token, .context = js_context.current() };
     }
 
     /// Tells JS that this object has news, unless it was already told and
@@ -59,7 +71,7 @@ pub const Waker = struct {
     pub fn wake(self: *Waker) bool {
         _ = self.news_seen.fetchAdd(1, .release);
         if (self.pending.swap(true, .acq_rel)) return false;
-        const notify = notifier.load(.acquire) orelse return false;
+        const notify = notifiers[self.context].load(.acquire) orelse return false;
         _ = self.sent.fetchAdd(1, .monotonic);
         notify(self.token);
         return true;

@@ -13,6 +13,7 @@ const counters = @import("counters.zig");
 const Mutex = @import("sync.zig").Mutex;
 const js_queue = @import("js_queue.zig");
 const export_holds = @import("export_holds.zig");
+const js_context = @import("js_context.zig");
 
 /// A void callback (a Bun threadsafe JSCallback) that wakes the JS thread.
 /// At most one call is pending at a time (`wake_pending`), with no lock
@@ -21,27 +22,50 @@ const export_holds = @import("export_holds.zig");
 /// yielding must not post one per release.
 pub const Notifier = *const fn () callconv(.c) void;
 
-var mutex: Mutex = .{};
-var finished: std.ArrayList(u64) = .empty;
-var notifier: std.atomic.Value(?Notifier) = .init(null);
-/// Set when a wake is posted; cleared by JS (`wakeDone`) when the wake runs,
-/// before it drains, so an id queued after that drain posts a new wake.
-/// Drains by API calls leave it set: the posted wake is still coming.
-var wake_pending: std.atomic.Value(bool) = .init(false);
+/// What one JS thread (js_context.zig) has to hear about: the ids of its
+/// exports whose release ran. A release reports to the context in its id.
+const Context = struct {
+    mutex: Mutex = .{},
+    finished: std.ArrayList(u64) = .empty,
+    notifier: std.atomic.Value(?Notifier) = .init(null),
+    /// Set when a wake is posted; cleared by JS (`wakeDone`) when the wake
+    /// runs, before it drains, so an id queued after that drain posts a
+    /// new wake. Drains by API calls leave it set: the posted wake is still
+    /// coming.
+    wake_pending: std.atomic.Value(bool) = .init(false),
+    /// `finished.items.len`, written under the mutex, read by JS without a
+    /// call (`queuedAddress`): the JS side drains only when it is non-zero.
+    /// A stale zero only delays a drain to the next API call or wake.
+    queued: std.atomic.Value(u32) = .init(0),
+};
+var contexts: [js_context.max_contexts]Context = @splat(.{});
 /// Wakes posted (for tests).
 var wakes_posted: std.atomic.Value(u64) = .init(0);
-/// `finished.items.len`, written under the mutex, read by JS without a
-/// call (`queuedAddress`): the JS side drains only when it is non-zero. A
-/// stale zero only delays a drain to the next API call or wake.
-var queued: std.atomic.Value(u32) = .init(0);
 /// Set while the JS thread releases an export it holds itself
 /// (export_batch.zig `destroy`): the first id finished on this thread
 /// during that call is handed back to the caller instead of queued, so no
 /// queue, lock or wake is involved. Other ids still go through the queue.
 threadlocal var capture: ?*u64 = null;
 
+fn mine() *Context {
+    return &contexts[js_context.current()];
+}
+
+/// Sets the calling JS thread's notifier.
 pub fn setNotifier(callback: ?Notifier) void {
-    notifier.store(callback, .release);
+    mine().notifier.store(callback, .release);
+}
+
+/// A JS thread ended: its memory is gone with it, so its queued ids mean
+/// nothing any more, and nobody may be woken.
+pub fn closed(context: u32) void {
+    const self = &contexts[context];
+    self.notifier.store(null, .release);
+    self.mutex.lock();
+    counters.add(.keepalive_pending, -@as(i64, @intCast(self.finished.items.len)));
+    self.finished.clearAndFree(std.heap.c_allocator);
+    self.queued.store(0, .release);
+    self.mutex.unlock();
 }
 
 /// Queues `id` as released. Safe from any thread.
@@ -56,44 +80,52 @@ pub fn finish(id: u64) void {
             return;
         }
     }
-    mutex.lock();
+    const context = js_context.ofKeepalive(id);
+    const self = &contexts[context];
+    self.mutex.lock();
+    if (!js_context.isOpen(context)) {
+        self.mutex.unlock();
+        return;
+    }
     // If memory is so short that one u64 cannot be queued, the JS side keeps
     // the buffers a little longer: a leak, never a use-after-free.
-    finished.append(std.heap.c_allocator, id) catch {
-        mutex.unlock();
+    self.finished.append(std.heap.c_allocator, id) catch {
+        self.mutex.unlock();
         return;
     };
     counters.add(.keepalive_pending, 1);
-    queued.store(@intCast(@min(finished.items.len, std.math.maxInt(u32))), .release);
-    mutex.unlock();
+    self.queued.store(@intCast(@min(self.finished.items.len, std.math.maxInt(u32))), .release);
+    self.mutex.unlock();
     // JS drains this queue too while it polls the JS work queue (and once
     // more after): no wake-up needed then.
-    if (js_queue.global.isPolling()) return;
-    const wake = notifier.load(.acquire) orelse return;
-    if (wake_pending.swap(true, .acq_rel)) return; // one is on its way
+    if (js_queue.of(context).isPolling()) return;
+    const wake = self.notifier.load(.acquire) orelse return;
+    if (self.wake_pending.swap(true, .acq_rel)) return; // one is on its way
     _ = wakes_posted.fetchAdd(1, .monotonic);
     wake();
 }
 
 /// Called by JS when a posted wake runs, before it drains the queue.
 pub fn wakeDone() void {
-    wake_pending.store(false, .release);
+    mine().wake_pending.store(false, .release);
 }
 
 pub fn wakesPosted() u64 {
     return wakes_posted.load(.monotonic);
 }
 
-/// Moves up to `out.len` finished ids into `out`; returns how many.
+/// Moves up to `out.len` of the calling JS thread's finished ids into
+/// `out`; returns how many.
 pub fn take(out: []f64) usize {
-    mutex.lock();
-    defer mutex.unlock();
-    const n = @min(out.len, finished.items.len);
-    for (finished.items[0..n], 0..) |id, i| out[i] = @floatFromInt(id);
-    const rest = finished.items.len - n;
-    std.mem.copyForwards(u64, finished.items[0..rest], finished.items[n..]);
-    finished.shrinkRetainingCapacity(rest);
-    queued.store(@intCast(@min(rest, std.math.maxInt(u32))), .release);
+    const self = mine();
+    self.mutex.lock();
+    defer self.mutex.unlock();
+    const n = @min(out.len, self.finished.items.len);
+    for (self.finished.items[0..n], 0..) |id, i| out[i] = @floatFromInt(id);
+    const rest = self.finished.items.len - n;
+    std.mem.copyForwards(u64, self.finished.items[0..rest], self.finished.items[n..]);
+    self.finished.shrinkRetainingCapacity(rest);
+    self.queued.store(@intCast(@min(rest, std.math.maxInt(u32))), .release);
     counters.add(.keepalive_pending, -@as(i64, @intCast(n)));
     return n;
 }
@@ -107,15 +139,17 @@ pub fn captured(into: *u64, release: anytype, args: anytype) void {
     @call(.auto, release, args);
 }
 
-/// The address of the queued-id count (a u32 JS reads directly).
+/// The address of the calling JS thread's queued-id count (a u32 JS reads
+/// directly).
 pub fn queuedAddress() *const u32 {
-    return &queued.raw;
+    return &mine().queued.raw;
 }
 
 pub fn pending() usize {
-    mutex.lock();
-    defer mutex.unlock();
-    return finished.items.len;
+    const self = mine();
+    self.mutex.lock();
+    defer self.mutex.unlock();
+    return self.finished.items.len;
 }
 
 test "one wake is pending at a time, however many ids are queued" {

@@ -16,6 +16,9 @@ const counters = @import("counters.zig");
 const validate = @import("validate.zig");
 const device_sync = @import("device_sync.zig");
 const block_pool = @import("block_pool.zig");
+const js_context = @import("js_context.zig");
+const js_queue = @import("js_queue.zig");
+const export_array = @import("export_array.zig");
 const Status = status.Status;
 const fail = status.fail;
 
@@ -30,6 +33,9 @@ pub const Owner = struct {
     /// False for device memory, and for host-visible device memory whose
     /// sync event could not be waited on: then no buffer may be read.
     host_readable: bool = false,
+    /// The JS thread that imported it (js_context.zig): where a release
+    /// that must run on a JS thread is sent.
+    context: u32 = 0,
 
     pub fn retain(self: *Owner, n: u32) void {
         const before = self.refs.fetchAdd(n, .monotonic);
@@ -43,6 +49,25 @@ pub const Owner = struct {
     }
 
     fn destroy(self: *Owner) void {
+        // A producer written in JS gives release callbacks that are bun:ffi
+        // JSCallbacks, which crash when called from another thread or from
+        // inside a collection (view deallocators run in both): those run
+        // on the importing JS thread instead, queued to it, from its event
+        // loop.
+        if ((in_deallocator or !js_context.onJsThread()) and self.context != 0 and
+            (js_context.isRuntimeCode(@ptrCast(self.array.array.release)) or js_context.isRuntimeCode(@ptrCast(self.schema.release))))
+        {
+            if (js_queue.postTo(self.context, .{ .tag = .owner_release, .key = 0, .address = @intFromPtr(self) })) return;
+            // That JS thread ended, and its callbacks with it: calling one
+            // would crash. What the structs hold is left (a leak).
+            self.array.array.release = null;
+            self.schema.release = null;
+        }
+        self.destroyNow();
+    }
+
+    /// Releases the producer's structs and frees the owner, on this thread.
+    pub fn destroyNow(self: *Owner) void {
         counters.add(.imported_bytes_held, -self.table.bytes_known);
         counters.add(.live_owners, -1);
         releaseMovedIn(&self.schema, &self.array.array);
@@ -59,7 +84,7 @@ comptime {
     if (@sizeOf(Owner) > 1032) @compileError("Owner outgrew glibc's tcache size: shrink NodeTable.Room");
     // `import` fills a new owner field by field (its room stays unwritten):
     // a field added here must be set there too.
-    const filled = [_][]const u8{ "refs", "schema", "array", "table", "room", "host_readable" };
+    const filled = [_][]const u8{ "refs", "schema", "array", "table", "room", "host_readable", "context" };
     const names = std.meta.fieldNames(Owner);
     if (names.len != filled.len) @compileError("Owner gained or lost a field: update import's field-by-field fill");
     for (names, filled) |name, expected| {
@@ -114,6 +139,8 @@ pub fn import(schema: ?*abi.ArrowSchema, device_array: ?*abi.ArrowDeviceArray, l
         if (moved_schema.release == null) break :blk fail(.released, "schema is released (its release callback is NULL)", .{});
         if (moved_array.array.release == null) break :blk fail(.released, "array is released (its release callback is NULL)", .{});
         if (moved_array.device_type <= 0) break :blk fail(.unknown_device, "device_type {d} is not a device type", .{moved_array.device_type});
+        if (js_context.foreignWorker(export_array.jsContextOf(&moved_array.array)))
+            break :blk fail(.unsupported, "array cannot be imported on this JS thread: {s}", .{js_context.foreign_worker_message});
         // A CPU array's device_id is only recommended to be -1 (the spec's
         // word); any value is taken, as this library's own exporter may
         // emit one (exportRawArray with a deviceId).
@@ -135,6 +162,7 @@ pub fn import(schema: ?*abi.ArrowSchema, device_array: ?*abi.ArrowDeviceArray, l
     owner.array = moved_array;
     owner.table = .inRoom(&owner.room);
     owner.host_readable = false;
+    owner.context = js_context.current();
     // The structs now live at their final address: describe them there.
     var host_readable = abi.isHostAccessible(owner.array.device_type);
     if (host_readable and owner.array.sync_event != null) {
@@ -191,8 +219,15 @@ pub fn viewDeallocator(bytes: ?*anyopaque, context: ?*anyopaque) callconv(.c) vo
     _ = bytes;
     const owner: *Owner = @ptrCast(@alignCast(context orelse return));
     counters.add(.live_imported_views, -1);
+    const outer = in_deallocator;
+    in_deallocator = true;
+    defer in_deallocator = outer;
     owner.release();
 }
+
+/// True while a view deallocator runs on this thread: JS may not be called
+/// (it may be inside a collection), even on a JS thread.
+threadlocal var in_deallocator: bool = false;
 
 // ---------------------------------------------------------------------------
 

@@ -43,6 +43,7 @@ test {
     _ = @import("device/hip.zig");
     _ = @import("device/releaser.zig");
     _ = @import("device/transfer.zig");
+    _ = @import("device/staging.zig");
     _ = @import("js_wake.zig");
     _ = @import("metadata_copy.zig");
     _ = @import("producer_gate.zig");
@@ -50,10 +51,12 @@ test {
     _ = @import("async_consumer.zig");
     _ = @import("async_producer.zig");
     _ = @import("move.zig");
+    _ = @import("probe.zig");
     _ = @import("metadata.zig");
     _ = @import("schema_info.zig");
     _ = @import("schema_key.zig");
     _ = @import("js_queue.zig");
+    _ = @import("js_context.zig");
     _ = @import("stream_export.zig");
     _ = @import("stream_import.zig");
     _ = @import("stream_convert.zig");

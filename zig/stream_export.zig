@@ -45,6 +45,7 @@ const export_schema = @import("export_schema.zig");
 const schema_copy = @import("schema_copy.zig");
 const schema_match = @import("schema_match.zig");
 const js_queue = @import("js_queue.zig");
+const js_context = @import("js_context.zig");
 const sync = @import("sync.zig");
 const Status = status.Status;
 const fail = status.fail;
@@ -71,10 +72,28 @@ pub var blocked_refusals = std.atomic.Value(u64).init(0);
 /// thread: it must call `deliver`, `end` or `fail` before returning.
 pub const SyncProducer = *const fn (js_key: f64, producer: *Producer) callconv(.c) void;
 
-var sync_producer: std.atomic.Value(?SyncProducer) = .init(null);
+/// One per JS thread (js_context.zig): each thread answers for the streams
+/// it created, with its own callback.
+var sync_producers: [js_context.max_contexts]std.atomic.Value(?SyncProducer) = @splat(.init(null));
 
+/// Sets the calling JS thread's callback.
 pub fn setSyncProducer(callback: ?SyncProducer) void {
-    sync_producer.store(callback, .release);
+    sync_producers[js_context.current()].store(callback, .release);
+}
+
+/// js_context close hook.
+pub fn forgetSyncProducer(context: u32) void {
+    sync_producers[context].store(null, .release);
+}
+
+const ended_message = "the JS thread (Worker or main thread) that produces this stream has ended, so no batch can come; keep the producing thread alive until the consumer released the stream";
+
+/// A get_next queued for a JS thread that ended: answered with a failure,
+/// so the consumer waiting for it returns instead of hanging.
+pub fn orphaned(entry: js_queue.Entry) void {
+    if (entry.tag != .stream_export_request) return;
+    const self: *Producer = @ptrFromInt(entry.address);
+    _ = failWith(self, errno_io, ended_message);
 }
 
 const errno_io: c_int = @import("errno.zig").native.EIO;
@@ -106,6 +125,8 @@ pub const Producer = struct {
     js_key: u64,
     /// The thread that created the stream: the one JS runs on.
     js_thread: usize,
+    /// Its JS context (js_context.zig): where requests are queued.
+    context: u32,
     source_is_async: bool,
     /// export_schema.zig plan of the stream's schema (owned).
     schema_plan: []u8,
@@ -210,7 +231,7 @@ pub const Producer = struct {
                 self.writeEnd(out);
                 return self.callFailed(fail(.wrong_thread, "get_next was called on the JS thread, but this stream's source is async: its next batch needs the JS event loop, which this call is blocking. Call get_next from another thread, or export a sync source", .{}));
             }
-            const produce = sync_producer.load(.acquire) orelse {
+            const produce = sync_producers[self.context].load(.acquire) orelse {
                 self.mutex.unlock();
                 self.writeEnd(out);
                 return self.callFailed(fail(.internal, "no JS producer callback is registered for JS-produced streams", .{}));
@@ -238,11 +259,29 @@ pub const Producer = struct {
             }
             // Another thread: queue the request, wake JS, wait for the answer.
             self.request = &request;
-            const posted = js_queue.global.post(.{ .tag = .stream_export_request, .key = self.js_key, .address = @intFromPtr(self) });
-            if (!posted) {
+            if (!js_context.isOpen(self.context)) {
                 self.request = null;
-                self.mutex.unlock();
                 self.writeEnd(out);
+                self.failLocked(errno_io, ended_message);
+                const errno = self.failure_errno;
+                self.mutex.unlock();
+                return errno;
+            }
+            // Posted without the lock: a JS thread that ends meanwhile
+            // answers queued requests (`orphaned`), which takes it.
+            self.mutex.unlock();
+            const posted = js_queue.postTo(self.context, .{ .tag = .stream_export_request, .key = self.js_key, .address = @intFromPtr(self) });
+            self.mutex.lock();
+            if (!posted and !request.isAnswered()) {
+                self.request = null;
+                self.writeEnd(out);
+                if (!js_context.isOpen(self.context)) {
+                    self.failLocked(errno_io, ended_message);
+                    const errno = self.failure_errno;
+                    self.mutex.unlock();
+                    return errno;
+                }
+                self.mutex.unlock();
                 return self.callFailed(fail(.out_of_memory, "out of memory queueing get_next for the JS thread", .{}));
             }
             // JS polls for work for a while after answering, so the next
@@ -377,6 +416,26 @@ pub fn failWith(self: *Producer, errno: c_int, message: []const u8) Status {
     return .ok;
 }
 
+/// The JS thread (js_context.zig) that produces `stream` (an
+/// ArrowArrayStream for kind array, an ArrowDeviceArrayStream for kind
+/// device), when this module built it; 0 for any other stream.
+pub fn jsContextOf(kind: Kind, stream: *const anyopaque) u32 {
+    const private_data = switch (kind) {
+        .array => blk: {
+            const s: *const abi.ArrowArrayStream = @ptrCast(@alignCast(stream));
+            if (s.release != &ArrayStreamCallbacks.release) return 0;
+            break :blk s.private_data;
+        },
+        .device => blk: {
+            const s: *const abi.ArrowDeviceArrayStream = @ptrCast(@alignCast(stream));
+            if (s.release != &DeviceStreamCallbacks.release) return 0;
+            break :blk s.private_data;
+        },
+    };
+    const self = producerOf(private_data) orelse return 0;
+    return self.context;
+}
+
 fn producerOf(private_data: ?*anyopaque) ?*Producer {
     return @ptrCast(@alignCast(private_data orelse return null));
 }
@@ -458,6 +517,7 @@ pub fn create(kind: Kind, device_type: abi.DeviceType, schema_plan: []const u8, 
         .device_type = device_type,
         .js_key = js_key,
         .js_thread = sync.currentThread(),
+        .context = js_context.current(),
         .source_is_async = source_is_async,
         .schema_plan = plan_copy,
     };
@@ -529,7 +589,7 @@ const TestJs = struct {
     fn serve(stop: *std.atomic.Value(bool)) void {
         var out: [js_queue.entry_words * 8]f64 = undefined;
         while (!stop.load(.acquire)) {
-            const n = js_queue.global.take(&out);
+            const n = js_queue.of(0).take(&out);
             for (0..n) |i| {
                 const address: usize = @intFromFloat(out[i * js_queue.entry_words + 2]);
                 answerOne(@ptrFromInt(address));

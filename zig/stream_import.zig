@@ -27,6 +27,8 @@ const counters = @import("counters.zig");
 const owner_mod = @import("owner.zig");
 const validate = @import("validate.zig");
 const js_queue = @import("js_queue.zig");
+const js_context = @import("js_context.zig");
+const stream_export = @import("stream_export.zig");
 const empty_batch = @import("empty_batch.zig");
 const sync = @import("sync.zig");
 const Status = status.Status;
@@ -58,6 +60,11 @@ pub const Imported = struct {
     device_type: abi.DeviceType,
     /// Unique per import, never reused: the key of its queue entries.
     serial: u64,
+    /// In `live` (stream_import.zig's list of JS threads' streams).
+    tracked: bool = false,
+    /// The JS thread that imported it (js_context.zig): where finished
+    /// pulls are reported.
+    context: u32 = 0,
     array_stream: abi.ArrowArrayStream = .empty,
     device_stream: abi.ArrowDeviceArrayStream = .empty,
     schema: ?*SharedSchema = null,
@@ -82,6 +89,11 @@ pub const Imported = struct {
     pulled_status: Status = .ok,
     pulled_owner: ?*Owner = null,
     pulled_message: ?[:0]u8 = null,
+    /// Set before a pull (`setPullTransform`): what the worker does with
+    /// each batch it pulled before handing it over, e.g. copy device memory
+    /// to the host there (c_api.zig), so that the copy of batch n+1 runs
+    /// while JS uses batch n. It takes the pulled owner's reference.
+    pull_transform: ?PullTransform = null,
 
     fn clearProducerError(self: *Imported) void {
         if (self.producer_error) |text| allocator.free(text);
@@ -154,6 +166,7 @@ pub const Imported = struct {
 
     /// Releases the producer's stream and schema and frees this.
     fn destroy(self: *Imported) void {
+        live.remove(self);
         switch (self.kind) {
             .array => if (self.array_stream.release) |producer_release| producer_release(&self.array_stream),
             .device => if (self.device_stream.release) |producer_release| producer_release(&self.device_stream),
@@ -177,6 +190,9 @@ pub const Imported = struct {
     }
 
     fn workerMain(self: *Imported) void {
+        // Imports made here are made for the JS thread that imported the
+        // stream (owner.zig asks whose memory it may view).
+        js_context.adopt(self.context);
         self.mutex.lock();
         while (true) {
             if (self.pull_state.load(.acquire) != .queued and !self.quit.load(.acquire)) {
@@ -190,10 +206,14 @@ pub const Imported = struct {
             if (self.quit.load(.acquire)) break;
             self.pull_state.store(.running, .release);
             const level = self.pull_level;
+            const transform = self.pull_transform;
             self.mutex.unlock();
 
             var owner: ?*Owner = null;
-            const pulled = self.pullNow(level, &owner);
+            var pulled = self.pullNow(level, &owner);
+            if (pulled == .ok) if (owner) |o| if (transform) |f| {
+                pulled = f(o, level, &owner);
+            };
             const message: ?[:0]u8 = if (pulled != .ok) copyZ(std.mem.span(status.lastMessage())) else null;
 
             self.mutex.lock();
@@ -221,7 +241,7 @@ pub const Imported = struct {
                 self.mutex.unlock();
                 // If even this cannot be queued, JS never hears back: that
                 // pull hangs, but nothing is freed early or released twice.
-                _ = js_queue.global.post(entry);
+                _ = js_queue.postTo(self.context, entry);
                 self.mutex.lock();
             }
         }
@@ -235,7 +255,8 @@ pub const Imported = struct {
 /// moved in has been released.
 pub fn import(kind: Kind, stream: ?*anyopaque, out: *?*Imported) Status {
     const address = stream orelse return fail(.invalid_argument, "stream pointer is NULL", .{});
-    var self: Imported = .{ .kind = kind, .device_type = abi.device_cpu, .serial = next_serial.fetchAdd(1, .monotonic) };
+    const producer_context = stream_export.jsContextOf(kind, address);
+    var self: Imported = .{ .kind = kind, .device_type = abi.device_cpu, .serial = next_serial.fetchAdd(1, .monotonic), .context = js_context.current() };
     switch (kind) {
         .array => {
             const source: *abi.ArrowArrayStream = @ptrCast(@alignCast(address));
@@ -264,6 +285,13 @@ pub fn import(kind: Kind, stream: ?*anyopaque, out: *?*Imported) Status {
             self.device_type = self.device_stream.device_type;
         },
     }
+    if (js_context.foreignWorker(producer_context)) {
+        switch (kind) {
+            .array => self.array_stream.release.?(&self.array_stream),
+            .device => self.device_stream.release.?(&self.device_stream),
+        }
+        return fail(.unsupported, "stream cannot be imported on this JS thread: {s}", .{js_context.foreign_worker_message});
+    }
     const held = allocator.create(Imported) catch {
         switch (kind) {
             .array => self.array_stream.release.?(&self.array_stream),
@@ -272,9 +300,63 @@ pub fn import(kind: Kind, stream: ?*anyopaque, out: *?*Imported) Status {
         return fail(.out_of_memory, "out of memory allocating an imported stream", .{});
     };
     held.* = self;
+    if (held.context != 0) live.add(held);
     counters.add(.live_stream_imports, 1);
     out.* = held;
     return .ok;
+}
+
+/// The imported streams of every JS thread, so that a thread that ends
+/// releases what it still held (its JS handles went with it).
+const Live = struct {
+    mutex: sync.Mutex = .{},
+    list: std.ArrayList(*Imported) = .empty,
+
+    fn add(self: *Live, imported: *Imported) void {
+        self.mutex.lock();
+        defer self.mutex.unlock();
+        // Without room to track it, the stream is only not released at
+        // its thread's end (a leak, never a double release).
+        self.list.append(allocator, imported) catch return;
+        imported.tracked = true;
+    }
+
+    fn remove(self: *Live, imported: *Imported) void {
+        self.mutex.lock();
+        defer self.mutex.unlock();
+        if (!imported.tracked) return;
+        for (self.list.items, 0..) |item, i| {
+            if (item == imported) {
+                _ = self.list.swapRemove(i);
+                break;
+            }
+        }
+        imported.tracked = false;
+    }
+
+    /// Takes the streams of `context` out of the list.
+    fn takeOf(self: *Live, context: u32, out: *std.ArrayList(*Imported)) void {
+        self.mutex.lock();
+        defer self.mutex.unlock();
+        var i: usize = 0;
+        while (i < self.list.items.len) {
+            const item = self.list.items[i];
+            if (item.context == context) {
+                out.append(allocator, item) catch return;
+                item.tracked = false;
+                _ = self.list.swapRemove(i);
+            } else i += 1;
+        }
+    }
+};
+var live: Live = .{};
+
+/// A JS thread ended: release the streams it imported and never released.
+pub fn releaseClosed(context: u32) void {
+    var taken: std.ArrayList(*Imported) = .empty;
+    defer taken.deinit(allocator);
+    live.takeOf(context, &taken);
+    for (taken.items) |imported| release(imported);
 }
 
 fn busy() Status {
@@ -323,6 +405,19 @@ pub fn next(self: *Imported, level: validate.Level, out: *?*Owner) Status {
         return busy();
     }
     return self.pullNow(level, out);
+}
+
+/// What a background pull does with a pulled batch before handing it over:
+/// takes `pulled`'s reference (releasing it), and puts the batch to hand
+/// over in `out` (null on failure, with the thread's last error set).
+pub const PullTransform = *const fn (pulled: *Owner, level: validate.Level, out: *?*Owner) Status;
+
+/// Sets what the worker does with every batch pulled from now on (the
+/// pull in flight, if any, is handed over as it was pulled).
+pub fn setPullTransform(self: *Imported, transform: ?PullTransform) void {
+    self.mutex.lock();
+    defer self.mutex.unlock();
+    self.pull_transform = transform;
 }
 
 /// Starts pulling the next batch on the stream's worker thread. Its
@@ -597,7 +692,7 @@ test "background pulls post to the JS queue and can be released mid-stream" {
         Gated.turns.store(@intCast(i + 1), .release);
         var taken: usize = 0;
         while (taken == 0) {
-            taken = js_queue.global.take(&out);
+            taken = js_queue.of(0).take(&out);
             if (taken == 0) std.Thread.yield() catch {};
         }
         try testing.expectEqual(@as(f64, @floatFromInt(imported.?.serial)), out[1]);
@@ -610,7 +705,7 @@ test "background pulls post to the JS queue and can be released mid-stream" {
     try testing.expectEqual(Status.ok, pull(imported.?, .default));
     Gated.turns.store(3, .release);
     while (pullState(imported.?) != .ready) std.Thread.yield() catch {};
-    try testing.expectEqual(@as(usize, 0), js_queue.global.take(&out));
+    try testing.expectEqual(@as(usize, 0), js_queue.of(0).take(&out));
     release(imported.?);
     try testing.expectEqual(@as(u32, 1), TestStream.stream_releases);
     try testing.expectEqual(@as(u32, 3), TestStream.array_releases);

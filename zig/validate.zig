@@ -303,16 +303,23 @@ const Walker = struct {
                 return self.failAt(.invalid_layout, "n_buffers is {d} but format \"{s}\" needs at least {d}", .{ array.n_buffers, format_text, fixed_buffers });
             if (array.n_buffers > 1 << 24)
                 return self.failAt(.invalid_layout, "n_buffers is {d}, more than this library accepts", .{array.n_buffers});
-        } else if (array.n_buffers != fixed_buffers and !(ty.id == .null and array.n_buffers == 1)) {
+        } else if (array.n_buffers != fixed_buffers and !(ty.id == .null and array.n_buffers == 1) and !legacyUnion(&ty, array)) {
             return self.failAt(.invalid_layout, "n_buffers is {d} but format \"{s}\" needs {d}", .{ array.n_buffers, format_text, fixed_buffers });
         }
         // Deviation (docs/validation.md): Polars, like Arrow C++ before 2021,
         // exports a null array with one (validity) buffer, which Arrow C++
         // still accepts and ignores. So does this library: the node is
         // described with no buffer, and the pointer is never read.
-        const n_buffers: usize = if (ty.id == .null) 0 else @intCast(array.n_buffers);
         if (array.n_buffers > 0 and array.buffers == null)
             return self.failAt(.invalid_layout, "buffers is NULL but n_buffers is {d}", .{array.n_buffers});
+        // Deviation (docs/validation.md): a union exported before Arrow 1.0
+        // carries a leading validity buffer (3 for dense, 2 for sparse),
+        // which Arrow C++ still accepts when it is NULL. So does this
+        // library: the node is described without it, and it is never read.
+        const skipped: usize = if (legacyUnion(&ty, array)) 1 else 0;
+        if (skipped == 1 and array.buffers.?[0] != null)
+            return self.failAt(.invalid_layout, "n_buffers is {d}, the pre-1.0 union layout, but its validity buffer (buffer 0) is not NULL (unions have no validity bitmap)", .{array.n_buffers});
+        const n_buffers: usize = if (ty.id == .null) 0 else @as(usize, @intCast(array.n_buffers)) - skipped;
 
         // Child count.
         if (array.n_children < 0 or schema.n_children < 0)
@@ -368,7 +375,7 @@ const Walker = struct {
             });
         }
 
-        const buffers: []const ?*const anyopaque = if (n_buffers == 0) &.{} else array.buffers.?[0..n_buffers];
+        const buffers: []const ?*const anyopaque = if (n_buffers == 0) &.{} else array.buffers.?[skipped .. skipped + n_buffers];
         const st = self.checkBuffers(&ty, array, buffers, first_buffer);
         if (st != .ok) return st;
 
@@ -482,10 +489,13 @@ const Walker = struct {
                     if (array.null_count > 0)
                         return self.failAt(.invalid_layout, "validity buffer is NULL but null_count is {d}", .{array.null_count});
                     size = 0;
-                } else if (size > 0) {
+                } else if (size > 0 and array.length > 0) {
                     return self.failAt(.invalid_layout, "buffer {d} ({s}) is NULL but must hold {d} bytes", .{ i, @tagName(kind), size });
-                } else if (size < 0) {
-                    size = 0; // unknown size of a NULL buffer: nothing there
+                } else {
+                    // Unknown size, or a zero-length array (whose offset
+                    // may be past 0: no slot reads a byte, and the spec
+                    // lets a buffer of no needed bytes be NULL).
+                    size = 0;
                 }
             }
             const recorded = self.recordBuffer(first_buffer + i, address, size, kind, element_bytes);
@@ -570,6 +580,8 @@ const Walker = struct {
                     const re_format = std.mem.span(child_schema.format.?);
                     if (!(std.mem.eql(u8, re_format, "s") or std.mem.eql(u8, re_format, "i") or std.mem.eql(u8, re_format, "l")))
                         return self.failAt(.invalid_layout, "run_ends must be int16, int32 or int64, got format \"{s}\"", .{re_format});
+                    if (child_schema.dictionary != null)
+                        return self.failAt(.invalid_layout, "run_ends must be plain int16, int32 or int64, not dictionary-encoded", .{});
                     if (child.null_count > 0)
                         return self.failAt(.invalid_layout, "run_ends has {d} nulls; it must have none", .{child.null_count});
                     const max_run_end: i64 = switch (re_format[0]) {
@@ -797,6 +809,12 @@ fn readOffset(ty: *const format.Type, offsets: *const anyopaque, index: usize) i
         .large_binary, .large_utf8, .large_list => @as([*]align(1) const i64, @ptrCast(offsets))[index],
         else => @as([*]align(1) const i32, @ptrCast(offsets))[index],
     };
+}
+
+/// A union in the pre-1.0 layout: one buffer more than the format needs
+/// (a leading validity buffer).
+fn legacyUnion(ty: *const format.Type, array: *const abi.ArrowArray) bool {
+    return (ty.id == .dense_union or ty.id == .sparse_union) and array.n_buffers == @as(i64, ty.fixedBufferCount()) + 1;
 }
 
 fn readViewValue(ty: *const format.Type, buffer: *const anyopaque, index: usize) i64 {

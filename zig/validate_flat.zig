@@ -137,7 +137,7 @@ fn describeNode(schema: *const abi.ArrowSchema, array: *const abi.ArrowArray, ty
             if (i == 0) {
                 if (null_count > 0) return false;
                 size = 0;
-            } else if (size > 0) return false;
+            } else if (size > 0 and length > 0) return false else size = 0;
         }
         if (!table.recordBuffer(first_buffer + i, address, size, if (bits) .bits else .fixed, element_bytes)) return false;
     }

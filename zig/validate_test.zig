@@ -321,7 +321,7 @@ test "malformed and unknown formats are invalid_format with the format quoted" {
     try expectFailure(null_format, .none, .invalid_format, "format is NULL");
     try expectFailure(b.node(.{ .format = "Q" }), .none, .invalid_format, "format \"Q\" is not a known type");
     try expectFailure(b.node(.{ .format = "d:40,2" }), .none, .invalid_format, "too large for its bit width");
-    try expectFailure(b.node(.{ .format = "+w:0" }), .none, .invalid_format, "\"+w:0\"");
+    try expectFailure(b.node(.{ .format = "+w:-1" }), .none, .invalid_format, "\"+w:-1\"");
     try expectFailure(b.node(.{ .format = "tsz:" }), .none, .invalid_format, "timestamp unit");
 }
 
@@ -350,7 +350,7 @@ test "n_buffers must match the format (at least 3 for views)" {
     var b = Builder.init();
     defer b.deinit();
     try expectFailure(b.node(.{ .format = "u", .length = 0, .buffers = &.{ null, null } }), .none, .invalid_layout, "n_buffers is 2 but format \"u\" needs 3");
-    try expectFailure(b.node(.{ .format = "+us:0", .length = 0, .buffers = &.{ null, null }, .children = &.{b.node(.{ .format = "n" })} }), .none, .invalid_layout, "n_buffers is 2 but format \"+us:0\" needs 1");
+    try expectFailure(b.node(.{ .format = "+us:0", .length = 0, .buffers = &.{ null, null, null }, .children = &.{b.node(.{ .format = "n" })} }), .none, .invalid_layout, "n_buffers is 3 but format \"+us:0\" needs 1");
     try expectFailure(b.node(.{ .format = "vu", .length = 0, .buffers = &.{ null, null } }), .none, .invalid_layout, "needs at least 3");
     const no_pointer_array = b.node(.{ .format = "i", .length = 0, .buffers = &.{ null, null } });
     no_pointer_array.array.buffers = null;
@@ -867,4 +867,98 @@ test "map keys may not be null: a declared count at every level, the bitmap at f
     const unknown = b.node(.{ .format = "+m", .length = 1, .buffers = &.{ null, ptr(&offsets) }, .children = &.{unknown_entries} });
     try testing.expectEqual(Status.ok, check(unknown, .default));
     try expectFailure(unknown, .full, .invalid_layout, "map key 1 is null; keys may not be null");
+}
+
+// ---------------------------------------------------------------------------
+// Layouts the spec allows that Arrow C++ also accepts
+// ---------------------------------------------------------------------------
+
+test "fixed-size binary of width 0 and fixed-size list of size 0 pass at every level" {
+    var b = Builder.init();
+    defer b.deinit();
+    const binary = b.node(.{ .format = "w:0", .length = 3, .buffers = &.{ null, null } });
+    const item = b.node(.{ .format = "i", .name = "item", .length = 0, .buffers = &.{ null, null } });
+    const list = b.node(.{ .format = "+w:0", .length = 3, .buffers = &.{null}, .children = &.{item} });
+    for (all_levels) |level| {
+        try testing.expectEqual(Status.ok, check(binary, level));
+        try testing.expectEqual(Status.ok, check(list, level));
+    }
+    var table: validate.NodeTable = .{};
+    defer table.deinit();
+    try testing.expectEqual(Status.ok, validate.validate(binary.schema, binary.array, .full, true, &table));
+    try testing.expectEqual(@as(i64, 0), table.bufferSize(1));
+}
+
+test "a zero-length array with an offset may leave every buffer NULL" {
+    var b = Builder.init();
+    defer b.deinit();
+    const formats = [_][*:0]const u8{ "i", "b", "w:4", "d:10,2", "vz" };
+    for (formats) |f| {
+        const buffers: []const ?*const anyopaque = if (f[0] == 'v') &.{ null, null, null } else &.{ null, null };
+        const tree = b.node(.{ .format = f, .length = 0, .offset = 5, .buffers = buffers });
+        for (all_levels) |level| try testing.expectEqual(Status.ok, check(tree, level));
+        var table: validate.NodeTable = .{};
+        defer table.deinit();
+        try testing.expectEqual(Status.ok, validate.validate(tree.schema, tree.array, .full, true, &table));
+        try testing.expectEqual(@as(i64, 0), table.bufferSize(1));
+    }
+    // One slot needs the bytes: NULL is still refused.
+    try expectFailure(b.node(.{ .format = "i", .length = 1, .offset = 5, .buffers = &.{ null, null } }), .none, .invalid_layout, "buffer 1 (fixed) is NULL but must hold 24 bytes");
+}
+
+test "a pre-1.0 union with a NULL leading validity buffer is described without it" {
+    var b = Builder.init();
+    defer b.deinit();
+    const small = b.node(.{ .format = "i", .name = "a", .length = 2, .buffers = &.{ null, ptr(&int32_values) } });
+    var ids = [_]i8{ 4, 4 };
+    var offsets = [_]i32{ 0, 1 };
+    const dense = b.node(.{ .format = "+ud:4", .length = 2, .buffers = &.{ null, ptr(&ids), ptr(&offsets) }, .children = &.{small} });
+    const sparse = b.node(.{ .format = "+us:4", .length = 2, .buffers = &.{ null, ptr(&ids) }, .children = &.{small} });
+    for (all_levels) |level| {
+        try testing.expectEqual(Status.ok, check(dense, level));
+        try testing.expectEqual(Status.ok, check(sparse, level));
+    }
+    var table: validate.NodeTable = .{};
+    defer table.deinit();
+    try testing.expectEqual(Status.ok, validate.validate(dense.schema, dense.array, .full, true, &table));
+    try testing.expectEqual(@as(f64, 2), table.get(0, .n_buffers));
+    try testing.expectEqual(@intFromPtr(&ids), table.bufferAddress(0));
+    try testing.expectEqual(@intFromPtr(&offsets), table.bufferAddress(1));
+    // The full checks read the shifted buffers: a bad offset is still found.
+    var bad_offsets = [_]i32{ 0, 2 };
+    const dense_bad = b.node(.{ .format = "+ud:4", .length = 2, .buffers = &.{ null, ptr(&ids), ptr(&bad_offsets) }, .children = &.{small} });
+    try expectFailure(dense_bad, .full, .invalid_layout, "slot 1 has offset 2 into child 0 of length 2");
+    // A non-NULL validity buffer has no meaning for a union: refused.
+    const with_bitmap = b.node(.{ .format = "+ud:4", .length = 2, .buffers = &.{ ptr(&validity_bits), ptr(&ids), ptr(&offsets) }, .children = &.{small} });
+    try expectFailure(with_bitmap, .minimal, .invalid_layout, "n_buffers is 3, the pre-1.0 union layout, but its validity buffer (buffer 0) is not NULL");
+    try expectFailure(b.node(.{ .format = "+ud:4", .length = 2, .buffers = &.{ null, null, ptr(&ids), ptr(&offsets) }, .children = &.{small} }), .minimal, .invalid_layout, "n_buffers is 4 but format \"+ud:4\" needs 2");
+}
+
+test "a variadic buffer size above 2^53 is refused wherever sizes are read (all but minimal)" {
+    var b = Builder.init();
+    defer b.deinit();
+    const data = "0123456789abcdefghij";
+    var views = [_][16]u8{view(3, "abc\x00", 0, 0)};
+    var sizes = [_]i64{(1 << 53) + 1};
+    const tree = b.node(.{ .format = "vz", .length = 1, .buffers = &.{ null, ptr(&views), ptr(data), ptr(&sizes) } });
+    try testing.expectEqual(Status.ok, check(tree, .minimal));
+    try expectFailure(tree, .none, .invalid_layout, "more than this library accepts (2^53)");
+    try expectFailure(tree, .default, .invalid_layout, "buffer 2 (variadic_bytes) would hold 9007199254740993 bytes, more than this library accepts (2^53)");
+    try expectFailure(tree, .full, .invalid_layout, "more than this library accepts (2^53)");
+}
+
+test "run ends may not be dictionary-encoded (every level that checks children)" {
+    var b = Builder.init();
+    defer b.deinit();
+    var run_ends = [_]i32{2};
+    var dict_offsets = [_]i32{ 0, 1 };
+    const dict = b.node(.{ .format = "u", .length = 1, .buffers = &.{ null, ptr(&dict_offsets), ptr("x") } });
+    var re_child = b.node(.{ .format = "i", .name = "run_ends", .length = 1, .buffers = &.{ null, ptr(&run_ends) } });
+    re_child.schema.dictionary = dict.schema;
+    re_child.array.dictionary = dict.array;
+    const values = b.node(.{ .format = "i", .name = "values", .length = 1, .buffers = &.{ null, ptr(&int32_values) } });
+    const tree = b.node(.{ .format = "+r", .length = 2, .children = &.{ re_child, values } });
+    for ([_]Level{ .minimal, .default }) |level| try expectFailure(tree, level, .invalid_layout, "child 0 \"run_ends\": run_ends must be plain int16, int32 or int64, not dictionary-encoded");
+    // `full` reads the indices against the dictionary first.
+    try testing.expectEqual(Status.invalid_layout, check(tree, .full));
 }

@@ -7,6 +7,7 @@
  * the pool owns its slots for the whole run; a batch in a slot is owned by
  * whoever released or moved it last (bf_release_many releases what is left).
  */
+import { type StructPointer } from "../../ts/index.ts";
 import { FFIType, suffix, type Pointer } from "bun:ffi";
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -53,11 +54,13 @@ export class SlotPool {
     this.schemas = floor.bf_schema_slots(capacity)!;
     this.arrays = floor.bf_device_array_slots(capacity)!;
   }
-  schema(i: number): number {
-    return this.schemas + i * schemaSize;
+  // Typed by assertion rather than structPointer(): its argument check
+  // would be counted in the measured loops.
+  schema(i: number): StructPointer<"ArrowSchema"> {
+    return (this.schemas + i * schemaSize) as StructPointer<"ArrowSchema">;
   }
-  array(i: number): number {
-    return this.arrays + i * deviceArraySize;
+  array(i: number): StructPointer<"ArrowDeviceArray"> {
+    return (this.arrays + i * deviceArraySize) as StructPointer<"ArrowDeviceArray">;
   }
   /** Releases whatever the first `n` slots still hold. */
   releaseAll(n = this.capacity): void {

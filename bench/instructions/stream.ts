@@ -12,7 +12,7 @@
  */
 import { floor } from "../compare/floor.ts";
 import { repeatSources, streamFloor } from "../compare/cases.ts";
-import { ImportedStream } from "../../ts/index.ts";
+import { ImportedStream, type StructPointer } from "../../ts/index.ts";
 import { StreamBatchConverter } from "../../ts/convert/import.ts";
 import { pulledViews } from "../../ts/lifetime/imported.ts";
 import { pulledBatch, releasePulled } from "../../ts/lifetime/imported_stream.ts";
@@ -30,14 +30,14 @@ let sink = 0;
 const modes: Record<string, () => void> = {
   direct() {
     sources.open(batches);
-    const stream = ImportedStream.fromArrayStream(slot);
+    const stream = ImportedStream.fromArrayStream(slot as StructPointer<"ArrowArrayStream">);
     const converter = new StreamBatchConverter({});
     for (let batch = converter.next(stream); batch !== null; batch = converter.next(stream)) sink += batch.numRows;
     stream.release();
   },
   read() {
     sources.open(batches);
-    const stream = ImportedStream.fromArrayStream(slot);
+    const stream = ImportedStream.fromArrayStream(slot as StructPointer<"ArrowArrayStream">);
     const converter = new StreamBatchConverter({});
     for (let batch = converter.next(stream); batch !== null; batch = converter.next(stream)) {
       for (const column of batch.data.children) sink += column.values.length + (column.nullBitmap?.length ?? 0);
@@ -46,14 +46,14 @@ const modes: Record<string, () => void> = {
   },
   pulled() {
     sources.open(batches);
-    const stream = ImportedStream.fromArrayStream(slot);
+    const stream = ImportedStream.fromArrayStream(slot as StructPointer<"ArrowArrayStream">);
     const pulled = pulledBatch();
     while (stream.nextPulled(pulled)) releasePulled(pulled.owner);
     stream.release();
   },
   views() {
     sources.open(batches);
-    const stream = ImportedStream.fromArrayStream(slot);
+    const stream = ImportedStream.fromArrayStream(slot as StructPointer<"ArrowArrayStream">);
     const pulled = pulledBatch();
     while (stream.nextPulled(pulled)) {
       sink += pulledViews(pulled.owner, pulled.words)!.length;

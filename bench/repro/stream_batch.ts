@@ -6,7 +6,7 @@
  * Usage: bun bench/repro/stream_batch.ts [rows=1000] [batches=200] [rounds=40]
  */
 import { toArrayBuffer, type Pointer } from "bun:ffi";
-import { ImportedStream, recordBatches } from "../../ts/index.ts";
+import { ImportedStream, recordBatches, type StructPointer } from "../../ts/index.ts";
 import { streamPeer } from "../../test/helpers/fixtures.ts";
 import { floor } from "../compare/floor.ts";
 
@@ -23,7 +23,7 @@ function open(source: Pointer): void {
 function ours(source: Pointer): number {
   open(source);
   const t = Bun.nanoseconds();
-  const stream = ImportedStream.fromArrayStream(slot);
+  const stream = ImportedStream.fromArrayStream(slot as StructPointer<"ArrowArrayStream">);
   let n = 0;
   for (const batch of recordBatches(stream)) if (batch.numRows === rows) n++;
   stream.release();
@@ -36,7 +36,7 @@ function ours(source: Pointer): number {
 function raw(source: Pointer): number {
   open(source);
   const t = Bun.nanoseconds();
-  const stream = ImportedStream.fromArrayStream(slot);
+  const stream = ImportedStream.fromArrayStream(slot as StructPointer<"ArrowArrayStream">);
   for (;;) {
     const b = stream.nextTransient();
     if (!b) break;

@@ -223,6 +223,19 @@ uint32_t abd_counters_read(double* out, uint32_t capacity);
 void* abd_alloc_zeroed(size_t size);
 void abd_free(void* memory);
 
+/* Checks, without faulting, that address names a struct of `kind` (0
+ * ArrowSchema, 1 ArrowArray, 2 ArrowDeviceArray, 3 ArrowArrayStream, 4
+ * ArrowDeviceArrayStream, 5 ArrowAsyncDeviceStreamHandler) that is safe to
+ * read. mode 0: it must be live (ABD_RELEASED otherwise); mode 1: a view or
+ * destination (released allowed, must be writable). Reads only. */
+abd_status abd_probe_struct(int kind, uintptr_t address, int mode);
+/* abd_probe_struct (mode 0) of the schema and the array (array_kind 1) or
+ * device array (2) one import takes, in one call; a NULL address is
+ * skipped. Returns the first failure, the schema's first. array_kind |
+ * 0x100: both lie in a live slot from abd_export_slot_new (read directly,
+ * only their release checked). */
+abd_status abd_probe_pair(uintptr_t schema, int array_kind, uintptr_t array);
+
 /* Call the struct's release if it is not released; NULL is a no-op. */
 void abd_schema_release(struct ArrowSchema* schema);
 void abd_array_release(struct ArrowArray* array);
@@ -265,6 +278,11 @@ void* abd_export_slot_from_image(abd_schema_template* template_, abd_array_image
                                  double keepalive_id, int32_t kind);
 const uint32_t* abd_keepalive_queued_address(void);
 void abd_set_release_notifier(void (*notifier)(void));
+/* Opens the calling JS thread's context (every JS thread, each Worker too,
+ * calls it once before registering callbacks; is_main: the process's main
+ * JS thread). Returns its number, 0 when none is left. Notifiers, queues
+ * and keepalive ids are per context. */
+uint32_t abd_js_context_open(bool is_main);
 uint32_t abd_take_released(double* out, uint32_t capacity);
 /* At most one notifier call is pending: its JS side calls wake_done when it
  * runs, before draining. wakes_posted counts the calls made. */
@@ -409,6 +427,14 @@ abd_status abd_device_array_to_device(struct ArrowSchema* schema, struct ArrowDe
  * host-visible memory viewed in place. Blocks until done. */
 abd_status abd_owner_to_host(abd_owner* owner, void* stream, struct ArrowSchema* out_schema,
                              struct ArrowDeviceArray* out_array);
+/* Page-locks host memory the caller owns (cuMemHostRegister_v2 /
+ * hipHostRegister); unregister it once, before freeing it. */
+abd_status abd_device_host_register(int32_t device_type, int32_t device_id, void* address, size_t size);
+abd_status abd_device_host_unregister(int32_t device_type, int32_t device_id, void* address);
+/* The pinned staging pool toDevice/toHost use for ordinary host memory:
+ * out[0] blocks allocated, out[1] idle blocks freed (when trim != 0),
+ * out[2] the block size in bytes. */
+abd_status abd_device_staging(int32_t device_type, int trim, double* out);
 /* Minimal validation that reads no buffer (for wrapped device memory). */
 abd_status abd_device_array_check(struct ArrowSchema* schema, struct ArrowDeviceArray* array);
 /* Moving structs the caller holds: bitwise copy to `dst`, then
@@ -517,6 +543,9 @@ int abd_stream_import_pull_state(abd_imported_stream* stream);
 /* The caller will wait: the pull's end is posted to the JS work queue from
  * now on (tag 2). Returns the pull state. */
 int abd_stream_import_wait(abd_imported_stream* stream);
+/* From now on, each batch the worker pulls is copied to host memory there
+ * (as abd_owner_to_host does) and its device batch released once copied. */
+void abd_stream_import_copy_pulls_to_host(abd_imported_stream* stream);
 const char* abd_stream_import_producer_error(abd_imported_stream* stream, int* out_errno);
 void abd_stream_import_release(abd_imported_stream* stream);
 abd_status abd_stream_import_move(abd_imported_stream* stream, void* out_stream);

@@ -3,15 +3,18 @@
  * Both run inside a worker process (worker.ts): a crash there is caught by
  * the driver and reported with its seed and case number.
  *
- * Library side, at `default` and `full` (at `minimal` only when the tree
- * claims more memory than the generator could give it): import from an
- * ArrowDeviceArray whose every buffer ends against a PROT_NONE page, then
- * convert to apache-arrow (with materialization), then dispose. Every error
- * must be typed (an ArrowDeviceError), and the producer must see every
- * struct released exactly once.
+ * Library side, at every level (`none`, `minimal`, `default`, `full`; at
+ * `minimal` only when the tree claims more memory than the generator could
+ * give it): import from an ArrowDeviceArray whose every buffer ends against
+ * a PROT_NONE page, then at `default` and `full` convert to apache-arrow
+ * (with materialization), then dispose. Every error must be typed (an
+ * ArrowDeviceError), and the producer must see every struct released
+ * exactly once.
+ *
+ * Arrow C++ side: ImportDeviceArray, then Validate and ValidateFull.
  */
 import { ArrowDeviceError, ImportedArray, toVector, type ValidationLevelName } from "../../ts/index.ts";
-import { heldDrop, heldValidation, holdDeviceArray } from "../helpers/arrow_cpp.ts";
+import { heldDrop, heldQuickValidation, heldValidation, holdDeviceArray } from "../helpers/arrow_cpp.ts";
 import { fx } from "../helpers/fixtures.ts";
 import { disposeProduced, produceDevice } from "../helpers/producer.ts";
 import type { FuzzCase } from "./generate.ts";
@@ -64,13 +67,17 @@ export function runLibraryCase(c: FuzzCase): LibraryOutcome[] {
   fx.fx_set_guarded(1);
   if (c.honest === "no") return [];
   if (c.honest === "buffers") return [runLevel(c, "minimal", false)];
-  return [runLevel(c, "default", true), runLevel(c, "full", true)];
+  return [runLevel(c, "none", false), runLevel(c, "minimal", false), runLevel(c, "default", true), runLevel(c, "full", true)];
 }
 
-/** The case on Arrow C++: ImportDeviceArray then ValidateFull. "ok",
- * "invalid: why", or null when not compared (a device other than the CPU,
- * or a tree that lies about its memory). */
-export function runArrowCase(c: FuzzCase): string | null {
+/** Arrow C++'s verdicts on one case: "ok" or "invalid: why" for Validate
+ * (`quick`) and ValidateFull (`full`); an import error is both. */
+export type ArrowOutcome = { quick: string; full: string };
+
+/** The case on Arrow C++: ImportDeviceArray, then Validate and
+ * ValidateFull. Null when not compared (a device other than the CPU, or a
+ * tree that lies about its memory). */
+export function runArrowCase(c: FuzzCase): ArrowOutcome | null {
   if (c.honest !== "yes" || c.deviceType !== 1) return null;
   fx.fx_set_guarded(1);
   const produced = produceDevice(c.spec, c.deviceType, c.deviceId);
@@ -79,11 +86,13 @@ export function runArrowCase(c: FuzzCase): string | null {
     try {
       id = holdDeviceArray(produced.schema.address, produced.array.address);
     } catch (error) {
-      return `invalid: ${describe(error)}`;
+      const verdict = `invalid: ${describe(error)}`;
+      return { quick: verdict, full: verdict };
     }
     try {
-      const why = heldValidation(id);
-      return why === null ? "ok" : `invalid: ${why}`;
+      const quick = heldQuickValidation(id);
+      const full = heldValidation(id);
+      return { quick: quick === null ? "ok" : `invalid: ${quick}`, full: full === null ? "ok" : `invalid: ${full}` };
     } finally {
       heldDrop(id);
     }

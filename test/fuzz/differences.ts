@@ -37,6 +37,16 @@ export const differences: Difference[] = [
     name: "zero-length view array with an offset (Arrow C++ importer)",
     matches: (ours, arrow) => ours === "ok" && /View buffer size \(bytes\): 0 isn't large enough for length: 0 /.test(arrow),
   },
+  {
+    // The spec: ArrowArray.offset "MUST be 0 or positive", and null_count
+    // is the number of null items (at most the length) or -1 ("not
+    // computed"). Arrow C++ 26's importer takes a negative offset, or any
+    // null_count of a null array (it counts every slot null), without a
+    // check on some nodes; this library refuses both at every level,
+    // before sizing any buffer.
+    name: "negative offset or impossible null_count (spec forbids)",
+    matches: (ours, arrow) => arrow === "ok" && /offset is negative|null_count is -\d+ \(must be -1 or at least 0\)|null_count \d+ exceeds length/.test(ours),
+  },
 ];
 
 /** The name of the documented difference the two verdicts follow, if any. */

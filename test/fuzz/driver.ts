@@ -9,17 +9,23 @@
  *   is a hang.
  * - Library outcomes carry their own problems (untyped errors, releases
  *   not exactly once).
- * - Cases the library's `default` level accepts on the CPU also go to an
- *   Arrow C++ worker (ImportDeviceArray + ValidateFull); its verdict is
- *   compared with the library's `full` level. Differences that follow the
- *   documented level differences (differences.ts) are counted apart; the
- *   rest are disagreements. Arrow C++ crashing on a case is counted, not a
- *   finding: it is the reference, not the code under test.
+ * - Every honest CPU case also goes to an Arrow C++ worker
+ *   (ImportDeviceArray, then Validate and ValidateFull), and every level's
+ *   verdict is compared with it: `full` must agree with ValidateFull
+ *   (accept exactly what it accepts); `none`, `minimal` and `default` check
+ *   less, so they may accept what ValidateFull rejects, but may reject
+ *   nothing it accepts. `default` is also compared with Validate, the
+ *   O(1)-per-node check: what Validate rejects, `default` must reject.
+ *   Differences that follow the documented level differences
+ *   (differences.ts) are counted apart; the rest are disagreements. The
+ *   levels must nest too: a tree one level rejects, every stricter level
+ *   rejects. Arrow C++ crashing on a case is counted, not a finding: it is
+ *   the reference, not the code under test.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { LibraryOutcome } from "./cases.ts";
+import type { ArrowOutcome, LibraryOutcome } from "./cases.ts";
 import { documentedDifference } from "./differences.ts";
 import { generateCase } from "./generate.ts";
 
@@ -42,6 +48,11 @@ export type FuzzOptions = {
 
 export type Finding = { kind: "crash" | "hang" | "problem" | "disagreement"; seed: number; index: number; detail: string; mutations: string[] };
 
+const levelOrder = ["none", "minimal", "default", "full"] as const;
+
+/** One level's comparison with Arrow C++. */
+export type LevelComparison = { compared: number; agreements: number; documented: number; disagreements: number };
+
 export type FuzzReport = {
   seed: number;
   from: number;
@@ -55,8 +66,12 @@ export type FuzzReport = {
   crashes: number;
   hangs: number;
   problems: number;
+  /** Cases compared with Arrow C++, and `full` agreeing with ValidateFull. */
   compared: number;
   agreements: number;
+  /** Every level against Arrow C++ (`default` against Validate too, as
+   * "default/Validate"). */
+  levels: Record<string, LevelComparison>;
   documented: Record<string, number>;
   disagreements: number;
   arrowCrashes: number;
@@ -135,10 +150,37 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
   const useArrow = options.arrow ?? true;
   const report: FuzzReport = {
     seed, from, cases: options.cases, notRunnable: 0, minimalOnly: 0, imports: {}, crashes: 0, hangs: 0, problems: 0,
-    compared: 0, agreements: 0, documented: {}, disagreements: 0, arrowCrashes: 0, seconds: 0, findings: [],
+    compared: 0, agreements: 0, levels: {}, documented: {}, disagreements: 0, arrowCrashes: 0, seconds: 0, findings: [],
   };
   const find = (kind: Finding["kind"], index: number, detail: string) => {
     if (report.findings.length < 200) report.findings.push({ kind, seed, index, detail, mutations: generateCase(seed, index).mutations });
+  };
+  /**
+   * One level against one Arrow C++ verdict. `full` must accept exactly
+   * what ValidateFull accepts; a weaker level may accept more but reject
+   * nothing ValidateFull accepts; `default/Validate`: what Validate
+   * rejects, `default` rejects.
+   */
+  const compareLevel = (level: string, mine: string, arrow: string, index: number) => {
+    const counts = (report.levels[level] ??= { compared: 0, agreements: 0, documented: 0, disagreements: 0 });
+    counts.compared++;
+    const agree = level === "full" ? (mine === "ok") === (arrow === "ok")
+      : level === "default/Validate" ? mine !== "ok" || arrow === "ok"
+      : mine === "ok" || arrow !== "ok";
+    if (agree) {
+      counts.agreements++;
+      if (level === "full") report.agreements++;
+      return;
+    }
+    const documented = documentedDifference(mine, arrow);
+    if (documented) {
+      counts.documented++;
+      report.documented[documented] = (report.documented[documented] ?? 0) + 1;
+      return;
+    }
+    counts.disagreements++;
+    report.disagreements++;
+    find("disagreement", index, `library ${level}: ${mine.slice(0, 200)} / Arrow C++ ${level === "default/Validate" ? "Validate" : "ValidateFull"}: ${arrow.slice(0, 200)}`);
   };
   const libraryDir = mkdtempSync(join(tmpdir(), "fuzz-library-"));
   const arrowDir = mkdtempSync(join(tmpdir(), "fuzz-arrow-"));
@@ -151,8 +193,8 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
         else report.crashes++;
         find(hang ? "hang" : "crash", index, detail);
       });
-      // Our full-level verdicts, for the comparison.
-      const ours = new Map<number, string>();
+      // Our verdicts at every level, for the comparison.
+      const ours = new Map<number, Map<string, string>>();
       for (const [index, text] of results) {
         const outcomes = JSON.parse(text) as LibraryOutcome[];
         if (outcomes.length === 0) report.notRunnable++;
@@ -166,30 +208,34 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
             find("problem", index, `${o.level}: ${p}`);
           }
         }
-        const full = outcomes.find((o) => o.level === "full");
-        const defaultLevel = outcomes.find((o) => o.level === "default");
-        if (full && defaultLevel?.verdict === "ok") ours.set(index, full.verdict);
+        const verdicts = new Map(outcomes.map((o) => [o.level as string, o.verdict]));
+        // The levels nest: what one rejects, every stricter one rejects.
+        // `none` and `minimal` do not compare: `none` reads the values that
+        // size buffers (last offsets, variadic sizes), `minimal` no buffer.
+        for (let a = 0; a < levelOrder.length; a++) {
+          for (let b = a + 1; b < levelOrder.length; b++) {
+            if (levelOrder[a] === "none" && levelOrder[b] === "minimal") continue;
+            const weaker = verdicts.get(levelOrder[a]);
+            const stricter = verdicts.get(levelOrder[b]);
+            if (weaker !== undefined && weaker !== "ok" && stricter === "ok") {
+              report.problems++;
+              find("problem", index, `${levelOrder[a]} rejects (${weaker.slice(0, 200)}) but ${levelOrder[b]} accepts`);
+            }
+          }
+        }
+        if (verdicts.size === levelOrder.length) ours.set(index, verdicts);
       }
       if (!useArrow) continue;
       await arrowRun; // one Arrow C++ worker at a time, beside the next library chunk
       const toCompare = [...ours.keys()];
       arrowRun = runAll("arrow", seed, toCompare, arrowDir, limits, () => { report.arrowCrashes++; }).then((arrow) => {
         for (const [index, text] of arrow) {
-          const verdict = JSON.parse(text) as string | null;
+          const verdict = JSON.parse(text) as ArrowOutcome | null;
           if (verdict === null) continue;
           report.compared++;
           const mine = ours.get(index)!;
-          if ((mine === "ok") === (verdict === "ok")) {
-            report.agreements++;
-            continue;
-          }
-          const documented = documentedDifference(mine, verdict);
-          if (documented) {
-            report.documented[documented] = (report.documented[documented] ?? 0) + 1;
-          } else {
-            report.disagreements++;
-            find("disagreement", index, `library full: ${mine.slice(0, 200)} / Arrow C++: ${verdict.slice(0, 200)}`);
-          }
+          for (const level of levelOrder) compareLevel(level, mine.get(level)!, verdict.full, index);
+          compareLevel("default/Validate", mine.get("default")!, verdict.quick, index);
         }
       });
       options.log?.(`cases ${begin}..${begin + indices.length - 1}: ${report.crashes} crashes, ${report.hangs} hangs, ${report.problems} problems, ${report.disagreements} disagreements (${Math.round((performance.now() - started) / 1000)} s)`);

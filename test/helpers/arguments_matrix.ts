@@ -13,7 +13,7 @@ import { writeSync } from "node:fs";
 import { Field, Int32, RecordBatch, Schema, Table, makeVector } from "apache-arrow";
 
 /** The entry points whose exports are checked (the package's exports map). */
-export const entryModules = ["../../ts/index.ts", "../../ts/raw.ts", "../../ts/device.ts", "../../ts/diagnostics.ts"];
+export const entryModules = ["../../ts/index.ts", "../../ts/raw.ts", "../../ts/device.ts", "../../ts/diagnostics.ts", "../../ts/python.ts"];
 
 /** The wrong kinds of value tried in every parameter. */
 /** Longer than any name a message may quote (40 characters). */
@@ -36,6 +36,10 @@ const badValues: Record<string, () => unknown> = {
   hugeBigint: () => 2n ** 70n,
   function: () => () => 0,
   handle: () => handleObject(),
+  // Plausible but wrong addresses: aligned, but no struct is there.
+  address8: () => 8,
+  address4096: () => 4096,
+  "{ address: 16 }": () => ({ address: 16 }),
 };
 
 type Mod = Record<string, unknown>;
@@ -68,6 +72,12 @@ const arrayStream = (as: string) => {
   handles.push(s);
   return s.stream;
 };
+/** An empty (released) ArrowArrayStream slot to move a stream into. */
+const emptyStreamSlot = () => {
+  const slot = new (m.ExportedStream as new (kind: string) => { stream: number; release(): void })("stream");
+  handles.push(slot);
+  return slot.stream;
+};
 const rawNode = () => ({ format: "i", length: 2, buffers: [null, new Int32Array(2)] });
 const consumer = () => new (m.AsyncStreamConsumer as new () => { handler: number })();
 
@@ -76,9 +86,11 @@ const consumer = () => new (m.AsyncStreamConsumer as new () => { handler: number
 const OPT = ["undefined", "{}"];
 const NULLABLE = ["null", "undefined"];
 /** Plain integers, where any int32 is meaningful (device types, ids). */
-const INTS = ["negative", "unaligned"];
+const INTS = ["negative", "unaligned", "address8", "address4096"];
+/** Non-negative integers (counts, sizes, indexes in range). */
+const COUNTS = ["unaligned", "address8", "address4096"];
 /** Every bad value (predicates). */
-const ANY = ["NaN", "Infinity", "-Infinity", "fraction", "negative", "unaligned", "true", "string", "{}", "[]", "Uint8Array", "null", "undefined", "hugeBigint", "function", "handle"];
+const ANY = ["NaN", "Infinity", "-Infinity", "fraction", "negative", "unaligned", "true", "string", "{}", "[]", "Uint8Array", "null", "undefined", "hugeBigint", "function", "handle", "address8", "address4096", "{ address: 16 }"];
 
 type Entry =
   | { skip: string }
@@ -92,20 +104,40 @@ type Entry =
       /** Not called with valid arguments (why). */
       noValidCall?: string;
       construct?: boolean;
+      /** For an instance method (`Class#method`): a fresh object to call it on. */
+      self?: () => unknown;
     };
 
-const errorClass = { skip: "an error class: its constructor only stores status and message" };
+/** An error class: (status, message), both checked. */
+const errorClass: Entry = { args: () => [1, "message"], accepts: [INTS, ["string"]], construct: true };
 const internalCtor = (args: () => unknown[]): Entry => ({ args, construct: true, noValidCall: "made by the library, not by users" });
 
 export const table: Record<string, Entry> = {
-  ArrowDeviceError: errorClass, AsyncStreamError: errorClass, CallbackError: errorClass, CancelledError: errorClass,
+  ArrowDeviceError: errorClass, CallbackError: errorClass, CancelledError: errorClass,
   DeviceError: errorClass, DeviceUnavailableError: errorClass, InternalError: errorClass, InvalidArgumentError: errorClass,
-  InvalidFormatError: errorClass, InvalidLayoutError: errorClass, LayoutMismatchError: errorClass, LibraryLoadError: errorClass,
-  OutOfMemoryError: errorClass, OutOfRangeError: errorClass, ReleasedError: errorClass, StreamError: errorClass,
+  InvalidFormatError: errorClass, InvalidLayoutError: errorClass,
+  OutOfMemoryError: errorClass, OutOfRangeError: errorClass, ReleasedError: errorClass,
   TooDeepError: errorClass, UnknownDeviceError: errorClass, UnsupportedError: errorClass, WrongThreadError: errorClass,
+  LayoutMismatchError: { args: () => [["a problem"]], accepts: [["[]"]], construct: true },
+  LibraryLoadError: { args: () => ["message", "path", ["path"], "linux-x64-gnu"], accepts: [["string"], ["string"], ["[]", "undefined"], ["string", "undefined"]], construct: true },
+  StreamError: { args: () => [12, "message", 5, "producer"], accepts: [INTS, ["string"], INTS, ["string", "null"]], construct: true },
+  AsyncStreamError: { args: () => [5, "message", new Map(), false], accepts: [INTS, ["string"], [], ["true"]], construct: true },
+  PythonError: { args: () => ["what", "ValueError: raised"], accepts: [["string"], ["string"]], construct: true },
+  PythonUnavailableError: { args: () => ["message", ["here"]], accepts: [["string"], ["[]"]], construct: true },
+  // The Python bridge: what needs a Python is tested in test/python.test.ts.
+  Python: internalCtor(() => [Symbol("not the token"), {}, "libpython", "via"]),
+  PyObject: internalCtor(() => [Symbol("not the token"), {}, 8]),
+  fromPython: { args: () => [null, {}], noValidCall: "needs a Python object (test/python.test.ts)" },
+  schemaFromPython: { args: () => [null], noValidCall: "needs a Python object (test/python.test.ts)" },
+  loadPython: { skip: "starts a Python (test/python.test.ts)" },
+  locatePython: { skip: "runs a Python to ask where it is (test/python.test.ts)" },
+  toPython: { skip: "starts a Python (test/python.test.ts)" },
+  loadedPython: { args: () => [] },
+  shimPath: { args: () => [] },
+  structPointer: { args: () => ["ArrowSchema", 4096], accepts: [[], ["address8", "address4096"]] },
 
   // The protocol (docs/protocol.md): predicates answer for any value.
-  LibraryCapsule: { skip: "made by the library's protocol methods, not by users" },
+  LibraryCapsule: { args: () => [exported()], accepts: [["handle"]], construct: true, noValidCall: "takes the handle over (made by the protocol methods)" },
   arrowProtocol: { args: () => [batch()] },
   arrowProtocolInstalled: { args: () => [] },
   installArrowProtocol: { args: () => [] },
@@ -131,23 +163,26 @@ export const table: Record<string, Entry> = {
   "CDeviceArray.at": { args: () => [(m.CDeviceArray as { allocate(): { address: number } }).allocate().address] },
   "CSchema.allocate": { args: () => [] },
   "CSchema.at": { args: () => [(m.CSchema as { allocate(): { address: number } }).allocate().address] },
-  CArray: { skip: "no public constructor (CArray.allocate / CArray.at)" },
-  CDeviceArray: { skip: "no public constructor (CDeviceArray.allocate / CDeviceArray.at)" },
-  CSchema: { skip: "no public constructor (CSchema.allocate / CSchema.at)" },
-  DeviceEvent: internalCtor(() => [null, 0, 8]),
-  DeviceMemory: internalCtor(() => [null, 0, "device", 8, 8]),
-  DeviceRuntime: { ...internalCtor(() => ["cuda", "lib", 1, 1]), accepts: [[], ["string"], ["unaligned"], ["unaligned"]] },
-  DeviceStream: internalCtor(() => [null, 0, 8]),
+  // No public constructor: refused from JS whatever it is given.
+  CArray: internalCtor(() => [Symbol("not the token"), 8, false, null]),
+  CDeviceArray: internalCtor(() => [Symbol("not the token"), 8, false]),
+  CSchema: internalCtor(() => [Symbol("not the token"), 8, false, null]),
+  DeviceEvent: internalCtor(() => [Symbol("not the token"), null, 0, 8]),
+  DeviceMemory: internalCtor(() => [Symbol("not the token"), null, 0, "device", 8, 8]),
+  DeviceRuntime: internalCtor(() => [Symbol("not the token"), "cuda", "lib", 1, 1]),
+  HostRegistration: internalCtor(() => [Symbol("not the token"), null, 0, new Uint8Array(8), 8]),
+  DeviceStream: internalCtor(() => [Symbol("not the token"), null, 0, 8]),
   ExportedArray: { args: () => ["device_array", "label"], accepts: [[], ["undefined", "string"]], construct: true },
   ExportedStream: { args: () => ["stream", "label"], accepts: [[], ["undefined", "string"]], construct: true },
   ImportedArray: internalCtor(() => [Symbol("not the token"), (imported() as unknown as { ownerAddress: number }).ownerAddress, null, "ImportedArray", false]),
   "ImportedArray.fromArray": { args: () => { const h = exported("array"); return [h.schema, h.array, {}]; }, accepts: [NULLABLE, NULLABLE, OPT] },
   "ImportedArray.fromDeviceArray": { args: () => { const h = exported(); return [h.schema, h.array, {}]; }, accepts: [NULLABLE, NULLABLE, OPT] },
-  ImportedStream: { skip: "no public constructor (ImportedStream.fromArrayStream / fromDeviceArrayStream)" },
+  ImportedStream: internalCtor(() => [Symbol("not the token"), 8, 0]),
   "ImportedStream.fromArrayStream": { args: () => [arrayStream("stream"), {}], accepts: [NULLABLE, OPT] },
   "ImportedStream.fromDeviceArrayStream": { args: () => [arrayStream("device_stream"), {}], accepts: [NULLABLE, OPT] },
-  RawArray: { args: () => [imported(), 0, null], accepts: [[], [], [...NULLABLE, "{}"]], construct: true },
-  addressOf: { args: () => [(m.CSchema as { allocate(): unknown }).allocate()], accepts: [NULLABLE] },
+  RawArray: { args: () => [imported(), 0, null], accepts: [[], [], [...NULLABLE, "{}", "{ address: 16 }"]], construct: true },
+  // Only reads the number an address-like value holds (no struct is read).
+  addressOf: { args: () => [(m.CSchema as { allocate(): unknown }).allocate()], accepts: [[...NULLABLE, "address8", "address4096", "{ address: 16 }"]] },
   arrayStreamAsDeviceStream: { args: () => [arrayStream("stream")] },
   consumeNatively: { args: () => { const h = exported(); return [h.schema, h.array, "full"]; }, accepts: [NULLABLE, NULLABLE, NULLABLE] },
   copyArrayToDevice: { args: () => { const h = exported(); return [h.schema, h.array, { device: "cuda" }]; }, accepts: [NULLABLE, NULLABLE, []], validThrows: "DeviceUnavailableError" },
@@ -160,7 +195,7 @@ export const table: Record<string, Entry> = {
   deviceTypeName: { args: () => [1], accepts: [INTS] },
   drainReleased: { args: () => [] },
   encodeMetadata: { args: () => [[["a", "b"]]], accepts: [["null", "undefined", "[]"]] },
-  errorFor: { args: () => [1, "message"], accepts: [["NaN", "Infinity", "-Infinity", "fraction", "negative", "unaligned"], ["string"]] },
+  errorFor: { args: () => [1, "message"], accepts: [["NaN", "Infinity", "-Infinity", "fraction", "negative", "unaligned", "address8", "address4096"], ["string"]] },
   exportArray: { args: () => [batch(), {}], accepts: [[], OPT] },
   exportArrayStream: { args: () => [[batch()], {}], accepts: [[], OPT] },
   // An empty source is reported to the consumer (on_error), not thrown.
@@ -192,8 +227,8 @@ export const table: Record<string, Entry> = {
   relay: { args: () => { const h = exported(); return [h.schema, h.array, {}]; }, accepts: [NULLABLE, NULLABLE, OPT] },
   relayArray: { args: () => { const h = exported("array"); return [h.schema, h.array, {}]; }, accepts: [NULLABLE, NULLABLE, OPT] },
   schemaPlan: { args: () => [{ format: "i" }] },
-  setJsWorkSpin: { args: () => [20_000], accepts: [["unaligned"]] },
-  statusName: { args: () => [1], accepts: [["NaN", "Infinity", "-Infinity", "fraction", "negative", "unaligned"]] },
+  setJsWorkSpin: { args: () => [20_000], accepts: [COUNTS] },
+  statusName: { args: () => [1], accepts: [["NaN", "Infinity", "-Infinity", "fraction", "negative", "unaligned", "address8", "address4096"]] },
   streamSchema: { args: () => [importedStream(), {}], accepts: [[], OPT] },
   targetDeviceType: { args: () => ["cuda", "device"], accepts: [[], ["undefined"]] },
   toData: { args: () => [(imported() as { root: unknown }).root, {}], accepts: [[], OPT] },
@@ -207,9 +242,65 @@ export const table: Record<string, Entry> = {
   toVector: { args: () => [imported(), {}], accepts: [[], OPT] },
   typeSignature: { args: () => [new Int32()] },
   wrapDeviceMemory: { args: () => [rawNode(), { device: "cuda", id: 0 }] },
+
+  // Instance methods.
+  ...methods("ExportedArray", () => exported(), { release: [] }),
+  ...methods("ExportedStream", () => { const s = (m.exportStream as (src: unknown) => unknown)([batch()]); handles.push(s as { release(): void }); return s; }, { release: [] }),
+  ...methods("CSchema", () => (m.CSchema as { at(a: number): unknown }).at(exported().schema), {
+    child: [0], move: [], moveChild: [0], release: [], dispose: [], readable: [], releasedAncestor: [],
+  }, { move: [OPT.slice(0, 1)], moveChild: [COUNTS, OPT.slice(0, 1)], child: [COUNTS] }, { child: "OutOfRangeError" }),
+  ...methods("CArray", () => (m.CArray as { at(a: number): unknown }).at(exported("array").array), {
+    child: [0], move: [], moveChild: [0], release: [], dispose: [], readable: [], releasedAncestor: [], bufferAddress: [0],
+  }, { move: [OPT.slice(0, 1)], moveChild: [COUNTS, OPT.slice(0, 1)], child: [COUNTS], bufferAddress: [COUNTS] }, { child: "OutOfRangeError", moveChild: "OutOfRangeError" }),
+  ...methods("CDeviceArray", () => (m.CDeviceArray as { at(a: number): unknown }).at(exported().array), {
+    move: [], release: [], dispose: [], readable: [], releasedAncestor: [],
+  }, { move: [OPT.slice(0, 1)] }),
+  ...methods("ImportedArray", () => imported(), {
+    child: [0], slice: [0, 1], dictionaryArray: [], reexport: [{}], node: [0], nodeSchema: [0], schemaKey: [], schemaMatches: [new Int32Array(1)],
+    nodeWord: [0, 0], tables: [], bufferWord: [0, 0], bufferMemory: [1, 4], prefetchBuffers: [[0]], prefetchedViews: [], prefetchAll: [],
+    releaseToGC: [], toHost: [{}], dispose: [],
+  }, { child: [COUNTS], reexport: [OPT], toHost: [OPT], bufferMemory: [COUNTS, ["undefined", ...COUNTS]], slice: [COUNTS, COUNTS], node: [COUNTS], nodeSchema: [COUNTS], nodeWord: [COUNTS, COUNTS], bufferWord: [COUNTS, COUNTS], prefetchBuffers: [["[]", "Uint8Array"]] },
+  { dictionaryArray: "InvalidArgumentError" }),
+  ...methods("RawArray", () => (imported() as { root: unknown }).root, {
+    child: [0], bufferIndex: [0], bufferAddress: [0], bufferSize: [0], bufferKind: [0], byteLength: [0], memory: [0], buffer: [0], describe: [],
+  }, {}, {}),
+  ...methods("ImportedStream", () => importedStream(), {
+    emptyBatch: [], next: [], nextTransient: [], nextPulled: [{}], nextAsync: [], arrays: [], arraysAsync: [], relay: [], moveTo: () => [emptyStreamSlot()], release: [],
+  }, {}, { nextPulled: "InvalidArgumentError" }),
+  ...methods("AsyncRecordBatchStream", () => new (m.AsyncRecordBatchStream as new () => unknown)(), { batches: [], ready: [], arrays: [], cancel: [] }, {}, {}, ["batches", "ready", "arrays"]),
+  ...methods("AsyncStreamConsumer", () => new (m.AsyncStreamConsumer as new () => unknown)(), { ready: [], arrays: [], cancel: [] }, {}, {}, ["ready", "arrays"]),
+  ...skipMethods("DeviceRuntime", ["device", "devices", "allocate", "createStream", "createEvent", "synchronizeEvent", "pointerInfo", "copy", "registerHost"]),
+  ...skipMethods("HostRegistration", ["unregister"]),
+  ...skipMethods("DeviceMemory", ["hostView", "free"]),
+  ...skipMethods("DeviceStream", ["keepUntilSynchronized", "synchronize", "waitEvent", "destroy"]),
+  ...skipMethods("DeviceEvent", ["record", "synchronize", "query", "destroy"]),
+  ...skipMethods("PyObject", ["toString", "attr", "call", "dispose"]),
+  ...skipMethods("Python", ["exec", "eval", "import", "addSysPath", "counters"]),
 };
 
-/** Every callable export: functions, classes, and classes' static methods. */
+/** Entries for `cls`'s instance methods: valid arguments per method, the
+ * bad values each parameter accepts, the error a valid call may throw, and
+ * the methods that wait for a peer (not called with valid arguments). */
+function methods(
+  cls: string, self: () => unknown, valid: Record<string, unknown[] | (() => unknown[])>, accepts: Record<string, string[][]> = {},
+  validThrows: Record<string, string> = {}, waits: string[] = [],
+): Record<string, Entry> {
+  return Object.fromEntries(Object.entries(valid).map(([method, args]) => [`${cls}#${method}`, {
+    self, args: () => (typeof args === "function" ? args() : [...args]), accepts: accepts[method],
+    ...(validThrows[method] ? { validThrows: validThrows[method] } : {}),
+    ...(waits.includes(method) ? { noValidCall: "waits for a producer" } : {}),
+  } satisfies Entry]));
+}
+
+/** Methods of handles that need a device runtime or a Python: tested
+ * where those are (test/device_fake.test.ts, test/python.test.ts). */
+function skipMethods(cls: string, names: string[]): Record<string, Entry> {
+  return Object.fromEntries(names.map((name) => [`${cls}#${name}`, { skip: "needs a device runtime or a Python (test/device_fake.test.ts, test/python.test.ts)" }]));
+}
+
+/** Every callable export: functions, classes, classes' static methods,
+ * and their instances' methods (`Class#method`, inherited ones included,
+ * except Error's and Object's and names starting with `_`). */
 export function callables(mod: Mod): { name: string; fn: (...args: unknown[]) => unknown; owner: unknown }[] {
   const out: { name: string; fn: (...args: unknown[]) => unknown; owner: unknown }[] = [];
   for (const [name, value] of Object.entries(mod)) {
@@ -221,6 +312,15 @@ export function callables(mod: Mod): { name: string; fn: (...args: unknown[]) =>
       if (["length", "name", "prototype", "caller", "arguments"].includes(key)) continue;
       const member = (value as unknown as Record<string, unknown>)[key];
       if (typeof member === "function") out.push({ name: `${name}.${key}`, fn: member as (...args: unknown[]) => unknown, owner: value });
+    }
+    const methods = new Set<string>();
+    for (let proto = (value as { prototype?: object }).prototype; proto && proto !== Object.prototype && proto !== Error.prototype; proto = Object.getPrototypeOf(proto)) {
+      for (const key of Object.getOwnPropertyNames(proto)) {
+        const method = Object.getOwnPropertyDescriptor(proto, key)?.value;
+        if (key === "constructor" || key.startsWith("_") || typeof method !== "function" || methods.has(key)) continue;
+        methods.add(key);
+        out.push({ name: `${name}#${key}`, fn: method as (...args: unknown[]) => unknown, owner: undefined });
+      }
     }
   }
   return out;
@@ -266,7 +366,7 @@ async function main(): Promise<void> {
         continue;
       }
       if ("skip" in entry) continue;
-      const call = (args: unknown[]) => (entry.construct ? Reflect.construct(fn, args) : Reflect.apply(fn, owner, args));
+      const call = (args: unknown[]) => (entry.construct ? Reflect.construct(fn, args) : Reflect.apply(fn, entry.self ? entry.self() : owner, args));
       if (!entry.noValidCall) {
         let validError: string | null = null;
         try {

@@ -11,6 +11,7 @@
  * `slot.free()` releases whatever is left. Handles (`ArrowCppRead`,
  * `ArrowCppJob`) are freed with `free()` / `using`.
  */
+import { structPointer, type StructPointer } from "../../ts/index.ts";
 import { FFIType, suffix, type Pointer } from "bun:ffi";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
@@ -57,6 +58,7 @@ const symbols = {
   shim_hold_device_batch: { args: [p, p, p], returns: i32 },
   shim_hold_device_array: { args: [p, p, p], returns: i32 },
   shim_held_validate: { args: [i64], returns: i32 },
+  shim_held_validate_quick: { args: [i64], returns: i32 },
   shim_held_check: { args: [i64, p, i64, i32, p], returns: i32 },
   shim_held_export_device: { args: [i64, p, p], returns: i32 },
   shim_held_drop: { args: [i64], returns: i32 },
@@ -160,6 +162,23 @@ function cText(text: string | null | undefined): Uint8Array | null {
 
 export type SlotKind = "device_array" | "array" | "stream" | "device_stream" | "async_handler";
 
+/** The C struct after the schema in a slot of kind `K`. */
+export type SlotStruct<K extends SlotKind> = {
+  device_array: "ArrowDeviceArray";
+  array: "ArrowArray";
+  stream: "ArrowArrayStream";
+  device_stream: "ArrowDeviceArrayStream";
+  async_handler: "ArrowAsyncDeviceStreamHandler";
+}[K];
+
+const structOf: { [K in SlotKind]: SlotStruct<K> } = {
+  device_array: "ArrowDeviceArray",
+  array: "ArrowArray",
+  stream: "ArrowArrayStream",
+  device_stream: "ArrowDeviceArrayStream",
+  async_handler: "ArrowAsyncDeviceStreamHandler",
+};
+
 const bodyBytes: Record<SlotKind, number> = {
   device_array: ArrowDeviceArrayLayout.size,
   array: ArrowDeviceArrayLayout.size, // an ArrowArray fits; same offset
@@ -175,10 +194,10 @@ const bodyBytes: Record<SlotKind, number> = {
  * unreleased (never moved out), then frees the memory. An async handler is
  * never released here: its producer does that.
  */
-export class CSlot implements Disposable {
+export class CSlot<K extends SlotKind = SlotKind> implements Disposable {
   #address: number;
 
-  constructor(readonly kind: SlotKind = "device_array") {
+  constructor(readonly kind: K = "device_array" as K) {
     const address = arrowShim().shim_alloc(ArrowSchemaLayout.size + bodyBytes[kind]);
     if (!address) throw new ArrowCppError(ShimStatus.internal, "out of memory allocating a C slot");
     this.#address = address;
@@ -190,18 +209,18 @@ export class CSlot implements Disposable {
   }
 
   /** `struct ArrowSchema*`. */
-  get schema(): Pointer {
-    return this.#live() as Pointer;
+  get schema(): StructPointer<"ArrowSchema"> {
+    return structPointer("ArrowSchema", this.#live());
   }
 
   /** The second struct: `struct ArrowDeviceArray*` / `ArrowArray*` /
    * stream / handler, by kind. */
-  get array(): Pointer {
-    return (this.#live() + ArrowSchemaLayout.size) as Pointer;
+  get array(): StructPointer<SlotStruct<K>> {
+    return structPointer(structOf[this.kind] as SlotStruct<K>, this.#live() + ArrowSchemaLayout.size);
   }
 
   /** Same address as `array`, named for streams and handlers. */
-  get body(): Pointer {
+  get body(): StructPointer<SlotStruct<K>> {
     return this.array;
   }
 
@@ -450,6 +469,14 @@ export function holdDeviceArray(schema: Pointer | number, deviceArray: Pointer |
 /** ValidateFull of a held import: null if valid, else why. */
 export function heldValidation(id: number): string | null {
   const status = arrowShim().shim_held_validate(id);
+  if (status === ShimStatus.ok) return null;
+  if (status === ShimStatus.arrow_error) return lastError();
+  throw new ArrowCppError(status, lastError());
+}
+
+/** Validate (not ValidateFull) of a held import: null if valid, else why. */
+export function heldQuickValidation(id: number): string | null {
+  const status = arrowShim().shim_held_validate_quick(id);
   if (status === ShimStatus.ok) return null;
   if (status === ShimStatus.arrow_error) return lastError();
   throw new ArrowCppError(status, lastError());

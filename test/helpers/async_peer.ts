@@ -3,6 +3,7 @@
  * of async device streams, each on its own threads, with faults on demand.
  * Option and stat indices mirror the enums in the C file.
  */
+import { structPointer, type StructPointer } from "../../ts/index.ts";
 import { CString, FFIType, toArrayBuffer, type Pointer } from "bun:ffi";
 import { openLibrary } from "../../ts/ffi/bun_ffi.ts";
 import { fixturePath } from "./fixtures.ts";
@@ -139,8 +140,8 @@ export class CSink {
     this.address = asyncPeer.peer_async_sink_new(optionWords(sinkOptionCount, sinkDefaults, SinkOption, options))!;
     live.add(this);
   }
-  get handler(): Pointer {
-    return asyncPeer.peer_async_sink_handler(this.address)!;
+  get handler(): StructPointer<"ArrowAsyncDeviceStreamHandler"> {
+    return structPointer("ArrowAsyncDeviceStreamHandler", asyncPeer.peer_async_sink_handler(this.address)!);
   }
   stat(which: keyof typeof SinkStat): number {
     return Number(asyncPeer.peer_async_sink_stat(this.address, SinkStat[which]));
@@ -164,11 +165,11 @@ export class CSink {
   get kept(): number {
     return Number(asyncPeer.peer_async_sink_kept(this.address));
   }
-  keptArray(i: number): Pointer {
-    return asyncPeer.peer_async_sink_kept_array(this.address, i)!;
+  keptArray(i: number): StructPointer<"ArrowDeviceArray"> {
+    return structPointer("ArrowDeviceArray", asyncPeer.peer_async_sink_kept_array(this.address, i)!);
   }
-  get schema(): Pointer {
-    return asyncPeer.peer_async_sink_schema(this.address)!;
+  get schema(): StructPointer<"ArrowSchema"> {
+    return structPointer("ArrowSchema", asyncPeer.peer_async_sink_schema(this.address)!);
   }
   /** Joins the worker (only once the handler was released). */
   join(): void {

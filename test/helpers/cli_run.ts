@@ -27,10 +27,18 @@ export const fakePaths = { cuda: fixture("fake_cuda"), rocm: fixture("fake_hip")
 
 export type RunResult = { exitCode: number; stdout: string; stderr: string };
 
+/** A child still running after this long is killed: a CLI that reads or
+ * runs without bound fails its test (exit code -1 and this note on
+ * stderr) instead of blocking the test runner, which spawnSync would. */
+export const childLimitMs = 180_000;
+
 /** `bun <script> ...args` in the repository root. */
 export function runScript(script: string, args: string[], drivers: Drivers): RunResult {
-  const child = Bun.spawnSync([process.execPath, script, ...args], { cwd: repoRoot, env: driverEnv(drivers), stdout: "pipe", stderr: "pipe" });
-  return { exitCode: child.exitCode ?? -1, stdout: child.stdout.toString(), stderr: child.stderr.toString() };
+  const child = Bun.spawnSync([process.execPath, script, ...args], {
+    cwd: repoRoot, env: driverEnv(drivers), stdout: "pipe", stderr: "pipe", timeout: childLimitMs, killSignal: "SIGKILL",
+  });
+  const killed = child.exitCode === null ? `\n[killed by ${child.signalCode ?? "a signal"}: still running after ${childLimitMs} ms]` : "";
+  return { exitCode: child.exitCode ?? -1, stdout: child.stdout.toString(), stderr: `${child.stderr.toString()}${killed}` };
 }
 
 /** `bun-arrow-device ...args`. */

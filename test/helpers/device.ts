@@ -11,6 +11,7 @@
 import { FFIType, type Pointer } from "bun:ffi";
 import { openLibrary, type NativeSymbols } from "../../ts/ffi/bun_ffi.ts";
 import { fixturePath } from "./fixtures.ts";
+import { native } from "../../ts/ffi/library.ts";
 import type { DeviceKind } from "../../ts/device.ts";
 
 export const isFake = process.env.ARROW_DEVICE_REAL_GPU !== "1";
@@ -56,6 +57,8 @@ const knobSymbols = {
   produce: { args: [i32, i32, i64, i32, ptr, ptr], returns: i32 },
   produce_stream: { args: [i32, i64, i64, i32, i64, ptr], returns: none },
   streams_live: { args: [], returns: i64 },
+  live_registrations: { args: [], returns: i64 },
+  registrations: { args: [], returns: i64 },
 } as const;
 type Knobs = NativeSymbols<typeof knobSymbols>;
 
@@ -127,6 +130,9 @@ export type FakeDriver = {
   produceStream(kind: number, batches: number, rows: number, devices: number, failAt: number, out: Pointer): void;
   /** Streams of produceStream not yet released. */
   streamsLive(): number;
+  /** Host ranges registered and not unregistered; registrations ever made. */
+  liveRegistrations(): number;
+  registrations(): number;
 };
 
 function open(kind: DeviceKind): FakeDriver {
@@ -157,6 +163,8 @@ function open(kind: DeviceKind): FakeDriver {
       if (knobs.poke(BigInt(address), bytes, bytes.length) !== 0) throw new Error(`fake ${kind}: 0x${address.toString(16)} is not device memory`);
     },
     producedLive: () => Number(knobs.produced_live()),
+    liveRegistrations: () => Number(knobs.live_registrations()),
+    registrations: () => Number(knobs.registrations()),
     produce: (device, k, length, withEvent, schema, array) => knobs.produce(device, k, length, withEvent ? 1 : 0, schema, array),
     produceStream: (k, batches, rows, devices, failAt, out) => knobs.produce_stream(k, batches, rows, devices, failAt, out),
     streamsLive: () => Number(knobs.streams_live()),
@@ -182,9 +190,21 @@ export function fakeLeaks(kind: DeviceKind): Record<string, number> {
   if (!isFake) return {};
   const d = fake(kind);
   d.drain();
+  stagingPool(kind, true); // the library's own pinned blocks are not a test's leak
   const counts = {
     device: d.liveAllocations(0), pinned: d.liveAllocations(1), managed: d.liveAllocations(2),
     events: d.liveEvents(), streams: d.liveStreams(), produced: d.producedLive(), producedStreams: d.streamsLive(),
+    registrations: d.liveRegistrations(),
   };
   return Object.fromEntries(Object.entries(counts).filter(([, v]) => v !== 0));
+}
+
+/** The library's pinned staging pool for `kind` (zig/device/staging.zig):
+ * blocks allocated before the call, idle blocks freed when `trim`, and the
+ * block size. */
+export function stagingPool(kind: DeviceKind, trim = false): { blocks: number; freed: number; blockBytes: number } {
+  const out = new Float64Array(3);
+  const status = native.abd_device_staging(kind === "cuda" ? 2 : 10, trim ? 1 : 0, out);
+  if (status !== 0) throw new Error(`abd_device_staging failed: ${status}`);
+  return { blocks: out[0], freed: out[1], blockBytes: out[2] };
 }

@@ -5,6 +5,7 @@
  * test/device_unavailable.test.ts:
  *   bun test/helpers/device_probe.ts <scenario>
  */
+import { structPointer } from "../../ts/index.ts";
 import { FFIType, ptr as addressOf, read, type Pointer } from "bun:ffi";
 import { makeVector } from "apache-arrow";
 import { openLibrary } from "../../ts/ffi/bun_ffi.ts";
@@ -121,7 +122,7 @@ switch (scenario) {
     const native = (await import("../../ts/ffi/library.ts")).native;
     const slot = native.abd_alloc_zeroed(200)!;
     out.produced = f.fake_cuda_produce(0, 1, 20, 1, slot, (slot + 72) as Pointer);
-    const imported = ImportedArray.fromDeviceArray(slot, slot + 72);
+    const imported = ImportedArray.fromDeviceArray(structPointer("ArrowSchema", slot), structPointer("ArrowDeviceArray", slot + 72));
     native.abd_free(slot);
     out.readableAtImport = imported.hostReadable;
     const view = imported.toHost();
@@ -213,7 +214,7 @@ switch (scenario) {
     const slot = native.abd_alloc_zeroed(200)!;
     out.produced = f.fake_cuda_produce(0, kind, 20, 1, slot, (slot + 72) as Pointer);
     try {
-      using imported = ImportedArray.fromDeviceArray(slot, (slot + 72) as Pointer);
+      using imported = ImportedArray.fromDeviceArray(structPointer("ArrowSchema", slot), structPointer("ArrowDeviceArray", (slot + 72) as Pointer));
       using view = imported.toHost();
       out.ints = Array.from(view.root.child(0).buffer(1) as Int32Array).slice(0, 5);
     } catch (error) {
@@ -228,12 +229,12 @@ switch (scenario) {
     // toDevice's event must follow its copies: a consumer on another
     // stream that waits for it must see the data, not the poison.
     const f = openLibrary(cudaFake, {
-      fake_cuda_set_pageable_hold_ms: { args: [i32], returns: none },
+      fake_cuda_set_copy_hold_ms: { args: [i32], returns: none },
       fake_cuda_drain: { args: [], returns: none },
     }).symbols;
     process.env.ARROW_DEVICE_CUDA_LIBRARY = cudaFake;
     const rt = deviceRuntime("cuda");
-    f.fake_cuda_set_pageable_hold_ms(300);
+    f.fake_cuda_set_copy_hold_ms(300);
     const exported = toDevice(makeVector(Int32Array.of(5, 6, 7)), { device: "cuda" });
     const imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
     const stream = rt.createStream();

@@ -3,6 +3,7 @@
  * reads no device memory, a multi-threaded release stress runner) and small
  * helpers shared by the owner / re-export / relay tests.
  */
+import { structPointer, type StructPointer } from "../../ts/index.ts";
 import { FFIType, type Pointer } from "bun:ffi";
 import { openLibrary } from "../../ts/ffi/bun_ffi.ts";
 import { ArrowSchemaLayout } from "../../ts/abi/layout.ts";
@@ -42,8 +43,8 @@ export class ProducerSlot implements Disposable {
   constructor() {
     this.address = native.abd_alloc_zeroed(ArrowSchemaLayout.size + 128) as number;
   }
-  get schema(): Pointer { return this.address as Pointer; }
-  get array(): Pointer { return (this.address + ArrowSchemaLayout.size) as Pointer; }
+  get schema(): StructPointer<"ArrowSchema"> { return structPointer("ArrowSchema", this.address); }
+  get array(): StructPointer<"ArrowDeviceArray"> { return structPointer("ArrowDeviceArray", this.address + ArrowSchemaLayout.size); }
   [Symbol.dispose](): void {
     // Whatever was not moved out is released, then the slot is freed.
     native.abd_device_array_release(this.array);

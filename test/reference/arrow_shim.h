@@ -184,6 +184,8 @@ int shim_hold_device_batch(struct ArrowSchema* schema, struct ArrowDeviceArray* 
 int shim_hold_device_array(struct ArrowSchema* schema, struct ArrowDeviceArray* array, int64_t* out_id);
 /* ValidateFull of a held import: SHIM_OK or SHIM_ARROW_ERROR + message. */
 int shim_held_validate(int64_t id);
+/* Validate (the O(1)-per-node checks, no value read) of a held import. */
+int shim_held_validate_quick(int64_t id);
 /* Checks a held import against `reference` like the check functions: a held
  * batch against batch i (column must be -1); a held array against column
  * `column` of batch i, or batch i as a struct array for -1. */

@@ -154,7 +154,7 @@ export type TypeIdName = keyof typeof TypeId;
 export const StreamKind = { array: 0, device: 1 } as const;
 
 /** Tags of the library's JS work queue (zig/js_queue.zig). */
-export const JsWorkTag = { stream_export_request: 1, stream_import_pulled: 2 } as const;
+export const JsWorkTag = { stream_export_request: 1, stream_import_pulled: 2, owner_release: 3 } as const;
 
 /** Counters, in the library's order (zig/counters.zig). */
 export const counterNames = [

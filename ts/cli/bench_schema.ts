@@ -7,13 +7,13 @@
  */
 
 /** The `schema` value of every result document of this shape. */
-export const benchSchemaId = "bun-arrow-device/bench/1";
+export const benchSchemaId = "bun-arrow-device/bench/3";
 
 export type JsonSchema = {
   $schema?: string;
   title?: string;
   description?: string;
-  type?: "object" | "array" | "string" | "number" | "integer" | "boolean" | "null" | ("string" | "null" | "integer" | "number")[];
+  type?: "object" | "array" | "string" | "number" | "integer" | "boolean" | "null" | ("string" | "null" | "integer" | "number" | "object")[];
   enum?: (string | null)[];
   const?: string;
   required?: string[];
@@ -24,11 +24,14 @@ export type JsonSchema = {
 };
 
 const measurement: JsonSchema = {
-  type: "object", required: ["what", "medianNs", "value"], additionalProperties: false,
+  type: "object", required: ["what", "timing", "medianNs", "minNs", "maxNs", "gbPerSecond"], additionalProperties: false,
   properties: {
     what: { type: "string", description: "the calls timed" },
+    timing: { enum: ["event", "wall"], description: "event: CUDA/HIP events on the stream around the call; wall: the host clock" },
     medianNs: { type: "number", minimum: 0, description: "median nanoseconds per run" },
-    value: { type: "number", minimum: 0, description: "throughput, in the figure's unit" },
+    minNs: { type: "number", minimum: 0, description: "nanoseconds of the fastest run" },
+    maxNs: { type: "number", minimum: 0, description: "nanoseconds of the slowest run" },
+    gbPerSecond: { type: ["number", "null"], minimum: 0, description: "bytes / medianNs for a copy (transfer); null for allocate and export_import, which copy nothing" },
   },
 };
 
@@ -84,19 +87,22 @@ export const benchJsonSchema: JsonSchema = {
       type: "array",
       items: {
         type: "object", additionalProperties: false,
-        required: ["suite", "operation", "runtime", "deviceId", "fake", "bytes", "repeats", "unit", "ours", "baseline", "ratio"],
+        required: ["suite", "operation", "runtime", "deviceId", "fake", "bytes", "repeats", "ours", "baseline", "pageableBaseline", "endToEnd", "ratio", "ratioMin", "ratioMax"],
         properties: {
           suite: { enum: ["transfer", "export_import"] },
-          operation: { enum: ["host_to_device", "device_to_host", "round_trip"] },
+          operation: { enum: ["host_to_device", "host_to_device_pinned", "device_to_host", "device_to_device", "allocate", "round_trip"] },
           runtime: { enum: ["cuda", "rocm", null] },
           deviceId: { type: ["integer", "null"] },
           fake: { type: "boolean", description: "measured through a fake driver: NOT a GPU figure" },
           bytes: { type: "integer", minimum: 1 },
           repeats: { type: "integer", minimum: 1 },
-          unit: { const: "GB/s" },
           ours: measurement,
-          baseline: measurement,
-          ratio: { type: "number", minimum: 0, description: "ours.value / baseline.value" },
+          baseline: { ...measurement, description: "transfer: the raw driver opened directly (pinned host memory for host copies)" },
+          pageableBaseline: { type: ["object", "null"], required: measurement.required, properties: measurement.properties, additionalProperties: false, description: "the raw driver's copy from/to pageable host memory; null where none" },
+          endToEnd: { type: ["object", "null"], required: measurement.required, properties: measurement.properties, additionalProperties: false, description: "ours by the host clock, the whole call (transfer); null otherwise" },
+          ratio: { type: "number", minimum: 0, description: "baseline.medianNs / ours.medianNs: above 1, ours is faster" },
+          ratioMin: { type: "number", minimum: 0, description: "the lowest baseline / ours ratio of one repetition" },
+          ratioMax: { type: "number", minimum: 0, description: "the highest baseline / ours ratio of one repetition" },
         },
       },
     },
@@ -111,14 +117,23 @@ function typeOf(value: unknown): string {
   return typeof value;
 }
 
-/** Every way `value` breaks `schema`, as "path: problem" lines (empty: valid). */
+/** Every way `value` breaks `schema`, as "path: problem" lines (empty: valid).
+ * One visit per value: linear in the size of `value`. */
 export function schemaProblems(value: unknown, schema: JsonSchema = benchJsonSchema, path = "$"): string[] {
   const problems: string[] = [];
+  collectProblems(value, schema, path, problems);
+  return problems;
+}
+
+function collectProblems(value: unknown, schema: JsonSchema, path: string, problems: string[]): void {
   const actual = typeOf(value);
   if (schema.type !== undefined) {
     const allowed = Array.isArray(schema.type) ? schema.type : [schema.type];
     const ok = allowed.some((t) => t === actual || (t === "number" && actual === "integer"));
-    if (!ok) return [`${path}: expected ${allowed.join(" or ")}, found ${actual}`];
+    if (!ok) {
+      problems.push(`${path}: expected ${allowed.join(" or ")}, found ${actual}`);
+      return;
+    }
   }
   if (schema.const !== undefined && value !== schema.const) problems.push(`${path}: expected ${JSON.stringify(schema.const)}`);
   if (schema.enum !== undefined && !schema.enum.includes(value as string | null)) {
@@ -129,15 +144,15 @@ export function schemaProblems(value: unknown, schema: JsonSchema = benchJsonSch
   }
   if (actual === "object" && (schema.properties || schema.required)) {
     const record = value as Record<string, unknown>;
-    for (const key of schema.required ?? []) if (!(key in record)) problems.push(`${path}: missing "${key}"`);
-    for (const [key, item] of Object.entries(record)) {
-      const sub = schema.properties?.[key];
-      if (sub) problems.push(...schemaProblems(item, sub, `${path}.${key}`));
+    for (const key of schema.required ?? []) if (!Object.hasOwn(record, key)) problems.push(`${path}: missing "${key}"`);
+    for (const key of Object.keys(record)) {
+      const sub = schema.properties && Object.hasOwn(schema.properties, key) ? schema.properties[key] : undefined;
+      if (sub) collectProblems(record[key], sub, `${path}.${key}`, problems);
       else if (schema.additionalProperties === false) problems.push(`${path}: unexpected "${key}"`);
     }
   }
   if (actual === "array" && schema.items) {
-    (value as unknown[]).forEach((item, i) => problems.push(...schemaProblems(item, schema.items, `${path}[${i}]`)));
+    const items = value as unknown[];
+    for (let i = 0; i < items.length; i++) collectProblems(items[i], schema.items, `${path}[${i}]`, problems);
   }
-  return problems;
 }

@@ -1,11 +1,11 @@
 /**
  * What the CLI reports about this machine: the platform id (the names of
- * the native packages: linux-x64-gnu, darwin-arm64, win32-x64, ...), the
+ * the native packages: linux-x64-gnu, darwin-arm64, ...), the
  * CPU, and the versions of the pieces in play.
  */
 import { existsSync, readFileSync } from "node:fs";
 import { cpus, release, totalmem, type } from "node:os";
-import { join, resolve } from "node:path";
+import { packageRoot } from "./package_root.ts";
 
 /** The platform id, as the library's loader names it (ts/ffi/platform.ts). */
 export { platformId } from "../ffi/platform.ts";
@@ -33,17 +33,15 @@ export function machineInfo(): MachineInfo {
   };
 }
 
-const packageRoot = resolve(import.meta.dir, "..", "..");
-
 /** This package's version (package.json), which is also its library's. */
-export function packageVersion(): string {
-  return readVersion(join(packageRoot, "package.json")) ?? "unknown";
-}
+export { packageVersion } from "./package_root.ts";
+
 
 /** The apache-arrow version this process resolves, or "not installed". */
 export function apacheArrowVersion(): string {
   try {
-    const entry = Bun.resolveSync("apache-arrow/package.json", packageRoot);
+    // Resolved as this package resolves it: from its root, or beside this module in a bundle.
+    const entry = Bun.resolveSync("apache-arrow/package.json", packageRoot() ?? import.meta.dir);
     return readVersion(entry) ?? "unknown";
   } catch {
     return "not installed";

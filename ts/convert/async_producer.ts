@@ -34,12 +34,14 @@
  * If the consumer returns non-zero from a callback, only release follows.
  * Every path ends with exactly one release; `done` then settles.
  */
-import { toArrayBuffer, type Pointer } from "bun:ffi";
+import { toArrayBuffer } from "bun:ffi";
 import { RecordBatch, RecordBatchReader, Schema, Table, type DataType, type Struct } from "apache-arrow";
 import { typeDifference } from "./types.ts";
 import { AsyncProducerWord, DeviceType, Errno, asyncProducerWords } from "../abi/layout.ts";
 import { encodeMetadata } from "../abi/metadata.ts";
 import { asPointer } from "../abi/structs.ts";
+import { probeStruct } from "../abi/probe.ts";
+import { type StructPointer } from "../abi/pointers.ts";
 import { AsyncStreamError, InvalidArgumentError, OutOfMemoryError, Status, errorFor } from "../errors.ts";
 import { errnoOfException } from "./errno.ts";
 import { check, lastError, native } from "../ffi/library.ts";
@@ -526,9 +528,10 @@ export class AsyncExport {
  * Throws (after releasing the handler) only when the handler lacks a
  * callback or the options are invalid.
  */
-export function exportAsyncStream(source: AsyncExportSource, handler: Pointer | number, options: AsyncExportOptions = {}): AsyncExport {
+export function exportAsyncStream(source: AsyncExportSource, handler: StructPointer<"ArrowAsyncDeviceStreamHandler">, options: AsyncExportOptions = {}): AsyncExport {
   const fn = "exportAsyncStream";
   const address = addressArg(fn, "handler", handler); // not an address: nothing can be released
+  probeStruct(fn, "handler", "ArrowAsyncDeviceStreamHandler", address, true); // not a live handler: not safe to release
   let deviceType: number = DeviceType.CPU;
   let metadata: Uint8Array | null = null;
   try {

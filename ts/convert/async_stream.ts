@@ -11,7 +11,7 @@
  */
 import { RecordBatch } from "apache-arrow";
 import { AsyncStreamConsumer, consumerOptionsArg, type AsyncArray, type AsyncConsumerOptions } from "../lifetime/async_consumer.ts";
-import { type ImportedArray } from "../lifetime/imported.ts";
+import { noteConverted, type ImportedArray } from "../lifetime/imported.ts";
 import { recordBatchOf } from "./import.ts";
 import { convertOptionsArg, type ConvertOptions } from "./types.ts";
 
@@ -23,7 +23,7 @@ export type AsyncRecordBatchStreamOptions = AsyncConsumerOptions & ConvertOption
 export type AsyncBatch = {
   batch: RecordBatch;
   /** The handle of the batch's memory: `array.dispose()` releases it now
-   * (the batch then reads as empty); otherwise the garbage collector
+   * (the batch then has no rows); otherwise the garbage collector
    * releases it once `batch` and its columns are gone. */
   array: ImportedArray;
   /** The task's metadata, decoded; null when the producer sent none. */
@@ -67,6 +67,7 @@ export class AsyncRecordBatchStream extends AsyncStreamConsumer implements Async
       try {
         const batch = recordBatchOf(item.array, convert);
         if (toGC) item.array.releaseToGC(); // the batch's views keep the memory
+        else noteConverted(item.array, batch); // its dispose() empties the batch
         return { batch, array: item.array, metadata: item.metadata, index: item.index };
       } catch (error) {
         item.array.dispose();

@@ -33,15 +33,15 @@ export type ToDeviceOptions = DeviceTarget;
  * and destroys the event. Throws DeviceUnavailableError when the runtime is
  * not available.
  */
-export function toDevice(source: Table, options: ToDeviceOptions): ExportedArray[];
+export function toDevice(source: Table, options: ToDeviceOptions): ExportedArray<"device_array">[];
 /** Copies `source` to device memory as one ArrowDeviceArray (see the
  * Table overload for ownership and errors). */
-export function toDevice(source: Data | Vector | RecordBatch, options: ToDeviceOptions): ExportedArray;
-export function toDevice(source: Data | Vector | RecordBatch | Table, options: ToDeviceOptions): ExportedArray | ExportedArray[] {
+export function toDevice(source: Data | Vector | RecordBatch, options: ToDeviceOptions): ExportedArray<"device_array">;
+export function toDevice(source: Data | Vector | RecordBatch | Table, options: ToDeviceOptions): ExportedArray<"device_array"> | ExportedArray<"device_array">[] {
   arrowArg("toDevice", "source", source, ["Data", "Vector", "RecordBatch", "Table"]);
   checkTarget("toDevice", options, "options");
   if (source instanceof Table) {
-    const out: ExportedArray[] = [];
+    const out: ExportedArray<"device_array">[] = [];
     try {
       for (const batch of source.batches) out.push(toDevice(batch, options));
       return out;

@@ -44,6 +44,7 @@ import { drainReleased, forgetUnused, retainWithOwners } from "../lifetime/keepa
 import { importOwnerOf } from "../lifetime/imported.ts";
 import { maxNestingDepth } from "../abi/layout.ts";
 import { formatOf } from "./formats.ts";
+import { disposedBuffer } from "./lazy_data.ts";
 
 // ---------------------------------------------------------------------------
 // Schema plans
@@ -429,7 +430,7 @@ class ArrayPlanner {
     }
     // Reading `view.buffer` also pins its bytes (see addressOf).
     const buffer = view.buffer as ArrayBuffer;
-    if (buffer.detached) throw new ReleasedError(Status.released, "cannot export data converted from an import that was disposed: its buffers are detached");
+    if (buffer.detached || buffer === disposedBuffer) throw new ReleasedError(Status.released, "cannot export data converted from an import that was disposed: its buffers are detached");
     const owner = importOwnerOf(buffer);
     if (owner !== undefined && !this.owners.includes(owner)) this.owners.push(owner);
     if (view.byteLength === 0) return null;
@@ -711,10 +712,10 @@ function unsetBits(bits: Uint8Array, from: number, to: number): number {
 export type ArraySource = Data | Vector | RecordBatch | Table;
 
 /** Options of `exportArray`, `exportBatches`. */
-export type ExportOptions = {
+export type ExportOptions<K extends Exclude<ExportedKind, "schema"> = Exclude<ExportedKind, "schema">> = {
   /** "device_array" (default): ArrowSchema + ArrowDeviceArray on the CPU
    * device. "array": ArrowSchema + ArrowArray. */
-  as?: Exclude<ExportedKind, "schema">;
+  as?: K;
   /** The field a Data or Vector exports as (its name, nullability and
    * metadata; its type must be the data's). Default: unnamed, nullable. */
   field?: Field;
@@ -829,12 +830,17 @@ const noRetained: unknown[] = [];
  * Call `handle.release()` (or `using`) when done: it releases whatever was
  * not moved.
  */
-export function exportArray(source: ArraySource, options?: ExportOptions): ExportedArray {
+export function exportArray(source: ArraySource, options?: ExportOptions<"device_array">): ExportedArray<"device_array">;
+/** `exportArray` as ArrowSchema + ArrowArray (`{ as: "array" }`). */
+export function exportArray(source: ArraySource, options: ExportOptions<"array">): ExportedArray<"array">;
+/** `exportArray` with the kind known only at run time. */
+export function exportArray(source: ArraySource, options?: ExportOptions): ExportedArray<"array" | "device_array">;
+export function exportArray(source: ArraySource, options?: ExportOptions): ExportedArray<"array" | "device_array"> {
   const kind = options === undefined ? "device_array" : exportKindArg("exportArray", options, exportArrayOptionKeys);
   return exportArrayAs("exportArray", source, kind, options?.field);
 }
 
-function exportArrayAs(fn: string, source: ArraySource, kind: Exclude<ExportedKind, "schema">, field?: Field): ExportedArray {
+function exportArrayAs<K extends Exclude<ExportedKind, "schema">>(fn: string, source: ArraySource, kind: K, field?: Field): ExportedArray<K> {
   // An exact RecordBatch (the common case) is recognised without
   // apache-arrow's Symbol.hasInstance; anything else takes the full check.
   const sourceKind = (source as { constructor?: unknown } | null)?.constructor === RecordBatch ? "RecordBatch" : arrowArg(fn, "source", source, arrayKinds);
@@ -884,12 +890,12 @@ function exportArrayAs(fn: string, source: ArraySource, kind: Exclude<ExportedKi
 }
 
 /** `exportArray(source, { as: "device_array" })`. */
-export function exportDeviceArray(source: ArraySource): ExportedArray {
+export function exportDeviceArray(source: ArraySource): ExportedArray<"device_array"> {
   return exportArrayAs("exportDeviceArray", source, "device_array");
 }
 
 /** Exports a DataType, Field or Schema as an ArrowSchema. */
-export function exportSchema(source: SchemaSource): ExportedArray {
+export function exportSchema(source: SchemaSource): ExportedArray<"schema"> {
   arrowArg("exportSchema", "source", source, schemaKinds);
   const address = native.abd_export_slot_new(templateOf(source) as Pointer, null, 0, 0, exportSlotKinds.schema);
   if (!address) check(native.abd_last_status() || Status.internal);
@@ -897,13 +903,18 @@ export function exportSchema(source: SchemaSource): ExportedArray {
 }
 
 /** Exports every batch of a table; one handle per batch. */
-export function exportBatches(batches: Iterable<RecordBatch>, options: ExportOptions = {}): ExportedArray[] {
+export function exportBatches(batches: Iterable<RecordBatch>, options?: ExportOptions<"device_array">): ExportedArray<"device_array">[];
+/** `exportBatches` as ArrowSchema + ArrowArray pairs (`{ as: "array" }`). */
+export function exportBatches(batches: Iterable<RecordBatch>, options: ExportOptions<"array">): ExportedArray<"array">[];
+/** `exportBatches` with the kind known only at run time. */
+export function exportBatches(batches: Iterable<RecordBatch>, options?: ExportOptions): ExportedArray<"array" | "device_array">[];
+export function exportBatches(batches: Iterable<RecordBatch>, options: ExportOptions = {}): ExportedArray<"array" | "device_array">[] {
   const fn = "exportBatches";
   const kind = exportKindArg(fn, options);
   if (typeof batches !== "object" || batches === null || typeof (batches as Iterable<RecordBatch>)[Symbol.iterator] !== "function") {
     throw argumentError(fn, "batches", "an iterable of apache-arrow RecordBatch (e.g. table.batches)", batches);
   }
-  const out: ExportedArray[] = [];
+  const out: ExportedArray<"array" | "device_array">[] = [];
   try {
     let i = 0;
     for (const batch of batches) {

@@ -34,10 +34,14 @@ import {
 } from "apache-arrow";
 import { argumentError, oneOfArg } from "../args.ts";
 import { InvalidArgumentError, InvalidLayoutError, Status } from "../errors.ts";
-import { DeferredViews, ImportedArray, adoptImportSnapshot, deferHandleViews, hostAccessError, pulledViews, type ImportOptions, type RawArray } from "../lifetime/imported.ts";
-import { LazyBatch, LazyKind, emptyBytes, lazyDataAvailable, type ReadProbe, type ViewConstructor } from "./lazy_data.ts";
+import { DeferredViews, ImportedArray, adoptImportSnapshot, deferHandleViews, hostAccessError, noteConverted, onDisposeEmpty, pulledViews, type ImportOptions, type RawArray } from "../lifetime/imported.ts";
+import { LazyBatch, LazyKind, disposedBuffer, emptyBytes, lazyDataAvailable, type ReadProbe, type ViewConstructor } from "./lazy_data.ts";
 import { pulledBatch, releasePulled, type ImportedStream, type PulledBatch } from "../lifetime/imported_stream.ts";
 import { takeStructs, type StructRef } from "../lifetime/c_structs.ts";
+import { branded, type StructName } from "../abi/pointers.ts";
+
+/** Any struct reference (the implementations; overloads say which). */
+type AnyRef = StructRef<StructName>;
 import { isArrayProducer, type ArrayProducer, type ArrowCapsule } from "../protocol/symbols.ts";
 import { listViewToList, runEndToPlain } from "./materialize.ts";
 import { newData, strideOf as strideOfData } from "./arrow_data.ts";
@@ -326,8 +330,51 @@ class DataBuilder {
 /** apache-arrow Data for `raw` (any node of an ImportedArray, taken with
  * its own offset). Zero-copy; see the module comment. */
 export function toData(raw: RawArray, options: ConvertOptions = {}): Data {
-  return rawDataOf(raw, convertArgs("toData", "raw", raw, "RawArray", options));
+  const data = rawDataOf(raw, convertArgs("toData", "raw", raw, "RawArray", options));
+  noteConverted(raw.imported, data);
+  return data;
 }
+
+/** An empty view of the same kind as `view` over `disposedBuffer`. */
+function disposedView<T extends NodeJS.TypedArray | undefined>(view: T): T {
+  if (view === undefined || view === null) return view;
+  return new (view.constructor as ViewConstructor)(disposedBuffer, 0, 0) as T;
+}
+
+/** `data` and its children with no rows and empty buffers: what a
+ * converted object reads as once its handle is disposed (its views of the
+ * producer's memory are detached; apache-arrow would throw slicing them). */
+function emptyData(data: Data): void {
+  // Reading a lazy Data's buffers fills them first (detached views).
+  const fields = data as unknown as {
+    length: number; offset: number; _nullCount: number; values: NodeJS.TypedArray | undefined; valueOffsets: NodeJS.TypedArray | undefined;
+    nullBitmap: Uint8Array | undefined; typeIds: Int8Array | undefined; variadicBuffers: unknown[];
+  };
+  fields.values = disposedView(fields.values);
+  fields.valueOffsets = disposedView(fields.valueOffsets);
+  fields.nullBitmap = disposedView(fields.nullBitmap);
+  if (fields.typeIds !== undefined) fields.typeIds = disposedView(fields.typeIds);
+  if (fields.variadicBuffers !== undefined && fields.variadicBuffers.length > 0) fields.variadicBuffers = [];
+  fields.length = 0;
+  fields.offset = 0;
+  fields._nullCount = 0;
+  for (const child of data.children) emptyData(child);
+}
+
+/** Empties an object converted from a handle (ImportedArray.dispose). A
+ * Vector and a Table also cache their chunk offsets (and a Vector its
+ * length): those are reset with it. */
+function emptyConverted(converted: object): void {
+  if (converted instanceof Data) return emptyData(converted);
+  if (converted instanceof RecordBatch) return emptyData(converted.data);
+  if (converted instanceof Vector || converted instanceof Table) {
+    for (const data of converted.data) emptyData(data);
+    const cached = converted as unknown as { _offsets: ArrayLike<number>; length?: number };
+    cached._offsets = new Uint32Array(converted.data.length + 1);
+    if (converted instanceof Vector) cached.length = 0;
+  }
+}
+onDisposeEmpty(emptyConverted);
 
 function rawDataOf(raw: RawArray, options: ConvertOptions): Data {
   const type = typedConversion(raw, () => dataTypeOf(raw, options));
@@ -337,7 +384,9 @@ function rawDataOf(raw: RawArray, options: ConvertOptions): Data {
 
 /** The imported array (its root) as an apache-arrow Vector. */
 export function toVector(imported: ImportedArray, options: ConvertOptions = {}): Vector {
-  return vectorOf(imported, convertArgs("toVector", "imported", imported, "ImportedArray", options));
+  const vector = vectorOf(imported, convertArgs("toVector", "imported", imported, "ImportedArray", options));
+  noteConverted(imported, vector);
+  return vector;
 }
 
 function vectorOf(imported: ImportedArray, options: ConvertOptions): Vector {
@@ -396,7 +445,9 @@ function batchWith(imported: ImportedArray, schema: Schema, options: ConvertOpti
  * become the columns, its metadata the schema metadata. Zero-copy.
  */
 export function toRecordBatch(imported: ImportedArray, options: ConvertOptions = {}): RecordBatch {
-  return recordBatchOf(imported, convertArgs("toRecordBatch", "imported", imported, "ImportedArray", options));
+  const batch = recordBatchOf(imported, convertArgs("toRecordBatch", "imported", imported, "ImportedArray", options));
+  noteConverted(imported, batch);
+  return batch;
 }
 
 /** `toRecordBatch` without the argument checks (for this layer). */
@@ -915,7 +966,11 @@ export function toTable(importedList: Iterable<ImportedArray>, options: ConvertO
   list.forEach((imported, i) => {
     if (!(imported instanceof ImportedArray)) throw argumentError(fn, `importedList[${i}]`, "an ImportedArray", imported);
   });
-  return tableOf(list, checked);
+  const table = tableOf(list, checked);
+  // Each handle's dispose empties its own batch (the Table's cached
+  // offsets are not reset then: its numRows, a sum over the batches, is).
+  table.batches.forEach((batch, i) => noteConverted(list[i], batch));
+  return table;
 }
 
 /** `toTable` without the argument checks (for this layer). */
@@ -946,7 +1001,7 @@ export type ImportConvertOptions = ImportOptions & ConvertOptions & {
 };
 
 function importWith<T>(
-  fn: string, schema: StructRef | ArrayProducer | ArrowCapsule, array: StructRef | ImportConvertOptions | undefined,
+  fn: string, schema: AnyRef | ArrayProducer | ArrowCapsule, array: AnyRef | ImportConvertOptions | undefined,
   given: ImportConvertOptions, kind: "array" | "device_array",
   convert: (imported: ImportedArray, options: ConvertOptions) => T,
 ): T {
@@ -964,14 +1019,14 @@ function importWith<T>(
     let validation: ImportOptions = {};
     // The structs are taken (released) even when an argument is bad.
     const arrayKind = ((options as ImportConvertOptions | null)?.as ?? kind) === "array" ? "ArrowArray" : "ArrowDeviceArray";
-    const [schemaAddress, arrayAddress] = takeStructs(fn, [["schemaPtr", schema, "ArrowSchema"], ["arrayPtr", array as StructRef, arrayKind]], () => {
+    const [schemaAddress, arrayAddress] = takeStructs(fn, [["schemaPtr", schema, "ArrowSchema"], ["arrayPtr", array, arrayKind]], () => {
       convertOptions = convertOptionsArg(fn, options, ["validation", "as"]);
       as = oneOfArg(fn, "options.as", options.as ?? kind, ["array", "device_array"]);
       validation = { validation: options.validation };
     });
     imported = as === "array"
-      ? ImportedArray.fromArray(schemaAddress, arrayAddress, validation)
-      : ImportedArray.fromDeviceArray(schemaAddress, arrayAddress, validation);
+      ? ImportedArray.fromArray(branded(schemaAddress), branded(arrayAddress), validation)
+      : ImportedArray.fromDeviceArray(branded(schemaAddress), branded(arrayAddress), validation);
   }
   try {
     const result = convert(imported, convertOptions);
@@ -990,21 +1045,25 @@ function importWith<T>(
  * the last view of its memory is collected. For an explicit end, use
  * `ImportedArray` + `toVector` and `dispose()` instead.
  */
-export function importVector(schemaPtr: StructRef, arrayPtr: StructRef, options?: ImportConvertOptions): Vector;
+export function importVector(schemaPtr: StructRef<"ArrowSchema">, arrayPtr: StructRef<"ArrowArray">, options?: ImportConvertOptions & { as?: "array" }): Vector;
+/** `importVector` from an `ArrowDeviceArray*` (`{ as: "device_array" }`). */
+export function importVector(schemaPtr: StructRef<"ArrowSchema">, deviceArrayPtr: StructRef<"ArrowDeviceArray">, options: ImportConvertOptions & { as: "device_array" }): Vector;
 /** Takes the array of any protocol producer or array capsule
  * (docs/protocol.md), preferring its device method. */
 export function importVector(source: ArrayProducer | ArrowCapsule, options?: ImportConvertOptions): Vector;
-export function importVector(schemaPtr: StructRef | ArrayProducer | ArrowCapsule, arrayPtr?: StructRef | ImportConvertOptions, options: ImportConvertOptions = {}): Vector {
+export function importVector(schemaPtr: AnyRef | ArrayProducer | ArrowCapsule, arrayPtr?: AnyRef | ImportConvertOptions, options: ImportConvertOptions = {}): Vector {
   return importWith("importVector", schemaPtr, arrayPtr, options, "array", vectorOf);
 }
 
 /** Like `importVector`, for a record batch (a struct root), from an
  * `ArrowDeviceArray*` by default. */
-export function importRecordBatch(schemaPtr: StructRef, deviceArrayPtr: StructRef, options?: ImportConvertOptions): RecordBatch;
+export function importRecordBatch(schemaPtr: StructRef<"ArrowSchema">, deviceArrayPtr: StructRef<"ArrowDeviceArray">, options?: ImportConvertOptions & { as?: "device_array" }): RecordBatch;
+/** `importRecordBatch` from an `ArrowArray*` (`{ as: "array" }`). */
+export function importRecordBatch(schemaPtr: StructRef<"ArrowSchema">, arrayPtr: StructRef<"ArrowArray">, options: ImportConvertOptions & { as: "array" }): RecordBatch;
 /** Takes the array of any protocol producer or array capsule
  * (docs/protocol.md), preferring its device method. */
 export function importRecordBatch(source: ArrayProducer | ArrowCapsule, options?: ImportConvertOptions): RecordBatch;
-export function importRecordBatch(schemaPtr: StructRef | ArrayProducer | ArrowCapsule, deviceArrayPtr?: StructRef | ImportConvertOptions, options: ImportConvertOptions = {}): RecordBatch {
+export function importRecordBatch(schemaPtr: AnyRef | ArrayProducer | ArrowCapsule, deviceArrayPtr?: AnyRef | ImportConvertOptions, options: ImportConvertOptions = {}): RecordBatch {
   return importWith("importRecordBatch", schemaPtr, deviceArrayPtr, options, "device_array", recordBatchOf);
 }
 

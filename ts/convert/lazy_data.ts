@@ -21,9 +21,9 @@
  * Ownership. A LazyData holds its LazyBatch, which holds the anchor: the
  * producer's memory stays until every Data of the batch and every typed
  * array made from it is gone (each view holds its own reference). After
- * the handle the batch came from is disposed, the views are detached, and
- * a first read then gets detached (empty) typed arrays, never the freed
- * memory.
+ * the handle the batch came from is disposed, the views are detached and
+ * the batch is emptied (convert/import.ts `emptyConverted`: no rows, empty
+ * typed arrays), never the freed memory.
  *
  * Shape. A LazyData is a Data (same prototype chain, `instanceof Data`),
  * with the three buffer properties as accessors over backing fields; a
@@ -138,6 +138,13 @@ const empty = new ArrayBuffer(0);
 export function emptyBytes(): Uint8Array {
   return new Uint8Array(0);
 }
+
+/** The one empty ArrayBuffer under every buffer of an apache-arrow object
+ * emptied when the handle it was converted from was disposed
+ * (convert/import.ts `emptyConverted`): readable as no values, where a
+ * detached view would make apache-arrow's slicing throw; exports refuse
+ * it as released, as they refuse a detached view. */
+export const disposedBuffer = new ArrayBuffer(0);
 
 /** An empty typed array over a detached buffer: what a view of a disposed
  * import reads as (exports refuse it as released). */

@@ -70,10 +70,59 @@ function offsetsFromSizes(sizes: ArrayLike<number>, large: boolean): Int32Array 
   return out;
 }
 
-/** `data` at `indices`, as a new Data of the same type. */
-export function take(data: Data, indices: Indices): Data {
+function outOfRange(where: string, what: string): InvalidLayoutError {
+  return new InvalidLayoutError(Status.invalid_layout, `${where}: ${what}`);
+}
+
+/** The path of child `i` of `data` in error messages. */
+function childWhere(where: string, data: Data, i: number): string {
+  const field = data.type.children?.[i];
+  return `${where} > "${field?.name ?? ""}"`;
+}
+
+/**
+ * The ranges [begins[k], ends[k]) that taken slots of `data` point at in a
+ * child (or value buffer) of `limit` elements, proven before anything is
+ * allocated: default validation reads only the first and last offsets, so
+ * middle ones may go backwards or past the child. Their sum is bounded by
+ * `maxTaken`, checked as it grows (no sum of producer values overflows).
+ */
+function provenRanges(where: string, what: string, unit: string, offsets: ArrayLike<number | bigint>, indices: Indices, limit: number): { begins: number[]; ends: number[]; total: number } {
+  const n = indices.length;
+  const begins = new Array<number>(n);
+  const ends = new Array<number>(n);
+  let total = 0;
+  for (let k = 0; k < n; k++) {
+    const i = indices[k];
+    const begin = Number(offsets[i]);
+    const end = Number(offsets[i + 1]);
+    if (!(begin >= 0 && begin <= end && end <= limit)) {
+      throw outOfRange(where, `${what} ${i} (offsets ${offsets[i]} to ${offsets[i + 1]}) is out of the ${limit} ${unit}`);
+    }
+    begins[k] = begin;
+    ends[k] = end;
+    total += end - begin;
+    checkTaken(where, total);
+  }
+  return { begins, ends, total };
+}
+
+/**
+ * `data` at `indices`, as a new Data of the same type. Everything it reads
+ * is proven first, at every depth: every index lies in `data`, every
+ * offset range in its child or value buffer, every dense-union offset in
+ * its child, and the number of values to copy is bounded, so a
+ * default-validated tree with hostile nested offsets gets an
+ * InvalidLayoutError (`where` names the node) before any allocation or
+ * loop over producer-claimed sizes.
+ */
+export function take(where: string, data: Data, indices: Indices): Data {
   const n = indices.length;
   const type = data.type;
+  for (let k = 0; k < n; k++) {
+    const i = indices[k];
+    if (!(i >= 0 && i < data.length)) throw outOfRange(where, `slot ${i} is out of the array's ${data.length} values`);
+  }
   const { bitmap, nullCount } = takeValidity(data, indices);
   switch (data.typeId) {
     case Type.Null:
@@ -81,6 +130,7 @@ export function take(data: Data, indices: Indices): Data {
     case Type.Bool: {
       const values = new Uint8Array((n + 7) >> 3);
       const source = data.values as Uint8Array;
+      if (((data.offset + data.length + 7) >> 3) > source.length) throw outOfRange(where, `the values bitmap holds ${source.length} bytes, fewer than ${data.offset + data.length} bits`);
       for (let k = 0; k < n; k++) if (bitGet(source, data.offset + indices[k])) bitSet(values, k);
       return new Data(type, 0, n, nullCount, [undefined, values, bitmap]);
     }
@@ -89,63 +139,62 @@ export function take(data: Data, indices: Indices): Data {
     case Type.BinaryView: case Type.Utf8View: {
       const stride = data.stride;
       const source = data.values as Uint8Array;
+      if (data.length * stride > source.length) throw outOfRange(where, `the values buffer holds ${source.length} elements, fewer than ${data.length} slots of ${stride}`);
       const values = new (source.constructor as new (n: number) => Uint8Array)(n * stride);
       for (let k = 0; k < n; k++) values.set(source.subarray(indices[k] * stride, indices[k] * stride + stride), k * stride);
       return new Data(type, 0, n, nullCount, [undefined, values, bitmap], [], data.dictionary, data.variadicBuffers);
     }
     case Type.Binary: case Type.Utf8: case Type.LargeBinary: case Type.LargeUtf8: {
       const offsets = data.valueOffsets as Int32Array | BigInt64Array;
-      const sizes = new Array<number>(n);
-      for (let k = 0; k < n; k++) sizes[k] = Number(offsets[indices[k] + 1]) - Number(offsets[indices[k]]);
+      const source = data.values as Uint8Array;
+      const { begins, ends } = provenRanges(where, "value", "value bytes", offsets, indices, source.length);
+      const sizes = begins.map((b, k) => ends[k] - b);
       const large = offsets instanceof BigInt64Array;
       const newOffsets = offsetsFromSizes(sizes, large);
-      const source = data.values as Uint8Array;
       const bytes = new Uint8Array(Number(newOffsets[n]));
-      for (let k = 0; k < n; k++) {
-        const begin = Number(offsets[indices[k]]);
-        bytes.set(source.subarray(begin, begin + sizes[k]), Number(newOffsets[k]));
-      }
+      for (let k = 0; k < n; k++) bytes.set(source.subarray(begins[k], ends[k]), Number(newOffsets[k]));
       return new Data(type, 0, n, nullCount, [newOffsets, bytes, bitmap]);
     }
     case Type.List: case Type.LargeList: case Type.Map: {
       const offsets = data.valueOffsets as Int32Array | BigInt64Array;
-      const begins = new Array<number>(n);
-      const ends = new Array<number>(n);
-      const sizes = new Array<number>(n);
-      for (let k = 0; k < n; k++) {
-        begins[k] = Number(offsets[indices[k]]);
-        ends[k] = Number(offsets[indices[k] + 1]);
-        sizes[k] = ends[k] - begins[k];
-      }
-      const child = take(data.children[0], expandRanges(begins, ends));
+      const { begins, ends } = provenRanges(where, "list", "child values", offsets, indices, data.children[0].length);
+      const sizes = begins.map((b, k) => ends[k] - b);
+      const child = take(childWhere(where, data, 0), data.children[0], expandRanges(begins, ends));
       return new Data(type, 0, n, nullCount, [offsetsFromSizes(sizes, offsets instanceof BigInt64Array), undefined, bitmap], [child]);
     }
     case Type.FixedSizeList: {
       const size = (type as FixedSizeList).listSize;
+      checkTaken(where, n * size);
       const begins = Array.from(indices, (i) => i * size);
       const ends = begins.map((b) => b + size);
-      const child = take(data.children[0], expandRanges(begins, ends));
+      const child = take(childWhere(where, data, 0), data.children[0], expandRanges(begins, ends));
       return new Data(type, 0, n, nullCount, [undefined, undefined, bitmap], [child]);
     }
     case Type.Struct:
-      return new Data(type, 0, n, nullCount, [undefined, undefined, bitmap], data.children.map((c) => take(c, indices)));
+      return new Data(type, 0, n, nullCount, [undefined, undefined, bitmap], data.children.map((c, i) => take(childWhere(where, data, i), c, indices)));
     case Type.Union: {
       const union = type as Union;
       const typeIds = new Int8Array(n);
       const source = data.typeIds as Int8Array;
-      for (let k = 0; k < n; k++) typeIds[k] = source[indices[k]];
+      for (let k = 0; k < n; k++) {
+        typeIds[k] = source[indices[k]];
+        if (union.typeIdToChildIndex[typeIds[k]] === undefined) throw outOfRange(where, `union slot ${indices[k]} has type id ${typeIds[k]}, which names no child`);
+      }
       if (union.mode === UnionMode.Sparse) {
-        return new Data(type, 0, n, 0, [undefined, undefined, undefined, typeIds], data.children.map((c) => take(c, indices)));
+        return new Data(type, 0, n, 0, [undefined, undefined, undefined, typeIds], data.children.map((c, i) => take(childWhere(where, data, i), c, indices)));
       }
       const sourceOffsets = data.valueOffsets as Int32Array;
       const perChild: number[][] = data.children.map(() => []);
       const valueOffsets = new Int32Array(n);
       for (let k = 0; k < n; k++) {
         const child = union.typeIdToChildIndex[typeIds[k]];
+        const at = sourceOffsets[indices[k]];
+        const childLength = data.children[child].length;
+        if (!(at >= 0 && at < childLength)) throw outOfRange(where, `dense union slot ${indices[k]} (offset ${at}) is out of child ${child}'s ${childLength} values`);
         valueOffsets[k] = perChild[child].length;
-        perChild[child].push(sourceOffsets[indices[k]]);
+        perChild[child].push(at);
       }
-      const children = data.children.map((c, i) => take(c, Int32Array.from(perChild[i])));
+      const children = data.children.map((c, i) => take(childWhere(where, data, i), c, Int32Array.from(perChild[i])));
       return new Data(type, 0, n, 0, [valueOffsets, undefined, undefined, typeIds], children);
     }
   }
@@ -200,7 +249,7 @@ export function listViewToList(
     return new Data(type, offset, length, nullCount, [shifted, undefined, bitmap], [sharedChild]);
   }
   checkTaken(where, total);
-  const taken = take(child, expandRanges(begins, ends));
+  const taken = take(`${where} > "${(type.children?.[0]?.name) ?? ""}"`, child, expandRanges(begins, ends));
   return new Data(type, offset, length, nullCount, [offsetsFromSizes(ends.map((e, k) => e - begins[k]), large), undefined, bitmap], [taken]);
 }
 
@@ -223,5 +272,5 @@ export function runEndToPlain(where: string, runEnds: ArrayLike<number | bigint>
     if (run >= runEnds.length) throw new InvalidLayoutError(Status.invalid_layout, `${where}: run-end encoded slot ${offset + k} is past the last run end`);
     indices[k] = run;
   }
-  return take(values, indices);
+  return take(where, values, indices);
 }

@@ -46,7 +46,7 @@ import { RecordBatch, RecordBatchReader, Schema, Struct, Table, type DataType } 
 import { JSCallback, read, type Pointer } from "bun:ffi";
 import { ArrowDeviceArrayLayout, DeviceType, StreamKind as NativeStreamKind, deviceTypeName } from "../abi/layout.ts";
 import { asPointer } from "../abi/structs.ts";
-import { argumentError, describeValue, deviceTypeArg, oneOfArg, optionsArg } from "../args.ts";
+import { argumentError, describeValue, deviceTypeArg, integerArg, oneOfArg, optionsArg } from "../args.ts";
 import { InvalidArgumentError, Status, errorFor } from "../errors.ts";
 import { errnoOfException } from "./errno.ts";
 import { lastError, native } from "../ffi/library.ts";
@@ -76,10 +76,10 @@ export type StreamSource =
   | AsyncIterable<StreamItem>;
 
 /** Options of `exportStream` and `exportStreamAsync`. */
-export type StreamExportOptions = {
+export type StreamExportOptions<K extends StreamKind = StreamKind> = {
   /** "device_stream" (default): an ArrowDeviceArrayStream on the CPU.
    * "stream": an ArrowArrayStream. */
-  as?: StreamKind;
+  as?: K;
   /** The stream's schema. Required for an async source given to
    * `exportStream` (`exportStreamAsync` can read it from the first batch)
    * and for an empty iterable. Otherwise taken from the source (the first
@@ -95,7 +95,19 @@ export type StreamExportOptions = {
    * is an ExportedArray the source showed before streaming (an array of
    * items, or a source read ahead for its schema), else CPU. */
   deviceType?: number;
+  /** With `device`: how many batches past the one a get_next hands out
+   * have their copies issued before it returns (pulled from the source
+   * and passed to `toDevice`, whose copies and event are asynchronous on
+   * the target's stream). The queue depth is `copyAhead + 1` batches on
+   * the device held by the stream. The copy of batch n+1 then runs while
+   * the consumer uses batch n, after waiting on batch n's sync_event
+   * only. Default 1; 0 copies each batch only when it is pulled; at most
+   * 64. */
+  copyAhead?: number;
 };
+
+/** `options.copyAhead`'s default: batch n+1 copies while n is used. */
+export const defaultCopyAhead = 1;
 
 
 /** The JS side of one exported stream. Kept in the keepalive registry
@@ -111,7 +123,21 @@ class SourceRecord {
   deviceType: number = DeviceType.CPU;
   /** Where RecordBatches are copied as they are pulled, if anywhere. */
   target: DeviceTarget | null = null;
+  /** Batches copied ahead of the one handed out (with `target`). */
+  copyAhead = defaultCopyAhead;
+  /** Answers prepared ahead, in order: copies already issued, then at
+   * most one terminal answer (the end, or the source's error), or an item
+   * that is not copied (answered as it is). The stream's until handed out:
+   * `close` releases what is left. */
+  readonly ahead: Prepared[] = [];
+  /** An async source's read-ahead still running; the next get_next waits
+   * for it so that answers stay in the source's order. */
+  filling: Promise<void> | null = null;
   #closed = false;
+
+  get closed(): boolean {
+    return this.#closed;
+  }
 
   constructor(
     readonly iterator: Iterator<StreamItem> | AsyncIterator<StreamItem>,
@@ -138,6 +164,13 @@ class SourceRecord {
     // An item read ahead is the stream's: nobody else will release it.
     if (this.buffered instanceof ExportedArray) this.buffered.release();
     this.buffered = null;
+    // Copies issued ahead were never handed out: they are released here,
+    // once each (their release waits for their copies).
+    for (const prepared of this.ahead.splice(0)) {
+      if (prepared.kind === "copy" || (prepared.kind === "item" && prepared.value instanceof ExportedArray)) {
+        (prepared.kind === "copy" ? prepared.handle : prepared.value as ExportedArray).release();
+      }
+    }
     try {
       const result = this.iterator.return?.();
       if (result instanceof Promise) result.catch(() => {});
@@ -152,6 +185,13 @@ class SourceRecord {
     this.close();
   }
 }
+
+/** One answer to a get_next, prepared before it is asked for. */
+type Prepared =
+  | { kind: "copy"; handle: ExportedArray }
+  | { kind: "item"; value: unknown }
+  | { kind: "end" }
+  | { kind: "error"; error: unknown };
 
 /** Live records by key, for the producer callbacks. */
 const records = new Map<number, SourceRecord>();
@@ -195,24 +235,30 @@ function deliverArray(record: SourceRecord, producer: number, handle: ExportedAr
   record.index++;
 }
 
-/** Answers the pending get_next with `batch`: zero-copy, or copied to the
- * stream's device; an ExportedArray is handed out as it is. */
-function deliver(record: SourceRecord, producer: number, batch: unknown): void {
-  if (batch instanceof ExportedArray) return deliverArray(record, producer, batch, true);
+/** Throws unless `batch` (number `index`) is a RecordBatch of the
+ * stream's schema. */
+function checkBatch(record: SourceRecord, batch: unknown, index: number): asserts batch is RecordBatch {
   if (!(batch instanceof RecordBatch)) {
-    throw new InvalidArgumentError(Status.invalid_argument, `the stream source yielded ${describeValue(batch)} as batch ${record.index}, not an apache-arrow RecordBatch or an ExportedArray`);
+    throw new InvalidArgumentError(Status.invalid_argument, `the stream source yielded ${describeValue(batch)} as batch ${index}, not an apache-arrow RecordBatch or an ExportedArray`);
   }
   if (!record.schema) {
-    throw new InvalidArgumentError(Status.invalid_argument, `batch ${record.index} is an apache-arrow RecordBatch, but the stream's schema came from an ExportedArray's C schema: pass options.schema to mix them`);
+    throw new InvalidArgumentError(Status.invalid_argument, `batch ${index} is an apache-arrow RecordBatch, but the stream's schema came from an ExportedArray's C schema: pass options.schema to mix them`);
   }
   const type = batch.data.type;
   if (type !== record.acceptedType) {
     const difference = typeDifference(record.structType, type);
     if (difference) {
-      throw new InvalidArgumentError(Status.invalid_argument, `batch ${record.index}'s schema differs from the stream's: ${difference}`);
+      throw new InvalidArgumentError(Status.invalid_argument, `batch ${index}'s schema differs from the stream's: ${difference}`);
     }
     record.acceptedType = type;
   }
+}
+
+/** Answers the pending get_next with `batch`: zero-copy, or copied to the
+ * stream's device; an ExportedArray is handed out as it is. */
+function deliver(record: SourceRecord, producer: number, batch: unknown): void {
+  if (batch instanceof ExportedArray) return deliverArray(record, producer, batch, true);
+  checkBatch(record, batch, record.index);
   if (record.target) {
     // Copied to the device now; the copy's schema is the batch's (checked).
     return deliverArray(record, producer, toDevice(batch, record.target), false);
@@ -236,41 +282,124 @@ function end(record: SourceRecord, producer: number): void {
   record.close();
 }
 
-/** Answers one get_next from a sync source, synchronously. */
+/** What one step of the source becomes: with a device target, a
+ * RecordBatch is checked and its copy issued now (`index`: its number, for
+ * messages); anything else is answered later as it is. */
+function prepare(record: SourceRecord, step: IteratorResult<StreamItem>, index: number): Prepared {
+  if (step.done) return { kind: "end" };
+  const value: unknown = step.value;
+  if (!record.target || !(value instanceof RecordBatch)) return { kind: "item", value };
+  try {
+    checkBatch(record, value, index);
+    return { kind: "copy", handle: toDevice(value, record.target) };
+  } catch (error) {
+    return { kind: "error", error };
+  }
+}
+
+/** Answers the pending get_next with `prepared`. */
+function answer(record: SourceRecord, producer: number, prepared: Prepared): void {
+  switch (prepared.kind) {
+    case "end":
+      return end(record, producer);
+    case "error":
+      throw prepared.error;
+    case "copy":
+      return deliverArray(record, producer, prepared.handle, false);
+    case "item":
+      return deliver(record, producer, prepared.value);
+  }
+}
+
+/** Whether more batches may be copied ahead: a device target, room in the
+ * queue, and no end, error or uncopied item queued last. */
+function wantsAhead(record: SourceRecord): boolean {
+  if (!record.target || record.closed || record.ahead.length >= record.copyAhead) return false;
+  const last = record.ahead[record.ahead.length - 1];
+  return !last || last.kind === "copy";
+}
+
+/** Pulls and copies batches ahead of the one just handed out (sync
+ * source), up to `copyAhead`. */
+function fillAheadSync(record: SourceRecord): void {
+  while (wantsAhead(record)) {
+    const index = record.index + record.ahead.length;
+    let prepared: Prepared;
+    try {
+      prepared = prepare(record, (record.iterator as Iterator<StreamItem>).next(), index);
+    } catch (error) {
+      prepared = { kind: "error", error };
+    }
+    record.ahead.push(prepared);
+  }
+}
+
+/** `fillAheadSync` for an async source. A copy made after the stream was
+ * released is released at once. */
+async function fillAheadAsync(record: SourceRecord): Promise<void> {
+  while (wantsAhead(record)) {
+    const index = record.index + record.ahead.length;
+    let prepared: Prepared;
+    try {
+      prepared = prepare(record, await (record.iterator as AsyncIterator<StreamItem>).next(), index);
+    } catch (error) {
+      prepared = { kind: "error", error };
+    }
+    if (record.closed) {
+      if (prepared.kind === "copy") prepared.handle.release();
+      return;
+    }
+    record.ahead.push(prepared);
+  }
+}
+
+/** Answers one get_next from a sync source, synchronously; then issues the
+ * copies of the next batches (device target), before returning, so that
+ * they run while the consumer uses this one. */
 function produceSync(record: SourceRecord, producer: number): void {
   try {
-    let batch: unknown = record.takeBuffered();
-    if (!batch) {
-      const step = (record.iterator as Iterator<StreamItem>).next();
-      if (step.done) return end(record, producer);
-      batch = step.value;
+    let prepared = record.ahead.shift();
+    if (!prepared) {
+      const buffered = record.takeBuffered();
+      const step: IteratorResult<StreamItem> = buffered ? { done: false, value: buffered } : (record.iterator as Iterator<StreamItem>).next();
+      prepared = prepare(record, step, record.index);
     }
-    deliver(record, producer, batch);
+    answer(record, producer, prepared);
+    fillAheadSync(record);
   } catch (error) {
     failProducer(record, producer, error);
   }
   drainReleased();
 }
 
-/** Answers one get_next from an async source, for a waiting thread. */
+/** Answers one get_next from an async source, for a waiting thread; the
+ * copies ahead are issued after the answer, while the consumer runs. */
 async function produceAsync(record: SourceRecord, producer: number): Promise<void> {
   // A pending promise alone does not keep Bun's event loop alive; a
   // native thread is waiting for this answer.
   const keepAlive = setTimeout(() => {}, 2 ** 31 - 1);
   try {
-    let batch: unknown = record.takeBuffered();
-    if (!batch) {
-      const step = await (record.iterator as AsyncIterator<StreamItem>).next();
-      if (step.done) return end(record, producer);
-      batch = step.value;
+    if (record.filling) await record.filling;
+    let prepared = record.ahead.shift();
+    if (!prepared) {
+      const buffered = record.takeBuffered();
+      const step: IteratorResult<StreamItem> = buffered ? { done: false, value: buffered } : await (record.iterator as AsyncIterator<StreamItem>).next();
+      prepared = prepare(record, step, record.index);
     }
-    deliver(record, producer, batch);
+    answer(record, producer, prepared);
   } catch (error) {
     failProducer(record, producer, error);
   } finally {
     clearTimeout(keepAlive);
   }
   drainReleased();
+  if (wantsAhead(record)) {
+    const filling = fillAheadAsync(record).catch(() => {});
+    record.filling = filling;
+    void filling.then(() => {
+      if (record.filling === filling) record.filling = null;
+    });
+  }
 }
 
 function unknownStream(producer: number, key: number): void {
@@ -432,6 +561,7 @@ function create(opened: Opened, options: StreamExportOptions): ExportedStream {
     }
     record.deviceType = deviceType;
     record.target = target;
+    record.copyAhead = options.copyAhead ?? defaultCopyAhead;
     if (opened.schema) plan = internal.schemaPlan(opened.schema);
     else cSchema = (opened.first as ExportedArray).schema; // throws once released
   } catch (error) {
@@ -465,11 +595,16 @@ function create(opened: Opened, options: StreamExportOptions): ExportedStream {
  * An async source (async iterable, async RecordBatchReader) needs
  * `options.schema` here; `exportStreamAsync` can find it instead.
  */
+export function exportStream(source: StreamSource, options?: StreamExportOptions<"device_stream">): ExportedStream<"device_stream">;
+/** `exportStream` as an ArrowArrayStream (`{ as: "stream" }`). */
+export function exportStream(source: StreamSource, options: StreamExportOptions<"stream">): ExportedStream<"stream">;
+/** `exportStream` with the kind known only at run time. */
+export function exportStream(source: StreamSource, options?: StreamExportOptions): ExportedStream;
 export function exportStream(source: StreamSource, options: StreamExportOptions = {}): ExportedStream {
   return exportStreamNamed("exportStream", source, options);
 }
 
-const streamOptionKeys = ["as", "schema", "device", "deviceType"] as const;
+const streamOptionKeys = ["as", "schema", "device", "deviceType", "copyAhead"] as const;
 
 /** Checks `fn`'s source and options (`withAs`: options may name the
  * kind). The items themselves are checked as they are pulled. An array
@@ -489,7 +624,11 @@ function streamArgs(fn: string, source: unknown, options: StreamExportOptions, w
   if (options.schema !== undefined) arrowArg(fn, "options.schema", options.schema, ["Schema"]);
   if (options.device !== undefined) checkTarget(fn, options.device, "options.device");
   if (options.deviceType !== undefined) deviceTypeArg(fn, "options.deviceType", options.deviceType);
+  if (options.copyAhead !== undefined) integerArg(fn, "options.copyAhead", options.copyAhead, 0, maxCopyAhead);
 }
+
+/** The most batches `options.copyAhead` may hold on the device ahead. */
+const maxCopyAhead = 64;
 
 /** `exportStream` under the caller's name (errors name `fn`). */
 export function exportStreamNamed(fn: string, source: StreamSource, options: StreamExportOptions): ExportedStream {
@@ -503,6 +642,11 @@ export function exportStreamNamed(fn: string, source: StreamSource, options: Str
 /** Like `exportStream`, but may await an async source to learn its schema
  * (an async reader's `open()`, or an async iterable's first batch, which
  * is then the stream's first batch). */
+export async function exportStreamAsync(source: StreamSource, options?: StreamExportOptions<"device_stream">): Promise<ExportedStream<"device_stream">>;
+/** `exportStreamAsync` as an ArrowArrayStream (`{ as: "stream" }`). */
+export async function exportStreamAsync(source: StreamSource, options: StreamExportOptions<"stream">): Promise<ExportedStream<"stream">>;
+/** `exportStreamAsync` with the kind known only at run time. */
+export async function exportStreamAsync(source: StreamSource, options?: StreamExportOptions): Promise<ExportedStream>;
 export async function exportStreamAsync(source: StreamSource, options: StreamExportOptions = {}): Promise<ExportedStream> {
   streamArgs("exportStreamAsync", source, options);
   drainReleased();
@@ -511,15 +655,15 @@ export async function exportStreamAsync(source: StreamSource, options: StreamExp
 }
 
 /** `exportStream(source, { ...options, as: "stream" })`. */
-export function exportArrayStream(source: StreamSource, options: Omit<StreamExportOptions, "as"> = {}): ExportedStream {
+export function exportArrayStream(source: StreamSource, options: Omit<StreamExportOptions, "as"> = {}): ExportedStream<"stream"> {
   optionsArg("exportArrayStream", "options", options, streamOptionKeys.filter((key) => key !== "as"));
-  return exportStreamNamed("exportArrayStream", source, { ...options, as: "stream" });
+  return exportStreamNamed("exportArrayStream", source, { ...options, as: "stream" }) as ExportedStream<"stream">;
 }
 
 /** `exportStream(source, { ...options, as: "device_stream" })`. */
-export function exportDeviceArrayStream(source: StreamSource, options: Omit<StreamExportOptions, "as"> = {}): ExportedStream {
+export function exportDeviceArrayStream(source: StreamSource, options: Omit<StreamExportOptions, "as"> = {}): ExportedStream<"device_stream"> {
   optionsArg("exportDeviceArrayStream", "options", options, streamOptionKeys.filter((key) => key !== "as"));
-  return exportStreamNamed("exportDeviceArrayStream", source, { ...options, as: "device_stream" });
+  return exportStreamNamed("exportDeviceArrayStream", source, { ...options, as: "device_stream" }) as ExportedStream<"device_stream">;
 }
 
 /** JS sources whose stream has not been released yet (for tests). */

@@ -23,7 +23,7 @@
  * in place, zero-copy, either way.
  */
 import { Table, type RecordBatch, type Schema } from "apache-arrow";
-import { deviceTypeName, isHostAccessible } from "../abi/layout.ts";
+import { DeviceType, deviceTypeName, isHostAccessible } from "../abi/layout.ts";
 import { argumentError, booleanArg } from "../args.ts";
 import { Status, UnknownDeviceError, UnsupportedError } from "../errors.ts";
 import { type ImportedArray } from "../lifetime/imported.ts";
@@ -75,9 +75,10 @@ function openInput(fn: string, input: StreamInput, options: StreamConvertOptions
   return { stream, copy: needsCopy(stream, options, fn), convert };
 }
 
-/** `imported`, or its host copy (then `imported` is disposed). */
+/** `imported`, or its host copy (then `imported` is disposed). A batch
+ * the worker already copied (CPU) is used as it is. */
 function onHost(imported: ImportedArray, copy: boolean): ImportedArray {
-  if (!copy) return imported;
+  if (!copy || imported.deviceType === DeviceType.CPU) return imported;
   try {
     return imported.toHost();
   } finally {
@@ -121,6 +122,7 @@ export function recordBatches(input: StreamInput, options: StreamConvertOptions 
  * thread (`for await`). */
 export function recordBatchesAsync(input: StreamInput, options: StreamConvertOptions = {}): AsyncGenerator<RecordBatch, void, undefined> {
   const { stream, copy, convert: convertOptions } = openInput("recordBatchesAsync", input, options);
+  if (copy) stream._copyPullsToHost();
   const converter = new StreamBatchConverter(convertOptions);
   return (async function* () {
     for await (const imported of stream) yield convert(imported, converter, copy);
@@ -184,6 +186,7 @@ export function readTable(input: StreamInput, options: StreamConvertOptions = {}
 /** Like `readTable`, pulling on the stream's worker thread. */
 export async function readTableAsync(input: StreamInput, options: StreamConvertOptions = {}): Promise<Table> {
   const { stream, copy, convert: convertOptions } = openInput("readTableAsync", input, options);
+  if (copy) stream._copyPullsToHost();
   const pulled: ImportedArray[] = [];
   let schema: Schema | null = null;
   try {

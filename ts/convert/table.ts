@@ -7,8 +7,10 @@
  * converters, so that the everyday API matches pyarrow's `Table` and
  * arrow-js-ffi's `parseTable` (docs/api.md).
  */
+import { probeStruct } from "../abi/probe.ts";
+import { branded, type StructPointer } from "../abi/pointers.ts";
 import { Table } from "apache-arrow";
-import { argumentError, oneOfArg, optionsArg } from "../args.ts";
+import { argumentError, booleanArg, oneOfArg, optionsArg } from "../args.ts";
 import { structAddress, type StructRef } from "../lifetime/c_structs.ts";
 import { type ExportedStream } from "../lifetime/exported_stream.ts";
 import { type ImportOptions } from "../lifetime/imported.ts";
@@ -24,6 +26,11 @@ import { readTable, type StreamConvertOptions } from "./stream_import.ts";
  * copying. Hand `handle.stream` to C; a consumer that moves the struct
  * releases it. `handle.release()` (or `using`) releases it otherwise.
  */
+export function exportTable(table: Table, options?: StreamExportOptions<"device_stream">): ExportedStream<"device_stream">;
+/** `exportTable` as an ArrowArrayStream (`{ as: "stream" }`). */
+export function exportTable(table: Table, options: StreamExportOptions<"stream">): ExportedStream<"stream">;
+/** `exportTable` with the kind known only at run time. */
+export function exportTable(table: Table, options?: StreamExportOptions): ExportedStream;
 export function exportTable(table: Table, options: StreamExportOptions = {}): ExportedStream {
   if (arrowKindOf(table, ["Table"]) === null) {
     throw argumentError("exportTable", "table", "an apache-arrow Table (exportStream takes batches, readers and iterables)", table);
@@ -34,10 +41,13 @@ export function exportTable(table: Table, options: StreamExportOptions = {}): Ex
 /** What `importTable` reads: the address of a C stream struct (its kind
  * given by `options.as`), an ImportedStream already moved in, or any
  * producer of the Arrow stream protocol (docs/protocol.md). */
-export type TableSource = StructRef | ImportedStream | StreamProducer | ArrowCapsule;
+export type TableSource = StructPointer<"ArrowArrayStream"> | StructPointer<"ArrowDeviceArrayStream"> | ImportedStream | StreamProducer | ArrowCapsule;
 
 /** Options of `importTable`. */
 export type ImportTableOptions = ImportOptions & StreamConvertOptions & {
+  // `validation` applies where importTable imports (an address, a
+  // producer, a capsule); an ImportedStream was validated at its own
+  // import, so a level given with one is refused.
   /** The kind of struct an address points to: "device_stream" (default,
    * ArrowDeviceArrayStream) or "stream" (ArrowArrayStream). Ignored for an
    * ImportedStream. */
@@ -50,6 +60,12 @@ export type ImportTableOptions = ImportOptions & StreamConvertOptions & {
  * struct is left released, as the C Data Interface's move requires), even
  * when reading then fails.
  */
+export function importTable(source: Exclude<TableSource, StructPointer<"ArrowArrayStream">>, options?: ImportTableOptions & { as?: "device_stream" }): Table;
+/** `importTable` of an `ArrowArrayStream*` (`{ as: "stream" }`). */
+export function importTable(source: Exclude<TableSource, StructPointer<"ArrowDeviceArrayStream">>, options: ImportTableOptions & { as: "stream" }): Table;
+/** `importTable` with the struct's kind known only at run time
+ * (`options.as` decides; the struct is checked before it is read). */
+export function importTable(source: TableSource, options: ImportTableOptions): Table;
 export function importTable(source: TableSource, options: ImportTableOptions = {}): Table {
   const fn = "importTable";
   const checked = optionsArg(fn, "options", options, ["as", "validation", "materialize", "toHost"]);
@@ -59,10 +75,24 @@ export function importTable(source: TableSource, options: ImportTableOptions = {
   const readOptions: StreamConvertOptions = {};
   if (checked.materialize !== undefined) readOptions.materialize = checked.materialize;
   if (checked.toHost !== undefined) readOptions.toHost = checked.toHost;
-  if (source instanceof ImportedStream || isStreamProducer(source)) return readTable(source, readOptions);
+  // Checked before anything is imported: readTable checks them again.
+  booleanArg(fn, "options.materialize", checked.materialize, true);
+  booleanArg(fn, "options.toHost", checked.toHost, true);
+  if (source instanceof ImportedStream) {
+    // Its validation level was chosen when it was imported.
+    if (checked.validation !== undefined) {
+      throw argumentError(fn, "options.validation", "undefined for an ImportedStream (pass validation to ImportedStream.fromArrayStream / fromDeviceArrayStream, which import it)", checked.validation);
+    }
+    return readTable(source, readOptions);
+  }
+  // A producer's stream is imported here, at the requested level (device
+  // method preferred, as readTable would).
+  if (isStreamProducer(source)) return readTable(ImportedStream.fromDeviceArrayStream(source, importOptions), readOptions);
   const address = structAddress(fn, "source", source, null, false);
+  // Checked here too, so that a wrong address is reported as importTable's.
+  probeStruct(fn, "source", as === "stream" ? "ArrowArrayStream" : "ArrowDeviceArrayStream", address, true);
   const stream = as === "stream"
-    ? ImportedStream.fromArrayStream(address, importOptions)
-    : ImportedStream.fromDeviceArrayStream(address, importOptions);
+    ? ImportedStream.fromArrayStream(branded(address), importOptions)
+    : ImportedStream.fromDeviceArrayStream(branded(address), importOptions);
   return readTable(stream, readOptions);
 }

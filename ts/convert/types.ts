@@ -21,10 +21,12 @@
  *   type (convert/import.ts then copies the data into that layout).
  */
 import {
-  Binary, BinaryView, Bool, DataType, Date_, DateUnit, Decimal, Dictionary, Duration, Field, FixedSizeBinary,
-  FixedSizeList, Float, Int, Interval, IntervalUnit, LargeBinary, LargeList, LargeUtf8, List, Map_, Null, Precision,
-  Schema, Struct, Time, Timestamp, TimeUnit, Union, UnionMode, Utf8, Utf8View,
+  Binary, Bool, DataType, Date_, DateUnit, Decimal, Dictionary, Duration, Field, FixedSizeBinary,
+  FixedSizeList, Float, Int, Interval, IntervalUnit, LargeBinary, LargeUtf8, List, Map_, Null, Precision,
+  Schema, Struct, Time, Timestamp, TimeUnit, Union, UnionMode, Utf8,
 } from "apache-arrow";
+// Not in every apache-arrow release: through the version-checked module.
+import { BinaryView, LargeList, Utf8View } from "./arrow_module.ts";
 import { Flags, NodeWord } from "../abi/layout.ts";
 import { ArrowDeviceError, InvalidArgumentError, InvalidFormatError, InvalidLayoutError, OutOfMemoryError, Status, UnsupportedError } from "../errors.ts";
 import { booleanArg, argumentError, optionsArg } from "../args.ts";

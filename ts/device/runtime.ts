@@ -12,6 +12,10 @@
  * wrap until `free()`/`destroy()` (or `using`); a FinalizationRegistry
  * frees forgotten ones as a safety net (reported in debug mode). Raw
  * addresses and handles (`address`, `handle`) are valid until then.
+ * `HostRegistration` holds the JS buffer it page-locked until
+ * `unregister()`. Memory exported by `exportRawArray` / `wrapDeviceMemory`
+ * (or a `hostView()` of it) is freed after the last such export's release,
+ * whenever `free()` was called.
  *
  * Threads. Everything here runs on the calling (JS) thread and blocks only
  * in the synchronous calls (`synchronize()`, copies without a stream).
@@ -29,7 +33,10 @@ import { DeviceUnavailableError, InvalidArgumentError, ReleasedError, Status, Un
 import { deviceLibraryEnvVars, loadDeviceRuntime } from "../ffi/device_loader.ts";
 import { check, lastError, native } from "../ffi/library.ts";
 import { reportLeak, track, untrack } from "../lifetime/debug.ts";
-import { addressArg, argumentError, integerArg, oneOfArg, optionsArg, stringArg } from "../args.ts";
+import { addressArg, argumentError, integerArg, internalConstruction, oneOfArg, optionsArg, stringArg } from "../args.ts";
+
+/** Only this module constructs the runtime and its handles. */
+const deviceToken = Symbol("DeviceRuntime");
 
 /** A device runtime: "cuda" (the CUDA driver API) or "rocm" (HIP). */
 export type DeviceKind = "cuda" | "rocm";
@@ -110,7 +117,7 @@ export function deviceRuntime(kind: DeviceKind): DeviceRuntime {
   if (existing) return existing;
   const availability = deviceAvailability(kind);
   if (!availability.available) throw new DeviceUnavailableError(Status.device_unavailable, availability.reason);
-  const runtime = new DeviceRuntime(kind, availability.library, availability.version, availability.deviceCount);
+  const runtime = new DeviceRuntime(deviceToken, kind, availability.library, availability.version, availability.deviceCount);
   runtimes.set(kind, runtime);
   return runtime;
 }
@@ -180,7 +187,9 @@ export class DeviceRuntime {
   /** The Arrow device type of this runtime's device memory (CUDA or ROCM). */
   readonly deviceType: number;
 
+  /** @internal Use `deviceRuntime(kind)`. */
   constructor(
+    token: symbol,
     readonly kind: DeviceKind,
     /** The library that was loaded. */
     readonly library: string,
@@ -188,6 +197,7 @@ export class DeviceRuntime {
     readonly version: number,
     readonly deviceCount: number,
   ) {
+    internalConstruction("DeviceRuntime", token, deviceToken, "use deviceRuntime(kind)");
     this.deviceType = checkKind("DeviceRuntime", kind);
     stringArg("DeviceRuntime", "library", library);
     integerArg("DeviceRuntime", "version", version, 0);
@@ -214,7 +224,22 @@ export class DeviceRuntime {
     const memory = oneOfArg("DeviceRuntime.allocate", "options.memory", options.memory ?? "device", ["device", "pinned", "managed"]);
     const id = ordinalArg("DeviceRuntime.allocate", "options.id", options.id ?? 0);
     check(native.abd_device_alloc(this.deviceType, id, MemoryKind[memory], byteLength, words));
-    return new DeviceMemory(this, id, memory, words[0], byteLength);
+    return new DeviceMemory(deviceToken, this, id, memory, words[0], byteLength);
+  }
+
+  /** Page-locks `view`'s bytes (cuMemHostRegister_v2 / hipHostRegister)
+   * so copies to and from it run at pinned speed, until `unregister()` (or
+   * `using`). The registration holds `view` (and its buffer) reachable, and
+   * unregisters exactly once; a forgotten one is unregistered when
+   * collected. Registering is slow (it pins every page): register buffers
+   * that are reused, not one per copy. */
+  registerHost(view: NodeJS.ArrayBufferView, id = 0): HostRegistration {
+    if (!ArrayBuffer.isView(view)) throw argumentError("DeviceRuntime.registerHost", "view", "a typed array or DataView", view);
+    if (view.byteLength === 0) throw new InvalidArgumentError(Status.invalid_argument, "DeviceRuntime.registerHost: view is empty: there is nothing to register");
+    ordinalArg("DeviceRuntime.registerHost", "id", id);
+    const address = hostAddress(view);
+    check(native.abd_device_host_register(this.deviceType, id, asPointer(address), view.byteLength));
+    return new HostRegistration(deviceToken, this, id, view, address);
   }
 
   /** A new non-blocking stream of device `id`; destroy it with `destroy()`
@@ -222,14 +247,14 @@ export class DeviceRuntime {
   createStream(id = 0): DeviceStream {
     ordinalArg("DeviceRuntime.createStream", "id", id);
     check(native.abd_device_stream_create(this.deviceType, id, words));
-    return new DeviceStream(this, id, words[0]);
+    return new DeviceStream(deviceToken, this, id, words[0]);
   }
 
   /** A new event of device `id`; destroy it with `destroy()` (or `using`). */
   createEvent(id = 0): DeviceEvent {
     ordinalArg("DeviceRuntime.createEvent", "id", id);
     check(native.abd_device_event_create(this.deviceType, id, words));
-    return new DeviceEvent(this, id, words[0]);
+    return new DeviceEvent(deviceToken, this, id, words[0]);
   }
 
   /** Blocks until the event at `eventAddress` (a `CUevent*` /
@@ -275,7 +300,8 @@ export class DeviceRuntime {
   }
 }
 
-type Freeable = { free: () => void; token: number; label: string };
+/** `keep`: what must stay reachable until `free` ran. */
+type Freeable = { free: () => void; token: number; label: string; keep?: unknown };
 const safetyNet = new FinalizationRegistry<Freeable>((held) => {
   reportLeak(held.token, held.label);
   try {
@@ -293,16 +319,36 @@ function handleArgs(fn: string, runtime: unknown, deviceId: unknown, address: un
   integerArg(fn, addressParam, address, 0);
 }
 
+/** Pinned memory behind each `hostView()` ArrayBuffer, so that an export of
+ * the view holds the memory (see `DeviceMemory.free`). */
+const viewOwners = new WeakMap<ArrayBuffer, DeviceMemory>();
+
+/** The DeviceMemory whose `hostView()` `view` is, if any. */
+export function memoryBehind(view: NodeJS.ArrayBufferView): DeviceMemory | undefined {
+  return view.buffer instanceof ArrayBuffer ? viewOwners.get(view.buffer) : undefined;
+}
+
+/** An export (exportRawArray, wrapDeviceMemory) points into `memory`: it
+ * is not freed before the matching `dropExport`. Not public: the export's
+ * release is the only caller of `dropExport`. */
+export let holdForExport: (memory: DeviceMemory) => void;
+/** The export is released; a `free()` waiting for it runs. */
+export let dropExport: (memory: DeviceMemory) => void;
+
 /** Memory allocated through a runtime: device, pinned host or managed. */
 export class DeviceMemory implements Disposable {
   #freed = false;
+  #released = false;
+  #exports = 0;
   #views: ArrayBuffer[] = [];
   #token: number;
   /** Arrow device type of this memory (CUDA, CUDA_HOST, CUDA_MANAGED,
    * ROCM, ROCM_HOST). */
   readonly deviceType: number;
 
-  constructor(readonly runtime: DeviceRuntime, readonly deviceId: number, readonly memory: MemoryKindName, readonly address: number, readonly byteLength: number) {
+  /** @internal Use `DeviceRuntime.allocate`. */
+  constructor(token: symbol, readonly runtime: DeviceRuntime, readonly deviceId: number, readonly memory: MemoryKindName, readonly address: number, readonly byteLength: number) {
+    internalConstruction("DeviceMemory", token, deviceToken, "use DeviceRuntime.allocate");
     handleArgs("DeviceMemory", runtime, deviceId, address);
     oneOfArg("DeviceMemory", "memory", memory, ["device", "pinned", "managed"]);
     integerArg("DeviceMemory", "byteLength", byteLength, 0);
@@ -330,11 +376,25 @@ export class DeviceMemory implements Disposable {
     }
     const buffer = toArrayBuffer(asPointer(this.address), 0, this.byteLength);
     this.#views.push(buffer);
+    viewOwners.set(buffer, this);
     return new Uint8Array(buffer);
   }
 
+  static {
+    holdForExport = (memory) => {
+      if (memory.#freed) throw new ReleasedError(Status.released, "this device memory was freed");
+      memory.#exports++;
+    };
+    dropExport = (memory) => {
+      memory.#exports--;
+      if (memory.#exports === 0 && memory.#freed) memory.#release();
+    };
+  }
+
   /** Frees the memory (waiting for work using it, as the drivers do).
-   * Idempotent. */
+   * Idempotent. Its `hostView()` ArrayBuffers are detached at once; the
+   * memory itself goes once no export points into it any more (the last
+   * consumer's release). */
   free(): void {
     if (this.#freed) return;
     this.#freed = true;
@@ -342,6 +402,12 @@ export class DeviceMemory implements Disposable {
     untrack(this.#token);
     for (const view of this.#views) if (!view.detached) view.transfer(0);
     this.#views = [];
+    if (this.#exports === 0) this.#release();
+  }
+
+  #release(): void {
+    if (this.#released) return;
+    this.#released = true;
     check(native.abd_device_free(this.runtime.deviceType, this.deviceId, MemoryKind[this.memory], asPointer(this.address)));
   }
 
@@ -356,7 +422,9 @@ export class DeviceStream implements Disposable {
   #pending: unknown[] = [];
   #token: number;
 
-  constructor(readonly runtime: DeviceRuntime, readonly deviceId: number, /** CUstream / hipStream_t */ readonly handle: number) {
+  /** @internal Use `DeviceRuntime.createStream`. */
+  constructor(token: symbol, readonly runtime: DeviceRuntime, readonly deviceId: number, /** CUstream / hipStream_t */ readonly handle: number) {
+    internalConstruction("DeviceStream", token, deviceToken, "use DeviceRuntime.createStream");
     handleArgs("DeviceStream", runtime, deviceId, handle, "handle");
     const label = `${runtime.kind} stream`;
     this.#token = track(label);
@@ -410,7 +478,9 @@ export class DeviceEvent implements Disposable {
   #destroyed = false;
   #token: number;
 
-  constructor(readonly runtime: DeviceRuntime, readonly deviceId: number, readonly address: number) {
+  /** @internal Use `DeviceRuntime.createEvent`. */
+  constructor(token: symbol, readonly runtime: DeviceRuntime, readonly deviceId: number, readonly address: number) {
+    internalConstruction("DeviceEvent", token, deviceToken, "use DeviceRuntime.createEvent");
     handleArgs("DeviceEvent", runtime, deviceId, address);
     const label = `${runtime.kind} event`;
     this.#token = track(label);
@@ -452,5 +522,48 @@ export class DeviceEvent implements Disposable {
 
   [Symbol.dispose](): void {
     this.destroy();
+  }
+}
+
+/** Host memory page-locked by `DeviceRuntime.registerHost`: JS memory that
+ * copies treat as pinned while registered. */
+export class HostRegistration implements Disposable {
+  #registered = true;
+  #token: number;
+
+  /** @internal Use `DeviceRuntime.registerHost`. */
+  constructor(token: symbol, readonly runtime: DeviceRuntime, readonly deviceId: number, /** The registered bytes (held until unregistered). */ readonly view: NodeJS.ArrayBufferView, readonly address: number) {
+    internalConstruction("HostRegistration", token, deviceToken, "use DeviceRuntime.registerHost");
+    handleArgs("HostRegistration", runtime, deviceId, address);
+    if (!ArrayBuffer.isView(view)) throw argumentError("HostRegistration", "view", "a typed array or DataView", view);
+    const label = `${runtime.kind} host registration (${view.byteLength} bytes)`;
+    this.#token = track(label);
+    const deviceType = runtime.deviceType;
+    // The held value keeps `view` reachable until the unregistration ran.
+    safetyNet.register(this, { free: () => check(native.abd_device_host_unregister(deviceType, deviceId, asPointer(address))), token: this.#token, label, keep: view }, this);
+  }
+
+  /** Bytes registered. */
+  get byteLength(): number {
+    return this.view.byteLength;
+  }
+
+  /** False once `unregister()` ran. */
+  get registered(): boolean {
+    return this.#registered;
+  }
+
+  /** Unpins the memory (cuMemHostUnregister / hipHostUnregister) and lets
+   * the view go. Idempotent: the driver is called once. */
+  unregister(): void {
+    if (!this.#registered) return;
+    this.#registered = false;
+    safetyNet.unregister(this);
+    untrack(this.#token);
+    check(native.abd_device_host_unregister(this.runtime.deviceType, this.deviceId, asPointer(this.address)));
+  }
+
+  [Symbol.dispose](): void {
+    this.unregister();
   }
 }

@@ -14,7 +14,6 @@
  * thread and waits for the copies first. The host source is released once
  * the copies are done (CPU sources) or with the device array (others).
  */
-import { type Pointer } from "bun:ffi";
 import { DeviceType, type MemoryKindName } from "../abi/layout.ts";
 import { asPointer } from "../abi/structs.ts";
 import { InvalidArgumentError, Status, errorFor } from "../errors.ts";
@@ -23,7 +22,7 @@ import { ExportedArray } from "../lifetime/exported.ts";
 import { drainReleased } from "../lifetime/keepalive.ts";
 import { DeviceStream, deviceRuntime, ordinalArg, type DeviceKind } from "./runtime.ts";
 import { addressArg, oneOfArg, optionsArg } from "../args.ts";
-import { takeStructs } from "../lifetime/c_structs.ts";
+import { takeStructs, type StructRef } from "../lifetime/c_structs.ts";
 
 /** Where `copyArrayToDevice` / `toDevice` put the copy. */
 export type DeviceTarget = {
@@ -79,7 +78,7 @@ export function streamHandle(device: DeviceKind, stream: DeviceStream | number |
  * returns the owned device copy. Loads the runtime if needed (throws
  * DeviceUnavailableError when it is not available).
  */
-export function copyArrayToDevice(schemaRef: Pointer | number, arrayRef: Pointer | number, target: DeviceTarget): ExportedArray {
+export function copyArrayToDevice(schemaRef: StructRef<"ArrowSchema">, arrayRef: StructRef<"ArrowDeviceArray">, target: DeviceTarget): ExportedArray<"device_array"> {
   const fn = "copyArrayToDevice";
   let deviceType = 0;
   let stream = 0;

@@ -19,7 +19,7 @@ import { lastError, native } from "../ffi/library.ts";
 import { ExportedArray } from "../lifetime/exported.ts";
 import { drainReleased, forgetUnused, retainWithOwners, whenReleased } from "../lifetime/keepalive.ts";
 import { importOwnersOf } from "../lifetime/imported.ts";
-import { DeviceEvent, DeviceMemory, hostAddress, type DeviceKind } from "./runtime.ts";
+import { DeviceEvent, DeviceMemory, dropExport, holdForExport, hostAddress, memoryBehind, type DeviceKind } from "./runtime.ts";
 import { checkTarget, targetDeviceType, type DeviceTarget } from "./transfer.ts";
 import { addressArg, argumentError, deviceTypeArg, functionArg, int64Arg, integerArg, optionsArg, stringArg } from "../args.ts";
 
@@ -74,6 +74,9 @@ function bufferAddress(buffer: RawBuffer, retained: unknown[], where: string): n
   }
   if (ArrayBuffer.isView(buffer)) {
     retained.push(buffer);
+    // A hostView() of pinned memory: the export holds that memory too.
+    const memory = memoryBehind(buffer);
+    if (memory) retained.push(memory);
     return hostAddress(buffer);
   }
   throw argumentError("exportRawArray", where, "an address, a DeviceMemory, a typed array or null", buffer);
@@ -124,7 +127,7 @@ function withDefaultFlags(node: RawArrayNode): RawArrayNode {
 /** Exports `root` (and its children) over the given buffers, without
  * copying or reading them. The structure is checked (buffer and child
  * counts per format, lengths); the data is not. */
-export function exportRawArray(root: RawArrayNode, options: RawExportOptions = {}): ExportedArray {
+export function exportRawArray(root: RawArrayNode, options: RawExportOptions = {}): ExportedArray<"device_array"> {
   const fn = "exportRawArray";
   checkNode(fn, root, "root", 0);
   optionsArg(fn, "options", options, ["deviceType", "deviceId", "syncEvent", "onRelease", "keepAlive"]);
@@ -164,8 +167,18 @@ export function exportRawArray(root: RawArrayNode, options: RawExportOptions = {
     }
     status = native.abd_device_array_check(handle.schema, handle.array);
     if (status !== 0) throw errorFor(status, lastError());
+    // Memory from this library is not freed under the consumer: free()
+    // waits for the release of every export that points into it.
+    const memories = [...new Set(retained.filter((r): r is DeviceMemory => r instanceof DeviceMemory))];
+    for (const memory of memories) holdForExport(memory);
     // Only a successful export tells the caller when it is released.
-    if (options.onRelease) whenReleased(keepaliveId, options.onRelease);
+    const onRelease = options.onRelease;
+    if (onRelease || memories.length > 0) {
+      whenReleased(keepaliveId, () => {
+        for (const memory of memories) dropExport(memory);
+        onRelease?.();
+      });
+    }
     return handle;
   } catch (error) {
     handle.release();
@@ -193,7 +206,7 @@ export type WrapOptions = {
 /** Exports device memory you own as an ArrowDeviceArray of `options.device`
  * (CUDA / CUDA_HOST / CUDA_MANAGED, ROCM / ROCM_HOST), with your event as
  * `sync_event` and `onRelease` telling you when the consumer is done. */
-export function wrapDeviceMemory(root: RawArrayNode, options: WrapOptions): ExportedArray {
+export function wrapDeviceMemory(root: RawArrayNode, options: WrapOptions): ExportedArray<"device_array"> {
   checkNode("wrapDeviceMemory", root, "root", 0);
   checkTarget("wrapDeviceMemory", options as DeviceTarget, "options", ["syncEvent", "onRelease", "keepAlive"]);
   if (options.id === undefined) throw argumentError("wrapDeviceMemory", "options.id", "a device ordinal", options.id);

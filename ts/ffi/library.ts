@@ -14,7 +14,7 @@ import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { LibraryLoadError, errorFor } from "../errors.ts";
 import { openLibrary } from "./bun_ffi.ts";
-import { libraryFileName, platformId, platformPackage } from "./platform.ts";
+import { libraryFileName, platformId, platformPackage, unsupportedPlatform } from "./platform.ts";
 import { platformPackageLibrary } from "./platform_package.ts";
 import { coreSymbols } from "./symbols_core.ts";
 import { ownerSymbols } from "./symbols_owners.ts";
@@ -71,8 +71,11 @@ function choose(): { path: string; source: LibrarySource } {
   const tried = fromEnv
     ? [`${libraryEnvVar}=${all[0]!.path}`]
     : [`${platformPackage(id)} (not installed)`, ...all.map((candidate) => candidate.path)];
+  const unsupported = fromEnv ? undefined : unsupportedPlatform(id);
   const advice = fromEnv
     ? `point ${libraryEnvVar} at an existing libarrow_device library file, or unset it`
+    : unsupported !== undefined
+    ? `${unsupported}; set ${libraryEnvVar} to a library built for this platform`
     : `install ${platformPackage(id)} (an optional dependency of bun-arrow-device: an install with --no-optional, or copied from another platform, lacks it), set ${libraryEnvVar}, or in a development checkout build it with \`${buildCommand}\``;
   throw new LibraryLoadError(`no libarrow_device library for ${id}: tried ${tried.join(", ")}; ${advice}.`, all.at(-1)?.path ?? "", tried, id);
 }
@@ -114,6 +117,21 @@ const library = open();
 
 /** The native symbols. Internal: the public API wraps them. */
 export const native = library.symbols;
+
+/** This JS thread's context number (zig/js_context.zig): each JS thread
+ * (the main thread, every Worker) that loads the library gets its own, so
+ * that its callbacks are called for it alone. Opened before any module
+ * registers a callback. The main thread's exports may be imported on
+ * other JS threads; a Worker's may not (zig/js_context.zig). */
+export const jsContext: number = native.abd_js_context_open(Bun.isMainThread);
+if (jsContext === 0) {
+  throw new LibraryLoadError(
+    `could not load ${chosen.path} on ${id}: this process already loaded bun-arrow-device on 1023 JS threads (Workers included), the most one process can serve; reuse Workers instead of starting new ones`,
+    chosen.path,
+    [chosen.path],
+    id,
+  );
+}
 
 /** The library's last error message on this thread. */
 export function lastError(): string {

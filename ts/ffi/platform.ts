@@ -42,7 +42,16 @@ export function platformPackage(id: string): string {
   return `@bun-arrow-device/${id}`;
 }
 
-/** Every platform id a package is published for. */
+/** Every platform id a package is published for. win32-x64 is not one:
+ * the library's platform code is POSIX (docs/building.md). */
 export const platformIds = [
-  "linux-x64-gnu", "linux-x64-musl", "linux-arm64-gnu", "linux-arm64-musl", "darwin-x64", "darwin-arm64", "win32-x64",
+  "linux-x64-gnu", "linux-x64-musl", "linux-arm64-gnu", "linux-arm64-musl", "darwin-x64", "darwin-arm64",
 ] as const;
+
+/** Why no prebuilt library exists for `id`, or undefined when one is
+ * published: the loader's error on such a platform says this first. */
+export function unsupportedPlatform(id: string): string | undefined {
+  if ((platformIds as readonly string[]).includes(id)) return undefined;
+  const why = id.startsWith("win32-") ? "Windows is not supported yet (the library's platform code is POSIX threads, dlopen and clock_gettime)" : "no package is published for it";
+  return `bun-arrow-device has no prebuilt library for ${id}: ${why}. Prebuilt: ${platformIds.join(", ")}`;
+}

@@ -24,7 +24,6 @@ function load(id: string): PlatformModule | undefined {
       case "linux-arm64-musl": return require("@bun-arrow-device/linux-arm64-musl") as PlatformModule;
       case "darwin-x64": return require("@bun-arrow-device/darwin-x64") as PlatformModule;
       case "darwin-arm64": return require("@bun-arrow-device/darwin-arm64") as PlatformModule;
-      case "win32-x64": return require("@bun-arrow-device/win32-x64") as PlatformModule;
       default: return undefined;
     }
   } catch {

@@ -15,6 +15,8 @@ export const coreSymbols = {
 
   abd_alloc_zeroed: { args: [usize], returns: ptr },
   abd_free: { args: [ptr], returns: none },
+  abd_probe_struct: { args: [i32, ptr, i32], returns: i32 },
+  abd_probe_pair: { args: [ptr, i32, ptr], returns: i32 },
 
   abd_schema_release: { args: [ptr], returns: none },
   abd_array_release: { args: [ptr], returns: none },
@@ -24,6 +26,7 @@ export const coreSymbols = {
   abd_array_build: { args: [ptr, usize, f64, ptr], returns: i32 },
   abd_device_array_build: { args: [ptr, usize, f64, i32, i64, ptr, ptr], returns: i32 },
   abd_set_release_notifier: { args: [ptr], returns: none },
+  abd_js_context_open: { args: [FFIType.bool], returns: u32 },
   abd_take_released: { args: [ptr, u32], returns: u32 },
   abd_release_wake_done: { args: [], returns: none },
   abd_release_wakes_posted: { args: [], returns: f64 },

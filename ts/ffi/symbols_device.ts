@@ -27,4 +27,7 @@ export const deviceSymbols = {
   abd_device_array_to_device: { args: [ptr, ptr, i32, i32, ptr, ptr, ptr], returns: i32 },
   abd_owner_to_host: { args: [ptr, ptr, ptr, ptr], returns: i32 },
   abd_device_array_check: { args: [ptr, ptr], returns: i32 },
+  abd_device_host_register: { args: [i32, i32, ptr, usize], returns: i32 },
+  abd_device_host_unregister: { args: [i32, i32, ptr], returns: i32 },
+  abd_device_staging: { args: [i32, i32, ptr], returns: i32 },
 } as const;

@@ -12,4 +12,5 @@ export const ownerSymbols = {
   abd_owner_reexport_array: { args: [ptr, ptr, u32, ptr, ptr], returns: i32 },
   abd_relay_device_array: { args: [ptr, ptr, i32, ptr, ptr], returns: i32 },
   abd_relay_array: { args: [ptr, ptr, i32, ptr, ptr], returns: i32 },
+  abd_owner_release_deferred: { args: [ptr], returns: FFIType.void },
 } as const;

@@ -33,6 +33,7 @@ export const streamSymbols = {
   abd_stream_import_take_pull: { args: [ptr, ptr], returns: i32 },
   abd_stream_import_pull_state: { args: [ptr], returns: i32 },
   abd_stream_import_wait: { args: [ptr], returns: i32 },
+  abd_stream_import_copy_pulls_to_host: { args: [ptr], returns: none },
   abd_stream_import_producer_error: { args: [ptr, ptr], returns: ptr },
   abd_stream_import_release: { args: [ptr], returns: none },
   abd_stream_import_move: { args: [ptr, ptr], returns: i32 },

@@ -35,13 +35,14 @@
  * ImportedArray whose memory stays valid after the stream is gone, until
  * it is disposed or collected.
  */
-import { toArrayBuffer, type Pointer } from "bun:ffi";
+import { toArrayBuffer } from "bun:ffi";
 import {
   AsyncConsumerString, AsyncConsumerWord, ValidationLevel,
   asyncConsumerWords, type ValidationLevelName,
 } from "../abi/layout.ts";
 import { decodeMetadataBytes } from "../abi/metadata.ts";
 import { asPointer } from "../abi/structs.ts";
+import { branded, type StructPointer } from "../abi/pointers.ts";
 import { AsyncStreamError, CallbackError, InvalidArgumentError, ReleasedError, Status, errorFor } from "../errors.ts";
 import { check, lastError, native } from "../ffi/library.ts";
 import { reportLeak, track, untrack } from "./debug.ts";
@@ -375,11 +376,11 @@ export class AsyncStreamConsumer implements AsyncDisposable {
 
   /** The `struct ArrowAsyncDeviceStreamHandler*` to give to one producer.
    * Valid until that producer calls its release. */
-  get handler(): Pointer {
+  get handler(): StructPointer<"ArrowAsyncDeviceStreamHandler"> {
     const core = this.#core;
     if (core.closed) throw new ReleasedError(Status.released, "this async stream is closed; its handler is gone");
     core.handedOut = true;
-    return native.abd_async_consumer_handler(asPointer(core.address)) as Pointer;
+    return branded(native.abd_async_consumer_handler(asPointer(core.address)) as number);
   }
 
   /** Batches kept in flight (the `queueDepth` option, or its default). */

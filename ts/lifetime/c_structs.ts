@@ -30,17 +30,24 @@
 import type { Pointer } from "bun:ffi";
 import { ArrowArrayLayout, ArrowDeviceArrayLayout, ArrowSchemaLayout, deviceTypeName } from "../abi/layout.ts";
 import { arrayFields, asPointer, deviceArrayFields, readMetadata, schemaFields } from "../abi/structs.ts";
-import { addressArg, argumentError } from "../args.ts";
+import { probePairPasses, probeStruct } from "../abi/probe.ts";
+import { branded, type StructName, type StructPointer } from "../abi/pointers.ts";
+import { isLiveExportPair } from "./exported.ts";
+import { addressArg, argumentError, integerArg, internalConstruction } from "../args.ts";
+
+/** Only this module constructs the struct classes. */
+const structToken = Symbol("CStruct");
 import { InvalidArgumentError, OutOfMemoryError, OutOfRangeError, ReleasedError, Status } from "../errors.ts";
 import { check, native } from "../ffi/library.ts";
 import { reportLeak, track, untrack } from "./debug.ts";
 
-/** A C struct named by its address, or by one of the classes below. */
-export type StructRef = Pointer | number | { readonly address: Pointer | number };
+/** A C `struct K` named by its typed address (`structPointer`), or by an
+ * object with one (the classes below, for the kinds they cover). */
+export type StructRef<K extends StructName> = StructPointer<K> | { readonly address: StructPointer<K> };
 
 /** The address `ref` names (0 for null/undefined). Throws
  * InvalidArgumentError for anything that is not a StructRef. */
-export function addressOf(ref: StructRef | null | undefined): number {
+export function addressOf(ref: StructRef<StructName> | null | undefined): number {
   return structAddress("addressOf", "ref", ref, null, true);
 }
 
@@ -69,9 +76,12 @@ export function structAddress(fn: string, param: string, ref: unknown, kind: CSt
  */
 export function takeStructs(fn: string, refs: [param: string, ref: unknown, kind: CStructKind][], checkRest: () => void = () => {}): number[] {
   let error: unknown = null;
-  const addresses = refs.map(([param, ref, kind]) => {
+  const addresses = pairPasses(fn, refs) ?? refs.map(([param, ref, kind]) => {
     try {
-      return structAddress(fn, param, ref, kind, true);
+      const address = structAddress(fn, param, ref, kind, true);
+      // Not released on failure: what fails the probe is not safe to touch.
+      if (address) probeStruct(fn, param, kind, address, true);
+      return address;
     } catch (caught) {
       error ??= caught;
       return 0;
@@ -91,6 +101,33 @@ export function takeStructs(fn: string, refs: [param: string, ref: unknown, kind
     throw error;
   }
   return addresses;
+}
+
+/** The addresses of the usual [schema, array] pair when both are good
+ * addresses of structs that pass the probe, checked in one native call;
+ * null otherwise (each is then checked on its own, which names what
+ * failed). */
+function pairPasses(fn: string, refs: [param: string, ref: unknown, kind: CStructKind][]): number[] | null {
+  if (refs.length !== 2) return null;
+  const [[schemaParam, schemaRef, schemaKind], [arrayParam, arrayRef, arrayKind]] = refs;
+  if (schemaKind !== "ArrowSchema" || arrayKind === "ArrowSchema") return null;
+  let schema: number;
+  let array: number;
+  try {
+    schema = structAddress(fn, schemaParam, schemaRef, schemaKind, true);
+    array = structAddress(fn, arrayParam, arrayRef, arrayKind, true);
+  } catch {
+    return null;
+  }
+  return probePairPasses(schema, arrayKind, array, isLiveExportPair(schema, array, arrayKind)) ? [schema, array] : null;
+}
+
+/** The checked address of a struct the caller views or fills in place
+ * (`X.at`): readable and writable memory, released or of a sane shape. */
+function viewAddress(fn: string, kind: CStructKind, address: unknown): number {
+  const checked = addressArg(fn, "address", address);
+  probeStruct(fn, "address", kind, checked, false);
+  return checked;
 }
 
 /** Which C struct a CStruct is. */
@@ -125,7 +162,9 @@ export abstract class CStruct implements Disposable {
   /** The base struct this one is a child (or the array member) of. */
   readonly parent: CStruct | null;
 
-  protected constructor(readonly kind: CStructKind, address: number, owned: boolean, parent: CStruct | null) {
+  protected constructor(token: symbol, readonly kind: CStructKind, address: number, owned: boolean, parent: CStruct | null) {
+    internalConstruction(kind === "ArrowSchema" ? "CSchema" : kind === "ArrowArray" ? "CArray" : "CDeviceArray", token, structToken,
+      "use allocate() or at(address)");
     if (!address) throw new InvalidArgumentError(Status.invalid_argument, `${kind} pointer is NULL`);
     this.#address = address;
     this.parent = parent;
@@ -168,14 +207,12 @@ export abstract class CStruct implements Disposable {
     return null;
   }
 
-  /** Reads the struct's own `release == NULL`. */
-  protected abstract releasedField(address: number): boolean;
-
   /** True once the struct's release has run or it was moved out (or the
    * base struct it belongs to was released, or this object was disposed). */
   get released(): boolean {
     if (!this.#address || this.releasedAncestor()) return true;
-    return this.releasedField(this.#address);
+    // Its own `release == NULL` (an ArrowDeviceArray's is its array's).
+    return this.kind === "ArrowSchema" ? schemaFields.released(this.#address) : arrayFields.released(this.#address);
   }
 
   /** Calls the struct's release callback, if it is not released yet.
@@ -211,22 +248,27 @@ export abstract class CStruct implements Disposable {
 
 /** C: struct ArrowSchema, read in place. */
 export class CSchema extends CStruct {
-  private constructor(address: number, owned: boolean, parent: CStruct | null) {
-    super("ArrowSchema", address, owned, parent);
+  private constructor(token: symbol, address: number, owned: boolean, parent: CStruct | null) {
+    super(token, "ArrowSchema", address, owned, parent);
   }
 
   /** A new, released ArrowSchema this object owns (a place to move into or
    * for a producer to fill). */
   static allocate(): CSchema {
-    return new CSchema(CStruct.allocateSlot("ArrowSchema"), true, null);
+    return new CSchema(structToken, CStruct.allocateSlot("ArrowSchema"), true, null);
+  }
+
+  /** The struct's address, for C. Throws once an owned struct was
+   * disposed (its memory is freed). */
+  override get address(): StructPointer<"ArrowSchema"> {
+    return branded(Number(super.address));
   }
 
   /** A borrowed view of the caller's ArrowSchema at `address`. */
-  static at(address: Pointer | number): CSchema {
-    return new CSchema(addressArg("CSchema.at", "address", address), false, null);
+  static at(address: StructPointer<"ArrowSchema">): CSchema {
+    return new CSchema(structToken, viewAddress("CSchema.at", "ArrowSchema", address), false, null);
   }
 
-  protected releasedField(address: number): boolean { return schemaFields.released(address); }
   /** The format string (null for a NULL format). */
   get format(): string | null { return schemaFields.format(this.readable()); }
   /** The field name (null for a NULL name). */
@@ -245,9 +287,10 @@ export class CSchema extends CStruct {
 
   /** A borrowed view of child `i` (valid while this struct is alive). */
   child(i: number): CSchema {
+    integerArg("CSchema.child", "i", i, 0);
     const n = this.nChildren;
     if (!(Number.isInteger(i) && i >= 0 && i < n)) throw new OutOfRangeError(Status.out_of_range, `child ${i} is out of the schema's ${n} children`);
-    return new CSchema(schemaFields.child(this.readable(), i), false, this);
+    return new CSchema(structToken, schemaFields.child(this.readable(), i), false, this);
   }
 
   /** Borrowed views of every child. */
@@ -258,12 +301,13 @@ export class CSchema extends CStruct {
   /** A borrowed view of the dictionary's schema, or null. */
   get dictionary(): CSchema | null {
     const address = schemaFields.dictionary(this.readable());
-    return address ? new CSchema(address, false, this) : null;
+    return address ? new CSchema(structToken, address, false, this) : null;
   }
 
   /** Moves this struct into `dest` (a new owned struct if omitted) and
    * returns it; this one is left released. */
   move(dest?: CSchema): CSchema {
+    if (dest !== undefined && !(dest instanceof CSchema)) throw argumentError("CSchema.move", "dest", "a CSchema or undefined", dest);
     const target = dest ?? CSchema.allocate();
     try {
       check(native.abd_schema_move(asPointer(this.readable()), target.address));
@@ -277,6 +321,8 @@ export class CSchema extends CStruct {
   /** Moves child `i` out into `dest` (a new owned struct if omitted). The
    * parent must be released next; its release skips the moved child. */
   moveChild(i: number, dest?: CSchema): CSchema {
+    integerArg("CSchema.moveChild", "i", i, 0);
+    if (dest !== undefined && !(dest instanceof CSchema)) throw argumentError("CSchema.moveChild", "dest", "a CSchema or undefined", dest);
     const target = dest ?? CSchema.allocate();
     try {
       check(native.abd_schema_move_child(asPointer(this.readable()), BigInt(i), target.address));
@@ -291,28 +337,33 @@ export class CSchema extends CStruct {
 /** C: struct ArrowArray, read in place. Buffer contents need the schema:
  * import the pair (`ImportedArray.fromArray`) for typed buffer views. */
 export class CArray extends CStruct {
-  private constructor(address: number, owned: boolean, parent: CStruct | null) {
-    super("ArrowArray", address, owned, parent);
+  private constructor(token: symbol, address: number, owned: boolean, parent: CStruct | null) {
+    super(token, "ArrowArray", address, owned, parent);
   }
 
   /** A new owned, zeroed (released) ArrowArray in native memory (e.g. for
    * a producer to fill). */
   static allocate(): CArray {
-    return new CArray(CStruct.allocateSlot("ArrowArray"), true, null);
+    return new CArray(structToken, CStruct.allocateSlot("ArrowArray"), true, null);
+  }
+
+  /** The struct's address, for C. Throws once an owned struct was
+   * disposed (its memory is freed). */
+  override get address(): StructPointer<"ArrowArray"> {
+    return branded(Number(super.address));
   }
 
   /** A borrowed view of the caller's ArrowArray at `address`. */
-  static at(address: Pointer | number): CArray {
-    return new CArray(addressArg("CArray.at", "address", address), false, null);
+  static at(address: StructPointer<"ArrowArray">): CArray {
+    return new CArray(structToken, viewAddress("CArray.at", "ArrowArray", address), false, null);
   }
 
   /** @internal the array member of a device array. */
   static memberOf(device: CDeviceArray): CArray {
     if (!(device instanceof CDeviceArray)) throw argumentError("CArray.memberOf", "device", "a CDeviceArray", device);
-    return new CArray(Number(device.address), false, device);
+    return new CArray(structToken, Number(device.address), false, device);
   }
 
-  protected releasedField(address: number): boolean { return arrayFields.released(address); }
   /** ArrowArray.length. */
   get length(): number { return arrayFields.length(this.readable()); }
   /** -1 when the producer did not compute it. */
@@ -326,6 +377,7 @@ export class CArray extends CStruct {
 
   /** Address of buffer `i` (0 for NULL). */
   bufferAddress(i: number): number {
+    integerArg("CArray.bufferAddress", "i", i, 0);
     const n = this.nBuffers;
     if (!(Number.isInteger(i) && i >= 0 && i < n)) throw new OutOfRangeError(Status.out_of_range, `buffer ${i} is out of the array's ${n} buffers`);
     return arrayFields.buffer(this.readable(), i);
@@ -338,9 +390,10 @@ export class CArray extends CStruct {
 
   /** A borrowed view of child `i` (valid while this struct is alive). */
   child(i: number): CArray {
+    integerArg("CArray.child", "i", i, 0);
     const n = this.nChildren;
     if (!(Number.isInteger(i) && i >= 0 && i < n)) throw new OutOfRangeError(Status.out_of_range, `child ${i} is out of the array's ${n} children`);
-    return new CArray(arrayFields.child(this.readable(), i), false, this);
+    return new CArray(structToken, arrayFields.child(this.readable(), i), false, this);
   }
 
   /** Borrowed views of every child. */
@@ -351,12 +404,13 @@ export class CArray extends CStruct {
   /** A borrowed view of the dictionary array, or null. */
   get dictionary(): CArray | null {
     const address = arrayFields.dictionary(this.readable());
-    return address ? new CArray(address, false, this) : null;
+    return address ? new CArray(structToken, address, false, this) : null;
   }
 
   /** Moves this struct into `dest` (a new owned struct if omitted) and
    * returns it; this one is left released. */
   move(dest?: CArray): CArray {
+    if (dest !== undefined && !(dest instanceof CArray)) throw argumentError("CArray.move", "dest", "a CArray or undefined", dest);
     const target = dest ?? CArray.allocate();
     try {
       check(native.abd_array_move(asPointer(this.readable()), target.address));
@@ -370,6 +424,8 @@ export class CArray extends CStruct {
   /** Moves child `i` out into `dest` (a new owned struct if omitted). The
    * parent must be released next; its release skips the moved child. */
   moveChild(i: number, dest?: CArray): CArray {
+    integerArg("CArray.moveChild", "i", i, 0);
+    if (dest !== undefined && !(dest instanceof CArray)) throw argumentError("CArray.moveChild", "dest", "a CArray or undefined", dest);
     const target = dest ?? CArray.allocate();
     try {
       check(native.abd_array_move_child(asPointer(this.readable()), BigInt(i), target.address));
@@ -383,19 +439,25 @@ export class CArray extends CStruct {
 
 /** C: struct ArrowDeviceArray, read in place. */
 export class CDeviceArray extends CStruct {
-  private constructor(address: number, owned: boolean) {
-    super("ArrowDeviceArray", address, owned, null);
+  private constructor(token: symbol, address: number, owned: boolean) {
+    super(token, "ArrowDeviceArray", address, owned, null);
   }
 
   /** A new owned, zeroed (released) ArrowDeviceArray in native memory
    * (e.g. for a producer to fill). */
   static allocate(): CDeviceArray {
-    return new CDeviceArray(CStruct.allocateSlot("ArrowDeviceArray"), true);
+    return new CDeviceArray(structToken, CStruct.allocateSlot("ArrowDeviceArray"), true);
+  }
+
+  /** The struct's address, for C. Throws once an owned struct was
+   * disposed (its memory is freed). */
+  override get address(): StructPointer<"ArrowDeviceArray"> {
+    return branded(Number(super.address));
   }
 
   /** A borrowed view of the caller's ArrowDeviceArray at `address`. */
-  static at(address: Pointer | number): CDeviceArray {
-    return new CDeviceArray(addressArg("CDeviceArray.at", "address", address), false);
+  static at(address: StructPointer<"ArrowDeviceArray">): CDeviceArray {
+    return new CDeviceArray(structToken, viewAddress("CDeviceArray.at", "ArrowDeviceArray", address), false);
   }
 
   /** The embedded ArrowArray (a view; it lives and dies with this struct). */
@@ -403,7 +465,6 @@ export class CDeviceArray extends CStruct {
     return CArray.memberOf(this);
   }
 
-  protected releasedField(address: number): boolean { return arrayFields.released(address); }
   /** ArrowDeviceArray.device_type. */
   get deviceType(): number { return deviceArrayFields.deviceType(this.readable()); }
   /** `deviceType` by name, e.g. "CPU", "CUDA". */
@@ -416,6 +477,7 @@ export class CDeviceArray extends CStruct {
   /** Moves this struct into `dest` (a new owned struct if omitted) and
    * returns it; this one is left released. */
   move(dest?: CDeviceArray): CDeviceArray {
+    if (dest !== undefined && !(dest instanceof CDeviceArray)) throw argumentError("CDeviceArray.move", "dest", "a CDeviceArray or undefined", dest);
     const target = dest ?? CDeviceArray.allocate();
     try {
       check(native.abd_device_array_move(asPointer(this.readable()), target.address));

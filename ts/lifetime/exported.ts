@@ -20,6 +20,7 @@
  * deferred safety net: an export released before the next microtask never
  * touches the FinalizationRegistry.
  */
+import { branded, type StructPointer } from "../abi/pointers.ts";
 import { read, type Pointer } from "bun:ffi";
 import { ArrowArrayLayout, ArrowDeviceArrayLayout, ArrowSchemaLayout } from "../abi/layout.ts";
 import { OutOfMemoryError, ReleasedError, Status } from "../errors.ts";
@@ -91,6 +92,24 @@ const freeAllocated: Record<ExportedKind, (address: number) => void> = {
   device_array: (address) => freeAllocatedSlot(address, "device_array"),
 };
 
+/** The slot of the last handle `adoptExportSlot` made, while that handle
+ * is live (0 otherwise), and its kind: its trees were built natively by
+ * this library, so an import of exactly its schema and array reads them
+ * without the address probe (`isLiveExportPair`). Cleared by release()
+ * and when the handle joins the safety net (which may free the slot
+ * without release()), so a slot named here is never freed. One slot:
+ * the usual pattern is an export imported at once, and the export's fixed
+ * cost stays two assignments. */
+let lastSlot = 0;
+let lastSlotKind: ExportedKind = "schema";
+
+/** True when `schema` and `array` are the schema and the `arrayKind`
+ * struct of the live export slot that was adopted last (see `lastSlot`). */
+export function isLiveExportPair(schema: number, array: number, arrayKind: "ArrowArray" | "ArrowDeviceArray"): boolean {
+  return schema === lastSlot && schema !== 0 && array === schema + arrayOffset &&
+    lastSlotKind === (arrayKind === "ArrowArray" ? "array" : "device_array");
+}
+
 /** Set only while `adoptExportSlot` constructs a handle (the constructor
  * takes them at once). */
 let adopting = 0;
@@ -98,15 +117,15 @@ let adoptingCode = 0;
 
 /** A handle owning `address`, a slot of `kind` that abd_export_slot_new
  * returned (filled; freed by abd_export_slot_free). Internal. */
-export function adoptExportSlot(kind: ExportedKind, address: number): ExportedArray {
+export function adoptExportSlot<K extends ExportedKind>(kind: K, address: number): ExportedArray<K> {
   adopting = address;
   adoptingCode = exportSlotKinds[kind];
   return new ExportedArray(kind);
 }
 
 /** An exported ArrowSchema (kind "schema"), optionally with its ArrowArray
- * or ArrowDeviceArray. */
-export class ExportedArray implements Disposable {
+ * or ArrowDeviceArray. `K` is the kind, which types `array`'s address. */
+export class ExportedArray<K extends ExportedKind = ExportedKind> implements Disposable {
 
   /** Protocol (docs/protocol.md): an "arrow_schema" capsule; undefined where not offered. */
   declare readonly [ArrowCSchema]?: (options?: ProtocolOptions) => ArrowCapsule;
@@ -130,6 +149,9 @@ export class ExportedArray implements Disposable {
   static #guard = new DeferredGuard((handle) => {
     const self = handle as ExportedArray;
     if (self.#address === 0) return null;
+    // Freed by the safety net from now on, perhaps without release():
+    // no longer known live.
+    if (self.#address === lastSlot) lastSlot = 0;
     self.#registered = true;
     const free = self.#code === -1 ? freeAllocated[self.kind] : freeAdopted[self.kind];
     // adopted: `free` frees the slot too (NativeSlot does not).
@@ -137,10 +159,12 @@ export class ExportedArray implements Disposable {
   });
 
   /** Allocates an empty (released) slot; the converter fills it. */
-  constructor(readonly kind: ExportedKind, label?: string) {
+  constructor(readonly kind: K, label?: string) {
     const adopted = adopting;
     if (adopted !== 0) {
       adopting = 0;
+      lastSlot = adopted;
+      lastSlotKind = kind;
       this.#address = adopted;
       this.#code = adoptingCode;
       this.#label = undefined;
@@ -165,15 +189,15 @@ export class ExportedArray implements Disposable {
   }
 
   /** `struct ArrowSchema*` for C. Valid until `release()`. */
-  get schema(): Pointer {
-    return (this.#slot() + schemaOffset) as Pointer;
+  get schema(): StructPointer<"ArrowSchema"> {
+    return branded(this.#slot() + schemaOffset);
   }
 
   /** `struct ArrowDeviceArray*` (kind "device_array") or `struct ArrowArray*`
    * (kind "array") for C. Valid until `release()`. */
-  get array(): Pointer {
+  get array(): StructPointer<K extends "array" ? "ArrowArray" : "ArrowDeviceArray"> {
     if (this.kind === "schema") throw new ReleasedError(Status.invalid_argument, "this handle holds only a schema");
-    return (this.#slot() + arrayOffset) as Pointer;
+    return branded(this.#slot() + arrayOffset);
   }
 
   /** True once a consumer moved the schema out, or it was released. */
@@ -198,6 +222,7 @@ export class ExportedArray implements Disposable {
     const address = this.#address;
     if (address === 0) return;
     this.#address = 0;
+    if (address === lastSlot) lastSlot = 0;
     if (this.#registered) unguard(this);
     if (this.#token !== 0) untrack(this.#token);
     if (this.#code !== -1) freeExportSlot(address, this.#code);

@@ -12,6 +12,7 @@
  * frees the slot; it is idempotent. A FinalizationRegistry does the same
  * for a dropped handle: a safety net, never the intended path.
  */
+import { branded, type StructPointer } from "../abi/pointers.ts";
 import { read, type Pointer } from "bun:ffi";
 import { ArrowArrayStreamLayout, ArrowDeviceArrayStreamLayout } from "../abi/layout.ts";
 import { native } from "../ffi/library.ts";
@@ -41,7 +42,7 @@ function releaseDeviceStreamAt(address: number): void {
 /** One ArrowArrayStream or ArrowDeviceArrayStream this library fills, in a
  * native slot at a stable address (`stream`); see the module comment for
  * who owns it when. */
-export class ExportedStream implements Disposable {
+export class ExportedStream<K extends StreamKind = StreamKind> implements Disposable {
 
   /** Protocol (docs/protocol.md): an "arrow_array_stream" capsule, CPU data only; undefined where not offered. */
   declare readonly [ArrowCStream]?: (options?: ProtocolOptions) => ArrowCapsule;
@@ -50,7 +51,7 @@ export class ExportedStream implements Disposable {
   #slot: NativeSlot;
 
   /** Allocates an empty (released) slot; the producer fills it. */
-  constructor(readonly kind: StreamKind, label = `exported ${kind === "stream" ? "ArrowArrayStream" : "ArrowDeviceArrayStream"}`) {
+  constructor(readonly kind: K, label = `exported ${kind === "stream" ? "ArrowArrayStream" : "ArrowDeviceArrayStream"}`) {
     oneOfArg("ExportedStream", "kind", kind, ["stream", "device_stream"]);
     stringArg("ExportedStream", "label", label);
     this.#slot = new NativeSlot(slotBytes, label, kind === "stream" ? releaseArrayStreamAt : releaseDeviceStreamAt);
@@ -59,8 +60,8 @@ export class ExportedStream implements Disposable {
   /** `struct ArrowArrayStream*` (kind "stream") or `struct
    * ArrowDeviceArrayStream*` (kind "device_stream") for C. Valid until
    * `release()`. */
-  get stream(): Pointer {
-    return this.#slot.address as Pointer;
+  get stream(): StructPointer<K extends "stream" ? "ArrowArrayStream" : "ArrowDeviceArrayStream"> {
+    return branded(this.#slot.address);
   }
 
   /** True once a consumer moved the stream out, or it was released. */

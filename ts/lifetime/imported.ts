@@ -37,6 +37,7 @@
  * owner of each buffer with `importOwnerOf`): `dispose()` then ends the
  * handle's own access, and the producer's release waits for the exports.
  */
+import { branded } from "../abi/pointers.ts";
 import { type Pointer } from "bun:ffi";
 import {
   ArrowDeviceArrayLayout, ArrowSchemaLayout, BufferKind, BufferWord, NodeWord, OwnerInfoWord, TypeId, bufferStride, deviceTypeName,
@@ -518,6 +519,29 @@ let adopt: (owner: number, transient: boolean, words: Float64Array | null) => Im
 /** Set by ImportedArray's static block (see `deferHandleViews`). */
 let deferFor: (imported: ImportedArray) => DeferredViews | null;
 
+/** Set by ImportedArray's static block (see `noteConverted`). */
+let noteFor: (imported: ImportedArray, converted: object) => void;
+
+/** Set by the convert layer (`onDisposeEmpty`): makes one converted
+ * object read as empty (this layer knows no apache-arrow type). */
+let emptyConverted: ((converted: object) => void) | null = null;
+
+/**
+ * @internal Records `converted` (an apache-arrow object made from
+ * `imported`'s memory by `toRecordBatch`, `toVector`, `toData`,
+ * `toTable`...), so that `imported.dispose()` makes it read as empty: no
+ * rows, not only detached buffers. Held weakly; `releaseToGC()` forgets
+ * them (their memory is then the GC's, never detached).
+ */
+export function noteConverted(imported: ImportedArray, converted: object): void {
+  noteFor(imported, converted);
+}
+
+/** @internal Sets how the convert layer empties a converted object. */
+export function onDisposeEmpty(empty: (converted: object) => void): void {
+  emptyConverted = empty;
+}
+
 /**
  * @internal Deferred views (`DeferredViews`) of `imported`'s buffers, for
  * batches converted from it lazily (one set per handle, made by the first
@@ -590,6 +614,9 @@ export class ImportedArray implements Disposable {
    * they hold references of their own, which `releaseToGC()` leaves to
    * them. */
   #deferred: DeferredViews | null = null;
+  /** Objects converted from this handle (`noteConverted`), emptied by
+   * `dispose()`. */
+  #converted: WeakRef<object>[] | null = null;
   /** A transient handle's own reference, held natively (no anchor view):
    * given back by `dispose()` or `releaseToGC()`, one of which its
    * (internal) creator always calls. */
@@ -676,14 +703,14 @@ export class ImportedArray implements Disposable {
   /** Moves `schema` + `deviceArray` (C `ArrowSchema*`, `ArrowDeviceArray*`)
    * in and validates them. The caller's structs are left released, whether
    * or not this succeeds. */
-  static fromDeviceArray(schema: StructRef | null, deviceArray: StructRef | null, options?: ImportOptions): ImportedArray;
+  static fromDeviceArray(schema: StructRef<"ArrowSchema"> | null, deviceArray: StructRef<"ArrowDeviceArray"> | null, options?: ImportOptions): ImportedArray;
   /** Takes the array of any protocol producer or array capsule
    * (docs/protocol.md), preferring its device method. */
   static fromDeviceArray(source: ArrayProducer | ArrowCapsule, options?: ImportOptions): ImportedArray;
   /** Either form above. */
-  static fromDeviceArray(schema: StructRef | ArrayProducer | ArrowCapsule | null, deviceArray?: StructRef | ImportOptions | null, options: ImportOptions = {}): ImportedArray {
+  static fromDeviceArray(schema: StructRef<"ArrowSchema"> | ArrayProducer | ArrowCapsule | null, deviceArray?: StructRef<"ArrowDeviceArray"> | ImportOptions | null, options: ImportOptions = {}): ImportedArray {
     if (isArrayProducer(schema)) return ImportedArray.#fromProducer("ImportedArray.fromDeviceArray", schema, deviceArray as ImportOptions | undefined);
-    return ImportedArray.#fromDeviceStructs(schema as StructRef | null, deviceArray as StructRef | null, options);
+    return ImportedArray.#fromDeviceStructs(schema as StructRef<"ArrowSchema"> | null, deviceArray as StructRef<"ArrowDeviceArray"> | null, options);
   }
 
   static #fromProducer(fn: string, source: ArrayProducer | ArrowCapsule, options: ImportOptions = {}): ImportedArray {
@@ -694,7 +721,7 @@ export class ImportedArray implements Disposable {
       : ImportedArray.#fromStructs(schema, array, options));
   }
 
-  static #fromDeviceStructs(schema: StructRef | null, deviceArray: StructRef | null, options: ImportOptions): ImportedArray {
+  static #fromDeviceStructs(schema: StructRef<"ArrowSchema"> | number | null, deviceArray: StructRef<"ArrowDeviceArray"> | number | null, options: ImportOptions): ImportedArray {
     const fn = "ImportedArray.fromDeviceArray";
     let level = 0;
     const [s, a] = takeStructs(fn, [["schema", schema, "ArrowSchema"], ["deviceArray", deviceArray, "ArrowDeviceArray"]], () => {
@@ -709,6 +736,10 @@ export class ImportedArray implements Disposable {
   // can reach the private constructor; nothing on the class takes a raw
   // owner address.
   static {
+    noteFor = (imported, converted) => {
+      if (imported.#disposed) return;
+      (imported.#converted ??= []).push(new WeakRef(converted));
+    };
     adopt = (owner, transient, words) => new ImportedArray(internalToken, owner, null, "ImportedArray", true, transient, words);
     deferFor = (imported) => {
       if (imported.#deferred !== null) return imported.#deferred;
@@ -723,17 +754,17 @@ export class ImportedArray implements Disposable {
   }
 
   /** Like `fromDeviceArray` for a plain `ArrowArray*` (a CPU array). */
-  static fromArray(schema: StructRef | null, array: StructRef | null, options?: ImportOptions): ImportedArray;
+  static fromArray(schema: StructRef<"ArrowSchema"> | null, array: StructRef<"ArrowArray"> | null, options?: ImportOptions): ImportedArray;
   /** Takes the array of any protocol producer or array capsule
    * (docs/protocol.md), preferring its device method. */
   static fromArray(source: ArrayProducer | ArrowCapsule, options?: ImportOptions): ImportedArray;
   /** Either form above. */
-  static fromArray(schema: StructRef | ArrayProducer | ArrowCapsule | null, array?: StructRef | ImportOptions | null, options: ImportOptions = {}): ImportedArray {
+  static fromArray(schema: StructRef<"ArrowSchema"> | ArrayProducer | ArrowCapsule | null, array?: StructRef<"ArrowArray"> | ImportOptions | null, options: ImportOptions = {}): ImportedArray {
     if (isArrayProducer(schema)) return ImportedArray.#fromProducer("ImportedArray.fromArray", schema, array as ImportOptions | undefined);
-    return ImportedArray.#fromStructs(schema as StructRef | null, array as StructRef | null, options);
+    return ImportedArray.#fromStructs(schema as StructRef<"ArrowSchema"> | null, array as StructRef<"ArrowArray"> | null, options);
   }
 
-  static #fromStructs(schema: StructRef | null, array: StructRef | null, options: ImportOptions): ImportedArray {
+  static #fromStructs(schema: StructRef<"ArrowSchema"> | number | null, array: StructRef<"ArrowArray"> | number | null, options: ImportOptions): ImportedArray {
     const fn = "ImportedArray.fromArray";
     let level = 0;
     const [s, a] = takeStructs(fn, [["schema", schema, "ArrowSchema"], ["array", array, "ArrowArray"]], () => {
@@ -801,6 +832,7 @@ export class ImportedArray implements Disposable {
    * disposed. Throws OutOfRangeError for a bad index.
    */
   child(index: number): ImportedArray {
+    integerArg("ImportedArray.child", "index", index, 0);
     return this.#derive({ child: index }, "ImportedArray.child");
   }
 
@@ -808,6 +840,8 @@ export class ImportedArray implements Disposable {
    * over the same owner (no copy). Throws OutOfRangeError when the range is
    * not within this handle's rows. */
   slice(offset: number, length: number): ImportedArray {
+    integerArg("ImportedArray.slice", "offset", offset, 0);
+    integerArg("ImportedArray.slice", "length", length, 0);
     const range: SliceRange = { offset, length };
     return this.#derive({ slice: range }, "ImportedArray.slice");
   }
@@ -832,7 +866,13 @@ export class ImportedArray implements Disposable {
    * data until its consumer releases it (any thread, any order), whether or
    * not this handle is disposed first. See lifetime/reexport.ts.
    */
-  reexport(options: ReexportOptions = {}): ExportedArray {
+  reexport(options?: ReexportOptions & { as?: "device_array" }): ExportedArray<"device_array">;
+  /** `reexport` as ArrowSchema + ArrowArray (`{ as: "array" }`). */
+  reexport(options: ReexportOptions & { as: "array" }): ExportedArray<"array">;
+  /** `reexport` with the kind known only at run time. */
+  reexport(options?: ReexportOptions): ExportedArray<"array" | "device_array">;
+  /** Any form above. */
+  reexport(options: ReexportOptions = {}): ExportedArray<"array" | "device_array"> {
     return reexport(this, options);
   }
 
@@ -840,7 +880,7 @@ export class ImportedArray implements Disposable {
    * this handle covers. Throws OutOfRangeError for a bad index. */
   node(index: number): RawArray {
     this.#live();
-    if (!(index >= 0 && index < this.nodeCount)) throw new OutOfRangeError(Status.out_of_range, `node ${index} is out of the ${this.nodeCount} nodes`);
+    this.#index("ImportedArray.node", "index", index, this.nodeCount, "nodes");
     return new RawArray(this, index);
   }
 
@@ -849,6 +889,7 @@ export class ImportedArray implements Disposable {
   /** @internal a node's schema fields (decoded for all nodes on first use). */
   nodeSchema(node: number): NodeSchema {
     this.#live();
+    this.#index("ImportedArray.nodeSchema", "node", node, this.nodeCount, "nodes");
     this.#schemas ??= readSchemas(this.#owner);
     return this.#schemas[node];
   }
@@ -890,6 +931,8 @@ export class ImportedArray implements Disposable {
   /** @internal node-table word. */
   nodeWord(node: number, word: number): number {
     this.#live();
+    this.#index("ImportedArray.nodeWord", "node", node, this.nodeCount, "nodes");
+    this.#index("ImportedArray.nodeWord", "word", word, nodeStride, "words");
     return this.#info[ownerInfoWords + node * nodeStride + word];
   }
 
@@ -905,6 +948,8 @@ export class ImportedArray implements Disposable {
   /** @internal buffer-table word. */
   bufferWord(buffer: number, word: number): number {
     this.#live();
+    this.#index("ImportedArray.bufferWord", "buffer", buffer, this.bufferCount, "buffers");
+    this.#index("ImportedArray.bufferWord", "word", word, bufferStride, "words");
     return this.#info[this.#buffersAt + buffer * bufferStride + word];
   }
 
@@ -917,6 +962,8 @@ export class ImportedArray implements Disposable {
    */
   bufferMemory(index: number, byteLength?: number): ArrayBuffer {
     this.#live();
+    this.#index("ImportedArray.bufferMemory", "index", index, this.bufferCount, "buffers");
+    if (byteLength !== undefined) integerArg("ImportedArray.bufferMemory", "byteLength", byteLength, 0);
     const made = this.#views[index];
     if (made) return made;
     if (!this.hostReadable) throw hostAccessError(this.deviceType, this.deviceId, `buffer ${index}`);
@@ -953,8 +1000,19 @@ export class ImportedArray implements Disposable {
    * (the import hot path). */
   prefetchBuffers(indices: Iterable<number>): void {
     this.#live();
+    if (typeof indices !== "object" || indices === null || typeof (indices as Iterable<number>)[Symbol.iterator] !== "function") {
+      throw argumentError("ImportedArray.prefetchBuffers", "indices", "an iterable of buffer indexes", indices);
+    }
+    const list = Array.from(indices);
+    for (const index of list) this.#index("ImportedArray.prefetchBuffers", "indices[]", index, this.bufferCount, "buffers");
     if (!this.hostReadable) return;
-    this.#prefetch(Array.from(indices));
+    this.#prefetch(list);
+  }
+
+  /** Checks `fn`'s `param`, an index below `count` (of `what`). */
+  #index(fn: string, param: string, index: unknown, count: number, what: string): void {
+    if (typeof index !== "number" || !Number.isInteger(index)) throw argumentError(fn, param, "an integer index", index);
+    if (index < 0 || index >= count) throw new OutOfRangeError(Status.out_of_range, `${fn}: ${param} ${index} is out of the ${count} ${what}`);
   }
 
   /** `prefetchBuffers` of `indices`, or of every buffer when null. */
@@ -1080,6 +1138,7 @@ export class ImportedArray implements Disposable {
     this.#views = [];
     this.#byAddress = null;
     this.#deferred = null;
+    this.#converted = null;
   }
 
   /**
@@ -1112,7 +1171,7 @@ export class ImportedArray implements Disposable {
     const arrayAt = slot + ArrowSchemaLayout.size;
     try {
       check(native.abd_owner_to_host(asPointer(this.#owner), asPointer(stream), asPointer(slot), asPointer(arrayAt)));
-      return ImportedArray.fromDeviceArray(slot, arrayAt);
+      return ImportedArray.fromDeviceArray(branded(slot), branded(arrayAt));
     } finally {
       native.abd_free(asPointer(slot));
     }
@@ -1120,8 +1179,9 @@ export class ImportedArray implements Disposable {
 
   /** Detaches every ArrayBuffer made over owner memory, which releases the
    * producer's data now, unless an export of converted data still holds it
-   * (then its consumer's release does). Views read as empty afterwards.
-   * Idempotent. */
+   * (then its consumer's release does). Views read as empty afterwards,
+   * and apache-arrow objects converted from the handle (`toRecordBatch`,
+   * `toVector`, `toData`, `toTable`) have no rows (length 0). Idempotent. */
   dispose(): void {
     if (this.#disposed) return;
     this.#disposed = true;
@@ -1137,6 +1197,15 @@ export class ImportedArray implements Disposable {
     const deferred = this.#deferred;
     this.#deferred = null;
     deferred?.kill();
+    // What was converted from the handle now reads as empty (no rows).
+    const converted = this.#converted;
+    this.#converted = null;
+    if (converted !== null && emptyConverted !== null) {
+      for (const ref of converted) {
+        const object = ref.deref();
+        if (object !== undefined) emptyConverted(object);
+      }
+    }
     if (this.#plainReference) {
       this.#plainReference = false;
       native.abd_owner_release(asPointer(this.#owner));
@@ -1216,7 +1285,7 @@ export class RawArray {
 
   /** Child node `i`; throws OutOfRangeError for a bad index. */
   child(i: number): RawArray {
-    if (!(i >= 0 && i < this.nChildren)) throw new OutOfRangeError(Status.out_of_range, `child ${i} is out of ${this.nChildren} children of "${this.name ?? ""}" (${this.format})`);
+    this.#index("child", i, this.nChildren, "children");
     return this.imported.node(this.#word(NodeWord.first_child) + i);
   }
 
@@ -1228,16 +1297,27 @@ export class RawArray {
 
   /** Global buffer-table index of this node's buffer `i`. */
   bufferIndex(i: number): number {
-    if (!(i >= 0 && i < this.nBuffers)) throw new OutOfRangeError(Status.out_of_range, `buffer ${i} is out of ${this.nBuffers} buffers of "${this.name ?? ""}" (${this.format})`);
+    return this.#buffer("bufferIndex", i);
+  }
+
+  /** The global buffer index of buffer `i`, checked for `fn`. */
+  #buffer(fn: string, i: number): number {
+    this.#index(fn, i, this.nBuffers, "buffers");
     return this.#word(NodeWord.first_buffer) + i;
   }
 
+  /** Checks `fn`'s index `i`, below `count` (of `what`). */
+  #index(fn: string, i: unknown, count: number, what: string): void {
+    if (typeof i !== "number" || !Number.isInteger(i)) throw argumentError(`RawArray.${fn}`, "i", "an integer index", i);
+    if (i < 0 || i >= count) throw new OutOfRangeError(Status.out_of_range, `RawArray.${fn}: ${what} ${i} is out of the ${count} ${what} of "${this.name ?? ""}" (${this.format})`);
+  }
+
   /** The address of buffer `i` as the producer gave it (0 for NULL). */
-  bufferAddress(i: number): number { return this.imported.bufferWord(this.bufferIndex(i), BufferWord.address); }
+  bufferAddress(i: number): number { return this.imported.bufferWord(this.#buffer("bufferAddress", i), BufferWord.address); }
   /** Size in bytes implied by type, length and offset (-1: unknown, device). */
-  bufferSize(i: number): number { return this.imported.bufferWord(this.bufferIndex(i), BufferWord.size_bytes); }
+  bufferSize(i: number): number { return this.imported.bufferWord(this.#buffer("bufferSize", i), BufferWord.size_bytes); }
   /** What buffer `i` holds (see `BufferKind`), from the node's type. */
-  bufferKind(i: number): number { return this.imported.bufferWord(this.bufferIndex(i), BufferWord.kind); }
+  bufferKind(i: number): number { return this.imported.bufferWord(this.#buffer("bufferKind", i), BufferWord.kind); }
 
   /**
    * Size of buffer `i` in bytes. Sizes that validation left unknown (level
@@ -1246,7 +1326,7 @@ export class RawArray {
    * host cannot read, naming the device.
    */
   byteLength(i: number): number {
-    const known = this.bufferSize(i);
+    const known = this.imported.bufferWord(this.#buffer("byteLength", i), BufferWord.size_bytes);
     if (known >= 0) return known;
     if (!this.imported.hostReadable) throw hostAccessError(this.deviceType, this.deviceId, `buffer ${i} of ${this.#where()}`);
     const kind = this.bufferKind(i);
@@ -1273,7 +1353,7 @@ export class RawArray {
    * (shared by every view of it; longer when a larger buffer starts at the
    * same address). */
   memory(i: number): ArrayBuffer {
-    const index = this.bufferIndex(i);
+    const index = this.#buffer("memory", i);
     const known = this.imported.bufferWord(index, BufferWord.size_bytes);
     return this.imported.bufferMemory(index, known >= 0 ? undefined : this.byteLength(i));
   }
@@ -1282,6 +1362,7 @@ export class RawArray {
    * memory (no copy), covering offset + length slots. Throws for memory
    * the host cannot read, naming the device. */
   buffer(i: number): TypedBuffer {
+    this.#buffer("buffer", i);
     const memory = this.memory(i);
     const kind = this.bufferKind(i);
     const element = kind === BufferKind.fixed ? fixedElement[this.#word(NodeWord.type_id)] ?? Uint8Array : kindElement[kind];

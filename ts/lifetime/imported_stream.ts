@@ -23,6 +23,8 @@
 import { CString, type Pointer } from "bun:ffi";
 import { deviceTypeName, validationLevelArg } from "../abi/layout.ts";
 import { asPointer, schemaFields } from "../abi/structs.ts";
+import { probeStruct } from "../abi/probe.ts";
+import { type StructPointer } from "../abi/pointers.ts";
 import {
   InvalidArgumentError, ReleasedError, Status, StreamError, errorFor, type ArrowDeviceError,
 } from "../errors.ts";
@@ -33,7 +35,10 @@ import { ImportedArray, adoptImportOwner, adoptImportSnapshot, completeSnapshot,
 import { JsWorkTag, jsWorkSpin, onJsWork } from "./js_queue.ts";
 import { withStreamCapsule } from "../protocol/consume.ts";
 import { ArrowCDeviceStream, ArrowCStream, isStreamProducer, type ArrowCapsule, type ProtocolOptions, type StreamProducer } from "../protocol/symbols.ts";
-import { addressArg, argumentError } from "../args.ts";
+import { addressArg, argumentError, internalConstruction } from "../args.ts";
+
+/** Only this module constructs an ImportedStream. */
+const streamToken = Symbol("ImportedStream");
 
 type Native = { handle: number; token: number; label: string };
 
@@ -107,7 +112,8 @@ export class ImportedStream implements Disposable, Iterable<ImportedArray>, Asyn
    * the sync pull is one native call (get_next + validation + snapshot). */
   #pulledAsync = false;
 
-  private constructor(handle: number, level: number) {
+  private constructor(token: symbol, handle: number, level: number) {
+    internalConstruction("ImportedStream", token, streamToken, "use ImportedStream.fromArrayStream or fromDeviceArrayStream");
     native.abd_stream_import_info(handle as Pointer, words);
     this.#serial = words[0];
     this.kind = words[1] === 1 ? "device_stream" : "stream";
@@ -118,8 +124,11 @@ export class ImportedStream implements Disposable, Iterable<ImportedArray>, Asyn
     safetyNet.register(this, this.#native, this);
   }
 
-  static #import(fn: string, kind: 0 | 1, stream: Pointer | number | null, options: ImportOptions): ImportedStream {
+  static #import(fn: string, kind: 0 | 1, stream: unknown, options: ImportOptions): ImportedStream {
     const address = addressArg(fn, "stream", stream, true);
+    // Refused untouched when it is not a live stream of this kind (wrong
+    // memory is not safe to release); a NULL is reported natively.
+    if (address) probeStruct(fn, "stream", kind === 0 ? "ArrowArrayStream" : "ArrowDeviceArrayStream", address, true);
     let level = -1;
     let error: unknown = null;
     try {
@@ -135,12 +144,12 @@ export class ImportedStream implements Disposable, Iterable<ImportedArray>, Asyn
       native.abd_stream_import_release(handle as Pointer);
       throw error;
     }
-    return new ImportedStream(handle, level);
+    return new ImportedStream(streamToken, handle, level);
   }
 
   /** Moves the `ArrowArrayStream*` in. Its batches are CPU arrays,
    * validated at `options.validation` ("default"). */
-  static fromArrayStream(stream: Pointer | number | null | StreamProducer | ArrowCapsule, options: ImportOptions = {}): ImportedStream {
+  static fromArrayStream(stream: StructPointer<"ArrowArrayStream"> | null | StreamProducer | ArrowCapsule, options: ImportOptions = {}): ImportedStream {
     const fn = "ImportedStream.fromArrayStream";
     if (isStreamProducer(stream)) return ImportedStream.#fromProducer(fn, stream, options);
     return ImportedStream.#import(fn, 0, stream, options);
@@ -154,7 +163,7 @@ export class ImportedStream implements Disposable, Iterable<ImportedArray>, Asyn
 
   /** Moves the `ArrowDeviceArrayStream*` in. Each batch's device_type is
    * checked against the stream's (device_id may vary). */
-  static fromDeviceArrayStream(stream: Pointer | number | null | StreamProducer | ArrowCapsule, options: ImportOptions = {}): ImportedStream {
+  static fromDeviceArrayStream(stream: StructPointer<"ArrowDeviceArrayStream"> | null | StreamProducer | ArrowCapsule, options: ImportOptions = {}): ImportedStream {
     const fn = "ImportedStream.fromDeviceArrayStream";
     if (isStreamProducer(stream)) return ImportedStream.#fromProducer(fn, stream, options);
     return ImportedStream.#import(fn, 1, stream, options);
@@ -350,6 +359,15 @@ export class ImportedStream implements Disposable, Iterable<ImportedArray>, Asyn
     });
   }
 
+  /** @internal Batches the worker pulls from now on (`nextAsync`) are
+   * copied to host memory there, before they are handed over, and the
+   * device batches released once copied (as `toHost()` does); so the copy
+   * of the batch read ahead runs while JS uses the previous one. A pull
+   * already in flight is handed over as it was pulled. */
+  _copyPullsToHost(): void {
+    native.abd_stream_import_copy_pulls_to_host(this.#live() as Pointer);
+  }
+
   #takeNow(handle: number): Promise<ImportedArray | null> {
     try {
       return Promise.resolve(this.#take(handle, true));
@@ -426,10 +444,12 @@ export class ImportedStream implements Disposable, Iterable<ImportedArray>, Asyn
 
   /** Moves the producer's stream struct to `out` (a C `ArrowArrayStream*`
    * or `ArrowDeviceArrayStream*`, as imported); the caller then owns it. */
-  moveTo(out: Pointer | number): void {
+  moveTo(out: StructPointer<"ArrowArrayStream"> | StructPointer<"ArrowDeviceArrayStream">): void {
+    const target = addressArg("ImportedStream.moveTo", "out", out);
+    probeStruct("ImportedStream.moveTo", "out", this.kind === "stream" ? "ArrowArrayStream" : "ArrowDeviceArrayStream", target, false);
     const held = this.#native;
     const handle = this.#idle();
-    check(native.abd_stream_import_move(handle as Pointer, out as Pointer));
+    check(native.abd_stream_import_move(handle as Pointer, asPointer(target)));
     this.#forget(held!);
   }
 

@@ -140,6 +140,14 @@ export function drainOnce(): number {
   }
 }
 
+// An import whose last reference went on the collector's thread, and whose
+// producer's release callbacks are JS code (bun:ffi JSCallbacks, callable
+// on this thread only): the library queued it here, and it is released now.
+onJsWork(JsWorkTag.owner_release, (_key, owner) => {
+  native.abd_owner_release_deferred(owner as never);
+  return false;
+});
+
 // The library calls this from any thread, at most once per empty-to-
 // non-empty transition of its queue. Never closed: native threads may post
 // until the process exits.

@@ -16,9 +16,15 @@
  * queued (`forgetReleased`).
  */
 import { JSCallback, toArrayBuffer } from "bun:ffi";
-import { check, native } from "../ffi/library.ts";
+import { check, jsContext, native } from "../ffi/library.ts";
 
-/** What each live id keeps reachable, indexed by id (0 is never an id).
+/** Ids handed to native code are `base + index`: the high bits name this
+ * JS thread (zig/js_context.zig), so a release on any thread reports to
+ * the thread that exported, and ids of different Workers never collide. */
+const base = jsContext * 2 ** 32;
+
+/** What each live id keeps reachable, indexed by `id - base` (index 0 is
+ * never used).
  * An id is reused once it was forgotten: by then no native tree or queue
  * holds it any more (the native release drops the id's import owners and
  * queues or hands it back once; JS forgets each id once). */
@@ -30,16 +36,17 @@ let retainedSize = 0;
 
 const retained = {
   set(id: number, objects: unknown): void {
-    retainedById[id] = objects;
+    retainedById[id - base] = objects;
     retainedSize++;
   },
   has(id: number): boolean {
-    return id > 0 && id < retainedById.length && retainedById[id] !== free;
+    const index = id - base;
+    return index > 0 && index < retainedById.length && retainedById[index] !== free;
   },
   /** Forgets `id` (and makes it reusable); false if it was not in use. */
   delete(id: number): boolean {
     if (!retained.has(id)) return false;
-    retainedById[id] = free;
+    retainedById[id - base] = free;
     freeIds.push(id);
     retainedSize--;
     return true;
@@ -62,7 +69,7 @@ const queued = new Uint32Array(toArrayBuffer(native.abd_keepalive_queued_address
  * hand to the native builder. `released`, if given, runs on the JS thread
  * when the id is drained (after the native release ran, on any thread). */
 export function retainForNative(objects: unknown, released?: () => void): number {
-  const id = freeIds.pop() ?? retainedById.length;
+  const id = freeIds.pop() ?? base + retainedById.length;
   retained.set(id, objects);
   if (released) onRelease.set(id, released);
   return id;

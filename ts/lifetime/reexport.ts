@@ -17,7 +17,7 @@ import { addressArg, argumentError, oneOfArg, optionsArg } from "../args.ts";
 import { check, native } from "../ffi/library.ts";
 import { ExportedArray } from "./exported.ts";
 import { encodeRequest, selectionArg, type Selection, type Window } from "./selection.ts";
-import { takeStructs } from "./c_structs.ts";
+import { takeStructs, type StructRef } from "./c_structs.ts";
 
 /** Options of `reexport` (and `ImportedArray.reexport`): what to hand on,
  * and as which struct. */
@@ -34,7 +34,12 @@ export type ReexportSource = { readonly ownerAddress: number; readonly window: W
 /** Re-exports `options`' selection of `source`. Throws the library's typed
  * errors (OutOfRangeError for a child or slice out of range, ...); nothing
  * is retained then. */
-export function reexport(source: ReexportSource, options: ReexportOptions = {}): ExportedArray {
+export function reexport(source: ReexportSource, options?: ReexportOptions & { as?: "device_array" }): ExportedArray<"device_array">;
+/** `reexport` as ArrowSchema + ArrowArray (`{ as: "array" }`). */
+export function reexport(source: ReexportSource, options: ReexportOptions & { as: "array" }): ExportedArray<"array">;
+/** `reexport` with the kind known only at run time. */
+export function reexport(source: ReexportSource, options?: ReexportOptions): ExportedArray<"array" | "device_array">;
+export function reexport(source: ReexportSource, options: ReexportOptions = {}): ExportedArray<"array" | "device_array"> {
   if (typeof source !== "object" || source === null || !("ownerAddress" in source)) {
     throw argumentError("reexport", "source", "an ImportedArray", source);
   }
@@ -68,16 +73,16 @@ export type RelayOptions = {
  * data is never read). Releasing them runs the producer's release. The
  * inputs are moved (left released) even when this throws.
  */
-export function relay(schema: Pointer | number | null, deviceArray: Pointer | number | null, options: RelayOptions = {}): ExportedArray {
+export function relay(schema: StructRef<"ArrowSchema"> | null, deviceArray: StructRef<"ArrowDeviceArray"> | null, options: RelayOptions = {}): ExportedArray<"device_array"> {
   return relayInto("relay", "device_array", schema, deviceArray, options);
 }
 
 /** Like `relay` for a plain `ArrowArray*` (CPU memory), out as one too. */
-export function relayArray(schema: Pointer | number | null, array: Pointer | number | null, options: RelayOptions = {}): ExportedArray {
+export function relayArray(schema: StructRef<"ArrowSchema"> | null, array: StructRef<"ArrowArray"> | null, options: RelayOptions = {}): ExportedArray<"array"> {
   return relayInto("relayArray", "array", schema, array, options);
 }
 
-function relayInto(fn: string, kind: "device_array" | "array", schemaRef: Pointer | number | null, arrayRef: Pointer | number | null, options: RelayOptions): ExportedArray {
+function relayInto<K extends "device_array" | "array">(fn: string, kind: K, schemaRef: unknown, arrayRef: unknown, options: RelayOptions): ExportedArray<K> {
   const arrayParam = kind === "array" ? "array" : "deviceArray";
   let level = 0;
   const [schema, array] = takeStructs(fn, [["schema", schemaRef, "ArrowSchema"], [arrayParam, arrayRef, kind === "array" ? "ArrowArray" : "ArrowDeviceArray"]], () => {

@@ -5,18 +5,20 @@
  * released, success or not) and returns a handle whose `stream` a C
  * consumer can take; batches pass through by move and outlive both.
  */
-import { type Pointer } from "bun:ffi";
 import { errorFor } from "../errors.ts";
 import { lastError, native } from "../ffi/library.ts";
 import { ExportedStream } from "./exported_stream.ts";
 import { addressArg } from "../args.ts";
 import { asPointer } from "../abi/structs.ts";
+import { probeStruct } from "../abi/probe.ts";
+import { type StructPointer } from "../abi/pointers.ts";
 
 /** An `ArrowArrayStream*` as a CPU `ArrowDeviceArrayStream` (device_id
  * -1, no sync event). */
-export function arrayStreamAsDeviceStream(source: Pointer | number): ExportedStream {
+export function arrayStreamAsDeviceStream(source: StructPointer<"ArrowArrayStream">): ExportedStream<"device_stream"> {
   const address = addressArg("arrayStreamAsDeviceStream", "source", source);
-  const handle = new ExportedStream("device_stream", "ArrowDeviceArrayStream adapter");
+  probeStruct("arrayStreamAsDeviceStream", "source", "ArrowArrayStream", address, true);
+  const handle = new ExportedStream("device_stream" as const, "ArrowDeviceArrayStream adapter");
   const status = native.abd_stream_to_device(asPointer(address), handle.stream);
   if (status !== 0) {
     const error = errorFor(status, lastError());
@@ -30,9 +32,10 @@ export function arrayStreamAsDeviceStream(source: Pointer | number): ExportedStr
  * CUDA_HOST, ROCM_HOST, CUDA_MANAGED) as an `ArrowArrayStream`. Each array
  * is checked against the stream's device_type and its sync event waited
  * on. Other devices are refused with UnsupportedError. */
-export function deviceStreamAsArrayStream(source: Pointer | number): ExportedStream {
+export function deviceStreamAsArrayStream(source: StructPointer<"ArrowDeviceArrayStream">): ExportedStream<"stream"> {
   const address = addressArg("deviceStreamAsArrayStream", "source", source);
-  const handle = new ExportedStream("stream", "ArrowArrayStream adapter");
+  probeStruct("deviceStreamAsArrayStream", "source", "ArrowDeviceArrayStream", address, true);
+  const handle = new ExportedStream("stream" as const, "ArrowArrayStream adapter");
   const status = native.abd_stream_from_device(asPointer(address), handle.stream);
   if (status !== 0) {
     const error = errorFor(status, lastError());

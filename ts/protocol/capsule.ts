@@ -11,6 +11,7 @@
 import { toArrayBuffer } from "bun:ffi";
 import { ArrowArrayStreamLayout, ArrowDeviceArrayStreamLayout } from "../abi/layout.ts";
 import { ReleasedError, Status } from "../errors.ts";
+import { argumentError } from "../args.ts";
 import { check, native } from "../ffi/library.ts";
 import { ExportedArray } from "../lifetime/exported.ts";
 import { ExportedStream } from "../lifetime/exported_stream.ts";
@@ -24,6 +25,9 @@ export class LibraryCapsule implements ArrowCapsule {
 
   /** Takes ownership of `handle` (filled, not yet moved out). */
   constructor(handle: ExportedArray | ExportedStream) {
+    if (!(handle instanceof ExportedArray || handle instanceof ExportedStream)) {
+      throw argumentError("LibraryCapsule", "handle", "an ExportedArray or ExportedStream (made by the protocol methods)", handle);
+    }
     this.#handle = handle;
     if (handle instanceof ExportedStream) this.kind = handle.kind === "stream" ? "arrow_array_stream" : "arrow_device_array_stream";
     else this.kind = handle.kind === "schema" ? "arrow_schema" : handle.kind === "array" ? "arrow_array" : "arrow_device_array";

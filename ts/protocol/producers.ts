@@ -22,7 +22,7 @@ import { ImportedArray } from "../lifetime/imported.ts";
 import { ImportedStream } from "../lifetime/imported_stream.ts";
 import { arrayStreamAsDeviceStream, deviceStreamAsArrayStream } from "../lifetime/stream_adapters.ts";
 import { LibraryCapsule, moveExportedArray, moveExportedStream } from "./capsule.ts";
-import { requestedBatch, requestedColumn, requestedTable, withRequested, type Column } from "./requested.ts";
+import { requestedBatch, requestedColumn, requestedStructColumn, requestedTable, withRequested, type Column } from "./requested.ts";
 import {
   ArrowCArray, ArrowCDeviceArray, ArrowCDeviceStream, ArrowCSchema, ArrowCStream, checkOptions, type ArrowCapsule, type ProtocolOptions,
 } from "./symbols.ts";
@@ -172,7 +172,9 @@ function importedArrayCapsule(imported: ImportedArray, as: "array" | "device_arr
       // Through apache-arrow views of the same memory (zero-copy).
       const vector = toVector(imported);
       const column = columnOf(vector);
-      const chosen = requestedColumn(column, requested);
+      // A record batch from C (a struct without nulls) gets the per-column
+      // casts an apache-arrow RecordBatch gets.
+      const chosen = requestedColumn(column, requested) ?? requestedStructColumn(column, requested);
       if (chosen) return new LibraryCapsule(exportArray(chosen.data, { as, field: chosen.field }));
     }
     return new LibraryCapsule(imported.reexport({ as }));
@@ -185,7 +187,9 @@ function importedStreamCapsule(stream: ImportedStream, as: "stream" | "device_st
   const relayed = stream.relay();
   if (relayed.kind === as) return new LibraryCapsule(relayed);
   try {
-    const adapted = as === "device_stream" ? arrayStreamAsDeviceStream(relayed.stream) : deviceStreamAsArrayStream(relayed.stream);
+    const adapted = as === "device_stream"
+      ? arrayStreamAsDeviceStream((relayed as ExportedStream<"stream">).stream)
+      : deviceStreamAsArrayStream((relayed as ExportedStream<"device_stream">).stream);
     return new LibraryCapsule(adapted);
   } finally {
     relayed.release();

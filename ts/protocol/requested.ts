@@ -9,13 +9,18 @@
  * vector): dictionary decoding (to the dictionary's value format), and
  * between utf8 / large_utf8 / utf8_view, and between binary / large_binary
  * / binary_view (32/64-bit offsets, view <-> non-view), rebuilt with
- * apache-arrow's builders. Anything else: the request is ignored, whole
+ * apache-arrow's builders; a record batch's columns are top-level, whether
+ * it is an apache-arrow RecordBatch or a struct array without nulls
+ * imported from C. Anything else: the request is ignored, whole
  * (the producer's own schema is exported), as the Python spec allows.
  */
+import { branded } from "../abi/pointers.ts";
 import {
-  Binary, BinaryView, Data, DataType, Field, FixedSizeList, LargeBinary, LargeList, LargeUtf8, List, Map_, RecordBatch, Schema, Struct,
-  Table, Type, Utf8, Utf8View, makeData, makeVector, vectorFromArray, type Dictionary,
+  Binary, Data, DataType, Field, FixedSizeList, LargeBinary, LargeUtf8, List, Map_, RecordBatch, Schema, Struct,
+  Table, Type, Utf8, makeData, makeVector, vectorFromArray, type Dictionary,
 } from "apache-arrow";
+// Not in every apache-arrow release: through the version-checked module.
+import { BinaryView, LargeList, Utf8View } from "../convert/arrow_module.ts";
 import { InvalidArgumentError, Status } from "../errors.ts";
 import { formatOf } from "../convert/formats.ts";
 import { CSchema } from "../lifetime/c_structs.ts";
@@ -27,21 +32,39 @@ import { ArrowCSchema, isCapsule, isSchemaProducer, type ArrowCapsule, type Prot
 export function withRequested<T>(options: ProtocolOptions, use: (requested: CSchema | null) => T): T {
   const given = options.requestedSchema;
   if (given === undefined || given === null) return use(null);
-  if (isCapsule(given)) {
-    if (given.kind !== "arrow_schema" || typeof given.schema !== "number" || given.schema <= 0) {
-      throw new InvalidArgumentError(Status.invalid_argument, `requestedSchema must be an "arrow_schema" capsule, not "${given.kind}"`);
-    }
-    return use(CSchema.at(given.schema));
-  }
+  if (isCapsule(given)) return use(CSchema.at(branded(requestedAddress(given, "requestedSchema"))));
   if (isSchemaProducer(given)) {
-    const capsule: ArrowCapsule = given[ArrowCSchema]();
+    // One call, whose answer must be a capsule: a producer that answers
+    // with itself (or another producer) is refused, never followed.
+    const capsule: unknown = given[ArrowCSchema]();
+    if (!isCapsule(capsule)) {
+      throw new InvalidArgumentError(Status.invalid_argument, `requestedSchema[Symbol.for("__arrow_c_schema__")]() returned ${describe(capsule, given)}, not an "arrow_schema" capsule (an object with kind, schema and [Symbol.dispose])`);
+    }
     try {
-      return withRequested({ requestedSchema: capsule }, use);
+      return use(CSchema.at(branded(requestedAddress(capsule, "the capsule requestedSchema's schema method returned"))));
     } finally {
       capsule[Symbol.dispose]();
     }
   }
   throw new InvalidArgumentError(Status.invalid_argument, "requestedSchema must be an \"arrow_schema\" capsule or an object with a [Symbol.for(\"__arrow_c_schema__\")] method");
+}
+
+/** The schema address of an "arrow_schema" capsule, each getter read once. */
+function requestedAddress(capsule: ArrowCapsule, what: string): number {
+  const kind = capsule.kind;
+  if (kind !== "arrow_schema") throw new InvalidArgumentError(Status.invalid_argument, `${what} must be an "arrow_schema" capsule, not "${kind}"`);
+  const schema = capsule.schema;
+  if (typeof schema !== "number" || !Number.isSafeInteger(schema) || schema <= 0) {
+    throw new InvalidArgumentError(Status.invalid_argument, `${what} ("arrow_schema" capsule) has no schema address (schema is ${typeof schema === "number" ? schema : typeof schema})`);
+  }
+  return schema;
+}
+
+function describe(value: unknown, producer: unknown): string {
+  if (value === producer) return "the producer itself";
+  if (value === null || value === undefined) return String(value);
+  if (typeof value === "function") return "a function";
+  return typeof value === "object" ? `a ${value.constructor?.name ?? "object"}` : `a ${typeof value} (${String(value)})`;
 }
 
 /** An apache-arrow Data under the field it is exported as. */
@@ -130,20 +153,41 @@ export function requestedColumn(column: Column, requested: CSchema): Column | nu
   return adaptZeroCopy(column, requested) ?? adaptByCopy(column, requested);
 }
 
-/** `batch` under the requested schema (a struct with one child per
- * column), or null (ignored). */
-export function requestedBatch(batch: RecordBatch, requested: CSchema): RecordBatch | null {
-  if (requested.format !== "+s" || requested.nChildren !== batch.numCols || requested.dictionary !== null) return null;
+/** The columns of a struct `data` (a batch's) each under the requested
+ * schema's child, or null (ignored). */
+function requestedColumns(data: Data, fields: readonly Field[], requested: CSchema): Column[] | null {
+  if (requested.format !== "+s" || requested.nChildren !== fields.length || requested.dictionary !== null) return null;
   const columns: Column[] = [];
-  const fields = batch.data.type.children;
   for (let i = 0; i < fields.length; i++) {
-    const column = requestedColumn({ data: batch.data.children[i], field: fields[i] }, requested.child(i));
+    const column = requestedColumn({ data: data.children[i], field: fields[i] }, requested.child(i));
     if (!column) return null;
     columns.push(column);
   }
+  return columns;
+}
+
+/** `batch` under the requested schema (a struct with one child per
+ * column), or null (ignored). */
+export function requestedBatch(batch: RecordBatch, requested: CSchema): RecordBatch | null {
+  const columns = requestedColumns(batch.data, batch.data.type.children, requested);
+  if (!columns) return null;
   const schemaFields = columns.map((c) => c.field);
   const data = makeData({ type: new Struct(schemaFields), length: batch.numRows, nullCount: 0, children: columns.map((c) => c.data) });
   return new RecordBatch(new Schema(schemaFields, metadataOf(requested)), data);
+}
+
+/** A struct column without nulls (a record batch imported from C) with
+ * each child under the requested schema's, as `requestedBatch` does for
+ * a RecordBatch, or null (ignored). Other columns: `requestedColumn`. */
+export function requestedStructColumn(column: Column, requested: CSchema): Column | null {
+  const { data, field } = column;
+  if (field.type.typeId !== Type.Struct || data.nullCount !== 0) return null;
+  const columns = requestedColumns(data, field.type.children, requested);
+  if (!columns) return null;
+  const fields = columns.map((c) => c.field);
+  const type = new Struct(fields);
+  const rebuilt = makeData({ type, length: data.length, nullCount: 0, children: columns.map((c) => c.data) });
+  return { data: rebuilt, field: new Field(requested.name ?? "", type, requested.nullable, metadataOf(requested)) };
 }
 
 /** `table` with every batch under the requested schema, or null. */

@@ -16,6 +16,7 @@
  * Table can be read as many times as Python asks. A one-shot source (an
  * iterator, a reader, an exported or imported stream) can be taken once.
  */
+import { branded } from "../abi/pointers.ts";
 import { type Pointer } from "bun:ffi";
 import { ArrowDeviceArrayLayout, ArrowDeviceArrayStreamLayout, ArrowSchemaLayout } from "../abi/layout.ts";
 import { optionsArg } from "../args.ts";
@@ -31,7 +32,7 @@ import { exportArray, exportSchema } from "../convert/export.ts";
 import { exportStream } from "../convert/stream_export.ts";
 import { shapeOf } from "../convert/source_shape.ts";
 import { PythonError } from "./errors.ts";
-import { PyObject, loadPython, loadedPython, type Python } from "./interpreter.ts";
+import { PyObject, loadPython, loadedPython, pythonToken, type Python } from "./interpreter.ts";
 import { ErrorText } from "./shim.ts";
 
 /** Protocol methods by the kind numbers of native/abd_python.c. */
@@ -50,8 +51,8 @@ export type FromPythonOptions = ImportOptions & {
   method?: PythonMethodKind;
 };
 
-function pythonOf(object: PyObject): Python {
-  if (!(object instanceof PyObject)) throw new InvalidArgumentError(Status.invalid_argument, `expected a PyObject (from loadPython().eval(...)), got ${describe(object)}`);
+function pythonOf(object: PyObject, fn = "fromPython"): Python {
+  if (!(object instanceof PyObject)) throw new InvalidArgumentError(Status.invalid_argument, `${fn}: expected a PyObject (from loadPython().eval(...)), got ${describe(object)}`);
   return object.python;
 }
 
@@ -108,10 +109,10 @@ export function fromPython(object: PyObject, options: FromPythonOptions = {}): I
     const at = slot + ArrowSchemaLayout.size;
     const kind = take(object, wanted, slot);
     switch (kind) {
-      case Kind.device_array: return ImportedArray.fromDeviceArray(slot, at, importOptions);
-      case Kind.array: return ImportedArray.fromArray(slot, at, importOptions);
-      case Kind.device_stream: return ImportedStream.fromDeviceArrayStream(at, importOptions);
-      case Kind.stream: return ImportedStream.fromArrayStream(at, importOptions);
+      case Kind.device_array: return ImportedArray.fromDeviceArray(branded(slot), branded(at), importOptions);
+      case Kind.array: return ImportedArray.fromArray(branded(slot), branded(at), importOptions);
+      case Kind.device_stream: return ImportedStream.fromDeviceArrayStream(branded(at), importOptions);
+      case Kind.stream: return ImportedStream.fromArrayStream(branded(at), importOptions);
       default:
         native.abd_schema_release(at as Pointer);
         throw new InvalidArgumentError(Status.invalid_argument, "this Python object only has __arrow_c_schema__ (no data): read it with schemaFromPython");
@@ -122,12 +123,12 @@ export function fromPython(object: PyObject, options: FromPythonOptions = {}): I
 /** Imports a Python object's `__arrow_c_schema__` as an owned CSchema
  * (moved out of the capsule). */
 export function schemaFromPython(object: PyObject): CSchema {
-  pythonOf(object);
+  pythonOf(object, "schemaFromPython");
   const schema = CSchema.allocate();
   try {
     withSlot((slot) => {
       take(object, Kind.schema, slot);
-      CSchema.at(slot + ArrowSchemaLayout.size).move(schema);
+      CSchema.at(branded(slot + ArrowSchemaLayout.size)).move(schema);
     });
   } catch (error) {
     schema.dispose();
@@ -143,8 +144,8 @@ export type PythonSource = unknown;
  * reference for the caller, plus what the shim needs to know of it. */
 function ownerOf(exported: ExportedArray): { owner: number; schema: number; deviceType: number } {
   const imported = exported.kind === "array"
-    ? ImportedArray.fromArray(exported.schema, exported.array, { validation: "minimal" })
-    : ImportedArray.fromDeviceArray(exported.schema, exported.array, { validation: "minimal" });
+    ? ImportedArray.fromArray(exported.schema, (exported as ExportedArray<"array">).array, { validation: "minimal" })
+    : ImportedArray.fromDeviceArray(exported.schema, (exported as ExportedArray<"device_array">).array, { validation: "minimal" });
   try {
     const owner = imported.ownerAddress;
     native.abd_owner_retain(owner as Pointer, 1);
@@ -160,25 +161,25 @@ function sourceArray(python: Python, exported: ExportedArray): PyObject {
   // The shim takes the owner reference whatever happens.
   const object = python.shim.abdpy_source_array(owner as Pointer, schema as Pointer, deviceType, error.bytes, error.bytes.length);
   if (object === null) throw new PythonError("making a Python array", error.text);
-  return new PyObject(python, object);
+  return new PyObject(pythonToken, python, object);
 }
 
 function sourceStream(python: Python, stream: ExportedStream): PyObject {
   if (stream.kind === "device_stream") {
-    using plain = deviceStreamAsArrayStream(stream.stream);
+    using plain = deviceStreamAsArrayStream((stream as ExportedStream<"device_stream">).stream);
     return sourceStream(python, plain);
   }
   const error = new ErrorText();
   const object = python.shim.abdpy_source_stream(stream.stream, error.bytes, error.bytes.length);
   if (object === null) throw new PythonError("making a Python stream", error.text);
-  return new PyObject(python, object);
+  return new PyObject(pythonToken, python, object);
 }
 
 function sourceSchema(python: Python, exported: ExportedArray): PyObject {
   const error = new ErrorText();
   const object = python.shim.abdpy_source_schema(exported.schema, error.bytes, error.bytes.length);
   if (object === null) throw new PythonError("making a Python schema", error.text);
-  return new PyObject(python, object);
+  return new PyObject(pythonToken, python, object);
 }
 
 function sourceBatches(python: Python, schema: Parameters<typeof exportSchema>[0], batches: Parameters<typeof exportArray>[0][]): PyObject {
@@ -205,7 +206,7 @@ function sourceBatches(python: Python, schema: Parameters<typeof exportSchema>[0
   // The shim takes the owner references and the schema whatever happens.
   const object = python.shim.abdpy_source_table(exportedSchema.schema, owners.length > 0 ? list : null, owners.length, error.bytes, error.bytes.length);
   if (object === null) throw new PythonError("making a Python table", error.text);
-  return new PyObject(python, object);
+  return new PyObject(pythonToken, python, object);
 }
 
 /**

@@ -14,6 +14,10 @@
 import { type Pointer } from "bun:ffi";
 import { libraryPath } from "../ffi/library.ts";
 import { InvalidArgumentError, ReleasedError, Status } from "../errors.ts";
+import { internalConstruction } from "../args.ts";
+
+/** Only the bridge's modules construct Python and PyObject. */
+export const pythonToken = Symbol("Python");
 import { bootstrapCode } from "./bootstrap.ts";
 import { PythonError, PythonUnavailableError } from "./errors.ts";
 import { locatePython, type LocateOptions } from "./locate.ts";
@@ -33,7 +37,8 @@ export class PyObject implements Disposable {
   readonly #python: Python;
 
   /** @internal Adopts one new reference. */
-  constructor(python: Python, address: number) {
+  constructor(token: symbol, python: Python, address: number) {
+    internalConstruction("PyObject", token, pythonToken, "use Python.eval, or fromPython's and toPython's results");
     this.#python = python;
     this.#address = address;
     collected.register(this, { shim: python.shim, address }, this);
@@ -57,9 +62,21 @@ export class PyObject implements Disposable {
 
   /** `str(obj)`. */
   toString(): string {
-    const text = new ErrorText();
-    if (this.#python.shim.abdpy_str(this.address as Pointer, text.bytes, text.bytes.length) !== 0) throw new PythonError("str() failed", text.text);
-    return text.text;
+    // The whole text, however long: asked again with room for it when
+    // the first buffer is too small (str() may change between calls, so
+    // until it fits).
+    const shim = this.#python.shim;
+    const address = this.address as Pointer;
+    let bytes: Uint8Array = new ErrorText().bytes;
+    for (;;) {
+      const size = Number(shim.abdpy_str(address, bytes, bytes.length));
+      if (size < 0) {
+        const end = bytes.indexOf(0);
+        throw new PythonError("str() failed", new TextDecoder().decode(bytes.subarray(0, end < 0 ? bytes.length : end)));
+      }
+      if (size <= bytes.length) return new TextDecoder().decode(bytes.subarray(0, size));
+      bytes = new Uint8Array(size);
+    }
   }
 
   /** `obj.name`. */
@@ -74,7 +91,7 @@ export class PyObject implements Disposable {
     const error = new ErrorText();
     const result = shim.abdpy_call(this.address as Pointer, addresses.length > 0 ? addresses : null, args.length, error.bytes, error.bytes.length);
     if (result === null) throw new PythonError("calling a Python object failed", error.text);
-    return new PyObject(this.#python, result);
+    return new PyObject(pythonToken, this.#python, result);
   }
 
   /** Drops the reference. Idempotent. */
@@ -111,7 +128,8 @@ export class Python {
   readonly main: number;
 
   /** @internal Use `loadPython()`. */
-  constructor(shim: Shim, libpython: string, via: string) {
+  constructor(token: symbol, shim: Shim, libpython: string, via: string) {
+    internalConstruction("Python", token, pythonToken, "use loadPython()");
     this.shim = shim;
     this.libpython = libpython;
     this.via = via;
@@ -154,7 +172,7 @@ export class Python {
 
   /** Evaluates an expression in `__main__`; its value as a new handle. */
   eval(expression: string, variables: PythonVariables = {}): PyObject {
-    return this.#withVariables(variables, () => new PyObject(this, this.#run(expression, true)));
+    return this.#withVariables(variables, () => new PyObject(pythonToken, this, this.#run(expression, true)));
   }
 
   /** `import name` (the module object). */
@@ -200,7 +218,7 @@ export function loadPython(options: LoadPythonOptions = {}): Python {
   if (shim.abdpy_bootstrap(cString(bootstrapCode), error.bytes, error.bytes.length) !== 0) {
     throw new PythonError("the bun_arrow_device bootstrap failed", error.text);
   }
-  const started = new Python(shim, located.libpython, located.via);
+  const started = new Python(pythonToken, shim, located.libpython, located.via);
   started.addSysPath([...(options.sysPath ?? []), ...located.sysPath]);
   python = started;
   return started;

@@ -23,7 +23,7 @@ const shimSymbols = {
   abdpy_dict_set: { args: [ptr, ptr, ptr, ptr, usize], returns: i32 },
   abdpy_dict_get: { args: [ptr, ptr], returns: ptr },
   abdpy_decref: { args: [ptr], returns: none },
-  abdpy_str: { args: [ptr, ptr, usize], returns: i32 },
+  abdpy_str: { args: [ptr, ptr, usize], returns: i64 },
   abdpy_import: { args: [ptr, i32, ptr, ptr, ptr, usize], returns: i32 },
   abdpy_source_array: { args: [ptr, ptr, i32, ptr, usize], returns: ptr },
   abdpy_source_table: { args: [ptr, ptr, i64, ptr, usize], returns: ptr },

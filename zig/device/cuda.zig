@@ -66,6 +66,8 @@ pub const Api = struct {
     cuMemFree_v2: *const fn (memory: CUdeviceptr) callconv(.c) CUresult,
     cuMemAllocHost_v2: *const fn (out: *?*anyopaque, size: usize) callconv(.c) CUresult,
     cuMemFreeHost: *const fn (memory: ?*anyopaque) callconv(.c) CUresult,
+    cuMemHostRegister_v2: *const fn (pointer: ?*anyopaque, size: usize, flags: c_uint) callconv(.c) CUresult,
+    cuMemHostUnregister: *const fn (pointer: ?*anyopaque) callconv(.c) CUresult,
     cuMemAllocManaged: *const fn (out: *CUdeviceptr, size: usize, flags: c_uint) callconv(.c) CUresult,
     cuMemcpyHtoD_v2: *const fn (dst: CUdeviceptr, src: ?*const anyopaque, size: usize) callconv(.c) CUresult,
     cuMemcpyDtoH_v2: *const fn (dst: ?*anyopaque, src: CUdeviceptr, size: usize) callconv(.c) CUresult,
@@ -278,6 +280,20 @@ fn copy(device: i32, direction: runtime.Direction, dst: usize, src: usize, size:
     };
 }
 
+fn hostRegister(device: i32, address: usize, size: usize) Status {
+    const entered = enter(device);
+    if (entered != .ok) return entered;
+    defer leave();
+    return check(api.cuMemHostRegister_v2(@ptrFromInt(address), size, 0), "cuMemHostRegister_v2", "{d} bytes at 0x{x} for device {d}", .{ size, address, device });
+}
+
+fn hostUnregister(device: i32, address: usize) Status {
+    const entered = enter(device);
+    if (entered != .ok) return entered;
+    defer leave();
+    return check(api.cuMemHostUnregister(@ptrFromInt(address)), "cuMemHostUnregister", "0x{x} for device {d}", .{ address, device });
+}
+
 fn streamCreate(device: i32, out: *runtime.Stream) Status {
     const entered = enter(device);
     if (entered != .ok) return entered;
@@ -397,6 +413,8 @@ pub const ops: runtime.Ops = .{
     .eventQuery = eventQuery,
     .eventDestroy = eventDestroy,
     .pointerQuery = pointerQuery,
+    .hostRegister = hostRegister,
+    .hostUnregister = hostUnregister,
 };
 
 test "a missing driver library is an explained state" {

@@ -60,6 +60,8 @@ pub const Api = struct {
     hipFree: *const fn (memory: ?*anyopaque) callconv(.c) hipError_t,
     hipHostMalloc: *const fn (out: *?*anyopaque, size: usize, flags: c_uint) callconv(.c) hipError_t,
     hipHostFree: *const fn (memory: ?*anyopaque) callconv(.c) hipError_t,
+    hipHostRegister: *const fn (pointer: ?*anyopaque, size: usize, flags: c_uint) callconv(.c) hipError_t,
+    hipHostUnregister: *const fn (pointer: ?*anyopaque) callconv(.c) hipError_t,
     hipMallocManaged: *const fn (out: *?*anyopaque, size: usize, flags: c_uint) callconv(.c) hipError_t,
     hipMemcpy: *const fn (dst: ?*anyopaque, src: ?*const anyopaque, size: usize, kind: c_int) callconv(.c) hipError_t,
     hipMemcpyAsync: *const fn (dst: ?*anyopaque, src: ?*const anyopaque, size: usize, kind: c_int, stream: runtime.Stream) callconv(.c) hipError_t,
@@ -194,6 +196,20 @@ fn free(device: i32, kind: runtime.MemoryKind, address: usize) Status {
         .device, .managed => check(api.hipFree(@ptrFromInt(address)), "hipFree", "0x{x} on device {d}", .{ address, device }),
         .pinned => check(api.hipHostFree(@ptrFromInt(address)), "hipHostFree", "0x{x} for device {d}", .{ address, device }),
     };
+}
+
+fn hostRegister(device: i32, address: usize, size: usize) Status {
+    const entered = enter(device);
+    if (entered != .ok) return entered;
+    defer leave();
+    return check(api.hipHostRegister(@ptrFromInt(address), size, 0), "hipHostRegister", "{d} bytes at 0x{x} for device {d}", .{ size, address, device });
+}
+
+fn hostUnregister(device: i32, address: usize) Status {
+    const entered = enter(device);
+    if (entered != .ok) return entered;
+    defer leave();
+    return check(api.hipHostUnregister(@ptrFromInt(address)), "hipHostUnregister", "0x{x} for device {d}", .{ address, device });
 }
 
 fn copy(device: i32, direction: runtime.Direction, dst: usize, src: usize, size: usize, stream: runtime.Stream, is_async: bool) Status {
@@ -359,6 +375,8 @@ pub const ops: runtime.Ops = .{
     .eventQuery = eventQuery,
     .eventDestroy = eventDestroy,
     .pointerQuery = pointerQuery,
+    .hostRegister = hostRegister,
+    .hostUnregister = hostUnregister,
 };
 
 test "a missing HIP runtime is an explained state" {

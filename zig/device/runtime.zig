@@ -111,6 +111,10 @@ pub const Ops = struct {
     eventQuery: *const fn (device: i32, event: Event, ready: *bool) Status,
     eventDestroy: *const fn (device: i32, event: Event) Status,
     pointerQuery: *const fn (address: usize, out: *PointerInfo) Status,
+    /// Page-locks `size` bytes of host memory at `address` (allocated by
+    /// someone else) for `device`'s copies; undone by `hostUnregister`.
+    hostRegister: *const fn (device: i32, address: usize, size: usize) Status,
+    hostUnregister: *const fn (device: i32, address: usize) Status,
 };
 
 pub const Runtime = struct {
@@ -272,6 +276,22 @@ pub const Runtime = struct {
         const destroyed = self.ops.eventDestroy(@intCast(device), event);
         if (destroyed == .ok) counters.add(.live_device_events, -1);
         return destroyed;
+    }
+
+    /// Page-locks host memory the caller owns; the caller unregisters it,
+    /// once, before that memory is freed.
+    pub fn hostRegister(self: *Runtime, device: i64, address: usize, size: usize) Status {
+        const checked = self.checkDevice(device);
+        if (checked != .ok) return checked;
+        if (address == 0 or size == 0) return fail(.invalid_argument, "cannot register {d} bytes at 0x{x} with {s}: empty or NULL", .{ size, address, self.name });
+        return self.ops.hostRegister(@intCast(device), address, size);
+    }
+
+    pub fn hostUnregister(self: *Runtime, device: i64, address: usize) Status {
+        const checked = self.checkDevice(device);
+        if (checked != .ok) return checked;
+        if (address == 0) return fail(.invalid_argument, "cannot unregister NULL with {s}", .{self.name});
+        return self.ops.hostUnregister(@intCast(device), address);
     }
 
     pub fn pointerQuery(self: *Runtime, address: usize, out: *PointerInfo) Status {

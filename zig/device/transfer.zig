@@ -29,6 +29,7 @@ const schema_copy = @import("../schema_copy.zig");
 const runtime = @import("runtime.zig");
 const releaser = @import("releaser.zig");
 const debug = @import("debug.zig");
+const staging = @import("staging.zig");
 const Status = status.Status;
 const fail = status.fail;
 const Owner = owner_mod.Owner;
@@ -243,13 +244,23 @@ pub fn toDevice(schema: ?*abi.ArrowSchema, array: ?*abi.ArrowDeviceArray, option
         source.release();
         return allocated;
     }
+    // Ordinary host memory going to device memory is packed into a pinned
+    // staging block and moved with one asynchronous copy (staging.zig);
+    // pinned sources (by device type, or CPU arrays over pinned or
+    // registered memory), pinned or managed targets and batches larger
+    // than a block are copied buffer by buffer from where they are.
+    const stage: ?*staging.Block = if (memory == .device and source.array.device_type == abi.device_cpu and !alreadyPinned(rt, table, sizes))
+        staging.acquire(rt, device, placement.total)
+    else
+        null;
     var event: ?*runtime.EventBox = null;
-    const result = copyAndExport(rt, device, memory, stream, source, sizes, &placement, base, options.device_type, &event, out_array);
+    const result = copyAndExport(rt, device, memory, stream, source, sizes, &placement, base, stage, options.device_type, &event, out_array);
     if (result != .ok) {
         const saved = SavedError.capture(result);
         _ = rt.streamSynchronize(device, stream);
         if (event) |e| _ = e.destroy();
         _ = rt.free(device, memory, base);
+        if (stage) |block| staging.giveBack(block);
         source.release();
         return saved.restore();
     }
@@ -257,20 +268,47 @@ pub fn toDevice(schema: ?*abi.ArrowSchema, array: ?*abi.ArrowDeviceArray, option
     // caller, and the source keeps only its array.
     out_schema.* = source.schema;
     source.schema.release = null;
-    // Without a reserved job or a launched callback, this thread waits for
-    // the copies and releases the source itself.
-    const job = releaser.reserve(releaseSource, source);
-    const launched = if (job) |j| rt.launchHostFn(device, stream, releaseSourceAfterCopies, j) == .ok else false;
-    if (!launched) {
-        if (job) |j| j.cancel();
-        _ = rt.streamSynchronize(device, stream);
+    if (stage) |block| {
+        // The source was read by the host memcpy into the block: it goes
+        // now; the block comes back once the copy out of it is done (the
+        // callback only links it into the pool: no driver call).
         source.release();
+        if (rt.launchHostFn(device, stream, staging.giveBackCallback, block) != .ok) {
+            _ = rt.streamSynchronize(device, stream);
+            staging.giveBack(block);
+        }
+    } else {
+        // Without a reserved job or a launched callback, this thread waits
+        // for the copies and releases the source itself.
+        const job = releaser.reserve(releaseSource, source);
+        const launched = if (job) |j| rt.launchHostFn(device, stream, releaseSourceAfterCopies, j) == .ok else false;
+        if (!launched) {
+            if (job) |j| j.cancel();
+            _ = rt.streamSynchronize(device, stream);
+            source.release();
+        }
     }
     status.clear();
     return .ok;
 }
 
-fn copyAndExport(rt: *Runtime, device: i64, memory: runtime.MemoryKind, stream: runtime.Stream, source: *Owner, sizes: []const i64, placement: *const Placement, base: usize, device_type: abi.DeviceType, event_out: *?*runtime.EventBox, out_array: *abi.ArrowDeviceArray) Status {
+/// Whether a CPU array's first non-empty buffer is memory the runtime
+/// already knows (pinned, registered or managed): one pointer query. A
+/// failed query counts as ordinary memory.
+fn alreadyPinned(rt: *Runtime, table: *const validate.NodeTable, sizes: []const i64) bool {
+    for (sizes, 0..) |size, i| {
+        if (size <= 0) continue;
+        var info: runtime.PointerInfo = .{};
+        if (rt.pointerQuery(table.bufferAddress(i), &info) != .ok) {
+            status.clear();
+            return false;
+        }
+        return info.kind != .host;
+    }
+    return false;
+}
+
+fn copyAndExport(rt: *Runtime, device: i64, memory: runtime.MemoryKind, stream: runtime.Stream, source: *Owner, sizes: []const i64, placement: *const Placement, base: usize, stage: ?*staging.Block, device_type: abi.DeviceType, event_out: *?*runtime.EventBox, out_array: *abi.ArrowDeviceArray) Status {
     const table = &source.table;
     const addresses = std.heap.c_allocator.alloc(usize, sizes.len) catch return fail(.out_of_memory, "out of memory planning a copy", .{});
     defer std.heap.c_allocator.free(addresses);
@@ -288,10 +326,20 @@ fn copyAndExport(rt: *Runtime, device: i64, memory: runtime.MemoryKind, stream: 
     for (sizes, 0..) |size, i| {
         const original = table.bufferAddress(i);
         addresses[i] = placement.address(base, original, size, i);
-        if (size > 0) {
+        if (size <= 0) continue;
+        if (stage) |block| {
+            const from: [*]const u8 = @ptrFromInt(original);
+            const to: [*]u8 = @ptrFromInt(block.address + placement.offsets[i]);
+            @memcpy(to[0..@intCast(size)], from[0..@intCast(size)]);
+        } else {
             const copied = rt.copy(device, .host_to_device, addresses[i], original, @intCast(size), stream, true);
             if (copied != .ok) return copied;
         }
+    }
+    if (stage) |block| {
+        // One copy for the whole batch, gaps between buffers included.
+        const copied = rt.copy(device, .host_to_device, base, block.address, placement.total, stream, true);
+        if (copied != .ok) return copied;
     }
     if (!early) {
         const recorded = rt.eventRecord(device, box.handle, stream);
@@ -483,20 +531,31 @@ fn deviceToHost(rt: *Runtime, owner: *Owner, stream: runtime.Stream, out_schema:
         return fail(.out_of_memory, "out of memory planning a copy", .{});
     };
     defer std.heap.c_allocator.free(addresses);
+    // Device memory comes back into a pinned staging block when the batch
+    // fits one (staging.zig), then is copied into the result by the host.
+    const stage = staging.acquire(rt, device, placement.total);
     for (sizes, 0..) |size, i| {
         const original = table.bufferAddress(i);
         addresses[i] = placement.address(base, original, size, i);
         if (size > 0) {
-            const copied = rt.copy(device, .device_to_host, addresses[i], original, @intCast(size), stream, true);
+            const landing = if (stage) |s| s.address + placement.offsets[i] else addresses[i];
+            const copied = rt.copy(device, .device_to_host, landing, original, @intCast(size), stream, true);
             if (copied != .ok) {
                 const kept = drainAfter(copied, rt, device, stream);
+                if (stage) |s| staging.giveBack(s);
                 std.c.free(block);
                 return kept;
             }
         }
     }
     const synced = rt.streamSynchronize(device, stream);
-    if (synced != .ok) return synced; // copies may be in flight: `block` is leaked, not freed under them
+    if (synced != .ok) return synced; // copies may be in flight: `block` and the stage are leaked, not freed under them
+    if (stage) |s| {
+        const from: [*]const u8 = @ptrFromInt(s.address);
+        const to: [*]u8 = @ptrCast(block.?);
+        @memcpy(to[0..placement.total], from[0..placement.total]);
+        staging.giveBack(s);
+    }
     var schema: abi.ArrowSchema = .empty;
     const schema_copied = schema_copy.copy(&owner.schema, &schema);
     if (schema_copied != .ok) {

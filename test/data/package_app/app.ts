@@ -8,7 +8,7 @@ import { deviceAvailability, type DeviceAvailability } from "bun-arrow-device/de
 import { librarySource, nonZeroCounters, platformId } from "bun-arrow-device/diagnostics";
 
 const table: Table = tableFromArrays({ id: Int32Array.of(1, 2, 3), score: Float64Array.of(0.5, 1.5, 2.5) });
-const options: ExportOptions = { as: "device_array" };
+const options: ExportOptions<"device_array"> = { as: "device_array" };
 const validation: ValidationLevelName = "full";
 const importOptions: ImportTableOptions = { validation };
 
