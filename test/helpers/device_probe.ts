@@ -145,6 +145,130 @@ switch (scenario) {
     out.value = read.u8(memory.address as never, 0);
     break;
   }
+  case "strict-cuda-10": {
+    process.env.ARROW_DEVICE_CUDA_LIBRARY = fixturePath("fake_cuda_10");
+    out.cuda = reason("cuda");
+    const exported = toDevice(makeVector(Int32Array.of(1, 2, 3)), { device: "cuda" });
+    exported.release();
+    drainReleased();
+    // The source's release runs on the releaser thread: bounded wait.
+    for (let i = 0; i < 200 && Object.keys(nonZeroCounters()).length > 0; i++) {
+      await Bun.sleep(5);
+      drainReleased();
+    }
+    out.counters = nonZeroCounters();
+    break;
+  }
+  case "strict-mistake": {
+    // The mistake is named by ARROW_DEVICE_DEBUG_MISTAKE (set by the test).
+    process.env.ARROW_DEVICE_CUDA_LIBRARY = cudaFake;
+    out.cuda = reason("cuda");
+    if (String(out.cuda).startsWith("available")) {
+      out.toDevice = errorOf(() => toDevice(makeVector(Int32Array.of(1, 2, 3)), { device: "cuda" }).release());
+      const host = new Uint8Array(64);
+      out.pointer = errorOf(() => deviceRuntime("cuda").pointerInfo(addressOf(host)));
+    }
+    break;
+  }
+  case "strict-release-source": {
+    // A CUDA_HOST source whose release calls the driver (frees pinned
+    // memory, destroys its event), copied to the device through the C
+    // entry point: its release must never run inside a host function.
+    const f = openLibrary(cudaFake, {
+      fake_cuda_produce: { args: [i32, i32, i64, i32, ptr, ptr], returns: i32 },
+      fake_cuda_produced_live: { args: [], returns: i64 },
+      fake_cuda_callback_violations: { args: [], returns: i64 },
+      fake_cuda_drain: { args: [], returns: none },
+    }).symbols;
+    process.env.ARROW_DEVICE_CUDA_LIBRARY = cudaFake;
+    out.cuda = reason("cuda");
+    const native = (await import("../../ts/ffi/library.ts")).native;
+    const slot = native.abd_alloc_zeroed(400)!;
+    out.produced = f.fake_cuda_produce(0, 1, 20, 1, slot, (slot + 72) as Pointer);
+    out.copied = native.abd_device_array_to_device(slot, (slot + 72) as Pointer, 2, 0, null, (slot + 200) as Pointer, (slot + 272) as Pointer);
+    f.fake_cuda_drain();
+    for (let i = 0; i < 200 && Number(f.fake_cuda_produced_live()) > 0; i++) await Bun.sleep(5);
+    out.sourceLive = Number(f.fake_cuda_produced_live());
+    out.violations = Number(f.fake_cuda_callback_violations());
+    native.abd_schema_release((slot + 200) as Pointer);
+    native.abd_device_array_release((slot + 272) as Pointer);
+    native.abd_free(slot);
+    drainReleased();
+    out.counters = nonZeroCounters();
+    break;
+  }
+  case "strict-wait": {
+    // A producer's array whose copies are still pending (its stream holds
+    // them back): the consumer must wait for its sync_event before
+    // touching the data, or it reads the fake's poison (0xA5 bytes).
+    const kind = Number(process.argv[3] ?? 0);
+    const f = openLibrary(cudaFake, {
+      fake_cuda_produce: { args: [i32, i32, i64, i32, ptr, ptr], returns: i32 },
+      fake_cuda_set_produce_hold_ms: { args: [i32], returns: none },
+      fake_cuda_drain: { args: [], returns: none },
+    }).symbols;
+    process.env.ARROW_DEVICE_CUDA_LIBRARY = cudaFake;
+    deviceRuntime("cuda");
+    f.fake_cuda_set_produce_hold_ms(300);
+    const native = (await import("../../ts/ffi/library.ts")).native;
+    const slot = native.abd_alloc_zeroed(200)!;
+    out.produced = f.fake_cuda_produce(0, kind, 20, 1, slot, (slot + 72) as Pointer);
+    try {
+      using imported = ImportedArray.fromDeviceArray(structPointer("ArrowSchema", slot), structPointer("ArrowDeviceArray", (slot + 72) as Pointer));
+      using view = imported.toHost();
+      out.ints = Array.from(view.root.child(0).buffer(1) as Int32Array).slice(0, 5);
+    } catch (error) {
+      out.error = { name: (error as Error).name, message: (error as Error).message };
+    }
+    native.abd_free(slot);
+    f.fake_cuda_drain();
+    drainReleased();
+    break;
+  }
+  case "strict-order": {
+    // toDevice's event must follow its copies: a consumer on another
+    // stream that waits for it must see the data, not the poison.
+    const f = openLibrary(cudaFake, {
+      fake_cuda_set_copy_hold_ms: { args: [i32], returns: none },
+      fake_cuda_drain: { args: [], returns: none },
+    }).symbols;
+    process.env.ARROW_DEVICE_CUDA_LIBRARY = cudaFake;
+    const rt = deviceRuntime("cuda");
+    f.fake_cuda_set_copy_hold_ms(300);
+    const exported = toDevice(makeVector(Int32Array.of(5, 6, 7)), { device: "cuda" });
+    const imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
+    const stream = rt.createStream();
+    const view = imported.toHost({ stream });
+    out.ints = Array.from(view.root.buffer(1) as Int32Array);
+    view.dispose();
+    imported.dispose();
+    stream.destroy();
+    exported.release();
+    f.fake_cuda_drain();
+    drainReleased();
+    break;
+  }
+  case "strict-sticky": {
+    // After an illegal access every driver call fails with it.
+    const f = openLibrary(cudaFake, { fake_cuda_illegal_access: { args: [], returns: none } }).symbols;
+    process.env.ARROW_DEVICE_CUDA_LIBRARY = cudaFake;
+    const rt = deviceRuntime("cuda");
+    const before = toDevice(makeVector(Int32Array.of(1, 2, 3)), { device: "cuda" });
+    f.fake_cuda_illegal_access();
+    out.toDevice = errorOf(() => toDevice(makeVector(Int32Array.of(1, 2, 3)), { device: "cuda" }));
+    out.allocate = errorOf(() => rt.allocate(64));
+    out.pointer = errorOf(() => rt.pointerInfo(addressOf(new Uint8Array(8))));
+    out.release = errorOf(() => before.release());
+    break;
+  }
+  case "strict-exit": {
+    // A device array still alive at exit: the driver answers
+    // CUDA_ERROR_DEINITIALIZED from then on, and the process exits cleanly.
+    process.env.ARROW_DEVICE_CUDA_LIBRARY = cudaFake;
+    (globalThis as Record<string, unknown>).kept = toDevice(makeVector(Int32Array.of(1, 2, 3)), { device: "cuda" });
+    out.alive = true;
+    break;
+  }
   default:
     throw new Error(`unknown scenario ${scenario}`);
 }

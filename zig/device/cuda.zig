@@ -16,6 +16,7 @@ const status = @import("../status.zig");
 const sync = @import("../sync.zig");
 const dynlib = @import("dynlib.zig");
 const runtime = @import("runtime.zig");
+const debug = @import("debug.zig");
 const Status = status.Status;
 const fail = status.fail;
 
@@ -41,11 +42,16 @@ const memorytype_host: u64 = 1;
 const memorytype_device: u64 = 2;
 const memorytype_unified: u64 = 4;
 
-/// The oldest driver with everything below (cuLaunchHostFunc: CUDA 10.0).
+/// The oldest driver this library supports, and the one place that says
+/// so (docs/devices.md repeats it): every symbol in `Api` exists in it
+/// (the newest, cuLaunchHostFunc, arrived with CUDA 10.0).
 pub const min_driver_version = 10000;
 
-/// Every driver function this library calls, by its versioned symbol name:
-/// the one list that declares them and drives their lookup.
+/// Every driver function this library calls, by its versioned symbol name,
+/// and nothing it does not call (a symbol looked up is a symbol required):
+/// the one list that declares them and drives their lookup. Primary
+/// contexts are retained for the life of the process, so
+/// cuDevicePrimaryCtxRelease_v2 (CUDA 11.0) is not among them.
 pub const Api = struct {
     cuInit: *const fn (flags: c_uint) callconv(.c) CUresult,
     cuDriverGetVersion: *const fn (version: *c_int) callconv(.c) CUresult,
@@ -54,7 +60,6 @@ pub const Api = struct {
     cuDeviceGetName: *const fn (name: [*]u8, length: c_int, device: CUdevice) callconv(.c) CUresult,
     cuDeviceTotalMem_v2: *const fn (bytes: *usize, device: CUdevice) callconv(.c) CUresult,
     cuDevicePrimaryCtxRetain: *const fn (context: *CUcontext, device: CUdevice) callconv(.c) CUresult,
-    cuDevicePrimaryCtxRelease_v2: *const fn (device: CUdevice) callconv(.c) CUresult,
     cuCtxPushCurrent_v2: *const fn (context: CUcontext) callconv(.c) CUresult,
     cuCtxPopCurrent_v2: *const fn (context: *CUcontext) callconv(.c) CUresult,
     cuMemAlloc_v2: *const fn (out: *CUdeviceptr, size: usize) callconv(.c) CUresult,
@@ -113,7 +118,17 @@ fn load(path: ?[]const u8, out: *runtime.LoadInfo) Status {
     const loaded_from: []const u8 = opened.path;
 
     var missing: []const u8 = "";
-    const table = dynlib.loadTable(Api, handle, &missing) orelse {
+    if (debug.makes(.@"unversioned-symbols")) {
+        // The mistake: the CUDA 2.0 / 3.x names instead of the _v2 ones.
+        inline for (@typeInfo(Api).@"struct".field_names) |name| {
+            if (comptime std.mem.endsWith(u8, name, "_v2")) {
+                const old_name = comptime std.fmt.comptimePrint("{s}", .{name[0 .. name.len - 3]});
+                if (missing.len == 0 and std.c.dlsym(handle, old_name) == null) missing = old_name;
+            }
+        }
+    }
+    const found: ?Api = if (missing.len > 0) null else dynlib.loadTable(Api, handle, &missing);
+    const table = found orelse {
         dynlib.close(handle);
         return fail(.device_unavailable, "CUDA is not available: {s} has no symbol {s} (the driver is older than CUDA {d}.{d}, or not a CUDA driver); nothing was loaded", .{ loaded_from, missing, min_driver_version / 1000, min_driver_version % 1000 / 10 });
     };
@@ -186,12 +201,14 @@ fn primaryContext(device: i32) struct { Status, CUcontext } {
 
 /// Makes `device`'s primary context current on this thread until `leave`.
 fn enter(device: i32) Status {
+    if (debug.makes(.@"no-context-push")) return .ok;
     const found = primaryContext(device);
     if (found[0] != .ok) return found[0];
     return check(api.cuCtxPushCurrent_v2(found[1]), "cuCtxPushCurrent_v2", "device {d}", .{device});
 }
 
 fn leave() void {
+    if (debug.makes(.@"no-context-push")) return;
     var popped: CUcontext = null;
     _ = api.cuCtxPopCurrent_v2(&popped);
 }
@@ -354,6 +371,11 @@ fn eventDestroy(device: i32, event: runtime.Event) Status {
 }
 
 fn pointerQuery(address: usize, out: *runtime.PointerInfo) Status {
+    // cuPointerGetAttributes needs a current context; with unified
+    // addressing any device's answers for all, so device 0's is pushed.
+    const entered = enter(0);
+    if (entered != .ok) return entered;
+    defer leave();
     // Each attribute gets 8 zeroed bytes: the driver writes a 4-byte
     // unsigned (memory type), a bool (managed) or an int (ordinal).
     var memory_type: u64 = 0;

@@ -22,6 +22,7 @@
 //! `live_device_events` track what this library created and has not freed.
 
 const std = @import("std");
+const debug = @import("debug.zig");
 const abi = @import("../abi.zig");
 const status = @import("../status.zig");
 const counters = @import("../counters.zig");
@@ -358,6 +359,7 @@ pub fn require(device_type: abi.DeviceType) struct { Status, ?*Runtime } {
 /// `device_sync`'s waiter: blocks until the event behind `sync_event` (a
 /// `CUevent*` / `hipEvent_t*`) fired, loading the runtime if needed.
 fn waitForHost(device_type: abi.DeviceType, device_id: i64, sync_event: *anyopaque) Status {
+    if (debug.makes(.@"no-event-sync")) return .ok;
     const found = require(device_type);
     if (found[0] != .ok) return found[0];
     const handle: *const Event = @ptrCast(@alignCast(sync_event));

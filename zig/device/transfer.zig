@@ -28,6 +28,7 @@ const export_array = @import("../export_array.zig");
 const schema_copy = @import("../schema_copy.zig");
 const runtime = @import("runtime.zig");
 const releaser = @import("releaser.zig");
+const debug = @import("debug.zig");
 const staging = @import("staging.zig");
 const Status = status.Status;
 const fail = status.fail;
@@ -158,10 +159,12 @@ fn finishDeviceExport(context: ?*anyopaque) callconv(.c) void {
 
 /// Runs on the driver's callback thread once the copies out of the host
 /// source are done. The source's release is the producer's code and may
-/// call the driver, which a stream callback must not: the releaser thread
-/// runs it.
+/// call the driver, which a stream callback must not: the job reserved
+/// before the launch (context) is posted to the releaser thread, which runs
+/// it. Posting cannot fail, so nothing ever runs here.
 fn releaseSourceAfterCopies(context: ?*anyopaque) callconv(.c) void {
-    releaser.post(releaseSource, context);
+    const job: *releaser.Job = @ptrCast(@alignCast(context.?));
+    job.post();
 }
 
 fn releaseSource(context: ?*anyopaque) callconv(.c) void {
@@ -267,15 +270,23 @@ pub fn toDevice(schema: ?*abi.ArrowSchema, array: ?*abi.ArrowDeviceArray, option
     source.schema.release = null;
     if (stage) |block| {
         // The source was read by the host memcpy into the block: it goes
-        // now; the block comes back once the copy out of it is done.
+        // now; the block comes back once the copy out of it is done (the
+        // callback only links it into the pool: no driver call).
         source.release();
         if (rt.launchHostFn(device, stream, staging.giveBackCallback, block) != .ok) {
             _ = rt.streamSynchronize(device, stream);
             staging.giveBack(block);
         }
-    } else if (rt.launchHostFn(device, stream, releaseSourceAfterCopies, source) != .ok) {
-        _ = rt.streamSynchronize(device, stream);
-        source.release();
+    } else {
+        // Without a reserved job or a launched callback, this thread waits
+        // for the copies and releases the source itself.
+        const job = releaser.reserve(releaseSource, source);
+        const launched = if (job) |j| rt.launchHostFn(device, stream, releaseSourceAfterCopies, j) == .ok else false;
+        if (!launched) {
+            if (job) |j| j.cancel();
+            _ = rt.streamSynchronize(device, stream);
+            source.release();
+        }
     }
     status.clear();
     return .ok;
@@ -301,6 +312,17 @@ fn copyAndExport(rt: *Runtime, device: i64, memory: runtime.MemoryKind, stream: 
     const table = &source.table;
     const addresses = std.heap.c_allocator.alloc(usize, sizes.len) catch return fail(.out_of_memory, "out of memory planning a copy", .{});
     defer std.heap.c_allocator.free(addresses);
+    var box: *runtime.EventBox = undefined;
+    const created = runtime.EventBox.create(rt, device, &box);
+    if (created != .ok) return created;
+    event_out.* = box;
+    // The event is recorded after the copies, so that it fires once the
+    // data is there (the debug mistake records it before them).
+    const early = debug.makes(.@"event-before-copies");
+    if (early) {
+        const recorded = rt.eventRecord(device, box.handle, stream);
+        if (recorded != .ok) return recorded;
+    }
     for (sizes, 0..) |size, i| {
         const original = table.bufferAddress(i);
         addresses[i] = placement.address(base, original, size, i);
@@ -319,12 +341,10 @@ fn copyAndExport(rt: *Runtime, device: i64, memory: runtime.MemoryKind, stream: 
         const copied = rt.copy(device, .host_to_device, base, block.address, placement.total, stream, true);
         if (copied != .ok) return copied;
     }
-    var box: *runtime.EventBox = undefined;
-    const created = runtime.EventBox.create(rt, device, &box);
-    if (created != .ok) return created;
-    event_out.* = box;
-    const recorded = rt.eventRecord(device, box.handle, stream);
-    if (recorded != .ok) return recorded;
+    if (!early) {
+        const recorded = rt.eventRecord(device, box.handle, stream);
+        if (recorded != .ok) return recorded;
+    }
 
     const state = std.heap.c_allocator.create(DeviceExport) catch return fail(.out_of_memory, "out of memory exporting a device array", .{});
     state.* = .{
@@ -488,7 +508,7 @@ fn deviceToHost(rt: *Runtime, owner: *Owner, stream: runtime.Stream, out_schema:
     const device = owner.array.device_id;
     const checked = rt.checkDevice(device);
     if (checked != .ok) return checked;
-    if (owner.array.sync_event) |event| {
+    if (if (debug.makes(.@"no-stream-wait")) null else owner.array.sync_event) |event| {
         const handle: *const runtime.Event = @ptrCast(@alignCast(event));
         const waited = rt.streamWaitEvent(device, stream, handle.*);
         if (waited != .ok) return waited;
@@ -569,7 +589,7 @@ pub fn toHost(owner: *Owner, stream: runtime.Stream, out_schema: *abi.ArrowSchem
     if (found[0] != .ok) return found[0];
     const rt = found[1].?;
     if (abi.isHostAccessible(device_type)) {
-        if (owner.array.sync_event) |event| {
+        if (if (debug.makes(.@"no-event-sync")) null else owner.array.sync_event) |event| {
             const handle: *const runtime.Event = @ptrCast(@alignCast(event));
             const waited = rt.eventSynchronize(owner.array.device_id, handle.*);
             if (waited != .ok) return waited;
