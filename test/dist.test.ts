@@ -1,5 +1,5 @@
 /**
- * The release libraries (issue 11): `bash scripts/build-dist.sh` builds
+ * The release libraries: `bash scripts/build-dist.sh` builds
  * every platform id into dist/native/, each file is checked for format,
  * CPU and exported functions, the x64 ones for instruction sets, and the
  * linux-x64-gnu / linux-arm64-gnu libraries run the smoke script under

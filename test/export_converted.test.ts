@@ -1,5 +1,5 @@
 /**
- * Issue 10, item 1: exports of objects converted from an import point into
+ * Exports of objects converted from an import point into
  * the producer's memory, so they hold the import's owner. Disposing the
  * import ends the handle's own access only; the producer's release
  * (c_peer.c's `produced_live` counter) runs once the import and every

@@ -1,5 +1,5 @@
 /**
- * The fuzzer in the test command (issue 10, "Keep it closed"): a fixed seed,
+ * The fuzzer in the test command: a fixed seed,
  * bounded to well under a minute on a 2-core machine. Longer runs:
  * `bun run fuzz --cases 1000000` (docs/fuzzing.md).
  *

@@ -1,5 +1,5 @@
 /**
- * Issue 10, item 3: a conversion that fails is typed and releases what it
+ * A conversion that fails is typed and releases what it
  * took. A buffer larger than a JS ArrayBuffer can be (4 GiB in Bun) is
  * honest Arrow data; here it lies over a reserved PROT_NONE range
  * (c_producer.c's fx_reserve), so any read of it would crash the test.

@@ -1,5 +1,5 @@
 /**
- * What imports reuse and what each holds (issue 13): a handle holds one
+ * What imports reuse and what each holds: a handle holds one
  * anchor view (its tables are a JS copy); repeated imports of one schema
  * share one apache-arrow Schema, found by the exact schema bytes; every
  * batch of a stream shares the stream's Schema; the table-reading build

@@ -1,5 +1,5 @@
 /**
- * Issue 10, item 4: releases in a loop that never yields must not grow
+ * Releases in a loop that never yields must not grow
  * memory. Every release queues its keepalive id natively; the library
  * posts at most one wake (a Bun threadsafe callback, queued as a task that
  * runs only when the event loop turns) until that wake has run

@@ -1,5 +1,5 @@
 /**
- * Owned imports (issue 4): the producer's release runs exactly once, after
+ * Owned imports: the producer's release runs exactly once, after
  * the last holder — owner handle, views, child and slice handles,
  * re-exports — is gone, in every order; GC and explicit paths; typed errors
  * for bad requests, with nothing leaked.

@@ -1,5 +1,5 @@
 /**
- * Real producers' and consumers' quirks (issue 10, item 14):
+ * Real producers' and consumers' quirks:
  * - Polars exports a Null column with n_buffers = 1 (one NULL buffer), as
  *   Arrow C++ did before 2021 and still accepts: imported, at every level.
  * - DuckDB ignores the validity bitmap of a dictionary column whose

@@ -1,5 +1,5 @@
 /**
- * Issue 4 against the reference implementation: Arrow C++ as the consumer
+ * Re-exports against the reference implementation: Arrow C++ as the consumer
  * of re-exports. For every batch of every gold file apache-arrow can read,
  * this library imports the batch (an owner), re-exports it twice, and
  * Arrow C++ imports both copies (ImportDeviceRecordBatch), checks each

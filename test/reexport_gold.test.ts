@@ -1,5 +1,5 @@
 /**
- * The "Arrow C++ as consumer" scenario of issue 4, with the C fixture as
+ * The "Arrow C++ as consumer" scenario of re-exports, with the C fixture as
  * the consumer (an Arrow C++ variant belongs with the Arrow C++ shim): each
  * gold file's batches are exported from apache-arrow, imported into an
  * owner, re-exported twice, and both copies go to a C consumer that drops

@@ -1,5 +1,5 @@
 /**
- * Re-exports released concurrently from many threads (issue 4): a C fixture
+ * Re-exports released concurrently from many threads: a C fixture
  * imports a batch, re-exports it once per thread (whole, child, slice,
  * dictionary, one-column table), then 8 threads release one re-export each
  * at the same moment while the importing thread drops the owner's own

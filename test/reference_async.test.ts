@@ -1,6 +1,6 @@
 /**
- * Proof against the reference implementation for async device streams
- * (issue 7): Arrow C++ (the pyarrow wheel's libarrow, through
+ * Proof against the reference implementation for async device streams:
+ * Arrow C++ (the pyarrow wheel's libarrow, through
  * test/reference/arrow_shim.h) in the other role, over every gold file of
  * both folders.
  *

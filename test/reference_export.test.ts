@@ -1,6 +1,5 @@
 /**
- * Proof against the reference implementation, JS -> C (issue 3, direction
- * 1): for every gold file of test/data/gold (both folders), apache-arrow
+ * Proof against the reference implementation, JS -> C: for every gold file of test/data/gold (both folders), apache-arrow
  * reads the .stream, this library exports each batch (exportArray), and
  * Arrow C++ imports it (ImportDeviceRecordBatch, or ImportRecordBatch for a
  * plain ArrowArray), runs ValidateFull, and compares it equal, schema

@@ -1,9 +1,9 @@
 /**
- * Proof against the reference implementation, C -> JS at the raw level
- * (issue 3, direction 2): for every gold file of test/data/gold (both
- * folders, list-view and run-end encoded included), Arrow C++ reads the
- * bytes and exports each batch (ExportDeviceRecordBatch, or ExportRecordBatch
- * for a plain ArrowArray) into a slot; this library imports it with full
+ * Proof against the reference implementation, C -> JS at the raw level:
+ * for every gold file of test/data/gold (both folders, list-view and
+ * run-end encoded included), Arrow C++ reads the bytes and exports each
+ * batch (ExportDeviceRecordBatch, or ExportRecordBatch for a plain
+ * ArrowArray) into a slot; this library imports it with full
  * validation. The import must succeed and see exactly the tree Arrow C++
  * exported: node count, lengths, null counts, offsets and buffer addresses
  * (zero-copy). Arrow C++'s release runs exactly once, at dispose() and not

@@ -1,8 +1,7 @@
 /**
  * The Arrow C++ reference shim itself (test/reference/arrow_shim.h), Arrow
  * C++ on both ends: its stream, async and held-import functions work on
- * every gold file, so the stream (issue 5), async (issue 7) and ownership
- * (issue 4) tests can rely on them as the reference. Also records what
+ * every gold file, so the stream, async and ownership tests can rely on them as the reference. Also records what
  * Arrow C++ 26 does where ABI-NOTES.md lists deviations from the spec.
  */
 import { afterEach, describe, expect, test } from "bun:test";

@@ -1,5 +1,5 @@
 /**
- * Proof against the reference implementation for streams (issue 5): Arrow
+ * Proof against the reference implementation for streams: Arrow
  * C++ (the pyarrow wheel's libarrow, through test/reference/arrow_shim.h)
  * on the other end of ArrowArrayStream and ArrowDeviceArrayStream, over
  * every gold file of both folders, in both directions.

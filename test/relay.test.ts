@@ -1,5 +1,5 @@
 /**
- * Relays without conversion (issue 4): a C producer's arrays pass through
+ * Relays without conversion: a C producer's arrays pass through
  * this library to a C consumer with no apache-arrow involvement — list-view
  * and run-end encoded arrays, which apache-arrow cannot represent, and
  * device memory the host cannot read (PROT_NONE pages: one host read and

@@ -1,5 +1,5 @@
 /**
- * Issue 2's vertical slice: a non-null int32 column and a nullable float64
+ * The vertical slice: a non-null int32 column and a nullable float64
  * column leave as ArrowDeviceArray on the CPU device, are read in place by
  * native code (same addresses, same bytes), and are released exactly once,
  * with the JS buffers alive until then even when JS dropped them.

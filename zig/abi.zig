@@ -1,7 +1,6 @@
 //! The Arrow C Data, C Stream and C Device Data Interface structs, exactly as
-//! Arrow C++'s `cpp/src/arrow/c/abi.h` lays them out (see
-//! ../shared/spec/ABI-NOTES.md). Every other Zig file takes its layout from
-//! here; nothing else declares these structs.
+//! Arrow C++'s `cpp/src/arrow/c/abi.h` lays them out. Every other Zig file
+//! takes its layout from here; nothing else declares these structs.
 //!
 //! Ownership rules that hold for every struct below:
 //! - A struct is released when `release == null`.
@@ -247,7 +246,7 @@ pub const ArrowAsyncDeviceStreamHandler = extern struct {
 };
 
 // ---------------------------------------------------------------------------
-// Layout, asserted at compile time against ../shared/spec/ABI-NOTES.md
+// Layout, asserted at compile time against Arrow C++'s abi.h
 // (64-bit targets). A changed field order or type fails the build here.
 // ---------------------------------------------------------------------------
 

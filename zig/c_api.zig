@@ -846,7 +846,7 @@ export fn abd_metadata_length(blob: ?[*]const u8) f64 {
 }
 
 // ---------------------------------------------------------------------------
-// Streams (issue 5): JS-produced streams, imported streams, adapters, and
+// Streams: JS-produced streams, imported streams, adapters, and
 // the JS work queue they wake JS through. Threads: see stream_export.zig
 // and stream_import.zig; the functions below that answer or drain are for
 // the JS thread only.
@@ -1087,7 +1087,7 @@ export fn abd_stream_from_device(source: ?*abi.ArrowDeviceArrayStream, out: ?*ab
 }
 
 // ---------------------------------------------------------------------------
-// Async device streams (issue 7): js_wake.zig, async_consumer.zig,
+// Async device streams: js_wake.zig, async_consumer.zig,
 // async_producer.zig. Unless a comment says otherwise, these are called on
 // the JS thread; the C peer only ever sees the handler, producer and task
 // structs themselves.
@@ -1283,7 +1283,7 @@ export fn abd_async_producer_release(stream: *async_producer.Producer) void {
 }
 
 // ---------------------------------------------------------------------------
-// Device streams from JS (issue 6): JS-produced streams whose batches are
+// Device streams from JS: JS-produced streams whose batches are
 // arrays made elsewhere (device copies from toDevice, C producers' arrays),
 // moved whole into get_next's `out`. JS thread only, as the other answers.
 // See stream_export.zig `deliverArray` and schema_match.zig.
@@ -1308,7 +1308,7 @@ export fn abd_stream_export_deliver_array(producer: *stream_export.Producer, sch
 }
 
 // ---------------------------------------------------------------------------
-// Stream pulls in one call (issue 13): get_next, validation and the owner
+// Stream pulls in one call: get_next, validation and the owner
 // snapshot a JS handle reads, for a stream read on the JS thread.
 // ---------------------------------------------------------------------------
 

@@ -24,8 +24,8 @@
 //! so a wake that reaches JS after the object was freed is harmless (JS
 //! finds no object under that token and ignores it).
 //!
-//! The sync-stream work of issue 5 needs the same mechanism; this module is
-//! deliberately small and generic so the two can share it.
+//! The sync device streams use the same mechanism; this module is
+//! deliberately small and generic so both share it.
 
 const std = @import("std");
 const monotonicNs = @import("js_queue.zig").monotonicNs;

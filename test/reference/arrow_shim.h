@@ -176,7 +176,7 @@ const char* shim_check_message(int32_t which);
  * of a stream report, after shim_consume_* / shim_job_result). */
 void shim_check_flags(int32_t* out);
 
-/* --- Held imports (issue 4): Arrow C++ holds what it imported ------------ */
+/* --- Held imports: Arrow C++ holds what it imported ---------------------- */
 
 /* ImportDeviceRecordBatch; *out_id names the held batch. Moves both in. */
 int shim_hold_device_batch(struct ArrowSchema* schema, struct ArrowDeviceArray* array, int64_t* out_id);
@@ -199,7 +199,7 @@ int shim_held_export_device(int64_t id, struct ArrowSchema* out_schema, struct A
  * SHIM_BAD_ARGUMENT for an unknown (or already dropped) id. */
 int shim_held_drop(int64_t id);
 
-/* --- Streams (issue 5) ---------------------------------------------------- */
+/* --- Streams -------------------------------------------------------------- */
 
 /* Exports the batches of `ipc` as a stream through ExportRecordBatchReader /
  * ExportDeviceRecordBatchReader into *out (the caller owns the stream).
@@ -237,7 +237,7 @@ int shim_consume_stream_start(struct ArrowArrayStream* stream, const shim_ipc* r
 int shim_consume_device_stream_start(struct ArrowDeviceArrayStream* stream, const shim_ipc* reference,
                                      int64_t max_batches, shim_job** out);
 
-/* --- Async device streams (issue 7) -------------------------------------- */
+/* --- Async device streams ------------------------------------------------- */
 
 /* Arrow C++ as consumer: CreateAsyncDeviceStreamHandler fills *handler
  * (caller memory, which must stay valid until the producer calls its

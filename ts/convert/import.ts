@@ -16,7 +16,7 @@
  *
  * Offsets. The C interface applies one `offset` to every buffer of a node;
  * apache-arrow slices value buffers to the node's start and keeps
- * `Data.offset` for bitmaps only (../shared/notes/bun-ffi.md). A node with
+ * `Data.offset` for bitmaps only (docs/design.md). A node with
  * C offset k becomes: bitmaps whole with `Data.offset = k`, values from
  * `k * stride`, offsets from `k` (length + 1 of them). apache-arrow slices
  * the children of structs, sparse unions and fixed-size lists together with
@@ -863,8 +863,7 @@ class BatchPlan {
     // Pushed, not `new Array(count)`: with a count read from the Float64Array
     // words, JSC's optimizing tiers exit at that allocation on every call
     // (Bun 1.4.5: 6-8 recompilations, then the function stays in the
-    // baseline tier; ~840 instructions per stream batch, counted with
-    // callgrind).
+    // baseline tier).
     const children: Data[] = [];
     for (let i = 0; i < count; i++) {
       const child = this.#node(words, nodesAt, buffersAt, views, firstChild + i, shift, length);

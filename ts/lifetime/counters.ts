@@ -13,8 +13,8 @@ export type Counters = Record<CounterName, number> & {
   js_retained_exports: number;
 };
 
-// Passed as the typed array itself (a `ptr()` of a small typed array can
-// go stale: ../shared/notes/bun-ffi.md).
+// Passed as the typed array itself: Bun may move a small typed array's
+// storage, so a `ptr()` taken earlier can go stale.
 const scratch = new Float64Array(counterNames.length);
 
 /** Drains finished releases, then reads every counter. */

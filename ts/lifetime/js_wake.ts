@@ -14,7 +14,7 @@
  * keeps one (otherwise idle) timer referenced while anything awaits native
  * news.
  *
- * Generic on purpose: the sync device streams (issue 5) need the same.
+ * Generic on purpose: the sync device streams use the same mechanism.
  */
 import { JSCallback } from "bun:ffi";
 import { native } from "../ffi/library.ts";
