@@ -1,6 +1,6 @@
 /**
  * bench/compare.ts: this library against pyarrow (Arrow C++), a C floor
- * and a JS floor, in ONE Bun process, interleaved (issue 13).
+ * and a JS floor, in ONE Bun process, interleaved.
  *
  *   bun run bench                    # full run (several minutes)
  *   bun run bench -- --quick         # under a minute
@@ -160,7 +160,7 @@ console.log(metaLine(m));
 console.log("");
 console.log(tables);
 console.log("");
-console.log("TARGETS (issue 13)");
+console.log("TARGETS");
 console.log(targetTable(targets));
 for (const t of targets.filter((x) => x.note)) console.log(`  row ${t.row}: ${t.note}`);
 console.log("");

@@ -1,6 +1,6 @@
 /**
  * Row 6 (the full cycle's MEAN at large rows over small rows) measured in
- * processes of its own (issue 13).
+ * processes of its own.
  *
  * Why not in bench/compare.ts's process: a mean counts every collection
  * that lands in a contender's cycles, and JSC starts collections on what

@@ -1,6 +1,6 @@
 /**
- * The rows of issue 13's table, computed from the groups' samples. Medians
- * per cycle decide every row but row 6, which is about means (GC included);
+ * The rows of the performance target table, computed from the groups'
+ * samples. Medians per cycle decide every row but row 6, which is about means (GC included);
  * each row also shows what it compares.
  */
 import { find, fmt, ratio, stat, type Target } from "./report.ts";

@@ -2,7 +2,7 @@
  * What the apache-arrow objects of an import cost on their own, against
  * bench/compare's JS floor of the same import (a view per buffer: one
  * toArrayBuffer with a C deallocator, a typed array, transfer(0)), for the
- * "every column read" rows of issue 13 (4 and 5): once every view is made,
+ * "every column read" rows 4 and 5 of the target table: once every view is made,
  * the floor is spent, and the objects come on top.
  *
  *   bun bench/repro/arrow_objects.ts [columns=10] [rounds=200]

@@ -1,11 +1,11 @@
 /**
- * Row 6 of issue 13 measured with ours alone in the process: the mean
- * cycle (C produces a 10-column batch, ImportedArray.fromDeviceArray +
- * toRecordBatch + dispose) at 1e7 rows over the mean at 1e3 rows, with
- * the batch not read ("lazy") and with every column read ("read"). In
- * bench/compare.ts the same group also runs the JS floor and the read
- * variant, whose 400 MB of external ArrayBuffers per cycle start
- * collections that land in every contender's cycles.
+ * Row 6 of the target table (bench/compare/targets.ts) measured with ours
+ * alone in the process: the mean cycle (C produces a 10-column batch,
+ * ImportedArray.fromDeviceArray + toRecordBatch + dispose) at 1e7 rows over
+ * the mean at 1e3 rows, with the batch not read ("lazy") and with every
+ * column read ("read"). In bench/compare.ts the same group also runs the
+ * JS floor and the read variant, whose 400 MB of external ArrayBuffers per
+ * cycle start collections that land in every contender's cycles.
  *
  *   bun bench/repro/lazy_cycle.ts [seconds per case, default 3]
  */
