@@ -4,9 +4,8 @@
  *   node_modules/.bin/bun bench/async.ts [--quick]
  *
  * Needs the C peers of the tests (build/fixtures/libasync_peer.so, built by
- * scripts/setup.sh). The issue-5 synchronous device stream is not on this
- * branch, so the baseline is a same-process synchronous loop doing the same
- * per-batch work with no stream in between:
+ * scripts/setup.sh). The baseline is a same-process synchronous loop doing
+ * the same per-batch work with no stream in between:
  *
  *   consumer role (a C producer pushes, JS reads)
  *     async  a C source thread makes each batch (struct<v: int32>, `rows`

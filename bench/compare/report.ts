@@ -1,5 +1,5 @@
 /**
- * What bench/compare.ts prints and writes: the shape tables, the issue-13
+ * What bench/compare.ts prints and writes: the shape tables, the
  * target rows with HOLDS / FAILS, the JSON of every figure and the
  * performance section of bench/RESULTS.md.
  */
