@@ -174,8 +174,10 @@ pub const Imported = struct {
         self.forget();
     }
 
-    /// Frees this without touching the producer's stream.
+    /// Frees this without touching the producer's stream. It leaves the
+    /// live list first, so that its thread's end never releases it again.
     fn forget(self: *Imported) void {
+        live.remove(self);
         if (self.schema) |shared| shared.unref();
         self.clearProducerError();
         if (self.pulled_message) |m| allocator.free(m);
@@ -477,6 +479,10 @@ fn stopWorker(self: *Imported, release_if_running: bool) bool {
     switch (self.pull_state.load(.acquire)) {
         .running => {
             if (release_if_running) {
+                // The worker frees this when get_next returns: it leaves
+                // the live list now, so that its thread's end cannot
+                // release it a second time (self.mutex, then live's).
+                live.remove(self);
                 self.release_requested = true;
                 const worker = self.worker.?;
                 self.worker = null;
