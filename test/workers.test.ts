@@ -2,6 +2,7 @@
 // queued work reach that thread (zig/js_context.zig), and streams cross
 // threads by address.
 import { describe, expect, test } from "bun:test";
+import { ptr } from "bun:ffi";
 import { tableFromArrays } from "apache-arrow";
 import { ImportedStream, StreamError, UnsupportedError, exportArray, exportStream, importRecordBatch, readTable, readTableAsync } from "../ts/index.ts";
 import { drainReleased, retainedCount } from "../ts/lifetime/keepalive.ts";
@@ -145,6 +146,24 @@ describe("the library in Workers", () => {
     for (let i = 0; i < 100 && retainedCount() > before; i++) await new Promise((resolve) => setTimeout(resolve, 5));
     expect(retainedCount()).toBe(before);
     await ended(worker);
+  });
+
+  test("a stream released while its pull is in flight, on a Worker then terminated, is released once", async () => {
+    streamPeer.sp_reset_counts();
+    const slot = new BigUint64Array(5); // an ArrowArrayStream
+    streamPeer.sp_int_stream(0, 3, 4, -1, null, 1, 1, slot);
+    streamPeer.sp_intercept_stream(0, slot);
+    streamPeer.sp_set_delay_us(200_000); // get_next sleeps: the Worker ends during it
+    try {
+      const worker = new Worker(new URL("release_pulling.ts", fixtures));
+      expect(await ask(worker, { address: Number(ptr(slot)) })).toEqual({ released: true });
+      await ended(worker);
+      for (let i = 0; i < 200 && streamPeer.sp_stream_releases() < 1n; i++) await new Promise((resolve) => setTimeout(resolve, 5));
+      await new Promise((resolve) => setTimeout(resolve, 300)); // a second release would come by now
+      expect(streamPeer.sp_stream_releases()).toBe(1n);
+    } finally {
+      streamPeer.sp_set_delay_us(0);
+    }
   });
 
   test("8 Workers at once, each round-tripping and reading the main thread's streams", async () => {
