@@ -496,11 +496,11 @@ const Pages = struct {
     fn flush(p: *Pages) void {
         var start: usize = 0;
         while (start < p.n_pending) {
-            const todo = p.pending[start..p.n_pending];
+            const unproven = p.pending[start..p.n_pending];
             if (builtin.is_test) _ = kernel_calls.fetchAdd(1, .monotonic);
-            const read = Os.proveGranules(todo);
-            for (todo[0..read]) |g| p.addGood(g);
-            if (read == todo.len) break;
+            const read = Os.proveGranules(unproven);
+            for (unproven[0..read]) |g| p.addGood(g);
+            if (read == unproven.len) break;
             const failed = start + read;
             p.bad[p.n_bad % p.bad.len] = p.pending[failed];
             p.n_bad += 1;
