@@ -802,13 +802,17 @@ fn probeSchema(p: *Pages, address: usize, bytes: []const u8, mode: Mode) Status 
     if (!executable(@intCast(release))) return notA("its release callback 0x{x} is not in executable memory", kind, address, .{release});
     if (format != 0 and !format_ok) return notA("its format 0x{x} is not a readable NUL-terminated string of at most {d} bytes", kind, address, .{ format, max_format_bytes });
     if (name != 0 and p.stringLength(@intCast(name), 1 << 20) == null) return notA("its name 0x{x} is not a readable NUL-terminated string", kind, address, .{name});
-    const n_children = signed(bytes, S.n_children);
+    return probeTree(p, kind, address, signed(bytes, S.n_children), word(bytes, S.children), word(bytes, S.dictionary), @sizeOf(abi.ArrowSchema));
+}
+
+/// The children pointer array (with a sane count) and the dictionary of a
+/// live schema or array, each `struct_size` bytes: readable memory.
+fn probeTree(p: *Pages, kind: Kind, address: usize, n_children: i64, children: u64, dictionary: u64, struct_size: usize) Status {
     if (sane(n_children)) {
-        const s = checkPointers(p, kind, address, "children", word(bytes, S.children), n_children, @sizeOf(abi.ArrowSchema));
+        const s = checkPointers(p, kind, address, "children", children, n_children, struct_size);
         if (s != .ok) return s;
     }
-    const dictionary = word(bytes, S.dictionary);
-    if (dictionary != 0 and !p.readable(@intCast(dictionary), @sizeOf(abi.ArrowSchema))) return notA("its dictionary 0x{x} is not readable memory", kind, address, .{dictionary});
+    if (dictionary != 0 and !p.readable(@intCast(dictionary), struct_size)) return notA("its dictionary 0x{x} is not readable memory", kind, address, .{dictionary});
     return .ok;
 }
 
@@ -834,14 +838,7 @@ fn probeArray(p: *Pages, kind: Kind, address: usize, bytes: []const u8, mode: Mo
         const s = checkPointers(p, kind, address, "buffers", word(bytes, A.buffers), n_buffers, 0);
         if (s != .ok) return s;
     }
-    const n_children = signed(bytes, A.n_children);
-    if (sane(n_children)) {
-        const s = checkPointers(p, kind, address, "children", word(bytes, A.children), n_children, @sizeOf(abi.ArrowArray));
-        if (s != .ok) return s;
-    }
-    const dictionary = word(bytes, A.dictionary);
-    if (dictionary != 0 and !p.readable(@intCast(dictionary), @sizeOf(abi.ArrowArray))) return notA("its dictionary 0x{x} is not readable memory", kind, address, .{dictionary});
-    return .ok;
+    return probeTree(p, kind, address, signed(bytes, A.n_children), word(bytes, A.children), word(bytes, A.dictionary), @sizeOf(abi.ArrowArray));
 }
 
 /// Every non-NULL function pointer in `offsets` readable. A NULL callback
