@@ -35,7 +35,7 @@ import type { Pointer } from "bun:ffi";
 import { AsyncStreamConsumer } from "../ts/raw.ts";
 import { structPointer, ImportedArray, exportArray, exportAsyncStream } from "../ts/index.ts";
 import { nonZeroCounters } from "../ts/diagnostics.ts";
-import { native } from "../ts/ffi/library.ts";
+import { native } from "../ts/core/ffi/library.ts";
 import { asyncPeer, CSink, CSource } from "../test/helpers/async_peer.ts";
 
 const quick = process.argv.includes("--quick");

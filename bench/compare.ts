@@ -4,7 +4,7 @@
  *
  *   bun run bench                    # full run (several minutes)
  *   bun run bench -- --quick         # under a minute
- *   bun run bench -- --smoke         # seconds: proves every row prints (test/bench_smoke.test.ts)
+ *   bun run bench -- --smoke         # seconds: proves every row prints (test/package/bench_smoke.test.ts)
  *   bun run bench -- --json out.json # every figure as JSON
  *   bun run bench -- --results       # rewrites bench/RESULTS.md's performance section
  *
@@ -147,7 +147,7 @@ const method = [
   "toArrayBuffer with a C deallocator + a typed array, then transfer(0) of each. Streams: a C ArrowArrayStream",
   "of k batches; ours = ImportedStream.fromArrayStream + recordBatches, pyarrow = RecordBatchReader._import_from_c",
   "+ read_next_batch. \"ours, read\" (imports, streams, IPC) also reads every column's values and validity once: a",
-  "batch built through a plan makes its buffer views on first read (ts/convert/lazy_data.ts), and the JS floors make them.",
+  "batch built through a plan makes its buffer views on first read (ts/arrow/lazy_data.ts), and the JS floors make them.",
   "Row 6 runs in processes of its own (compare/own_process.ts): ours with pyarrow, then ours reading every column with",
   "the JS floor, at 10 x 1e3 and 10 x 1e7, interleaved as above; the shared process's ratio is printed beside it.",
   "Async: bench/async.ts's comparison (C thread producing or consuming). IPC = tableToIPC +",

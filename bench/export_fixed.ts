@@ -97,10 +97,10 @@ function time(lib: Lib, batch: RecordBatch, n: number): number {
 }
 
 if (args.includes("--floors")) {
-  const { internal } = await import("../ts/convert/export.ts");
-  const { native } = await import("../ts/ffi/library.ts");
-  const { adoptExportSlot } = await import("../ts/lifetime/exported.ts");
-  const { retainForNative } = await import("../ts/lifetime/keepalive.ts");
+  const { internal } = await import("../ts/arrow/export.ts");
+  const { native } = await import("../ts/core/ffi/library.ts");
+  const { adoptExportSlot } = await import("../ts/native/exported.ts");
+  const { retainForNative } = await import("../ts/native/keepalive.ts");
   const { Columns, SlotPool, deviceArraySize, floor, schemaSize } = await import("./compare/floor.ts");
   const { exportArray } = await import("../ts/index.ts");
   const pool = new SlotPool(Math.max(perRound, warmup));

@@ -33,9 +33,9 @@
 import { cpus, platform, release as osRelease } from "node:os";
 import { readFileSync } from "node:fs";
 import { Field, Float64, Int32, RecordBatch, Schema, Struct, makeData, type Data } from "apache-arrow";
-import { DeviceType } from "../ts/abi/layout.ts";
-import { internal } from "../ts/convert/export.ts";
-import { native } from "../ts/ffi/library.ts";
+import { DeviceType } from "../ts/core/abi/layout.ts";
+import { internal } from "../ts/arrow/export.ts";
+import { native } from "../ts/core/ffi/library.ts";
 import { ExportedArray, ExportedStream, ImportedArray, ImportedStream, exportStream, toRecordBatch } from "../ts/index.ts";
 import { drainReleased, nonZeroCounters } from "../ts/diagnostics.ts";
 import { streamPeer } from "../test/helpers/fixtures.ts";

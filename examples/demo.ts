@@ -7,7 +7,7 @@
 import { ptr } from "bun:ffi";
 import { Float64, Int32, Table, makeVector, vectorFromArray } from "apache-arrow";
 import { ImportedArray, exportArray, toTable } from "bun-arrow-device";
-import { consumeNatively, fnv1a32 } from "../ts/native_consumer.ts";
+import { consumeNatively, fnv1a32 } from "../test/helpers/native_consumer.ts";
 import { counters } from "bun-arrow-device/diagnostics";
 import { deviceTypeName } from "bun-arrow-device/raw";
 

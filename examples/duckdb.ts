@@ -13,7 +13,7 @@
  * Threads: this runs the query on the JS thread, so DuckDB must call the
  * streams' get_next on that thread too: `threads: "1"`. With more threads,
  * run the query on a native thread and keep the JS event loop free (see
- * test/duckdb.test.ts); `callBlocking` turns the would-be deadlock into a
+ * test/peers/duckdb.test.ts); `callBlocking` turns the would-be deadlock into a
  * WrongThreadError, shown at the end.
  */
 import { ptr } from "bun:ffi";

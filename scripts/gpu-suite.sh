@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the device test suites against a real GPU: the same files CI runs
-# under the fake drivers (test/device_runtime.test.ts, test/device_gold.test.ts),
+# under the fake drivers (test/device/device_runtime.test.ts, test/device/device_gold.test.ts),
 # with ARROW_DEVICE_REAL_GPU=1 so that libarrow_device loads the real
 # libcuda.so.1 / libamdhip64.so (or what ARROW_DEVICE_CUDA_LIBRARY /
 # ARROW_DEVICE_HIP_LIBRARY name) and fake-only assertions are left out.
@@ -38,7 +38,7 @@ fi
 
 echo "gpu-suite: running the device suites on: $kinds"
 ARROW_DEVICE_REAL_GPU=1 ARROW_DEVICE_TEST_KINDS="$kinds" "$BUN" test --timeout 120000 \
-  test/device_runtime.test.ts test/device_gold.test.ts
+  test/device/device_runtime.test.ts test/device/device_gold.test.ts
 status=$?
 
 if [ "${1:-}" = "--bench" ] && [ "$status" -eq 0 ]; then

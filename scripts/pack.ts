@@ -20,7 +20,7 @@
  */
 import { copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import { libraryFileName, platformId, platformIds, platformPackage } from "../ts/ffi/platform.ts";
+import { libraryFileName, platformId, platformIds, platformPackage } from "../ts/core/ffi/platform.ts";
 
 const root = resolve(import.meta.dir, "..");
 const manifest = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as Record<string, unknown> & { version: string; files: string[] };

@@ -3,7 +3,7 @@
 #   bash scripts/sanitize.sh            # about a minute on 2 cores
 #   bash scripts/sanitize.sh --check    # steps 1 and 2 only: the builds
 #
-# test/sanitize_script.test.ts runs --check, so the script's copy of the
+# test/structure/sanitize_script.test.ts runs --check, so the script's copy of the
 # repository and its builds stay in step with build.zig.
 #
 # 1. Builds the library in Debug (every Zig safety check on: integer
@@ -75,6 +75,6 @@ export LD_PRELOAD="$asan $ubsan"
 export ASAN_OPTIONS="detect_leaks=0:alloc_dealloc_mismatch=0:abort_on_error=1:detect_odr_violation=0"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 export FUZZ_CASES="${FUZZ_CASES:-3000}"
-"$BUN" test --timeout 120000 test/bad_input.test.ts test/conversion_errors.test.ts test/producer_quirks.test.ts \
-  test/import_types.test.ts test/owners.test.ts test/fuzz.test.ts
+"$BUN" test --timeout 120000 test/core/bad_input.test.ts test/arrow/conversion_errors.test.ts test/native/producer_quirks.test.ts \
+  test/arrow/import_types.test.ts test/native/owners.test.ts test/peers/fuzz.test.ts
 echo "sanitize: passed in $(( $(date +%s) - start )) s"

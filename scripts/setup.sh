@@ -74,7 +74,7 @@ if [ "$want_test_tools" = 1 ]; then
     echo "setup: installing pyarrow $PYARROW_VERSION into $pyarrow_dir"
     pip_install "$pyarrow_dir" "pyarrow==$PYARROW_VERSION"
   fi
-  # Python peers of test/python.test.ts: binary wheels only (nanoarrow's
+  # Python peers of test/peers/python.test.ts: binary wheels only (nanoarrow's
   # sdist needs meson), each into its own ignored folder.
   for peer in "polars==$POLARS_VERSION" "duckdb==$DUCKDB_PYTHON_VERSION" "nanoarrow==$NANOARROW_PYTHON_VERSION"; do
     peer_dir="$toolchain/${peer%%==*}-${peer##*==}"
@@ -100,7 +100,7 @@ sys.exit(0 if any(os.path.exists(os.path.join(d, n)) for d in dirs for n in name
   fi
 fi
 
-# The release tests (test/dist.test.ts): objdump, qemu-user and an arm64
+# The release tests (test/release/dist.test.ts): objdump, qemu-user and an arm64
 # glibc from Debian, installed with apt-get only when absent (CI runs as
 # root on a fresh Debian machine), and Bun's own baseline-x64 and arm64
 # binaries at the pinned version (npm pack, no install scripts) for
@@ -134,7 +134,7 @@ if [ "$want_test_tools" = 1 ]; then
 fi
 
 # apache-arrow at each end of the supported range (and the release below
-# it), for test/arrow_versions.test.ts; the default stays node_modules'.
+# it), for test/arrow/arrow_versions.test.ts; the default stays node_modules'.
 if [ "$want_test_tools" = 1 ]; then
   for version in $(printf '%s\n' "$APACHE_ARROW_LOWEST" "$APACHE_ARROW_HIGHEST" "$APACHE_ARROW_BELOW" | sort -u); do
     arrow_dir="$toolchain/apache-arrow-$version"

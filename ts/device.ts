@@ -8,8 +8,8 @@
 export {
   DeviceType, MemoryKind, CopyDirection, PointerKind, deviceTypeName, isHostAccessible,
   type DeviceTypeName, type ValidationLevelName, type MemoryKindName, type CopyDirectionName, type PointerKindName,
-} from "./abi/layout.ts";
-export { deviceLibraryEnvVars } from "./ffi/device_loader.ts";
+} from "./core/abi/layout.ts";
+export { deviceLibraryEnvVars } from "./core/ffi/device_loader.ts";
 export {
   deviceAvailability, deviceRuntime, kindOfDeviceType, runtimeDeviceType, libraryEnvVars,
   DeviceRuntime, DeviceMemory, DeviceStream, DeviceEvent, HostRegistration,
@@ -17,9 +17,9 @@ export {
 } from "./device/runtime.ts";
 export { copyArrayToDevice, targetDeviceType, type DeviceTarget } from "./device/transfer.ts";
 export { wrapDeviceMemory, exportRawArray, type RawArrayNode, type RawBuffer, type RawExportOptions, type WrapOptions } from "./device/wrap.ts";
-export { toDevice, toHost, type ToDeviceOptions } from "./convert/device.ts";
-export { exportDeviceArray, type ArraySource } from "./convert/export.ts";
-export { ExportedArray, type ExportedKind, type ExportedSchema } from "./lifetime/exported.ts";
-export { ImportedArray, RawArray, type ImportOptions, type ToHostOptions, type TypedBuffer } from "./lifetime/imported.ts";
-export { type StructRef } from "./lifetime/c_structs.ts";
-export { structPointer, type StructPointer, type StructName } from "./abi/pointers.ts";
+export { toDevice, toHost, type ToDeviceOptions } from "./arrow/device.ts";
+export { exportDeviceArray, type ArraySource } from "./arrow/export.ts";
+export { ExportedArray, type ExportedKind, type ExportedSchema } from "./native/exported.ts";
+export { ImportedArray, RawArray, type ImportOptions, type ToHostOptions, type TypedBuffer } from "./native/imported.ts";
+export { type StructRef } from "./native/c_structs.ts";
+export { structPointer, type StructPointer, type StructName } from "./core/abi/pointers.ts";

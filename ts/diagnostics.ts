@@ -5,10 +5,10 @@
  * run pending JS-side releases now, the tuning knob of the JS work queue,
  * and which native library file this process loaded.
  */
-export { type CounterName } from "./abi/layout.ts";
-export { counters, nonZeroCounters, type Counters } from "./lifetime/counters.ts";
-export { drainReleased } from "./lifetime/keepalive.ts";
-export { liveHandles, debugEnabled } from "./lifetime/debug.ts";
-export { setJsWorkSpin } from "./lifetime/js_queue.ts";
-export { libraryPath, librarySource, libraryEnvVar, type LibrarySource } from "./ffi/library.ts";
-export { platformId, type Libc } from "./ffi/platform.ts";
+export { type CounterName } from "./core/abi/layout.ts";
+export { counters, nonZeroCounters, type Counters } from "./native/counters.ts";
+export { drainReleased } from "./native/keepalive.ts";
+export { liveHandles, debugEnabled } from "./native/debug.ts";
+export { setJsWorkSpin } from "./native/js_queue.ts";
+export { libraryPath, librarySource, libraryEnvVar, type LibrarySource } from "./core/ffi/library.ts";
+export { platformId, type Libc } from "./core/ffi/platform.ts";

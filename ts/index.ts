@@ -8,42 +8,42 @@
  * (GPU runtimes, memory, copies) and "bun-arrow-device/diagnostics"
  * (counters, live handles, debug mode). docs/api.md explains the names.
  */
-export * from "./errors.ts";
-export { DeviceType, type DeviceTypeName, type ValidationLevelName } from "./abi/layout.ts";
+export * from "./core/errors.ts";
+export { DeviceType, type DeviceTypeName, type ValidationLevelName } from "./core/abi/layout.ts";
 
 // Out: apache-arrow -> C.
-export { ExportedArray, type ExportedKind, type ExportedSchema } from "./lifetime/exported.ts";
-export { exportArray, exportSchema, exportBatches, type ArraySource, type SchemaSource, type ExportOptions } from "./convert/export.ts";
-export { ExportedStream, type StreamKind } from "./lifetime/exported_stream.ts";
+export { ExportedArray, type ExportedKind, type ExportedSchema } from "./native/exported.ts";
+export { exportArray, exportSchema, exportBatches, type ArraySource, type SchemaSource, type ExportOptions } from "./arrow/export.ts";
+export { ExportedStream, type StreamKind } from "./native/exported_stream.ts";
 export {
   exportStream, exportStreamAsync, exportArrayStream, exportDeviceArrayStream,
   type StreamSource, type StreamExportOptions, type StreamItem,
-} from "./convert/stream_export.ts";
-export { exportTable } from "./convert/table.ts";
+} from "./arrow/stream_export.ts";
+export { exportTable } from "./arrow/table.ts";
 export {
   exportAsyncStream, AsyncExport,
   type AsyncExportSource, type AsyncExportItem, type AsyncExportOptions, type AsyncExportOutcome, type AsyncExportResult,
   type MetadataInit,
-} from "./convert/async_producer.ts";
+} from "./arrow/async_producer.ts";
 
 // In: C -> apache-arrow.
-export { ImportedArray, RawArray, type ImportOptions, type ToHostOptions, type TypedBuffer } from "./lifetime/imported.ts";
-export { ImportedStream } from "./lifetime/imported_stream.ts";
-export { type StructRef } from "./lifetime/c_structs.ts";
+export { ImportedArray, RawArray, type ImportOptions, type ToHostOptions, type TypedBuffer } from "./native/imported.ts";
+export { ImportedStream } from "./native/imported_stream.ts";
+export { type StructRef } from "./native/c_structs.ts";
 // Typed addresses (docs/api.md): a raw address from C is given its struct.
-export { structPointer, type StructPointer, type StructName } from "./abi/pointers.ts";
+export { structPointer, type StructPointer, type StructName } from "./core/abi/pointers.ts";
 export {
   toDataType, toField, toSchema, toData, toVector, toRecordBatch, toTable, importVector, importRecordBatch,
   type ImportConvertOptions,
-} from "./convert/import.ts";
-export { type ConvertOptions } from "./convert/types.ts";
-export { recordBatches, recordBatchesAsync, readTable, readTableAsync, streamSchema, type StreamConvertOptions } from "./convert/stream_import.ts";
-export { importTable, type TableSource, type ImportTableOptions } from "./convert/table.ts";
-export { AsyncRecordBatchStream, type AsyncRecordBatchStreamOptions, type AsyncBatch } from "./convert/async_stream.ts";
+} from "./arrow/import.ts";
+export { type ConvertOptions } from "./arrow/types.ts";
+export { recordBatches, recordBatchesAsync, readTable, readTableAsync, streamSchema, type StreamConvertOptions } from "./arrow/stream_import.ts";
+export { importTable, type TableSource, type ImportTableOptions } from "./arrow/table.ts";
+export { AsyncRecordBatchStream, type AsyncRecordBatchStreamOptions, type AsyncBatch } from "./arrow/async_stream.ts";
 
 // The JS Arrow exchange protocol (docs/protocol.md): any producer in, and
 // apache-arrow objects as producers.
-export * from "./protocol/index.ts";
-export { type StreamInput } from "./convert/stream_import.ts";
+export * from "./arrow/protocol/index.ts";
+export { type StreamInput } from "./arrow/stream_import.ts";
 // A synchronous native call whose consumers pull from other threads.
-export { callBlocking } from "./lifetime/blocking.ts";
+export { callBlocking } from "./native/blocking.ts";

@@ -815,7 +815,7 @@ export fn abd_owner_schema_info(owner: *Owner, out: ?[*]u8, capacity: usize) usi
 }
 
 /// An exact key of `owner`'s schema tree, for caches of what JS builds from
-/// it (convert/import.ts; layout in schema_key.zig), as int32 words into
+/// it (arrow/import.ts; layout in schema_key.zig), as int32 words into
 /// `out` (`capacity` words). Returns the words needed (nothing is written
 /// when they do not fit), or 0 when a node is dictionary-encoded (such
 /// schemas are not cached).

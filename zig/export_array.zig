@@ -198,7 +198,7 @@ fn finishBlock(block: *tree_block.Block, options: Options) void {
 
 /// A plan checked and built once, from which `instantiate` makes equal
 /// trees (the same buffer addresses) without reading the plan again: the
-/// JS side keeps one per memoized batch plan (convert/export.ts `Batch`),
+/// JS side keeps one per memoized batch plan (arrow/export.ts `Batch`),
 /// so exporting the same batch again costs one allocation, one memcpy and
 /// one add per pointer (tree_image.zig).
 ///

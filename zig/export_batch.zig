@@ -5,7 +5,7 @@
 //! call to build, one to release, nothing else.
 //!
 //! Ownership: the slot belongs to the JS handle that `create` returned it
-//! to (lifetime/exported.ts), until `destroy`. The trees in it follow the C
+//! to (native/exported.ts), until `destroy`. The trees in it follow the C
 //! Data Interface: a consumer that moves a struct out owns that tree and
 //! releases it from any thread; `destroy` releases only what is still in
 //! the slot (release != NULL) and frees the slot. The array tree's last
@@ -31,7 +31,7 @@ const fail = status.fail;
 /// What the slot holds besides the schema.
 pub const Kind = enum(i32) { schema = 0, array = 1, device_array = 2 };
 
-/// The slot: the same layout lifetime/exported.ts reads (schema at 0, the
+/// The slot: the same layout native/exported.ts reads (schema at 0, the
 /// array struct right after it).
 pub const Slot = extern struct {
     schema: abi.ArrowSchema,

@@ -232,7 +232,7 @@ fn buildMeasured(plan: []const u8, sized: Sized, out: *abi.ArrowSchema) Status {
 /// A schema plan checked and built once, from which `instantiate` makes
 /// any number of trees without reading the plan again: the JS side keeps
 /// one per apache-arrow Schema/Field/DataType it exported
-/// (convert/export.ts). It is a relocatable image of one built tree
+/// (arrow/export.ts). It is a relocatable image of one built tree
 /// (tree_image.zig): `instantiate` is one allocation, one memcpy and one
 /// add per pointer: no parsing, no per-string copies.
 ///

@@ -15,7 +15,7 @@
 //! worst JS wakes once and finds nothing left (a poll took it first).
 //!
 //! Tags are part of the C API between the library and its TS layer
-//! (ts/lifetime/js_queue.ts): new users append a tag.
+//! (ts/native/js_queue.ts): new users append a tag.
 
 const std = @import("std");
 const sync = @import("sync.zig");

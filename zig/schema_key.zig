@@ -1,5 +1,5 @@
 //! An exact key of an imported schema tree, for the caches of what JS builds
-//! from a schema (ts/convert/import.ts keeps one apache-arrow Schema and one
+//! from a schema (ts/arrow/import.ts keeps one apache-arrow Schema and one
 //! batch plan per key). Two trees with equal keys have the same node shape,
 //! flags, formats, names and metadata, so what is built from one fits the
 //! other.

@@ -2,7 +2,7 @@
 //! last-error message that explains the most recent failure.
 //!
 //! The numbers are part of the C API and of the TypeScript error mapping
-//! (ts/errors.ts). They never change meaning; new codes are appended.
+//! (ts/core/errors.ts). They never change meaning; new codes are appended.
 //! Each one carries the errno that stream callbacks report for it.
 
 const std = @import("std");

@@ -1,6 +1,6 @@
 //! JS-produced streams: an ArrowArrayStream or ArrowDeviceArrayStream whose
 //! batches come from a JS source (an apache-arrow Table, iterable or
-//! reader; see ts/convert/stream_export.ts). This module is the C face of
+//! reader; see ts/arrow/stream_export.ts). This module is the C face of
 //! such a stream and the hand-off between the consumer's thread and JS.
 //!
 //! Ownership. `create` fills the caller's stream struct; its `private_data`

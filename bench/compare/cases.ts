@@ -159,7 +159,7 @@ export function importGroup(shape: Shape, ctx: Context): Built | null {
     contenders.push(jsFloor(columns));
   }
   // "ours, read" also reads every column's buffers once before the
-  // dispose: a batch makes its views on first read (convert/lazy_data.ts),
+  // dispose: a batch makes its views on first read (arrow/lazy_data.ts),
   // so "ours" alone does not make them, and the JS floor does.
   for (const read of shape.nested ? [false] : [false, true]) {
     contenders.push({
@@ -280,7 +280,7 @@ export function repeatSources(rows: number, slot: Pointer): { open: (k: number) 
  * ArrayBuffer with a deallocator per buffer (Bun's only zero-copy view of
  * C memory), a typed array over each, an apache-arrow Data per column and
  * for the struct, and a RecordBatch object made without its constructor
- * (as ts/convert/import.ts makeBatch does). No validation, no ownership
+ * (as ts/arrow/import.ts makeBatch does). No validation, no ownership
  * bookkeeping, no schema import: the schema and types are built once.
  */
 export function streamFloor(rows: number, slot: Pointer, open: (k: number) => void): Contender {

@@ -11,7 +11,7 @@ import { type StructPointer } from "../../ts/index.ts";
 import { FFIType, suffix, type Pointer } from "bun:ffi";
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { openLibrary } from "../../ts/ffi/bun_ffi.ts";
+import { openLibrary } from "../../ts/core/ffi/bun_ffi.ts";
 
 const { ptr, i32, i64, void: none } = FFIType;
 

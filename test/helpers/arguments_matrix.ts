@@ -1,5 +1,5 @@
 /**
- * Child process of test/arguments.test.ts: calls every public function,
+ * Child process of test/core/arguments.test.ts: calls every public function,
  * class and static method of the entry points with every wrong kind of
  * value in every parameter (the others valid), and prints one JSON line
  * per call. Run apart so that a crash fails the test instead of killing
@@ -124,14 +124,14 @@ export const table: Record<string, Entry> = {
   AsyncStreamError: { args: () => [5, "message", new Map(), false], accepts: [INTS, ["string"], [], ["true"]], construct: true },
   PythonError: { args: () => ["what", "ValueError: raised"], accepts: [["string"], ["string"]], construct: true },
   PythonUnavailableError: { args: () => ["message", ["here"]], accepts: [["string"], ["[]"]], construct: true },
-  // The Python bridge: what needs a Python is tested in test/python.test.ts.
+  // The Python bridge: what needs a Python is tested in test/peers/python.test.ts.
   Python: internalCtor(() => [Symbol("not the token"), {}, "libpython", "via"]),
   PyObject: internalCtor(() => [Symbol("not the token"), {}, 8]),
-  fromPython: { args: () => [null, {}], noValidCall: "needs a Python object (test/python.test.ts)" },
-  schemaFromPython: { args: () => [null], noValidCall: "needs a Python object (test/python.test.ts)" },
-  loadPython: { skip: "starts a Python (test/python.test.ts)" },
-  locatePython: { skip: "runs a Python to ask where it is (test/python.test.ts)" },
-  toPython: { skip: "starts a Python (test/python.test.ts)" },
+  fromPython: { args: () => [null, {}], noValidCall: "needs a Python object (test/peers/python.test.ts)" },
+  schemaFromPython: { args: () => [null], noValidCall: "needs a Python object (test/peers/python.test.ts)" },
+  loadPython: { skip: "starts a Python (test/peers/python.test.ts)" },
+  locatePython: { skip: "runs a Python to ask where it is (test/peers/python.test.ts)" },
+  toPython: { skip: "starts a Python (test/peers/python.test.ts)" },
   loadedPython: { args: () => [] },
   shimPath: { args: () => [] },
   structPointer: { args: () => ["ArrowSchema", 4096], accepts: [[], ["address8", "address4096"]] },
@@ -147,7 +147,7 @@ export const table: Record<string, Entry> = {
   isSchemaProducer: { args: () => [null], accepts: [ANY] },
   isStreamProducer: { args: () => [null], accepts: [ANY] },
   callBlocking: { args: () => [() => 0], accepts: [["function"]] },
-  // One call each way for a whole Table (ts/convert/table.ts).
+  // One call each way for a whole Table (ts/arrow/table.ts).
   exportTable: { args: () => [new Table([batch(), batch()]), {}], accepts: [[], OPT] },
   importTable: { args: () => [arrayStream("device_stream"), {}], accepts: [[], OPT] },
   // Diagnostics of the loader: no parameters (extra arguments are ignored).
@@ -293,9 +293,9 @@ function methods(
 }
 
 /** Methods of handles that need a device runtime or a Python: tested
- * where those are (test/device_fake.test.ts, test/python.test.ts). */
+ * where those are (test/device/device_fake.test.ts, test/peers/python.test.ts). */
 function skipMethods(cls: string, names: string[]): Record<string, Entry> {
-  return Object.fromEntries(names.map((name) => [`${cls}#${name}`, { skip: "needs a device runtime or a Python (test/device_fake.test.ts, test/python.test.ts)" }]));
+  return Object.fromEntries(names.map((name) => [`${cls}#${name}`, { skip: "needs a device runtime or a Python (test/device/device_fake.test.ts, test/peers/python.test.ts)" }]));
 }
 
 /** Every callable export: functions, classes, classes' static methods,

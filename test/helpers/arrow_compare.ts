@@ -6,7 +6,7 @@
  */
 import { ptr } from "bun:ffi";
 import { Data, DataType, Field, MapRow, RecordBatch, StructRow, Vector } from "apache-arrow";
-import { typeSignature } from "../../ts/convert/types.ts";
+import { typeSignature } from "../../ts/arrow/types.ts";
 
 /** A plain, comparable form of any value apache-arrow returns. */
 export function normalize(value: unknown): unknown {

@@ -15,8 +15,8 @@ import { structPointer, type StructPointer } from "../../ts/index.ts";
 import { FFIType, suffix, type Pointer } from "bun:ffi";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { ArrowArrayStreamLayout, ArrowDeviceArrayLayout, ArrowDeviceArrayStreamLayout, ArrowSchemaLayout, ArrowAsyncDeviceStreamHandlerLayout } from "../../ts/abi/layout.ts";
-import { openLibrary } from "../../ts/ffi/bun_ffi.ts";
+import { ArrowArrayStreamLayout, ArrowDeviceArrayLayout, ArrowDeviceArrayStreamLayout, ArrowSchemaLayout, ArrowAsyncDeviceStreamHandlerLayout } from "../../ts/core/abi/layout.ts";
+import { openLibrary } from "../../ts/core/ffi/bun_ffi.ts";
 import { fixturesDir } from "./fixtures.ts";
 
 const { ptr: p, i32, i64, void: none, cstring } = FFIType;

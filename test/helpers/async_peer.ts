@@ -5,7 +5,7 @@
  */
 import { structPointer, type StructPointer } from "../../ts/index.ts";
 import { CString, FFIType, toArrayBuffer, type Pointer } from "bun:ffi";
-import { openLibrary } from "../../ts/ffi/bun_ffi.ts";
+import { openLibrary } from "../../ts/core/ffi/bun_ffi.ts";
 import { fixturePath } from "./fixtures.ts";
 
 const { ptr, i32, i64, void: none } = FFIType;

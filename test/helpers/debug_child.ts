@@ -1,5 +1,5 @@
 /**
- * Run by test/debug_mode.test.ts in a subprocess with ARROW_DEVICE_DEBUG=1:
+ * Run by test/core/debug_mode.test.ts in a subprocess with ARROW_DEVICE_DEBUG=1:
  * creates one handle of every kind and leaves them alive ("leak"),
  * releases them all ("clean"), or lets an ImportedArray be collected
  * without dispose ("collected").

@@ -9,9 +9,9 @@
  * Import this module before anything loads a runtime.
  */
 import { FFIType, type Pointer } from "bun:ffi";
-import { openLibrary, type NativeSymbols } from "../../ts/ffi/bun_ffi.ts";
+import { openLibrary, type NativeSymbols } from "../../ts/core/ffi/bun_ffi.ts";
 import { fixturePath } from "./fixtures.ts";
-import { native } from "../../ts/ffi/library.ts";
+import { native } from "../../ts/core/ffi/library.ts";
 import type { DeviceKind } from "../../ts/device.ts";
 
 export const isFake = process.env.ARROW_DEVICE_REAL_GPU !== "1";

@@ -2,13 +2,13 @@
  * Runs one device scenario in a fresh process (runtimes load once per
  * process, so states before the first successful load need their own) and
  * prints its findings as one JSON line. Used by
- * test/device_unavailable.test.ts:
+ * test/device/device_unavailable.test.ts:
  *   bun test/helpers/device_probe.ts <scenario>
  */
 import { structPointer } from "../../ts/index.ts";
 import { FFIType, ptr as addressOf, read, type Pointer } from "bun:ffi";
 import { makeVector } from "apache-arrow";
-import { openLibrary } from "../../ts/ffi/bun_ffi.ts";
+import { openLibrary } from "../../ts/core/ffi/bun_ffi.ts";
 import { fixturePath } from "./fixtures.ts";
 
 const scenario = process.argv[2];
@@ -119,7 +119,7 @@ switch (scenario) {
     }).symbols;
     process.env.ARROW_DEVICE_CUDA_LIBRARY = cudaFake;
     f.cuInit(0);
-    const native = (await import("../../ts/ffi/library.ts")).native;
+    const native = (await import("../../ts/core/ffi/library.ts")).native;
     const slot = native.abd_alloc_zeroed(200)!;
     out.produced = f.fake_cuda_produce(0, 1, 20, 1, slot, (slot + 72) as Pointer);
     const imported = ImportedArray.fromDeviceArray(structPointer("ArrowSchema", slot), structPointer("ArrowDeviceArray", slot + 72));
@@ -182,7 +182,7 @@ switch (scenario) {
     }).symbols;
     process.env.ARROW_DEVICE_CUDA_LIBRARY = cudaFake;
     out.cuda = reason("cuda");
-    const native = (await import("../../ts/ffi/library.ts")).native;
+    const native = (await import("../../ts/core/ffi/library.ts")).native;
     const slot = native.abd_alloc_zeroed(400)!;
     out.produced = f.fake_cuda_produce(0, 1, 20, 1, slot, (slot + 72) as Pointer);
     out.copied = native.abd_device_array_to_device(slot, (slot + 72) as Pointer, 2, 0, null, (slot + 200) as Pointer, (slot + 272) as Pointer);
@@ -210,7 +210,7 @@ switch (scenario) {
     process.env.ARROW_DEVICE_CUDA_LIBRARY = cudaFake;
     deviceRuntime("cuda");
     f.fake_cuda_set_produce_hold_ms(300);
-    const native = (await import("../../ts/ffi/library.ts")).native;
+    const native = (await import("../../ts/core/ffi/library.ts")).native;
     const slot = native.abd_alloc_zeroed(200)!;
     out.produced = f.fake_cuda_produce(0, kind, 20, 1, slot, (slot + 72) as Pointer);
     try {

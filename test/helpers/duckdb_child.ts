@@ -1,5 +1,5 @@
 /**
- * Run by test/duckdb.test.ts in a subprocess (DuckDB leaks the schemas its
+ * Run by test/peers/duckdb.test.ts in a subprocess (DuckDB leaks the schemas its
  * scans ask for, which would break the zero-counter checks of every later
  * test in a shared process; and a scenario that goes wrong must not hang
  * the suite). Prints one JSON line: the scenario's observations.

@@ -5,8 +5,8 @@
  * Variadic-size buffers of view types are made fresh by every export, so
  * their address is left out.
  */
-import { BufferKind } from "../../ts/abi/layout.ts";
-import { fnv1a32 } from "../../ts/native_consumer.ts";
+import { BufferKind } from "../../ts/core/abi/layout.ts";
+import { fnv1a32 } from "./native_consumer.ts";
 import { type RawArray } from "../../ts/index.ts";
 
 export type Fingerprint = {

@@ -3,7 +3,7 @@
  */
 import { FFIType, suffix } from "bun:ffi";
 import { join, resolve } from "node:path";
-import { openLibrary } from "../../ts/ffi/bun_ffi.ts";
+import { openLibrary } from "../../ts/core/ffi/bun_ffi.ts";
 
 const { ptr, i32, i64, u32, u64, f64, void: none, cstring } = FFIType;
 

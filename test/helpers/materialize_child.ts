@@ -1,5 +1,5 @@
 /**
- * Run by test/materialize_hostile.test.ts in a subprocess (a hang there is
+ * Run by test/arrow/materialize_hostile.test.ts in a subprocess (a hang there is
  * a timeout, not a stuck suite): imports the named hostile tree at default
  * validation, converts it with { materialize: true } and prints one JSON
  * line, { error, message } or { error: null, values }. Every tree here

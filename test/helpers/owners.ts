@@ -5,9 +5,9 @@
  */
 import { structPointer, type StructPointer } from "../../ts/index.ts";
 import { FFIType, type Pointer } from "bun:ffi";
-import { openLibrary } from "../../ts/ffi/bun_ffi.ts";
-import { ArrowSchemaLayout } from "../../ts/abi/layout.ts";
-import { native } from "../../ts/ffi/library.ts";
+import { openLibrary } from "../../ts/core/ffi/bun_ffi.ts";
+import { ArrowSchemaLayout } from "../../ts/core/abi/layout.ts";
+import { native } from "../../ts/core/ffi/library.ts";
 import { fixturePath } from "./fixtures.ts";
 
 const { ptr, i32, i64, u64, void: none, cstring } = FFIType;

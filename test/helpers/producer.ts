@@ -6,7 +6,8 @@
  */
 import type { Pointer } from "bun:ffi";
 import { Type, UnionMode, type Data, type Dictionary, type Map_, type Union, type Vector } from "apache-arrow";
-import { CArray, CDeviceArray, CSchema, encodeMetadata, formatOf } from "../../ts/raw.ts";
+import { CArray, CDeviceArray, CSchema, encodeMetadata } from "../../ts/raw.ts";
+import { formatOf } from "../../ts/arrow/formats.ts";
 import { fx } from "./fixtures.ts";
 
 export type NodeSpec = {

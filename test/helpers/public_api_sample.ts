@@ -1,6 +1,6 @@
 /**
  * A module with one of each problem `publicApiProblems` reports, and
- * exports it must accept (test/public_api.test.ts checks both).
+ * exports it must accept (test/structure/public_api.test.ts checks both).
  */
 
 type HiddenOptions = { verbose?: boolean };

@@ -1,5 +1,5 @@
 /**
- * The embedded interpreter for test/python.test.ts, with pyarrow and the
+ * The embedded interpreter for test/peers/python.test.ts, with pyarrow and the
  * Python peers (Polars, DuckDB, nanoarrow) that `scripts/setup.sh --test`
  * installs into .toolchain/ at the versions pinned in scripts/toolchain.env,
  * and the Python helpers of test/helpers/python_peers.py in __main__.

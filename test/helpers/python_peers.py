@@ -1,4 +1,4 @@
-"""Python side of test/python.test.ts (loaded into the embedded interpreter by
+"""Python side of test/peers/python.test.ts (loaded into the embedded interpreter by
 test/helpers/python.ts): data of every type from the Python peers, buffer addresses,
 and nanoarrow's validation."""
 import decimal, datetime, gc

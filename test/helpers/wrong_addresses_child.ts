@@ -1,5 +1,5 @@
 /**
- * Child process of test/wrong_addresses.test.ts: hands every function that
+ * Child process of test/core/wrong_addresses.test.ts: hands every function that
  * takes a C struct by address the wrong thing (a swapped pair, a device
  * stream where an array stream is expected and the reverse, a released or
  * zeroed struct, addresses of no memory, random bytes) and prints one JSON
@@ -18,7 +18,7 @@ import {
   CArray, CDeviceArray, CSchema, arrayStreamAsDeviceStream, deviceStreamAsArrayStream, relay, relayArray,
 } from "../../ts/raw.ts";
 import { copyArrayToDevice } from "../../ts/device.ts";
-import { consumeNatively } from "../../ts/native_consumer.ts";
+import { consumeNatively } from "./native_consumer.ts";
 
 const batch = (): RecordBatch => new Table({ x: makeVector(Int32Array.of(1, 2, 3)) }).batches[0];
 

@@ -3,7 +3,7 @@
  * addresses") let through the type checker and what they stop. Every line
  * under `@ts-expect-error` must fail to type-check (tsc reports an unused
  * directive otherwise); every other line must compile.
- * test/typecheck.test.ts checks both, and that the marked lines fail for
+ * test/structure/typecheck.test.ts checks both, and that the marked lines fail for
  * the brand (the struct named in tsc's message).
  */
 import { ptr } from "bun:ffi";

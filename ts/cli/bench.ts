@@ -31,10 +31,11 @@
  * times are host times).
  */
 import { ptr } from "bun:ffi";
-import { RecordBatch, Table, makeVector, tableFromIPC, tableToIPC } from "apache-arrow";
-import { ImportedArray, exportArray, toRecordBatch } from "../index.ts";
-import { deviceRuntime, toDevice, type DeviceKind, type DeviceRuntime } from "../device.ts";
-import { libraryPath } from "../diagnostics.ts";
+import { exportImportCase, float64Column } from "../arrow/bench_cases.ts";
+import { toDevice } from "../arrow/device.ts";
+import { libraryPath } from "../core/ffi/library.ts";
+import { deviceRuntime, type DeviceKind, type DeviceRuntime } from "../device/runtime.ts";
+import { ImportedArray } from "../native/imported.ts";
 import { benchMemoryProblem } from "./args.ts";
 import { benchSchemaId } from "./bench_schema.ts";
 import { gbPerSecond, median, sizeLabel, timeLabel, timeRuns, type Timing } from "./measure.ts";
@@ -180,7 +181,7 @@ function wallRuns(repeats: number, run: () => void): number[] {
 
 function transfers(rt: DeviceRuntime, raw: RawDriver, report: RuntimeReport, bytes: number, repeats: number): Figure[] {
   const values = new Float64Array(bytes / 8).map((_, i) => i * 0.5);
-  const column = makeVector(values);
+  const column = float64Column(values);
   const calls = rawCallNames[rt.kind];
   const base = { runtime: rt.kind, deviceId: 0, fake: report.fake, bytes, repeats, suite: "transfer" as const };
   const figures: Figure[] = [];
@@ -207,7 +208,7 @@ function transfers(rt: DeviceRuntime, raw: RawDriver, report: RuntimeReport, byt
       using pinnedMemory = rt.allocate(bytes, { memory: "pinned" });
       const pinnedValues = new Float64Array(pinnedMemory.hostView().buffer);
       pinnedValues.set(values);
-      const pinnedColumn = makeVector(pinnedValues);
+      const pinnedColumn = float64Column(pinnedValues);
       const oursPinned = eventRuns(raw, stream.handle, repeats, () => toDevice(pinnedColumn, { device: rt.kind, id: 0, stream }), (h) => (h as { release(): void }).release());
       figures.push(figure({ ...base, operation: "host_to_device_pinned" },
         timed("toDevice of a batch over pinned memory, on a stream (allocation, copies, event)", "event", oursPinned.event),
@@ -254,19 +255,9 @@ function transfers(rt: DeviceRuntime, raw: RawDriver, report: RuntimeReport, byt
 }
 
 function exportImport(rows: number, repeats: number): Figure {
-  const batch = new Table({ x: makeVector(new Float64Array(rows).map((_, i) => i)) }).batches[0];
-  const table = new Table([batch]);
-  const ours = wallRuns(repeats, () => {
-    const exported = exportArray(batch);
-    const imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
-    const back: RecordBatch = toRecordBatch(imported);
-    if (back.numRows !== rows) throw new Error("the round trip lost rows");
-    imported.dispose();
-    exported.release();
-  });
-  const ipc = wallRuns(repeats, () => {
-    if (tableFromIPC(tableToIPC(table, "stream")).numRows !== rows) throw new Error("the IPC round trip lost rows");
-  });
+  const round = exportImportCase(rows);
+  const ours = wallRuns(repeats, round.ours);
+  const ipc = wallRuns(repeats, round.ipc);
   return figure(
     { suite: "export_import", operation: "round_trip", runtime: null, deviceId: null, fake: false, bytes: rows * 8, repeats },
     timed("exportArray + ImportedArray.fromDeviceArray + toRecordBatch + release", "wall", ours),

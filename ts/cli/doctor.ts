@@ -8,7 +8,7 @@
 import { FFIType } from "bun:ffi";
 import { existsSync } from "node:fs";
 import { headerPath } from "./package_root.ts";
-import { openLibrary } from "../ffi/bun_ffi.ts";
+import { openLibrary } from "../core/ffi/bun_ffi.ts";
 import { readBounded } from "./files.ts";
 
 /** The most of a header `doctor` reads (arrow_device.h is far smaller). */

@@ -7,9 +7,9 @@ import { existsSync, readFileSync } from "node:fs";
 import { cpus, release, totalmem, type } from "node:os";
 import { packageRoot } from "./package_root.ts";
 
-/** The platform id, as the library's loader names it (ts/ffi/platform.ts). */
-export { platformId } from "../ffi/platform.ts";
-import { platformId } from "../ffi/platform.ts";
+/** The platform id, as the library's loader names it (ts/core/ffi/platform.ts). */
+export { platformId } from "../core/ffi/platform.ts";
+import { platformId } from "../core/ffi/platform.ts";
 
 /** The machine a benchmark ran on. */
 export type MachineInfo = {

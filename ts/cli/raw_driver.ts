@@ -13,7 +13,7 @@
  * recorded on streams of this library (the handles are the driver's).
  */
 import { dlopen, FFIType, ptr, type Pointer } from "bun:ffi";
-import type { DeviceKind } from "../device.ts";
+import type { DeviceKind } from "../device/runtime.ts";
 
 const { i32, u32, u64, ptr: p } = FFIType;
 const usize = FFIType.u64;

@@ -5,8 +5,8 @@
  * stand-ins for tests: their figures are never GPU figures.
  */
 import { FFIType } from "bun:ffi";
-import { openLibrary } from "../ffi/bun_ffi.ts";
-import { deviceAvailability, deviceRuntime, type DeviceInfo, type DeviceKind } from "../device.ts";
+import { openLibrary } from "../core/ffi/bun_ffi.ts";
+import { deviceAvailability, deviceRuntime, type DeviceInfo, type DeviceKind } from "../device/runtime.ts";
 
 /** Every runtime the library can load. */
 export const deviceKinds: readonly DeviceKind[] = ["cuda", "rocm"];

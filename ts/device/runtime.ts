@@ -27,13 +27,13 @@ import { ptr, toArrayBuffer } from "bun:ffi";
 import {
   CopyDirection, DeviceType, MemoryKind, PointerKind,
   type CopyDirectionName, type MemoryKindName, type PointerKindName,
-} from "../abi/layout.ts";
-import { asPointer } from "../abi/structs.ts";
-import { DeviceUnavailableError, InvalidArgumentError, ReleasedError, Status, UnknownDeviceError } from "../errors.ts";
-import { deviceLibraryEnvVars, loadDeviceRuntime } from "../ffi/device_loader.ts";
-import { check, lastError, native } from "../ffi/library.ts";
-import { reportLeak, track, untrack } from "../lifetime/debug.ts";
-import { addressArg, argumentError, integerArg, internalConstruction, oneOfArg, optionsArg, stringArg } from "../args.ts";
+} from "../core/abi/layout.ts";
+import { asPointer } from "../core/abi/structs.ts";
+import { DeviceUnavailableError, InvalidArgumentError, ReleasedError, Status, UnknownDeviceError } from "../core/errors.ts";
+import { deviceLibraryEnvVars, loadDeviceRuntime } from "../core/ffi/device_loader.ts";
+import { check, lastError, native } from "../core/ffi/library.ts";
+import { reportLeak, track, untrack } from "../native/debug.ts";
+import { addressArg, argumentError, integerArg, internalConstruction, oneOfArg, optionsArg, stringArg } from "../core/args.ts";
 
 /** Only this module constructs the runtime and its handles. */
 const deviceToken = Symbol("DeviceRuntime");

@@ -1,28 +1,28 @@
 /**
  * Arrow arrays between host and device, at the C-struct level (no
- * apache-arrow here; convert/device.ts adds it):
+ * apache-arrow here; arrow/device.ts adds it):
  *
  * - `copyArrayToDevice(schema, array, target)` moves in any host
  *   ArrowSchema + ArrowDeviceArray (CPU, or host-visible device memory)
  *   and returns an owned device array: every buffer copied into one
  *   allocation, `sync_event` pointing to an event recorded after the
  *   copies. Its release frees the device memory and destroys the event.
- * - `ImportedArray.toHost()` (lifetime/imported.ts) goes the other way.
+ * - `ImportedArray.toHost()` (native/imported.ts) goes the other way.
  *
  * Lifetimes: the returned `ExportedArray` owns the device copy until a
  * consumer moves it out or `release()` runs; the release may run on any
  * thread and waits for the copies first. The host source is released once
  * the copies are done (CPU sources) or with the device array (others).
  */
-import { DeviceType, type MemoryKindName } from "../abi/layout.ts";
-import { asPointer } from "../abi/structs.ts";
-import { InvalidArgumentError, Status, errorFor } from "../errors.ts";
-import { lastError, native } from "../ffi/library.ts";
-import { ExportedArray } from "../lifetime/exported.ts";
-import { drainReleased } from "../lifetime/keepalive.ts";
+import { DeviceType, type MemoryKindName } from "../core/abi/layout.ts";
+import { asPointer } from "../core/abi/structs.ts";
+import { InvalidArgumentError, Status, errorFor } from "../core/errors.ts";
+import { lastError, native } from "../core/ffi/library.ts";
+import { ExportedArray } from "../native/exported.ts";
+import { drainReleased } from "../native/keepalive.ts";
 import { DeviceStream, deviceRuntime, ordinalArg, type DeviceKind } from "./runtime.ts";
-import { addressArg, oneOfArg, optionsArg } from "../args.ts";
-import { takeStructs, type StructRef } from "../lifetime/c_structs.ts";
+import { addressArg, oneOfArg, optionsArg } from "../core/args.ts";
+import { takeStructs, type StructRef } from "../native/c_structs.ts";
 
 /** Where `copyArrayToDevice` / `toDevice` put the copy. */
 export type DeviceTarget = {

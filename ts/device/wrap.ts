@@ -11,17 +11,17 @@
  * on the JS thread: that is when you may free device memory or destroy the
  * event. Nothing here reads any buffer.
  */
-import { DeviceType, Flags } from "../abi/layout.ts";
-import { asPointer } from "../abi/structs.ts";
-import { schemaPlan } from "../abi/schema_plan.ts";
-import { errorFor } from "../errors.ts";
-import { lastError, native } from "../ffi/library.ts";
-import { ExportedArray } from "../lifetime/exported.ts";
-import { drainReleased, forgetUnused, retainWithOwners, whenReleased } from "../lifetime/keepalive.ts";
-import { importOwnersOf } from "../lifetime/imported.ts";
+import { DeviceType, Flags } from "../core/abi/layout.ts";
+import { asPointer } from "../core/abi/structs.ts";
+import { schemaPlan } from "../core/abi/schema_plan.ts";
+import { errorFor } from "../core/errors.ts";
+import { lastError, native } from "../core/ffi/library.ts";
+import { ExportedArray } from "../native/exported.ts";
+import { drainReleased, forgetUnused, retainWithOwners, whenReleased } from "../native/keepalive.ts";
+import { importOwnersOf } from "../native/imported.ts";
 import { DeviceEvent, DeviceMemory, dropExport, holdForExport, hostAddress, memoryBehind, type DeviceKind } from "./runtime.ts";
 import { checkTarget, targetDeviceType, type DeviceTarget } from "./transfer.ts";
-import { addressArg, argumentError, deviceTypeArg, functionArg, int64Arg, integerArg, optionsArg, stringArg } from "../args.ts";
+import { addressArg, argumentError, deviceTypeArg, functionArg, int64Arg, integerArg, optionsArg, stringArg } from "../core/args.ts";
 
 /** A buffer: a raw address, device memory, a JS buffer (a typed array or
  * DataView), or none (NULL). */
@@ -157,7 +157,7 @@ export function exportRawArray(root: RawArrayNode, options: RawExportOptions = {
     let status = native.abd_schema_build(schemaBytes, schemaBytes.length, handle.schema);
     if (status !== 0) throw errorFor(status, lastError());
     // JS buffers that view an import's memory hold its owner (as exports
-    // of converted data do: convert/export.ts).
+    // of converted data do: arrow/export.ts).
     const keepaliveId = retainWithOwners(retained, importOwnersOf(retained));
     status = native.abd_device_array_build(plan, plan.length, keepaliveId, deviceType, deviceId, syncEvent ? asPointer(syncEvent) : null, handle.array);
     if (status !== 0) {

@@ -1,7 +1,7 @@
 /**
  * Typed errors of `bun-arrow-device/python`.
  */
-import { InvalidArgumentError, Status } from "../errors.ts";
+import { InvalidArgumentError, Status } from "../core/errors.ts";
 
 /** The constructors check their arguments: a wrong one is an
  * InvalidArgumentError naming it. */

@@ -16,21 +16,21 @@
  * Table can be read as many times as Python asks. A one-shot source (an
  * iterator, a reader, an exported or imported stream) can be taken once.
  */
-import { branded } from "../abi/pointers.ts";
+import { branded } from "../core/abi/pointers.ts";
 import { type Pointer } from "bun:ffi";
-import { ArrowDeviceArrayLayout, ArrowDeviceArrayStreamLayout, ArrowSchemaLayout } from "../abi/layout.ts";
-import { optionsArg } from "../args.ts";
-import { InvalidArgumentError, OutOfMemoryError, Status } from "../errors.ts";
-import { native } from "../ffi/library.ts";
-import { CSchema } from "../lifetime/c_structs.ts";
-import { ExportedArray } from "../lifetime/exported.ts";
-import { ExportedStream } from "../lifetime/exported_stream.ts";
-import { ImportedArray, type ImportOptions } from "../lifetime/imported.ts";
-import { ImportedStream } from "../lifetime/imported_stream.ts";
-import { deviceStreamAsArrayStream } from "../lifetime/stream_adapters.ts";
-import { exportArray, exportSchema } from "../convert/export.ts";
-import { exportStream } from "../convert/stream_export.ts";
-import { shapeOf } from "../convert/source_shape.ts";
+import { ArrowDeviceArrayLayout, ArrowDeviceArrayStreamLayout, ArrowSchemaLayout } from "../core/abi/layout.ts";
+import { optionsArg } from "../core/args.ts";
+import { InvalidArgumentError, OutOfMemoryError, Status } from "../core/errors.ts";
+import { native } from "../core/ffi/library.ts";
+import { CSchema } from "../native/c_structs.ts";
+import { ExportedArray } from "../native/exported.ts";
+import { ExportedStream } from "../native/exported_stream.ts";
+import { ImportedArray, type ImportOptions } from "../native/imported.ts";
+import { ImportedStream } from "../native/imported_stream.ts";
+import { deviceStreamAsArrayStream } from "../native/stream_adapters.ts";
+import { exportArray, exportSchema } from "../arrow/export.ts";
+import { exportStream } from "../arrow/stream_export.ts";
+import { shapeOf } from "../arrow/source_shape.ts";
 import { PythonError } from "./errors.ts";
 import { PyObject, loadPython, loadedPython, pythonToken, type Python } from "./interpreter.ts";
 import { ErrorText } from "./shim.ts";

@@ -12,9 +12,9 @@
  * with the GIL).
  */
 import { type Pointer } from "bun:ffi";
-import { libraryPath } from "../ffi/library.ts";
-import { InvalidArgumentError, ReleasedError, Status } from "../errors.ts";
-import { internalConstruction } from "../args.ts";
+import { libraryPath } from "../core/ffi/library.ts";
+import { InvalidArgumentError, ReleasedError, Status } from "../core/errors.ts";
+import { internalConstruction } from "../core/args.ts";
 
 /** Only the bridge's modules construct Python and PyObject. */
 export const pythonToken = Symbol("Python");

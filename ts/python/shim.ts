@@ -7,8 +7,8 @@
 import { FFIType, suffix } from "bun:ffi";
 import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { libraryPath } from "../ffi/library.ts";
-import { openLibrary, type NativeLibrary } from "../ffi/bun_ffi.ts";
+import { libraryPath } from "../core/ffi/library.ts";
+import { openLibrary, type NativeLibrary } from "../core/ffi/bun_ffi.ts";
 import { PythonUnavailableError } from "./errors.ts";
 
 const { ptr, i32, i64, usize, void: none } = FFIType;

@@ -1,4 +1,4 @@
-// A sample app for the package smoke test (test/package.test.ts): it uses
+// A sample app for the package smoke test (test/release/package.test.ts): it uses
 // every entry point of the installed package, and is type-checked under
 // four tsconfigs, then run, bundled and compiled.
 import { tableFromArrays, type Table } from "apache-arrow";

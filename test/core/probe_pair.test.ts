@@ -1,0 +1,75 @@
+/**
+ * The import's address probe (zig/probe.zig) checks a schema and its array
+ * in one native call, and skips the struct memory of the export slot this
+ * library adopted last while its handle is live (it allocated that memory
+ * and built those trees). What each path refuses is still named per
+ * parameter, with the same typed errors.
+ */
+import { describe, expect, test } from "bun:test";
+import { Table, makeVector } from "apache-arrow";
+import { ImportedArray, InvalidArgumentError, ReleasedError, exportArray, importRecordBatch } from "../../ts/index.ts";
+import { CDeviceArray, CSchema } from "../../ts/raw.ts";
+import { isLiveExportPair } from "../../ts/native/exported.ts";
+import { nonZeroCounters } from "../../ts/diagnostics.ts";
+import { collectUntil } from "../helpers/gc.ts";
+
+const batch = () => new Table({ x: makeVector(Int32Array.of(1, 2, 3)) }).batches[0];
+
+describe("the last export's slot", () => {
+  test("is known live until its handle is released, for its own kind and order only", () => {
+    const h = exportArray(batch());
+    const [schema, array] = [Number(h.schema), Number(h.array)];
+    expect(isLiveExportPair(schema, array, "ArrowDeviceArray")).toBe(true);
+    expect(isLiveExportPair(schema, array, "ArrowArray")).toBe(false);
+    expect(isLiveExportPair(array, schema, "ArrowDeviceArray")).toBe(false);
+    expect(isLiveExportPair(schema, schema, "ArrowDeviceArray")).toBe(false);
+    h.release();
+    expect(isLiveExportPair(schema, array, "ArrowDeviceArray")).toBe(false);
+    const plain = exportArray(batch(), { as: "array" });
+    expect(isLiveExportPair(Number(plain.schema), Number(plain.array), "ArrowArray")).toBe(true);
+    plain.release();
+  });
+
+  test("is forgotten once its handle joins the safety net (which may free it without release())", async () => {
+    const h = exportArray(batch());
+    await Promise.resolve();
+    await Promise.resolve();
+    expect(isLiveExportPair(Number(h.schema), Number(h.array), "ArrowDeviceArray")).toBe(false);
+    // Still imported, through the probe.
+    expect(importRecordBatch(h.schema, h.array).getChild("x")?.toArray()).toEqual(Int32Array.of(1, 2, 3));
+    h.release();
+  });
+
+  test("is imported at once; a struct moved out of it is ReleasedError, naming the parameter", () => {
+    const h = exportArray(batch());
+    const imported = ImportedArray.fromDeviceArray(h.schema, h.array);
+    expect(imported.root.child(0).buffer(1)).toEqual(Int32Array.of(1, 2, 3));
+    imported.dispose();
+    h.release();
+
+    const moved = exportArray(batch());
+    CDeviceArray.at(moved.array).move().dispose();
+    expect(() => ImportedArray.fromDeviceArray(moved.schema, moved.array)).toThrow(ReleasedError);
+    const last = exportArray(batch());
+    expect(() => ImportedArray.fromDeviceArray(last.schema, moved.array)).toThrow(/^ImportedArray\.fromDeviceArray: deviceArray: array is released/);
+    last.release();
+    moved.release();
+  });
+});
+
+describe("a pair checked in one call", () => {
+  test("names the parameter that failed, and releases the good struct", () => {
+    const h = exportArray(batch());
+    const other = exportArray(batch()); // the last export: h is probed
+    expect(() => ImportedArray.fromDeviceArray(h.schema, 4096 as never)).toThrow(
+      "ImportedArray.fromDeviceArray: deviceArray: 0x1000 is not readable memory for an ArrowDeviceArray (128 bytes)");
+    expect(CSchema.at(h.schema).released).toBe(true);
+    expect(() => importRecordBatch(8 as never, h.array)).toThrow(InvalidArgumentError);
+    h.release();
+    other.release();
+  });
+});
+
+test("nothing is left live", async () => {
+  expect(await collectUntil(() => Object.keys(nonZeroCounters()).length === 0)).toBe(true);
+});

@@ -1,0 +1,155 @@
+/**
+ * A stream's planned batches are built straight from each pull's snapshot,
+ * with no ImportedArray (arrow/import.ts StreamBatchConverter.next):
+ * zero-copy (the views are the producer's buffers), each batch released
+ * exactly once after its last view is collected and never while a batch
+ * is held, and the general path (a transient handle) for the first batch
+ * and for any batch the plan does not fit.
+ */
+import { afterEach, describe, expect, test } from "bun:test";
+import { ptr } from "bun:ffi";
+import { Table, makeVector, type RecordBatch } from "apache-arrow";
+import { ExportedStream, ImportedStream, InvalidArgumentError, exportStream, recordBatches } from "../../ts/index.ts";
+import { StreamBatchConverter } from "../../ts/arrow/import.ts";
+import { nonZeroCounters } from "../../ts/diagnostics.ts";
+import { streamPeer } from "../helpers/fixtures.ts";
+import { collectUntil } from "../helpers/gc.ts";
+
+type Source = NonNullable<ReturnType<typeof streamPeer.sp_repeat_new>>;
+const sources: Source[] = [];
+
+/** A source of `batches` batches of struct<a: int32, b: float64 (every
+ * 4th null)>, every batch over the same `rows`-row buffers. */
+function repeatSource(batches: number, rows: number): Source {
+  const source = streamPeer.sp_repeat_new(batches, rows)!;
+  sources.push(source);
+  return source;
+}
+
+/** A C stream of `source`'s batches, from the first. */
+function streamOf(source: Source, validation?: "none" | "default"): ImportedStream {
+  using slot = new ExportedStream("stream", "C stream slot");
+  streamPeer.sp_repeat_stream(source, slot.stream);
+  return ImportedStream.fromArrayStream(slot.stream, validation ? { validation } : {});
+}
+
+function repeatStream(batches: number, rows: number, validation?: "none" | "default"): { source: Source; stream: ImportedStream } {
+  const source = repeatSource(batches, rows);
+  return { source, stream: streamOf(source, validation) };
+}
+
+/** Every batch `converter.next` gives, until the end. */
+function readAll(converter: StreamBatchConverter, stream: ImportedStream): RecordBatch[] {
+  const batches: RecordBatch[] = [];
+  for (let batch = converter.next(stream); batch !== null; batch = converter.next(stream)) batches.push(batch);
+  return batches;
+}
+
+afterEach(async () => {
+  expect(await collectUntil(() => sources.every((source) => streamPeer.sp_repeat_live_batches(source) === 0n), 200)).toBe(true);
+  for (const source of sources.splice(0)) streamPeer.sp_repeat_free(source);
+  expect(await collectUntil(() => Object.keys(nonZeroCounters()).length === 0, 200)).toBe(true);
+});
+
+describe("a stream's batches built without a handle", () => {
+  test("every batch after the first is built from its snapshot, over the producer's own buffers", () => {
+    const source = repeatSource(6, 100);
+    // The producer's addresses, read raw from a batch of the same source.
+    const probe = streamOf(source);
+    const raw = probe.next()!;
+    const expected = {
+      a: raw.root.child(0).bufferAddress(1),
+      validity: raw.root.child(1).bufferAddress(0),
+      b: raw.root.child(1).bufferAddress(1),
+    };
+    raw.dispose();
+    probe.release();
+    expect(expected.a).not.toBe(0);
+    const stream = streamOf(source);
+
+    const converter = new StreamBatchConverter({});
+    const batches = readAll(converter, stream);
+    expect(batches.length).toBe(6);
+    expect(converter.builtWithoutHandle).toBe(5);
+    expect(stream.released).toBe(false);
+    for (const batch of batches) {
+      const a = batch.getChild("a")!.data[0];
+      const b = batch.getChild("b")!.data[0];
+      expect(Number(ptr(a.values))).toBe(expected.a);
+      expect(Number(ptr(b.values))).toBe(expected.b);
+      expect(Number(ptr(b.nullBitmap!))).toBe(expected.validity);
+      expect(batch.numRows).toBe(100);
+      expect(batch.getChild("a")!.get(42)).toBe(42);
+      expect(batch.getChild("b")!.get(3)).toBeNull();
+      expect(batch.getChild("b")!.get(5)).toBe(2.5);
+      expect(batch.getChild("b")!.nullCount).toBe(25);
+    }
+    // All six are alive while held.
+    expect(streamPeer.sp_repeat_live_batches(source)).toBe(6n);
+    stream.release();
+  });
+
+  test("a batch's release runs once its last view is collected, never while the batch is held", async () => {
+    const { source, stream } = repeatStream(5, 64);
+    const converter = new StreamBatchConverter({});
+    // Read in a function of its own, so that no stack slot of this one
+    // still points at a batch when it is let go.
+    const box: { held: RecordBatch | null } = { held: null };
+    (() => {
+      let i = 0;
+      for (let batch = converter.next(stream); batch !== null; batch = converter.next(stream)) if (i++ === 3) box.held = batch;
+    })();
+    expect(converter.builtWithoutHandle).toBe(4);
+    stream.release();
+    expect(await collectUntil(() => streamPeer.sp_repeat_live_batches(source) === 1n, 200)).toBe(true);
+    // Still held: its memory is the producer's, intact.
+    const read = () => [box.held!.getChild("a")!.get(63), box.held!.getChild("b")!.get(7)];
+    expect(read()).toEqual([63, null]);
+    for (let i = 0; i < 5; i++) {
+      Bun.gc(true);
+      expect(streamPeer.sp_repeat_live_batches(source)).toBe(1n);
+    }
+    box.held = null;
+    expect(await collectUntil(() => streamPeer.sp_repeat_live_batches(source) === 0n, 200)).toBe(true);
+    // Exactly once: a second release would take the count below zero.
+    for (let i = 0; i < 5; i++) Bun.gc(true);
+    expect(streamPeer.sp_repeat_live_batches(source)).toBe(0n);
+  });
+
+  test("batches whose buffers share memory go through a handle (which gives shared regions one view), with the same result", () => {
+    const shared = Int32Array.from({ length: 8 }, (_, i) => i * 3);
+    const batch = new Table({ a: makeVector(shared), b: makeVector(shared) }).batches[0];
+    using exported = exportStream([batch, batch, batch], { as: "stream" });
+    const stream = ImportedStream.fromArrayStream(exported.stream);
+    const converter = new StreamBatchConverter({});
+    const batches = readAll(converter, stream);
+    expect(batches.length).toBe(3);
+    expect(converter.builtWithoutHandle).toBe(0);
+    for (const read of batches) {
+      expect([...read.getChild("a")!.toArray()]).toEqual([...shared]);
+      expect(ptr(read.getChild("a")!.data[0].values)).toBe(ptr(shared));
+      expect(ptr(read.getChild("b")!.data[0].values)).toBe(ptr(shared));
+    }
+    stream.release();
+  });
+
+  test("zero-length batches are built without a handle too, with no views", () => {
+    const { stream } = repeatStream(4, 0);
+    const converter = new StreamBatchConverter({});
+    const batches = readAll(converter, stream);
+    expect(converter.builtWithoutHandle).toBe(3);
+    expect(batches.map((batch) => batch.numRows)).toEqual([0, 0, 0, 0]);
+    expect(batches[3].getChild("b")!.toArray().length).toBe(0);
+    stream.release();
+  });
+
+  test("nextPulled refuses anything but a PulledBatch before pulling: the stream is where it was", () => {
+    const { stream } = repeatStream(3, 8);
+    for (const bad of [null, undefined, 7, {}, { words: new Float32Array(8) }, { words: [1, 2] }]) {
+      expect(() => stream.nextPulled(bad as never)).toThrow(InvalidArgumentError);
+    }
+    const rows = [...recordBatches(stream)].map((batch) => batch.numRows);
+    expect(rows).toEqual([8, 8, 8]);
+    expect(stream.released).toBe(true);
+  });
+});

@@ -1,0 +1,206 @@
+/**
+ * Imported streams -> apache-arrow RecordBatch iterators and Tables,
+ * zero-copy (native/imported_stream.ts pulls, arrow/import.ts converts).
+ *
+ * Lifetimes. Each RecordBatch is a view of its producer's memory and lives
+ * as long as JS uses it: the producer's release for that batch runs once
+ * its last buffer view is garbage-collected (for an explicit end, iterate
+ * the ImportedStream itself, convert with `toRecordBatch`, and `dispose()`
+ * each ImportedArray). The stream is released exactly once, when the loop
+ * ends, breaks or throws (or by `stream.release()`).
+ *
+ * Threads. `recordBatches` / `readTable` call get_next on the JS thread;
+ * `recordBatchesAsync` / `readTableAsync` call it on the stream's worker
+ * thread, leaving the JS thread free meanwhile.
+ *
+ * Devices. A stream the host cannot read (CUDA, ROCM, ...) is refused
+ * before any batch is pulled (UnsupportedError naming the device, or
+ * UnknownDeviceError; the stream is released), unless `toHost: true` asks
+ * for each batch to be copied to host memory first (`ImportedArray.toHost()`:
+ * waits on its sync_event; the copy blocks the JS thread, in the async
+ * forms too; the device batch is released as soon as it is copied).
+ * Host-visible device streams (CUDA_HOST, ROCM_HOST, CUDA_MANAGED) convert
+ * in place, zero-copy, either way.
+ */
+import { Table, type RecordBatch, type Schema } from "apache-arrow";
+import { DeviceType, deviceTypeName, isHostAccessible } from "../core/abi/layout.ts";
+import { argumentError, booleanArg } from "../core/args.ts";
+import { Status, UnknownDeviceError, UnsupportedError } from "../core/errors.ts";
+import { type ImportedArray } from "../native/imported.ts";
+import { ImportedStream } from "../native/imported_stream.ts";
+import { isStreamProducer, type ArrowCapsule, type StreamProducer } from "../native/protocol/symbols.ts";
+import { StreamBatchConverter } from "./import.ts";
+import { convertOptionsArg, schemaOf, type ConvertOptions } from "./types.ts";
+
+/** Options of the stream-to-apache-arrow helpers (`recordBatches`,
+ * `readTable` and their async forms). */
+export type StreamConvertOptions = ConvertOptions & {
+  /** Copy each batch of a stream the host cannot read (CUDA, ROCM) to host
+   * memory before converting it. Default false: such a stream is refused. */
+  toHost?: boolean;
+};
+
+/** Whether `stream`'s batches must be copied to the host; refuses (and
+ * releases) a stream the host cannot read when that was not asked for. */
+function needsCopy(stream: ImportedStream, options: StreamConvertOptions, what: string): boolean {
+  if (isHostAccessible(stream.deviceType)) return false;
+  const name = deviceTypeName(stream.deviceType);
+  if (options.toHost && !name.startsWith("unknown")) return true;
+  stream.release();
+  if (name.startsWith("unknown")) {
+    throw new UnknownDeviceError(Status.unknown_device, `${what}: the stream's device_type is ${stream.deviceType}, which this library does not know; iterate the ImportedStream for opaque raw views instead`);
+  }
+  throw new UnsupportedError(Status.unsupported, `${what}: the stream's device_type is ${name} (${stream.deviceType}), memory the host cannot read; pass { toHost: true } to copy each batch to the host, or iterate the ImportedStream for raw device arrays`);
+}
+
+/** What the stream readers accept: an ImportedStream, or any protocol
+ * stream producer or stream capsule (docs/protocol.md), whose stream is
+ * imported (device method preferred) and then read like one. */
+export type StreamInput = ImportedStream | StreamProducer | ArrowCapsule;
+
+/** Checks `fn`'s input and options; returns the ImportedStream to read,
+ * whether batches are copied to the host (see needsCopy) and the
+ * conversion options. A stream imported here from a producer is released
+ * if it cannot be read. */
+function openInput(fn: string, input: StreamInput, options: StreamConvertOptions): { stream: ImportedStream; copy: boolean; convert: ConvertOptions } {
+  const isImported = input instanceof ImportedStream;
+  if (!isImported && !isStreamProducer(input)) {
+    throw argumentError(fn, "stream", "an ImportedStream or an object implementing the Arrow stream protocol (docs/protocol.md)", input);
+  }
+  const convert = convertOptionsArg(fn, options, ["toHost"]);
+  booleanArg(fn, "options.toHost", options.toHost, true);
+  if (isImported) return { stream: input, copy: needsCopy(input, options, fn), convert };
+  const stream = ImportedStream.fromDeviceArrayStream(input);
+  // needsCopy releases the stream itself when it refuses it.
+  return { stream, copy: needsCopy(stream, options, fn), convert };
+}
+
+/** `imported`, or its host copy (then `imported` is disposed). A batch
+ * the worker already copied (CPU) is used as it is. */
+function onHost(imported: ImportedArray, copy: boolean): ImportedArray {
+  if (!copy || imported.deviceType === DeviceType.CPU) return imported;
+  try {
+    return imported.toHost();
+  } finally {
+    imported.dispose();
+  }
+}
+
+/** Converts one pulled batch (the stream's schema and types are built
+ * once, by `converter`); its memory then belongs to the GC. */
+function convert(pulled: ImportedArray, converter: StreamBatchConverter, copy: boolean): RecordBatch {
+  return converter.convertAndEnd(onHost(pulled, copy));
+}
+
+/** Every remaining batch of `stream` as an apache-arrow RecordBatch,
+ * pulled on the JS thread. */
+export function recordBatches(input: StreamInput, options: StreamConvertOptions = {}): Generator<RecordBatch, void, undefined> {
+  // Checked now, not at the first next(): a generator body runs late.
+  const { stream, copy, convert: convertOptions } = openInput("recordBatches", input, options);
+  const converter = new StreamBatchConverter(convertOptions);
+  return (function* () {
+    try {
+      for (;;) {
+        if (!copy) {
+          const batch = converter.next(stream);
+          if (batch === null) return;
+          yield batch;
+          continue;
+        }
+        // Transient: convert() always ends it (dispose or releaseToGC).
+        const imported = stream.nextTransient();
+        if (!imported) return;
+        yield convert(imported, converter, copy);
+      }
+    } finally {
+      stream.release();
+    }
+  })();
+}
+
+/** Every remaining batch of `stream`, pulled on the stream's worker
+ * thread (`for await`). */
+export function recordBatchesAsync(input: StreamInput, options: StreamConvertOptions = {}): AsyncGenerator<RecordBatch, void, undefined> {
+  const { stream, copy, convert: convertOptions } = openInput("recordBatchesAsync", input, options);
+  if (copy) stream._copyPullsToHost();
+  const converter = new StreamBatchConverter(convertOptions);
+  return (async function* () {
+    for await (const imported of stream) yield convert(imported, converter, copy);
+  })();
+}
+
+/** The stream's schema as an apache-arrow Schema (read from a zero-length
+ * batch; the stream's position is unchanged). */
+export function streamSchema(stream: ImportedStream, options: ConvertOptions = {}): Schema {
+  if (!(stream instanceof ImportedStream)) throw argumentError("streamSchema", "stream", "an ImportedStream", stream);
+  return schemaOfStream(stream, convertOptionsArg("streamSchema", options));
+}
+
+function schemaOfStream(stream: ImportedStream, options: ConvertOptions): Schema {
+  const empty = stream.emptyBatch();
+  try {
+    return schemaOf(empty.root, options);
+  } finally {
+    empty.dispose();
+  }
+}
+
+/** One Table of the pulled batches (their dictionaries share the first
+ * batch's types, as apache-arrow's Table requires), or an empty Table
+ * with the stream's schema. Owns `pulled`: on error it disposes them. */
+function tableOfPulled(pulled: ImportedArray[], schema: Schema | null, options: ConvertOptions): Table {
+  if (pulled.length === 0) return new Table(schema!);
+  try {
+    const table = new StreamBatchConverter(options).table(pulled);
+    for (const imported of pulled) imported.releaseToGC();
+    return table;
+  } catch (error) {
+    for (const imported of pulled) imported.dispose();
+    throw error;
+  }
+}
+
+/** Reads the whole stream into one Table (its schema is the first batch's,
+ * or the stream's when it has none) and releases the stream. */
+export function readTable(input: StreamInput, options: StreamConvertOptions = {}): Table {
+  const { stream, copy, convert: convertOptions } = openInput("readTable", input, options);
+  const pulled: ImportedArray[] = [];
+  let schema: Schema | null = null;
+  try {
+    for (;;) {
+      const imported = stream.next();
+      if (!imported) break;
+      pulled.push(onHost(imported, copy));
+    }
+    // Only needed when no batch came; read while the stream is open.
+    if (pulled.length === 0) schema = schemaOfStream(stream, convertOptions);
+  } catch (error) {
+    for (const imported of pulled) imported.dispose();
+    throw error;
+  } finally {
+    stream.release();
+  }
+  return tableOfPulled(pulled, schema, convertOptions);
+}
+
+/** Like `readTable`, pulling on the stream's worker thread. */
+export async function readTableAsync(input: StreamInput, options: StreamConvertOptions = {}): Promise<Table> {
+  const { stream, copy, convert: convertOptions } = openInput("readTableAsync", input, options);
+  if (copy) stream._copyPullsToHost();
+  const pulled: ImportedArray[] = [];
+  let schema: Schema | null = null;
+  try {
+    for (;;) {
+      const imported = await stream.nextAsync();
+      if (!imported) break;
+      pulled.push(onHost(imported, copy));
+    }
+    if (pulled.length === 0) schema = schemaOfStream(stream, convertOptions);
+  } catch (error) {
+    for (const imported of pulled) imported.dispose();
+    throw error;
+  } finally {
+    stream.release();
+  }
+  return tableOfPulled(pulled, schema, convertOptions);
+}

@@ -1,0 +1,490 @@
+/**
+ * Explicit lifetimes for C structs a user holds: `ArrowSchema`, `ArrowArray`
+ * and `ArrowDeviceArray` that some C library handed over (or that this
+ * library allocated as a landing place), read in place, moved, released.
+ *
+ * Ownership.
+ * - `X.allocate()` makes a zeroed (released) struct in native memory that
+ *   the object owns; `dispose()` releases what it holds, then frees it.
+ * - `X.at(address)` is a borrowed view of the caller's struct: the object
+ *   never frees the memory; `release()` calls the struct's release.
+ * - `move(dest?)` is the spec's move: a bitwise copy into `dest` (a new
+ *   owned struct when omitted) and `release = NULL` on the source, done
+ *   natively (zig/move.zig). The source object stays usable as a released
+ *   struct.
+ * - `moveChild(i, dest?)` moves one child out of a live parent; the parent
+ *   must be released next (`release()`), and its release skips the moved
+ *   children, as CDataInterface.rst describes. Children read through
+ *   `child(i)` are borrowed views, valid while their base struct is alive;
+ *   only a base struct may be released.
+ *
+ * A FinalizationRegistry is only a safety net: an owned struct dropped
+ * without `dispose()` is released and freed when it is collected, with a
+ * warning in debug mode (ARROW_DEVICE_DEBUG=1). Call `dispose()` (or
+ * `using`).
+ *
+ * Threads: these objects are used from the JS thread; the release
+ * callbacks they call run there. Structs moved to C may be released by C on
+ * any thread.
+ */
+import type { Pointer } from "bun:ffi";
+import { ArrowArrayLayout, ArrowDeviceArrayLayout, ArrowSchemaLayout, deviceTypeName } from "../core/abi/layout.ts";
+import { arrayFields, asPointer, deviceArrayFields, readMetadata, schemaFields } from "../core/abi/structs.ts";
+import { probePairPasses, probeStruct } from "../core/abi/probe.ts";
+import { branded, type StructName, type StructPointer } from "../core/abi/pointers.ts";
+import { isLiveExportPair } from "./exported.ts";
+import { addressArg, argumentError, integerArg, internalConstruction } from "../core/args.ts";
+
+/** Only this module constructs the struct classes. */
+const structToken = Symbol("CStruct");
+import { InvalidArgumentError, OutOfMemoryError, OutOfRangeError, ReleasedError, Status } from "../core/errors.ts";
+import { check, native } from "../core/ffi/library.ts";
+import { reportLeak, track, untrack } from "./debug.ts";
+
+/** A C `struct K` named by its typed address (`structPointer`), or by an
+ * object with one (the classes below, for the kinds they cover). */
+export type StructRef<K extends StructName> = StructPointer<K> | { readonly address: StructPointer<K> };
+
+/** The address `ref` names (0 for null/undefined). Throws
+ * InvalidArgumentError for anything that is not a StructRef. */
+export function addressOf(ref: StructRef<StructName> | null | undefined): number {
+  return structAddress("addressOf", "ref", ref, null, true);
+}
+
+/** The address of the C struct `ref` names, checked for `fn`'s `param`:
+ * a CSchema/CArray/CDeviceArray (of `kind` when given), an object with an
+ * `address`, or an address; null/undefined give 0 when `nullable`. */
+export function structAddress(fn: string, param: string, ref: unknown, kind: CStructKind | null, nullable: boolean): number {
+  if (ref instanceof CStruct) {
+    if (kind && ref.kind !== kind) throw argumentError(fn, param, `an ${kind} (or its address)`, ref);
+    return Number(ref.address);
+  }
+  if (typeof ref === "object" && ref !== null && "address" in ref) return addressArg(fn, `${param}.address`, ref.address, false);
+  const expected = kind ? `an ${kind} address or C struct` : "a C struct address";
+  if (!nullable && (ref === null || ref === undefined)) throw argumentError(fn, param, expected, ref);
+  if (typeof ref !== "number" && typeof ref !== "bigint" && ref !== null && ref !== undefined) throw argumentError(fn, param, expected, ref);
+  return addressArg(fn, param, ref, nullable);
+}
+
+/**
+ * The checked addresses of C structs a call takes ownership of (an import,
+ * a relay, a device copy), with the call's other checks (`checkRest`).
+ * Such a call owns what it is given even when it fails: when any argument
+ * is bad, the good structs are released here and the first error thrown.
+ * NULL is allowed (0; the native side reports it, after moving the other
+ * struct in).
+ */
+export function takeStructs(fn: string, refs: [param: string, ref: unknown, kind: CStructKind][], checkRest: () => void = () => {}): number[] {
+  let error: unknown = null;
+  const addresses = pairPasses(fn, refs) ?? refs.map(([param, ref, kind]) => {
+    try {
+      const address = structAddress(fn, param, ref, kind, true);
+      // Not released on failure: what fails the probe is not safe to touch.
+      if (address) probeStruct(fn, param, kind, address, true);
+      return address;
+    } catch (caught) {
+      error ??= caught;
+      return 0;
+    }
+  });
+  if (!error) {
+    try {
+      checkRest();
+    } catch (caught) {
+      error = caught;
+    }
+  }
+  if (error) {
+    refs.forEach(([, , kind], i) => {
+      if (addresses[i]) releaseAt(kind, addresses[i]);
+    });
+    throw error;
+  }
+  return addresses;
+}
+
+/** The addresses of the usual [schema, array] pair when both are good
+ * addresses of structs that pass the probe, checked in one native call;
+ * null otherwise (each is then checked on its own, which names what
+ * failed). */
+function pairPasses(fn: string, refs: [param: string, ref: unknown, kind: CStructKind][]): number[] | null {
+  if (refs.length !== 2) return null;
+  const [[schemaParam, schemaRef, schemaKind], [arrayParam, arrayRef, arrayKind]] = refs;
+  if (schemaKind !== "ArrowSchema" || arrayKind === "ArrowSchema") return null;
+  let schema: number;
+  let array: number;
+  try {
+    schema = structAddress(fn, schemaParam, schemaRef, schemaKind, true);
+    array = structAddress(fn, arrayParam, arrayRef, arrayKind, true);
+  } catch {
+    return null;
+  }
+  return probePairPasses(schema, arrayKind, array, isLiveExportPair(schema, array, arrayKind)) ? [schema, array] : null;
+}
+
+/** The checked address of a struct the caller views or fills in place
+ * (`X.at`): readable and writable memory, released or of a sane shape. */
+function viewAddress(fn: string, kind: CStructKind, address: unknown): number {
+  const checked = addressArg(fn, "address", address);
+  probeStruct(fn, "address", kind, checked, false);
+  return checked;
+}
+
+/** Which C struct a CStruct is. */
+export type CStructKind = "ArrowSchema" | "ArrowArray" | "ArrowDeviceArray";
+
+type OwnedSlot = { address: number; kind: CStructKind; token: number };
+
+const sizes: Record<CStructKind, number> = {
+  ArrowSchema: ArrowSchemaLayout.size,
+  ArrowArray: ArrowArrayLayout.size,
+  ArrowDeviceArray: ArrowDeviceArrayLayout.size,
+};
+
+function releaseAt(kind: CStructKind, address: number): void {
+  const p = asPointer(address);
+  if (kind === "ArrowSchema") native.abd_schema_release(p);
+  else if (kind === "ArrowArray") native.abd_array_release(p);
+  else native.abd_device_array_release(p);
+}
+
+const safetyNet = new FinalizationRegistry<OwnedSlot>((slot) => {
+  reportLeak(slot.token, `owned ${slot.kind}`);
+  releaseAt(slot.kind, slot.address);
+  native.abd_free(asPointer(slot.address));
+});
+
+/** What CSchema, CArray and CDeviceArray share: an address, who owns the
+ * memory there, and release/move/dispose. */
+export abstract class CStruct implements Disposable {
+  #address: number;
+  #slot: OwnedSlot | null;
+  /** The base struct this one is a child (or the array member) of. */
+  readonly parent: CStruct | null;
+
+  protected constructor(token: symbol, readonly kind: CStructKind, address: number, owned: boolean, parent: CStruct | null) {
+    internalConstruction(kind === "ArrowSchema" ? "CSchema" : kind === "ArrowArray" ? "CArray" : "CDeviceArray", token, structToken,
+      "use allocate() or at(address)");
+    if (!address) throw new InvalidArgumentError(Status.invalid_argument, `${kind} pointer is NULL`);
+    this.#address = address;
+    this.parent = parent;
+    this.#slot = null;
+    if (owned) {
+      this.#slot = { address, kind, token: track(`owned ${kind}`) };
+      safetyNet.register(this, this.#slot, this);
+    }
+  }
+
+  protected static allocateSlot(kind: CStructKind): number {
+    const address = native.abd_alloc_zeroed(sizes[kind]);
+    if (address === null) throw new OutOfMemoryError(Status.out_of_memory, `out of memory allocating an ${kind}`);
+    return address;
+  }
+
+  /** True when this object owns (and will free) the struct's memory. */
+  get owned(): boolean {
+    return this.#slot !== null;
+  }
+
+  /** The struct's address, for C functions. Throws once an owned struct
+   * was disposed (its memory is freed). */
+  get address(): Pointer {
+    if (!this.#address) throw new ReleasedError(Status.released, `this ${this.kind} was disposed; its memory is freed`);
+    return asPointer(this.#address);
+  }
+
+  /** The address, checked to be readable: the memory exists and every base
+   * struct above it is still alive. */
+  protected readable(): number {
+    const address = Number(this.address);
+    const gone = this.releasedAncestor();
+    if (gone) throw new ReleasedError(Status.released, `the ${gone.kind} this ${this.kind} belongs to was released; its children are gone`);
+    return address;
+  }
+
+  private releasedAncestor(): CStruct | null {
+    for (let p = this.parent; p; p = p.parent) if (p.released) return p;
+    return null;
+  }
+
+  /** True once the struct's release has run or it was moved out (or the
+   * base struct it belongs to was released, or this object was disposed). */
+  get released(): boolean {
+    if (!this.#address || this.releasedAncestor()) return true;
+    // Its own `release == NULL` (an ArrowDeviceArray's is its array's).
+    return this.kind === "ArrowSchema" ? schemaFields.released(this.#address) : arrayFields.released(this.#address);
+  }
+
+  /** Calls the struct's release callback, if it is not released yet.
+   * Idempotent. Only base structs may be released: a borrowed child must be
+   * moved out first (`moveChild`). */
+  release(): void {
+    if (this.released) return;
+    if (this.parent && !(this.parent instanceof CDeviceArray)) {
+      throw new InvalidArgumentError(Status.invalid_argument, `only a base ${this.kind} may be released; move this child out first (moveChild)`);
+    }
+    releaseAt(this.kind, this.#address);
+  }
+
+  /** Releases what the struct holds; frees it if this object owns it.
+   * Idempotent. */
+  dispose(): void {
+    if (!this.#address) return;
+    if (!this.parent) this.release();
+    const slot = this.#slot;
+    this.#address = 0;
+    if (slot) {
+      this.#slot = null;
+      safetyNet.unregister(this);
+      untrack(slot.token);
+      native.abd_free(asPointer(slot.address));
+    }
+  }
+
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+}
+
+/** C: struct ArrowSchema, read in place. */
+export class CSchema extends CStruct {
+  private constructor(token: symbol, address: number, owned: boolean, parent: CStruct | null) {
+    super(token, "ArrowSchema", address, owned, parent);
+  }
+
+  /** A new, released ArrowSchema this object owns (a place to move into or
+   * for a producer to fill). */
+  static allocate(): CSchema {
+    return new CSchema(structToken, CStruct.allocateSlot("ArrowSchema"), true, null);
+  }
+
+  /** The struct's address, for C. Throws once an owned struct was
+   * disposed (its memory is freed). */
+  override get address(): StructPointer<"ArrowSchema"> {
+    return branded(Number(super.address));
+  }
+
+  /** A borrowed view of the caller's ArrowSchema at `address`. */
+  static at(address: StructPointer<"ArrowSchema">): CSchema {
+    return new CSchema(structToken, viewAddress("CSchema.at", "ArrowSchema", address), false, null);
+  }
+
+  /** The format string (null for a NULL format). */
+  get format(): string | null { return schemaFields.format(this.readable()); }
+  /** The field name (null for a NULL name). */
+  get name(): string | null { return schemaFields.name(this.readable()); }
+  /** ArrowSchema.flags (see `Flags`). */
+  get flags(): number { return schemaFields.flags(this.readable()); }
+  /** Whether the NULLABLE flag is set. */
+  get nullable(): boolean { return (this.flags & 2) !== 0; }
+  /** Metadata as a Map (the last value wins for repeated keys). */
+  get metadata(): Map<string, string> { return new Map(this.metadataPairs); }
+  /** Metadata as every key/value pair in order, repeats kept (empty for
+   * NULL metadata); bounds-checked natively before it is read. */
+  get metadataPairs(): [string, string][] { return readMetadata(schemaFields.metadataAddress(this.readable())); }
+  /** ArrowSchema.n_children. */
+  get nChildren(): number { return schemaFields.nChildren(this.readable()); }
+
+  /** A borrowed view of child `i` (valid while this struct is alive). */
+  child(i: number): CSchema {
+    integerArg("CSchema.child", "i", i, 0);
+    const n = this.nChildren;
+    if (!(Number.isInteger(i) && i >= 0 && i < n)) throw new OutOfRangeError(Status.out_of_range, `child ${i} is out of the schema's ${n} children`);
+    return new CSchema(structToken, schemaFields.child(this.readable(), i), false, this);
+  }
+
+  /** Borrowed views of every child. */
+  get children(): CSchema[] {
+    return Array.from({ length: this.nChildren }, (_, i) => this.child(i));
+  }
+
+  /** A borrowed view of the dictionary's schema, or null. */
+  get dictionary(): CSchema | null {
+    const address = schemaFields.dictionary(this.readable());
+    return address ? new CSchema(structToken, address, false, this) : null;
+  }
+
+  /** Moves this struct into `dest` (a new owned struct if omitted) and
+   * returns it; this one is left released. */
+  move(dest?: CSchema): CSchema {
+    if (dest !== undefined && !(dest instanceof CSchema)) throw argumentError("CSchema.move", "dest", "a CSchema or undefined", dest);
+    const target = dest ?? CSchema.allocate();
+    try {
+      check(native.abd_schema_move(asPointer(this.readable()), target.address));
+    } catch (error) {
+      if (!dest) target.dispose();
+      throw error;
+    }
+    return target;
+  }
+
+  /** Moves child `i` out into `dest` (a new owned struct if omitted). The
+   * parent must be released next; its release skips the moved child. */
+  moveChild(i: number, dest?: CSchema): CSchema {
+    integerArg("CSchema.moveChild", "i", i, 0);
+    if (dest !== undefined && !(dest instanceof CSchema)) throw argumentError("CSchema.moveChild", "dest", "a CSchema or undefined", dest);
+    const target = dest ?? CSchema.allocate();
+    try {
+      check(native.abd_schema_move_child(asPointer(this.readable()), BigInt(i), target.address));
+    } catch (error) {
+      if (!dest) target.dispose();
+      throw error;
+    }
+    return target;
+  }
+}
+
+/** C: struct ArrowArray, read in place. Buffer contents need the schema:
+ * import the pair (`ImportedArray.fromArray`) for typed buffer views. */
+export class CArray extends CStruct {
+  private constructor(token: symbol, address: number, owned: boolean, parent: CStruct | null) {
+    super(token, "ArrowArray", address, owned, parent);
+  }
+
+  /** A new owned, zeroed (released) ArrowArray in native memory (e.g. for
+   * a producer to fill). */
+  static allocate(): CArray {
+    return new CArray(structToken, CStruct.allocateSlot("ArrowArray"), true, null);
+  }
+
+  /** The struct's address, for C. Throws once an owned struct was
+   * disposed (its memory is freed). */
+  override get address(): StructPointer<"ArrowArray"> {
+    return branded(Number(super.address));
+  }
+
+  /** A borrowed view of the caller's ArrowArray at `address`. */
+  static at(address: StructPointer<"ArrowArray">): CArray {
+    return new CArray(structToken, viewAddress("CArray.at", "ArrowArray", address), false, null);
+  }
+
+  /** @internal the array member of a device array. */
+  static memberOf(device: CDeviceArray): CArray {
+    if (!(device instanceof CDeviceArray)) throw argumentError("CArray.memberOf", "device", "a CDeviceArray", device);
+    return new CArray(structToken, Number(device.address), false, device);
+  }
+
+  /** ArrowArray.length. */
+  get length(): number { return arrayFields.length(this.readable()); }
+  /** -1 when the producer did not compute it. */
+  get nullCount(): number { return arrayFields.nullCount(this.readable()); }
+  /** ArrowArray.offset. */
+  get offset(): number { return arrayFields.offset(this.readable()); }
+  /** ArrowArray.n_buffers. */
+  get nBuffers(): number { return arrayFields.nBuffers(this.readable()); }
+  /** ArrowArray.n_children. */
+  get nChildren(): number { return arrayFields.nChildren(this.readable()); }
+
+  /** Address of buffer `i` (0 for NULL). */
+  bufferAddress(i: number): number {
+    integerArg("CArray.bufferAddress", "i", i, 0);
+    const n = this.nBuffers;
+    if (!(Number.isInteger(i) && i >= 0 && i < n)) throw new OutOfRangeError(Status.out_of_range, `buffer ${i} is out of the array's ${n} buffers`);
+    return arrayFields.buffer(this.readable(), i);
+  }
+
+  /** Every buffer address, in order (0 for NULL). */
+  get bufferAddresses(): number[] {
+    return Array.from({ length: this.nBuffers }, (_, i) => this.bufferAddress(i));
+  }
+
+  /** A borrowed view of child `i` (valid while this struct is alive). */
+  child(i: number): CArray {
+    integerArg("CArray.child", "i", i, 0);
+    const n = this.nChildren;
+    if (!(Number.isInteger(i) && i >= 0 && i < n)) throw new OutOfRangeError(Status.out_of_range, `child ${i} is out of the array's ${n} children`);
+    return new CArray(structToken, arrayFields.child(this.readable(), i), false, this);
+  }
+
+  /** Borrowed views of every child. */
+  get children(): CArray[] {
+    return Array.from({ length: this.nChildren }, (_, i) => this.child(i));
+  }
+
+  /** A borrowed view of the dictionary array, or null. */
+  get dictionary(): CArray | null {
+    const address = arrayFields.dictionary(this.readable());
+    return address ? new CArray(structToken, address, false, this) : null;
+  }
+
+  /** Moves this struct into `dest` (a new owned struct if omitted) and
+   * returns it; this one is left released. */
+  move(dest?: CArray): CArray {
+    if (dest !== undefined && !(dest instanceof CArray)) throw argumentError("CArray.move", "dest", "a CArray or undefined", dest);
+    const target = dest ?? CArray.allocate();
+    try {
+      check(native.abd_array_move(asPointer(this.readable()), target.address));
+    } catch (error) {
+      if (!dest) target.dispose();
+      throw error;
+    }
+    return target;
+  }
+
+  /** Moves child `i` out into `dest` (a new owned struct if omitted). The
+   * parent must be released next; its release skips the moved child. */
+  moveChild(i: number, dest?: CArray): CArray {
+    integerArg("CArray.moveChild", "i", i, 0);
+    if (dest !== undefined && !(dest instanceof CArray)) throw argumentError("CArray.moveChild", "dest", "a CArray or undefined", dest);
+    const target = dest ?? CArray.allocate();
+    try {
+      check(native.abd_array_move_child(asPointer(this.readable()), BigInt(i), target.address));
+    } catch (error) {
+      if (!dest) target.dispose();
+      throw error;
+    }
+    return target;
+  }
+}
+
+/** C: struct ArrowDeviceArray, read in place. */
+export class CDeviceArray extends CStruct {
+  private constructor(token: symbol, address: number, owned: boolean) {
+    super(token, "ArrowDeviceArray", address, owned, null);
+  }
+
+  /** A new owned, zeroed (released) ArrowDeviceArray in native memory
+   * (e.g. for a producer to fill). */
+  static allocate(): CDeviceArray {
+    return new CDeviceArray(structToken, CStruct.allocateSlot("ArrowDeviceArray"), true);
+  }
+
+  /** The struct's address, for C. Throws once an owned struct was
+   * disposed (its memory is freed). */
+  override get address(): StructPointer<"ArrowDeviceArray"> {
+    return branded(Number(super.address));
+  }
+
+  /** A borrowed view of the caller's ArrowDeviceArray at `address`. */
+  static at(address: StructPointer<"ArrowDeviceArray">): CDeviceArray {
+    return new CDeviceArray(structToken, viewAddress("CDeviceArray.at", "ArrowDeviceArray", address), false);
+  }
+
+  /** The embedded ArrowArray (a view; it lives and dies with this struct). */
+  get array(): CArray {
+    return CArray.memberOf(this);
+  }
+
+  /** ArrowDeviceArray.device_type. */
+  get deviceType(): number { return deviceArrayFields.deviceType(this.readable()); }
+  /** `deviceType` by name, e.g. "CPU", "CUDA". */
+  get deviceTypeName(): string { return deviceTypeName(this.deviceType); }
+  /** ArrowDeviceArray.device_id. */
+  get deviceId(): number { return deviceArrayFields.deviceId(this.readable()); }
+  /** Address of the producer's sync event (a pointer to the event), 0 if none. */
+  get syncEvent(): number { return deviceArrayFields.syncEvent(this.readable()); }
+
+  /** Moves this struct into `dest` (a new owned struct if omitted) and
+   * returns it; this one is left released. */
+  move(dest?: CDeviceArray): CDeviceArray {
+    if (dest !== undefined && !(dest instanceof CDeviceArray)) throw argumentError("CDeviceArray.move", "dest", "a CDeviceArray or undefined", dest);
+    const target = dest ?? CDeviceArray.allocate();
+    try {
+      check(native.abd_device_array_move(asPointer(this.readable()), target.address));
+    } catch (error) {
+      if (!dest) target.dispose();
+      throw error;
+    }
+    return target;
+  }
+}
