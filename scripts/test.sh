@@ -1,10 +1,27 @@
 #!/usr/bin/env bash
 # README command 2: set everything up, then run every test (Zig unit tests
 # and Bun tests). The last line is "N passed, N failed", counting both.
+#
+#   bash scripts/test.sh          # everything (CI runs this)
+#   bash scripts/test.sh --fast   # the edit loop (`bun run test:fast`): no
+#                                 # setup, only a rebuild, and no test/release/
+#                                 # (cross-builds, pack and install,
+#                                 # million-cycle loops)
 set -uo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh --test || { echo "setup failed"; echo "0 passed, 1 failed"; exit 1; }
-source scripts/env.sh
+tiers=(test/)
+if [ "${1:-}" = "--fast" ]; then
+  source scripts/env.sh
+  [ -x "$ZIG" ] && [ -x "$BUN" ] || { echo "test --fast needs a set-up checkout: run bash scripts/test.sh once"; echo "0 passed, 1 failed"; exit 1; }
+  "$ZIG" build --prefix . --release=safe || { echo "build failed"; echo "0 passed, 1 failed"; exit 1; }
+  tiers=()
+  for dir in test/*/; do
+    [ "$dir" != test/release/ ] && compgen -G "$dir*.test.ts" >/dev/null && tiers+=("$dir")
+  done
+else
+  bash scripts/setup.sh --test || { echo "setup failed"; echo "0 passed, 1 failed"; exit 1; }
+  source scripts/env.sh
+fi
 
 passed=0
 failed=0
@@ -26,7 +43,7 @@ rm -f "$zig_log"
 
 echo "== Bun tests"
 bun_log=$(mktemp)
-"$BUN" test --timeout 60000 test/ 2>&1 | tee "$bun_log"
+"$BUN" test --timeout 60000 "${tiers[@]}" 2>&1 | tee "$bun_log"
 bun_status=${PIPESTATUS[0]}
 bun_passed=$(grep -Eo '^ *[0-9]+ pass$' "$bun_log" | tail -1 | tr -dc 0-9)
 bun_failed=$(grep -Eo '^ *[0-9]+ fail$' "$bun_log" | tail -1 | tr -dc 0-9)

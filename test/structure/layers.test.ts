@@ -138,3 +138,12 @@ describe("ts/ layers", () => {
     ]);
   });
 });
+
+describe("test/ areas", () => {
+  const areas = ["core", "native", "device", "arrow", "peers", "package", "structure", "release"];
+
+  test("every test file sits in an area folder, so the fast tier (all but release/) and release/ cover them all", () => {
+    const misplaced = [...new Bun.Glob("**/*.test.ts").scanSync(testRoot)].filter((path) => !areas.includes(path.split("/")[0]!) || path.split("/").length !== 2);
+    expect(misplaced).toEqual([]);
+  });
+});
