@@ -60,7 +60,7 @@ pub fn build(b: *std.Build) void {
 
     // The optional CPython shim of `bun-arrow-device/python`, beside the
     // library. It links neither libpython nor the library: both are opened
-    // at run time (native/abd_python.c).
+    // at run time (native/abd_python*.c).
     const python_shim = addPythonShim(b, target, optimize);
     python_shim.root_module.strip = strip;
     const install_python_shim = b.addInstallArtifact(python_shim, .{
@@ -148,7 +148,10 @@ fn addExamples(b: *std.Build, target: std.Build.ResolvedTarget, optimize: std.bu
 
 fn addPythonShim(b: *std.Build, target: std.Build.ResolvedTarget, optimize: std.builtin.OptimizeMode) *std.Build.Step.Compile {
     const module = b.createModule(.{ .target = target, .optimize = optimize, .link_libc = true });
-    module.addCSourceFile(.{ .file = b.path("native/abd_python.c"), .flags = &.{ "-std=c11", "-Wall", "-Wextra", "-Werror", "-pthread" } });
+    module.addCSourceFiles(.{
+        .files = &.{ "native/abd_python.c", "native/abd_python_capsules.c", "native/abd_python_streams.c", "native/abd_python_import.c", "native/abd_python_export.c" },
+        .flags = &.{ "-std=c11", "-Wall", "-Wextra", "-Werror", "-pthread" },
+    });
     module.addIncludePath(b.path("lib/include"));
     return b.addLibrary(.{ .linkage = .dynamic, .name = "arrow_device_python", .root_module = module });
 }
