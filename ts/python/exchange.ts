@@ -35,7 +35,7 @@ import { PythonError } from "./errors.ts";
 import { PyObject, loadPython, loadedPython, pythonToken, type Python } from "./interpreter.ts";
 import { ErrorText } from "./shim.ts";
 
-/** Protocol methods by the kind numbers of native/abd_python.c. */
+/** Protocol methods by the kind numbers of native/abd_python.h. */
 const Kind = { device_array: 0, array: 1, device_stream: 2, stream: 3, schema: 4 } as const;
 /** A protocol method by kind: "device_array" (`__arrow_c_device_array__`), "array", "device_stream", "stream" or "schema". */
 export type PythonMethodKind = keyof typeof Kind;
