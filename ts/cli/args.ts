@@ -71,7 +71,7 @@ export const benchLimits = {
  * the "device" buffers; an export/import round trip
  * holds the column, the array it is built from, and apache-arrow's IPC
  * bytes and the table read back from them. */
-export const benchMemoryFactor = { transfer: 6, exportImport: 5 } as const;
+const benchMemoryFactor = { transfer: 6, exportImport: 5 } as const;
 
 /** Why the largest --sizes or --rows would not fit in `totalBytes` of
  * memory (null when it fits): refused before anything is allocated. */
@@ -101,7 +101,7 @@ export function integerList(command: string, option: string, text: string, max: 
 }
 
 /** A comma-separated list of positive numbers (1e6 and 1_000 style allowed). */
-export function numberList(command: string, option: string, text: string): number[] {
+function numberList(command: string, option: string, text: string): number[] {
   const numbers = text.split(",").map((part) => Number(part.trim().replace(/_/g, "")));
   if (numbers.some((n) => !Number.isFinite(n) || n <= 0)) {
     throw new UsageError(`${command}: --${option} must be a comma-separated list of positive numbers, got "${text}"`);

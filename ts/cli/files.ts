@@ -14,7 +14,7 @@ export class FileError extends Error {
 }
 
 /** "ENOENT: no such file or directory, open 'x'" -> "no such file or directory". */
-export function systemReason(error: unknown): string {
+function systemReason(error: unknown): string {
   const e = error as { code?: unknown; message?: unknown };
   const message = typeof e?.message === "string" ? e.message : String(error);
   const bare = message.replace(/^[A-Z]+: /, "").replace(/, [a-z]+( '.*')?$/s, "").split("\n")[0];

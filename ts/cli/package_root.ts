@@ -10,7 +10,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 
 /** The package's name, as its package.json spells it. */
-export const packageName = "bun-arrow-device";
+const packageName = "bun-arrow-device";
 
 function readManifest(path: string): { name?: unknown; version?: unknown } | null {
   if (!existsSync(path)) return null;

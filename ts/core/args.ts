@@ -10,7 +10,7 @@
 import { InvalidArgumentError, Status } from "./errors.ts";
 
 /** Longest description `describeValue` returns. */
-export const maxDescription = 100;
+const maxDescription = 100;
 
 export function clip(text: string, limit: number): string {
   return text.length <= limit ? text : `${text.slice(0, limit - 1)}…`;
@@ -89,13 +89,6 @@ export function integerArg(fn: string, param: string, value: unknown, min = Numb
   return value;
 }
 
-/** A finite number in [min, max] (fractions allowed). */
-export function numberArg(fn: string, param: string, value: unknown, min = -Infinity, max = Infinity): number {
-  if (typeof value !== "number" || !Number.isFinite(value) || value < min || value > max) {
-    throw argumentError(fn, param, `a finite number${min > -Infinity ? ` ≥ ${min}` : ""}${max < Infinity ? ` ≤ ${max}` : ""}`, value);
-  }
-  return value;
-}
 
 const int64Min = -(2n ** 63n);
 const int64Max = 2n ** 63n - 1n;

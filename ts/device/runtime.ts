@@ -64,7 +64,7 @@ export function kindOfDeviceType(deviceType: number): DeviceKind | null {
 }
 
 /** The device type of runtime `kind`, checked for `fn`. */
-export function checkKind(fn: string, kind: DeviceKind): number {
+function checkKind(fn: string, kind: DeviceKind): number {
   if (typeof kind !== "string") throw argumentError(fn, "kind", `"cuda" or "rocm"`, kind);
   if (!Object.hasOwn(runtimeDeviceType, kind)) {
     throw new UnknownDeviceError(Status.unknown_device, `${fn}: unknown device runtime ${JSON.stringify((kind as string).slice(0, 40))}: expected "cuda" or "rocm"`);

@@ -64,7 +64,7 @@ export function checkTarget(fn: string, target: DeviceTarget, param = "target", 
   if (target.stream !== undefined && typeof target.stream === "number") addressArg(fn, `${param}.stream`, target.stream, true);
 }
 
-export function streamHandle(device: DeviceKind, stream: DeviceStream | number | undefined): number {
+function streamHandle(device: DeviceKind, stream: DeviceStream | number | undefined): number {
   if (stream === undefined) return 0;
   if (typeof stream === "number") return stream;
   if (!(stream instanceof DeviceStream)) throw new InvalidArgumentError(Status.invalid_argument, "stream must be a DeviceStream or a raw stream handle");

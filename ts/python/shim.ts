@@ -79,7 +79,7 @@ export class ErrorText {
 }
 
 /** Names of the shim's counters, in its order (abdpy_counters). */
-export const shimCounterNames = [
+const shimCounterNames = [
   "capsulesMade", "capsulesFreed", "capsulesReleased", "sourcesLive", "imports", "wrappedReleases", "streamsLive",
 ] as const;
 /** The shim's counters: capsules made, freed and released by their destructor, live sources, imports, releases taken under the GIL, live streams. */

@@ -372,7 +372,7 @@ export function layoutProblems(manifestJson: string, ours: LayoutTables = tsLayo
 }
 
 /** Throws `LayoutMismatchError` unless TS and the loaded library agree. */
-export function assertLayoutMatchesLibrary(): void {
+function assertLayoutMatchesLibrary(): void {
   const problems = layoutProblems(manifestText());
   if (problems.length > 0) throw new LayoutMismatchError(problems);
 }

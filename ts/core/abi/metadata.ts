@@ -44,7 +44,7 @@ export function encodeMetadata(entries: Iterable<[string, string]> | null | unde
 
 /** Decodes metadata read from `bytes` (which may extend past its end; the
  * encoding is self-delimiting). `limit` bounds what may be read. */
-export function decodeMetadataPairs(read: (offset: number, length: number) => Uint8Array, limit = 1 << 24): [string, string][] {
+function decodeMetadataPairs(read: (offset: number, length: number) => Uint8Array, limit = 1 << 24): [string, string][] {
   const int32 = (offset: number) => new DataView(read(offset, 4).slice().buffer).getInt32(0, true);
   const count = int32(0);
   if (count < 0 || count > limit / 8) throw new InvalidLayoutError(Status.invalid_layout, `metadata declares ${count} pairs`);

@@ -82,7 +82,7 @@ function choose(): { path: string; source: LibrarySource } {
 }
 
 /** The build command of a development checkout. */
-export const buildCommand = "bash scripts/setup.sh";
+const buildCommand = "bash scripts/setup.sh";
 
 const id = platformId();
 const chosen = choose();

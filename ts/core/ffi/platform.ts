@@ -13,7 +13,7 @@ export type Libc = "gnu" | "musl";
 /** Detects the running process's libc. glibc reports its version in
  * `process.report`; otherwise a musl dynamic loader in /lib means musl
  * (Alpine); with neither, glibc is assumed. */
-export function detectLibc(): Libc {
+function detectLibc(): Libc {
   const report = (process as { report?: { getReport?: () => unknown } }).report?.getReport?.() as
     | { header?: { glibcVersionRuntime?: string } }
     | undefined;
