@@ -1,6 +1,6 @@
 //! The library's C API: every exported symbol, and nothing else. Each entry
 //! says who owns what. Declared for C in lib/include/arrow_device.h; the TS
-//! side binds them in ts/ffi/.
+//! side binds them in ts/core/ffi/.
 //!
 //! Conventions:
 //! - Functions that can fail return an `abd_status` (status.zig); on failure

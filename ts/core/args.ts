@@ -24,7 +24,7 @@ function article(name: string): string {
 export const supportedArrowRange = ">=21.2.0 <22";
 
 /** apache-arrow's classes by name, as this package resolves them
- * (registered by ts/arrow/arrow_module.ts: only ts/convert imports
+ * (registered by ts/arrow/arrow_module.ts: only ts/arrow imports
  * apache-arrow). */
 const arrowClasses = new Map<string, Function>();
 

@@ -55,7 +55,7 @@ const deferLimit = 256;
 
 /** Handles of one class waiting to join the safety net (see above): each
  * is stored once (a fixed array, no growth), and `describe` says at flush
- * time what its entry is. Handles other than NativeSlot (lifetime/
+ * time what its entry is. Handles other than NativeSlot (native/
  * exported.ts) keep their slot state themselves and have their own. */
 export class DeferredGuard {
   readonly #handles: (object | null)[] = new Array(deferLimit).fill(null);
