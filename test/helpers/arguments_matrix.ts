@@ -256,17 +256,17 @@ export const table: Record<string, Entry> = {
     move: [], release: [], dispose: [], readable: [], releasedAncestor: [],
   }, { move: [OPT.slice(0, 1)] }),
   ...methods("ImportedArray", () => imported(), {
-    child: [0], slice: [0, 1], dictionaryArray: [], reexport: [{}], node: [0], nodeSchema: [0], schemaKey: [], schemaMatches: [new Int32Array(1)],
-    nodeWord: [0, 0], tables: [], bufferWord: [0, 0], bufferMemory: [1, 4], prefetchBuffers: [[0]], prefetchedViews: [], prefetchAll: [],
+    child: [0], slice: [0, 1], dictionaryArray: [], reexport: [{}], node: [0],
+    bufferMemory: [1, 4], prefetchAll: [],
     releaseToGC: [], toHost: [{}], dispose: [],
-  }, { child: [COUNTS], reexport: [OPT], toHost: [OPT], bufferMemory: [COUNTS, ["undefined", ...COUNTS]], slice: [COUNTS, COUNTS], node: [COUNTS], nodeSchema: [COUNTS], nodeWord: [COUNTS, COUNTS], bufferWord: [COUNTS, COUNTS], prefetchBuffers: [["[]", "Uint8Array"]] },
+  }, { child: [COUNTS], reexport: [OPT], toHost: [OPT], bufferMemory: [COUNTS, ["undefined", ...COUNTS]], slice: [COUNTS, COUNTS], node: [COUNTS] },
   { dictionaryArray: "InvalidArgumentError" }),
   ...methods("RawArray", () => (imported() as { root: unknown }).root, {
     child: [0], bufferIndex: [0], bufferAddress: [0], bufferSize: [0], bufferKind: [0], byteLength: [0], memory: [0], buffer: [0], describe: [],
   }, {}, {}),
   ...methods("ImportedStream", () => importedStream(), {
-    emptyBatch: [], next: [], nextTransient: [], nextPulled: [{}], nextAsync: [], arrays: [], arraysAsync: [], relay: [], moveTo: () => [emptyStreamSlot()], release: [],
-  }, {}, { nextPulled: "InvalidArgumentError" }),
+    emptyBatch: [], next: [], nextAsync: [], arrays: [], arraysAsync: [], relay: [], moveTo: () => [emptyStreamSlot()], release: [],
+  }, {}, {}),
   ...methods("AsyncRecordBatchStream", () => new (m.AsyncRecordBatchStream as new () => unknown)(), { batches: [], ready: [], arrays: [], cancel: [] }, {}, {}, ["batches", "ready", "arrays"]),
   ...methods("AsyncStreamConsumer", () => new (m.AsyncStreamConsumer as new () => unknown)(), { ready: [], arrays: [], cancel: [] }, {}, {}, ["ready", "arrays"]),
   ...skipMethods("DeviceRuntime", ["device", "devices", "allocate", "createStream", "createEvent", "synchronizeEvent", "pointerInfo", "copy", "registerHost"]),

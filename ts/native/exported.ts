@@ -25,8 +25,8 @@ import { read, type Pointer } from "bun:ffi";
 import { ArrowArrayLayout, ArrowDeviceArrayLayout, ArrowSchemaLayout } from "../core/abi/layout.ts";
 import { OutOfMemoryError, ReleasedError, Status } from "../core/errors.ts";
 import { native } from "../core/ffi/library.ts";
-import { DeferredGuard, unguard } from "./native_slot.ts";
-import { debugEnabled, track, untrack } from "./debug.ts";
+import { DeferredGuard, endHandle } from "./native_slot.ts";
+import { debugEnabled, track } from "./debug.ts";
 import { drainReleased, forgetReleased } from "./keepalive.ts";
 import { ArrowCArray, ArrowCDeviceArray, ArrowCSchema, type ArrowCapsule, type ProtocolOptions } from "./protocol/symbols.ts";
 import { oneOfArg, stringArg } from "../core/args.ts";
@@ -223,8 +223,7 @@ export class ExportedArray<K extends ExportedKind = ExportedKind> implements Dis
     if (address === 0) return;
     this.#address = 0;
     if (address === lastSlot) lastSlot = 0;
-    if (this.#registered) unguard(this);
-    if (this.#token !== 0) untrack(this.#token);
+    endHandle(this, this.#registered, this.#token);
     if (this.#code !== -1) freeExportSlot(address, this.#code);
     else freeAllocatedSlot(address, this.kind);
   }
