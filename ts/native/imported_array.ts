@@ -32,7 +32,7 @@
  */
 import { branded } from "../core/abi/pointers.ts";
 import {
-  ArrowDeviceArrayLayout, ArrowSchemaLayout, BufferWord, NodeWord, OwnerInfoWord, bufferStride, deviceTypeName,
+  BufferWord, DeviceType, NodeWord, OwnerInfoWord, bufferStride, deviceTypeName,
   nodeStride, ownerInfoWords, validationLevelArg, type ValidationLevelName,
 } from "../core/abi/layout.ts";
 import { asPointer } from "../core/abi/structs.ts";
@@ -53,7 +53,8 @@ import { RawArray } from "./raw_array.ts";
 import { copyToHost, type ToHostOptions } from "./to_host.ts";
 import { reexport, type ReexportOptions } from "./reexport.ts";
 import { selectWindow, type SliceRange, type Window } from "./selection.ts";
-import { ArrowCArray, ArrowCDeviceArray, ArrowCSchema, isArrayProducer, type ArrayProducer, type ArrowCapsule, type ProtocolOptions } from "./protocol/symbols.ts";
+import { importedArrayCapsule, importedSchemaCapsule, type ProtocolMethod } from "./protocol/handle_methods.ts";
+import { ArrowCArray, ArrowCDeviceArray, ArrowCSchema, isArrayProducer, type ArrayProducer, type ArrowCapsule } from "./protocol/symbols.ts";
 
 export { type ImportOptions } from "./import_structs.ts";
 export { type ToHostOptions } from "./to_host.ts";
@@ -71,12 +72,12 @@ const internalToken = Symbol("ImportedArray");
  */
 export class ImportedArray implements Disposable {
 
-  /** Protocol (docs/protocol.md): an "arrow_schema" capsule; undefined where not offered. */
-  declare readonly [ArrowCSchema]?: (options?: ProtocolOptions) => ArrowCapsule;
-  /** Protocol (docs/protocol.md): an "arrow_array" capsule, CPU data only; undefined where not offered. */
-  declare readonly [ArrowCArray]?: (options?: ProtocolOptions) => ArrowCapsule;
-  /** Protocol (docs/protocol.md): an "arrow_device_array" capsule; undefined where not offered. */
-  declare readonly [ArrowCDeviceArray]?: (options?: ProtocolOptions) => ArrowCapsule;
+  /** Protocol (docs/protocol.md): an "arrow_schema" capsule. */
+  get [ArrowCSchema](): ProtocolMethod { return (options) => importedSchemaCapsule(this, options); }
+  /** Protocol (docs/protocol.md): an "arrow_array" capsule; undefined for device data. */
+  get [ArrowCArray](): ProtocolMethod | undefined { return this.deviceType === DeviceType.CPU ? (options) => importedArrayCapsule(this, "array", options) : undefined; }
+  /** Protocol (docs/protocol.md): an "arrow_device_array" capsule. */
+  get [ArrowCDeviceArray](): ProtocolMethod { return (options) => importedArrayCapsule(this, "device_array", options); }
   #owner: number;
   /** The owner's info words, then its node table, then its buffer table
    * (a JS copy: they never change). */

@@ -21,7 +21,7 @@
  * read one batch ahead. One call at a time per stream.
  */
 import { CString, type Pointer } from "bun:ffi";
-import { deviceTypeName, validationLevelArg } from "../core/abi/layout.ts";
+import { DeviceType, deviceTypeName, validationLevelArg } from "../core/abi/layout.ts";
 import { asPointer, schemaFields } from "../core/abi/structs.ts";
 import { probeStruct } from "../core/abi/probe.ts";
 import { type StructPointer } from "../core/abi/pointers.ts";
@@ -37,7 +37,8 @@ import { type ImportedArray } from "./imported_array.ts";
 import { type ImportOptions } from "./import_structs.ts";
 import { JsWorkTag, jsWorkSpin, onJsWork } from "./js_queue.ts";
 import { withStreamCapsule } from "./protocol/consume.ts";
-import { ArrowCDeviceStream, ArrowCStream, isStreamProducer, type ArrowCapsule, type ProtocolOptions, type StreamProducer } from "./protocol/symbols.ts";
+import { importedStreamCapsule, type ProtocolMethod } from "./protocol/handle_methods.ts";
+import { ArrowCDeviceStream, ArrowCStream, isStreamProducer, type ArrowCapsule, type StreamProducer } from "./protocol/symbols.ts";
 import { addressArg, argumentError, internalConstruction } from "../core/args.ts";
 
 /** Only this module constructs an ImportedStream. */
@@ -88,10 +89,10 @@ type PendingPull = {
  * see the module comment for ownership and threads. */
 export class ImportedStream implements Disposable, Iterable<ImportedArray>, AsyncIterable<ImportedArray> {
 
-  /** Protocol (docs/protocol.md): an "arrow_array_stream" capsule, CPU data only; undefined where not offered. */
-  declare readonly [ArrowCStream]?: (options?: ProtocolOptions) => ArrowCapsule;
-  /** Protocol (docs/protocol.md): an "arrow_device_array_stream" capsule; undefined where not offered. */
-  declare readonly [ArrowCDeviceStream]?: (options?: ProtocolOptions) => ArrowCapsule;
+  /** Protocol (docs/protocol.md): an "arrow_array_stream" capsule; undefined for device data. */
+  get [ArrowCStream](): ProtocolMethod | undefined { return this.deviceType === DeviceType.CPU ? (options) => importedStreamCapsule(this, "stream", options) : undefined; }
+  /** Protocol (docs/protocol.md): an "arrow_device_array_stream" capsule. */
+  get [ArrowCDeviceStream](): ProtocolMethod { return (options) => importedStreamCapsule(this, "device_stream", options); }
   #native: Native | null;
   /** Which struct was moved in: "stream" or "device_stream". */
   readonly kind: StreamKind;
