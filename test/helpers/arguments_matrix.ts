@@ -158,7 +158,6 @@ export const table: Record<string, Entry> = {
   AsyncStreamConsumer: { args: () => [{}], accepts: [OPT], construct: true },
   "CArray.allocate": { args: () => [] },
   "CArray.at": { args: () => [(m.CArray as { allocate(): { address: number } }).allocate().address] },
-  "CArray.memberOf": { args: () => [(m.CDeviceArray as { allocate(): unknown }).allocate()] },
   "CDeviceArray.allocate": { args: () => [] },
   "CDeviceArray.at": { args: () => [(m.CDeviceArray as { allocate(): { address: number } }).allocate().address] },
   "CSchema.allocate": { args: () => [] },

@@ -334,6 +334,10 @@ export class CSchema extends CStruct {
   }
 }
 
+/** Set by CArray's static block: the ArrowArray view of a device array's
+ * embedded array. */
+let memberArray: (device: CDeviceArray) => CArray;
+
 /** C: struct ArrowArray, read in place. Buffer contents need the schema:
  * import the pair (`ImportedArray.fromArray`) for typed buffer views. */
 export class CArray extends CStruct {
@@ -358,10 +362,10 @@ export class CArray extends CStruct {
     return new CArray(structToken, viewAddress("CArray.at", "ArrowArray", address), false, null);
   }
 
-  /** @internal the array member of a device array. */
-  static memberOf(device: CDeviceArray): CArray {
-    if (!(device instanceof CDeviceArray)) throw argumentError("CArray.memberOf", "device", "a CDeviceArray", device);
-    return new CArray(structToken, Number(device.address), false, device);
+  // The array member of a device array (CDeviceArray.array): a view whose
+  // parent is the device array, made through the private constructor.
+  static {
+    memberArray = (device) => new CArray(structToken, Number(device.address), false, device);
   }
 
   /** ArrowArray.length. */
@@ -462,7 +466,7 @@ export class CDeviceArray extends CStruct {
 
   /** The embedded ArrowArray (a view; it lives and dies with this struct). */
   get array(): CArray {
-    return CArray.memberOf(this);
+    return memberArray(this);
   }
 
   /** ArrowDeviceArray.device_type. */
