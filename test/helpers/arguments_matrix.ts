@@ -271,7 +271,7 @@ export const table: Record<string, Entry> = {
   ...skipMethods("DeviceRuntime", ["device", "devices", "allocate", "createStream", "createEvent", "synchronizeEvent", "pointerInfo", "copy", "registerHost"]),
   ...skipMethods("HostRegistration", ["unregister"]),
   ...skipMethods("DeviceMemory", ["hostView", "free"]),
-  ...skipMethods("DeviceStream", ["keepUntilSynchronized", "synchronize", "waitEvent", "destroy"]),
+  ...skipMethods("DeviceStream", ["synchronize", "waitEvent", "destroy"]),
   ...skipMethods("DeviceEvent", ["record", "synchronize", "query", "destroy"]),
   ...skipMethods("PyObject", ["toString", "attr", "call", "dispose"]),
   ...skipMethods("Python", ["exec", "eval", "import", "addSysPath", "counters"]),

@@ -494,7 +494,7 @@ export class AsyncExport {
    * released, with how it ended. */
   readonly done: Promise<AsyncExportResult>;
 
-  /** @internal */
+  /** Not for users: `exportAsyncStream` makes it. */
   constructor(driver: ProducerDriver, done: Promise<AsyncExportResult>) {
     if (!(driver instanceof ProducerDriver)) throw argumentError("AsyncExport", "driver", "the driver exportAsyncStream makes", driver);
     if (!(done instanceof Promise)) throw argumentError("AsyncExport", "done", "a Promise", done);
