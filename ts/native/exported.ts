@@ -28,8 +28,8 @@ import { native } from "../core/ffi/library.ts";
 import { DeferredGuard, endHandle } from "./native_slot.ts";
 import { debugEnabled, track } from "./debug.ts";
 import { drainReleased, forgetReleased } from "./keepalive.ts";
-import { exportedCapsule, type ProtocolMethod } from "./protocol/handle_methods.ts";
-import { ArrowCArray, ArrowCDeviceArray, ArrowCSchema } from "./protocol/symbols.ts";
+import { exportedCapsule } from "./protocol/handle_methods.ts";
+import { ArrowCArray, ArrowCDeviceArray, ArrowCSchema, type ArrowCapsule, type ProtocolOptions } from "./protocol/symbols.ts";
 import { oneOfArg, stringArg } from "../core/args.ts";
 
 /** What the slot holds besides the schema: nothing ("schema"), an
@@ -129,11 +129,11 @@ export function adoptExportSlot<K extends ExportedKind>(kind: K, address: number
 export class ExportedArray<K extends ExportedKind = ExportedKind> implements Disposable {
 
   /** Protocol (docs/protocol.md): an "arrow_schema" capsule (kind "schema"); undefined for other kinds. */
-  get [ArrowCSchema](): ProtocolMethod | undefined { return this.kind === "schema" ? (options) => exportedCapsule(this, "__arrow_c_schema__", options) : undefined; }
+  get [ArrowCSchema](): ((options?: ProtocolOptions) => ArrowCapsule) | undefined { return this.kind === "schema" ? (options) => exportedCapsule(this, "__arrow_c_schema__", options) : undefined; }
   /** Protocol (docs/protocol.md): an "arrow_array" capsule (kind "array"); undefined for other kinds. */
-  get [ArrowCArray](): ProtocolMethod | undefined { return this.kind === "array" ? (options) => exportedCapsule(this, "__arrow_c_array__", options) : undefined; }
+  get [ArrowCArray](): ((options?: ProtocolOptions) => ArrowCapsule) | undefined { return this.kind === "array" ? (options) => exportedCapsule(this, "__arrow_c_array__", options) : undefined; }
   /** Protocol (docs/protocol.md): an "arrow_device_array" capsule (kind "device_array"); undefined for other kinds. */
-  get [ArrowCDeviceArray](): ProtocolMethod | undefined { return this.kind === "device_array" ? (options) => exportedCapsule(this, "__arrow_c_device_array__", options) : undefined; }
+  get [ArrowCDeviceArray](): ((options?: ProtocolOptions) => ArrowCapsule) | undefined { return this.kind === "device_array" ? (options) => exportedCapsule(this, "__arrow_c_device_array__", options) : undefined; }
 
   // The handle keeps its slot itself (no NativeSlot: one object per
   // export), and joins NativeSlot's safety net (a DeferredGuard).

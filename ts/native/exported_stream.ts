@@ -17,8 +17,8 @@ import { read, type Pointer } from "bun:ffi";
 import { ArrowArrayStreamLayout, ArrowDeviceArrayStreamLayout } from "../core/abi/layout.ts";
 import { native } from "../core/ffi/library.ts";
 import { NativeSlot } from "./native_slot.ts";
-import { exportedCapsule, type ProtocolMethod } from "./protocol/handle_methods.ts";
-import { ArrowCDeviceStream, ArrowCStream } from "./protocol/symbols.ts";
+import { exportedCapsule } from "./protocol/handle_methods.ts";
+import { ArrowCDeviceStream, ArrowCStream, type ArrowCapsule, type ProtocolOptions } from "./protocol/symbols.ts";
 import { oneOfArg, stringArg } from "../core/args.ts";
 
 /** "stream": struct ArrowArrayStream; "device_stream": struct
@@ -46,9 +46,9 @@ function releaseDeviceStreamAt(address: number): void {
 export class ExportedStream<K extends StreamKind = StreamKind> implements Disposable {
 
   /** Protocol (docs/protocol.md): an "arrow_array_stream" capsule (kind "stream"); undefined for the other kind. */
-  get [ArrowCStream](): ProtocolMethod | undefined { return this.kind === "stream" ? (options) => exportedCapsule(this, "__arrow_c_stream__", options) : undefined; }
+  get [ArrowCStream](): ((options?: ProtocolOptions) => ArrowCapsule) | undefined { return this.kind === "stream" ? (options) => exportedCapsule(this, "__arrow_c_stream__", options) : undefined; }
   /** Protocol (docs/protocol.md): an "arrow_device_array_stream" capsule (kind "device_stream"); undefined for the other kind. */
-  get [ArrowCDeviceStream](): ProtocolMethod | undefined { return this.kind === "device_stream" ? (options) => exportedCapsule(this, "__arrow_c_device_stream__", options) : undefined; }
+  get [ArrowCDeviceStream](): ((options?: ProtocolOptions) => ArrowCapsule) | undefined { return this.kind === "device_stream" ? (options) => exportedCapsule(this, "__arrow_c_device_stream__", options) : undefined; }
   #slot: NativeSlot;
 
   /** Allocates an empty (released) slot; the producer fills it. */

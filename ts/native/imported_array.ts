@@ -53,8 +53,8 @@ import { RawArray } from "./raw_array.ts";
 import { copyToHost, type ToHostOptions } from "./to_host.ts";
 import { reexport, type ReexportOptions } from "./reexport.ts";
 import { selectWindow, type SliceRange, type Window } from "./selection.ts";
-import { importedArrayCapsule, importedSchemaCapsule, type ProtocolMethod } from "./protocol/handle_methods.ts";
-import { ArrowCArray, ArrowCDeviceArray, ArrowCSchema, isArrayProducer, type ArrayProducer, type ArrowCapsule } from "./protocol/symbols.ts";
+import { importedArrayCapsule, importedSchemaCapsule } from "./protocol/handle_methods.ts";
+import { ArrowCArray, ArrowCDeviceArray, ArrowCSchema, isArrayProducer, type ArrayProducer, type ArrowCapsule, type ProtocolOptions } from "./protocol/symbols.ts";
 
 export { type ImportOptions } from "./import_structs.ts";
 export { type ToHostOptions } from "./to_host.ts";
@@ -73,11 +73,11 @@ const internalToken = Symbol("ImportedArray");
 export class ImportedArray implements Disposable {
 
   /** Protocol (docs/protocol.md): an "arrow_schema" capsule. */
-  get [ArrowCSchema](): ProtocolMethod { return (options) => importedSchemaCapsule(this, options); }
+  get [ArrowCSchema](): (options?: ProtocolOptions) => ArrowCapsule { return (options) => importedSchemaCapsule(this, options); }
   /** Protocol (docs/protocol.md): an "arrow_array" capsule; undefined for device data. */
-  get [ArrowCArray](): ProtocolMethod | undefined { return this.deviceType === DeviceType.CPU ? (options) => importedArrayCapsule(this, "array", options) : undefined; }
+  get [ArrowCArray](): ((options?: ProtocolOptions) => ArrowCapsule) | undefined { return this.deviceType === DeviceType.CPU ? (options) => importedArrayCapsule(this, "array", options) : undefined; }
   /** Protocol (docs/protocol.md): an "arrow_device_array" capsule. */
-  get [ArrowCDeviceArray](): ProtocolMethod { return (options) => importedArrayCapsule(this, "device_array", options); }
+  get [ArrowCDeviceArray](): (options?: ProtocolOptions) => ArrowCapsule { return (options) => importedArrayCapsule(this, "device_array", options); }
   #owner: number;
   /** The owner's info words, then its node table, then its buffer table
    * (a JS copy: they never change). */

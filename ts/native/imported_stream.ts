@@ -37,8 +37,8 @@ import { type ImportedArray } from "./imported_array.ts";
 import { type ImportOptions } from "./import_structs.ts";
 import { JsWorkTag, jsWorkSpin, onJsWork } from "./js_queue.ts";
 import { withStreamCapsule } from "./protocol/consume.ts";
-import { importedStreamCapsule, type ProtocolMethod } from "./protocol/handle_methods.ts";
-import { ArrowCDeviceStream, ArrowCStream, isStreamProducer, type ArrowCapsule, type StreamProducer } from "./protocol/symbols.ts";
+import { importedStreamCapsule } from "./protocol/handle_methods.ts";
+import { ArrowCDeviceStream, ArrowCStream, isStreamProducer, type ArrowCapsule, type ProtocolOptions, type StreamProducer } from "./protocol/symbols.ts";
 import { addressArg, argumentError, internalConstruction } from "../core/args.ts";
 
 /** Only this module constructs an ImportedStream. */
@@ -90,9 +90,9 @@ type PendingPull = {
 export class ImportedStream implements Disposable, Iterable<ImportedArray>, AsyncIterable<ImportedArray> {
 
   /** Protocol (docs/protocol.md): an "arrow_array_stream" capsule; undefined for device data. */
-  get [ArrowCStream](): ProtocolMethod | undefined { return this.deviceType === DeviceType.CPU ? (options) => importedStreamCapsule(this, "stream", options) : undefined; }
+  get [ArrowCStream](): ((options?: ProtocolOptions) => ArrowCapsule) | undefined { return this.deviceType === DeviceType.CPU ? (options) => importedStreamCapsule(this, "stream", options) : undefined; }
   /** Protocol (docs/protocol.md): an "arrow_device_array_stream" capsule. */
-  get [ArrowCDeviceStream](): ProtocolMethod { return (options) => importedStreamCapsule(this, "device_stream", options); }
+  get [ArrowCDeviceStream](): (options?: ProtocolOptions) => ArrowCapsule { return (options) => importedStreamCapsule(this, "device_stream", options); }
   #native: Native | null;
   /** Which struct was moved in: "stream" or "device_stream". */
   readonly kind: StreamKind;

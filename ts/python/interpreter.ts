@@ -119,6 +119,9 @@ export type PythonVariables = Record<string, PyObject>;
 /** Set by Python's static block: the interpreter's shim. */
 let shimOf: (python: Python) => Shim;
 
+/** Set by Python's static block: its private constructor. */
+let startPython: (shim: Shim, libpython: string, via: string) => Python;
+
 /** The shim library `python` runs through (for this layer's modules). */
 export function pythonShim(python: Python): Shim {
   return shimOf(python);
@@ -134,8 +137,8 @@ export class Python {
   /** `__main__`'s namespace (a borrowed-forever reference). */
   readonly #main: number;
 
-  /** Not for users: use `loadPython()`. */
-  constructor(token: symbol, shim: Shim, libpython: string, via: string) {
+  /** `loadPython()` makes it. */
+  private constructor(token: symbol, shim: Shim, libpython: string, via: string) {
     internalConstruction("Python", token, pythonToken, "use loadPython()");
     this.#shim = shim;
     this.libpython = libpython;
@@ -146,9 +149,11 @@ export class Python {
   }
 
   // The shim is this layer's (python/exchange.ts reads it through
-  // `pythonShim`), not a member of the public class.
+  // `pythonShim`), not a member of the public class; `loadPython` is the
+  // one maker.
   static {
     shimOf = (python) => python.#shim;
+    startPython = (shim, libpython, via) => new Python(pythonToken, shim, libpython, via);
   }
 
   #withVariables<T>(variables: PythonVariables, run: () => T): T {
@@ -231,7 +236,7 @@ export function loadPython(options: LoadPythonOptions = {}): Python {
   if (shim.abdpy_bootstrap(cString(bootstrapCode), error.bytes, error.bytes.length) !== 0) {
     throw new PythonError("the bun_arrow_device bootstrap failed", error.text);
   }
-  const started = new Python(pythonToken, shim, located.libpython, located.via);
+  const started = startPython(shim, located.libpython, located.via);
   started.addSysPath([...(options.sysPath ?? []), ...located.sysPath]);
   python = started;
   return started;
