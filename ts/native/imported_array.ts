@@ -30,15 +30,11 @@
  * owner of each buffer with `importOwnerOf`): `dispose()` then ends the
  * handle's own access, and the producer's release waits for the exports.
  */
-import { branded } from "../core/abi/pointers.ts";
-import {
-  BufferWord, DeviceType, NodeWord, OwnerInfoWord, bufferStride, deviceTypeName,
-  nodeStride, ownerInfoWords, validationLevelArg, type ValidationLevelName,
-} from "../core/abi/layout.ts";
+import { BufferWord, DeviceType, NodeWord, OwnerInfoWord, bufferStride, deviceTypeName, nodeStride, ownerInfoWords } from "../core/abi/layout.ts";
 import { asPointer } from "../core/abi/structs.ts";
 import { InvalidLayoutError, OutOfMemoryError, OutOfRangeError, ReleasedError, Status, UnsupportedError } from "../core/errors.ts";
-import { addressArg, argumentError, booleanArg, integerArg, isPlainObject, optionsArg, stringArg } from "../core/args.ts";
-import { check, native } from "../core/ffi/library.ts";
+import { addressArg, argumentError, booleanArg, integerArg, isPlainObject, stringArg } from "../core/args.ts";
+import { native } from "../core/ffi/library.ts";
 import { type StructRef } from "./c_structs.ts";
 import { importDeviceStructs, importFromProducer, importStructs, type ImportOptions } from "./import_structs.ts";
 import { track, untrack, unwatch, watch } from "./debug.ts";
