@@ -9,6 +9,7 @@ import { toArrayBuffer, type Pointer } from "bun:ffi";
 import { ImportedStream, recordBatches, type StructPointer } from "../../ts/index.ts";
 import { streamPeer } from "../../test/helpers/fixtures.ts";
 import { floor } from "../compare/floor.ts";
+import { pullTransient } from "../../ts/native/batch_source.ts";
 
 const rows = Number(process.argv[2] ?? 1000);
 const batches = Number(process.argv[3] ?? 200);
@@ -38,7 +39,7 @@ function raw(source: Pointer): number {
   const t = Bun.nanoseconds();
   const stream = ImportedStream.fromArrayStream(slot as StructPointer<"ArrowArrayStream">);
   for (;;) {
-    const b = stream.nextTransient();
+    const b = pullTransient(stream);
     if (!b) break;
     b.dispose();
   }

@@ -14,6 +14,7 @@ import { arrayStreamAsDeviceStream, deviceStreamAsArrayStream } from "../../ts/r
 import { consumeNatively } from "../helpers/native_consumer.ts";
 import { counters, nonZeroCounters } from "../../ts/diagnostics.ts";
 import { liveStreamSources } from "../../ts/arrow/stream_export.ts";
+import { bufferWordOf } from "../../ts/native/batch_source.ts";
 import { streamPeer } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { consumeInC, goldStreams, openGold, readGold, unreadableByApacheArrow } from "../helpers/streams.ts";
@@ -45,7 +46,7 @@ function valuesOf(batch: ImportedArray): Int32Array {
 function bufferAddresses(imported: ImportedArray): number[] {
   let total = 0;
   for (let n = 0; n < imported.nodeCount; n++) total += imported.node(n).nBuffers;
-  return Array.from({ length: total }, (_, i) => imported.bufferWord(i, BufferWord.address));
+  return Array.from({ length: total }, (_, i) => bufferWordOf(imported, i, BufferWord.address));
 }
 
 afterEach(async () => {

@@ -16,6 +16,7 @@ import { counters, nonZeroCounters } from "../../ts/diagnostics.ts";
 import { InvalidArgumentError } from "../../ts/core/errors.ts";
 import { streamPeer } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";
+import { handleViews, pullTransient, schemaKeyOf, schemaMatchesKey } from "../../ts/native/batch_source.ts";
 
 afterEach(async () => {
   expect(await collectUntil(() => Object.keys(nonZeroCounters()).length === 0 && streamPeer.sp_produced_live() === 0n)).toBe(true);
@@ -65,7 +66,7 @@ describe("what a handle holds", () => {
       const imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
       imported.prefetchAll();
       expect(counters().live_imported_views).toBe(1 + distinct); // the anchor + one per distinct start address
-      const views = imported.prefetchedViews();
+      const views = handleViews(imported);
       const byColumn = columns.map((_, c) => views[2 + 2 * c]!); // root validity, then (validity, values) per column
       expect(new Set(byColumn).size).toBe(distinct);
       for (const [c, view] of byColumn.entries()) {
@@ -265,15 +266,15 @@ describe("schemas shared across imports", () => {
     exported.release();
   });
 
-  test("schemaMatches (internal, reachable from JS) refuses anything but an Int32Array before the native call", () => {
+  test("schemaMatchesKey refuses anything but an Int32Array before the native call", () => {
     const exported = exportArray(batchOf(fields, columns()));
     using imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
-    const key = imported.schemaKey()!.slice();
-    expect(imported.schemaMatches(key)).toBe("same");
-    expect(imported.schemaMatches(key.subarray(0, key.length - 1))).toBe("different");
-    expect(imported.schemaMatches(new Int32Array(0))).toBe("different");
+    const key = schemaKeyOf(imported)!.slice();
+    expect(schemaMatchesKey(imported, key)).toBe("same");
+    expect(schemaMatchesKey(imported, key.subarray(0, key.length - 1))).toBe("different");
+    expect(schemaMatchesKey(imported, new Int32Array(0))).toBe("different");
     for (const bad of [null, undefined, 5, "key", {}, new Uint8Array(key.buffer), Array.from(key)]) {
-      expect(() => imported.schemaMatches(bad as unknown as Int32Array)).toThrow(InvalidArgumentError);
+      expect(() => schemaMatchesKey(imported, bad as unknown as Int32Array)).toThrow(InvalidArgumentError);
     }
     exported.release();
   });
@@ -330,7 +331,7 @@ describe("streams", () => {
   test("a transient batch handle holds no view and gives its reference back exactly once", () => {
     using slot = cStream(2, 3);
     const stream = ImportedStream.fromDeviceArrayStream(slot.stream);
-    const batch = stream.nextTransient()!;
+    const batch = pullTransient(stream)!;
     expect(counters().live_imported_views).toBe(0);
     expect(counters().live_owners).toBe(1);
     batch.dispose();

@@ -14,6 +14,7 @@ import { StreamBatchConverter } from "../../ts/arrow/import.ts";
 import { nonZeroCounters } from "../../ts/diagnostics.ts";
 import { streamPeer } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";
+import { pullInto } from "../../ts/native/batch_source.ts";
 
 type Source = NonNullable<ReturnType<typeof streamPeer.sp_repeat_new>>;
 const sources: Source[] = [];
@@ -143,10 +144,10 @@ describe("a stream's batches built without a handle", () => {
     stream.release();
   });
 
-  test("nextPulled refuses anything but a PulledBatch before pulling: the stream is where it was", () => {
+  test("pullInto refuses anything but a PulledBatch before pulling: the stream is where it was", () => {
     const { stream } = repeatStream(3, 8);
     for (const bad of [null, undefined, 7, {}, { words: new Float32Array(8) }, { words: [1, 2] }]) {
-      expect(() => stream.nextPulled(bad as never)).toThrow(InvalidArgumentError);
+      expect(() => pullInto(stream, bad as never)).toThrow(InvalidArgumentError);
     }
     const rows = [...recordBatches(stream)].map((batch) => batch.numRows);
     expect(rows).toEqual([8, 8, 8]);

@@ -487,6 +487,9 @@ async function drive(driver: ProducerDriver, source: AsyncExportSource, options:
   }
 }
 
+/** Set by AsyncExport's static block: its private constructor. */
+let startedExport: (driver: ProducerDriver, done: Promise<AsyncExportResult>) => AsyncExport;
+
 /** A running export; `done` settles after the handler's release. */
 export class AsyncExport {
   readonly #driver: ProducerDriver;
@@ -494,12 +497,16 @@ export class AsyncExport {
    * released, with how it ended. */
   readonly done: Promise<AsyncExportResult>;
 
-  /** @internal */
-  constructor(driver: ProducerDriver, done: Promise<AsyncExportResult>) {
+  /** `exportAsyncStream` makes it (through `startedExport`). */
+  private constructor(driver: ProducerDriver, done: Promise<AsyncExportResult>) {
     if (!(driver instanceof ProducerDriver)) throw argumentError("AsyncExport", "driver", "the driver exportAsyncStream makes", driver);
     if (!(done instanceof Promise)) throw argumentError("AsyncExport", "done", "a Promise", done);
     this.#driver = driver;
     this.done = done;
+  }
+
+  static {
+    startedExport = (driver, done) => new AsyncExport(driver, done);
   }
 
   /** Tasks sent so far. */
@@ -548,5 +555,5 @@ export function exportAsyncStream(source: AsyncExportSource, handler: StructPoin
   }
   const driver = new ProducerDriver(address, deviceType, metadata);
   const done = drive(driver, source, options);
-  return new AsyncExport(driver, done);
+  return startedExport(driver, done);
 }

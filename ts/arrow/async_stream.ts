@@ -11,7 +11,8 @@
  */
 import { RecordBatch } from "apache-arrow";
 import { AsyncStreamConsumer, consumerOptionsArg, type AsyncArray, type AsyncConsumerOptions } from "../native/async_consumer.ts";
-import { noteConverted, type ImportedArray } from "../native/imported.ts";
+import { type ImportedArray } from "../native/imported.ts";
+import { noteConverted } from "../native/batch_source.ts";
 import { recordBatchOf } from "./import.ts";
 import { convertOptionsArg, type ConvertOptions } from "./types.ts";
 

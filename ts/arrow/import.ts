@@ -34,9 +34,13 @@ import {
 } from "apache-arrow";
 import { argumentError, oneOfArg } from "../core/args.ts";
 import { InvalidArgumentError, InvalidLayoutError, Status } from "../core/errors.ts";
-import { DeferredViews, ImportedArray, adoptImportSnapshot, deferHandleViews, hostAccessError, noteConverted, onDisposeEmpty, pulledViews, type ImportOptions, type RawArray } from "../native/imported.ts";
+import { ImportedArray, hostAccessError, type ImportOptions, type RawArray } from "../native/imported.ts";
+import {
+  DeferredViews, adoptImportSnapshot, deferHandleViews, handleTables, handleViews, noteConverted, onDisposeEmpty, pullInto, pullTransient, pulledBatch, pulledViews,
+  releasePulled, schemaKeyOf, schemaMatchesKey, type PulledBatch,
+} from "../native/batch_source.ts";
 import { LazyBatch, LazyKind, disposedBuffer, emptyBytes, lazyDataAvailable, type ReadProbe, type ViewConstructor } from "./lazy_data.ts";
-import { pulledBatch, releasePulled, type ImportedStream, type PulledBatch } from "../native/imported_stream.ts";
+import { type ImportedStream } from "../native/imported_stream.ts";
 import { takeStructs, type StructRef } from "../native/c_structs.ts";
 import { branded, type StructName } from "../core/abi/pointers.ts";
 
@@ -93,7 +97,7 @@ class DataBuilder {
   constructor(readonly imported: ImportedArray, readonly options: ConvertOptions) {
     if (!imported.hostReadable) throw hostAccessError(imported.deviceType, imported.deviceId, "converting to apache-arrow");
     imported.prefetchAll();
-    const { words, nodesAt, buffersAt } = imported.tables();
+    const { words, nodesAt, buffersAt } = handleTables(imported);
     this.words = words;
     this.nodesAt = nodesAt;
     this.buffersAt = buffersAt;
@@ -465,11 +469,11 @@ export function recordBatchOf(imported: ImportedArray, options: ConvertOptions):
 }
 
 /**
- * Schemas built for earlier imports, found by `ImportedArray.schemaKey`
+ * Schemas built for earlier imports, found by `schemaKeyOf`
  * (the exact schema bytes and tree, zig/schema_key.zig: a hash picks the
  * bucket, equal words decide) and the options that shape the types. The
  * entry used last is tried first, with one native comparison
- * (`schemaMatches`) instead of a key copy and a hash. Repeated imports of one
+ * (`schemaMatchesKey`) instead of a key copy and a hash. Repeated imports of one
  * schema (a producer's batches one by one) then share one apache-arrow
  * Schema, as a Table's batches do; schemas with dictionaries are never
  * cached (their types carry per-import ids). Bounded: cleared when full.
@@ -509,11 +513,11 @@ function cachedSchemaOf(imported: ImportedArray, options: ConvertOptions): Schem
   const materialize = options.materialize === true;
   const last = lastSchemaEntry;
   if (last !== null && last.materialize === materialize) {
-    const match = imported.schemaMatches(last.key);
+    const match = schemaMatchesKey(imported, last.key);
     if (match === "same") return last;
     if (match === "none") return uncachedEntry(imported, materialize, options);
   }
-  const key = imported.schemaKey();
+  const key = schemaKeyOf(imported);
   // Not cached (dictionaries, which the plan never builds): no plan.
   if (key === null) return uncachedEntry(imported, materialize, options);
   lastSchemaEntry = entryFor(key, materialize, imported, options);
@@ -609,11 +613,11 @@ export class StreamBatchConverter {
     // A schema the plan does not build: every batch through a handle,
     // pulled into words of its own (no reused array to copy from).
     if (this.#plan === null) {
-      const imported = stream.nextTransient();
+      const imported = pullTransient(stream);
       return imported === null ? null : this.convertAndEnd(imported);
     }
     const pulled = this.#pulled ??= pulledBatch();
-    if (!stream.nextPulled(pulled)) return null;
+    if (!pullInto(stream, pulled)) return null;
     if (pulled.imported !== null) return this.convertAndEnd(pulled.imported);
     const owner = pulled.owner;
     if (this.#plan) {
@@ -700,7 +704,7 @@ class BatchPlan {
    * the `fastNode` types (or has a dictionary). */
   static of(imported: ImportedArray, schema: Schema): BatchPlan | null {
     if (imported.window !== null || !imported.hostReadable) return null;
-    const { words, nodesAt } = imported.tables();
+    const { words, nodesAt } = handleTables(imported);
     const count = imported.nodeCount;
     const struct = structOf(schema);
     const typeIds = new Int32Array(count).fill(-1);
@@ -744,17 +748,17 @@ class BatchPlan {
    * buffers cannot all be deferred. */
   build(imported: ImportedArray): RecordBatch | null {
     if (imported.window !== null || !imported.hostReadable || imported.nodeCount !== this.typeIds.length) return null;
-    const { words, nodesAt, buffersAt } = imported.tables();
+    const { words, nodesAt, buffersAt } = handleTables(imported);
     const deferred = lazyDataAvailable ? deferHandleViews(imported) : null;
     // (A batch that does not fit leaves the handle's deferred views to the
     // handle: other batches may share them.)
     if (deferred !== null) return this.#assembleLazy(words, nodesAt, buffersAt, new LazyBatch(this, deferred, null));
     imported.prefetchAll();
-    return this.#assemble(words, nodesAt, buffersAt, imported.prefetchedViews());
+    return this.#assemble(words, nodesAt, buffersAt, handleViews(imported));
   }
 
   /** The RecordBatch of a batch pulled without a handle (`owner`, its
-   * snapshot `words`: ImportedStream.nextPulled), whose views (lazy, or
+   * snapshot `words`: batch_source.ts `pullInto`), whose views (lazy, or
    * made now) each hold their own reference to `owner` (the caller still
    * ends its own); null when it does not fit this plan (nothing taken
    * then, or views made already, left to the GC). */

@@ -3,7 +3,7 @@
  *
  * An imported batch built through a plan (arrow/import.ts `BatchPlan`)
  * gets one `LazyBatch`: its Data objects carry where each buffer is, and
- * the batch holds `DeferredViews` (native/imported.ts), which made one
+ * the batch holds `DeferredViews` (native/deferred_views.ts), which made one
  * ArrayBuffer at once, the anchor (8 bytes of the owner's node table),
  * holding the batch's memory. The first read of any buffer of any of the batch's Data
  * (`values`, `nullBitmap`, `valueOffsets`, and so everything apache-arrow
@@ -34,7 +34,7 @@
 import { Data, type DataType } from "apache-arrow";
 import { BufferWord, bufferStride } from "../core/abi/layout.ts";
 import { dataAssembled } from "./arrow_data.ts";
-import type { DeferredViews } from "../native/imported.ts";
+import type { DeferredViews } from "../native/batch_source.ts";
 
 /** A typed array constructor, used to view imported memory in place. */
 export type ViewConstructor<T extends NodeJS.TypedArray = NodeJS.TypedArray> = {

@@ -28,6 +28,7 @@ import { argumentError, booleanArg } from "../core/args.ts";
 import { Status, UnknownDeviceError, UnsupportedError } from "../core/errors.ts";
 import { type ImportedArray } from "../native/imported.ts";
 import { ImportedStream } from "../native/imported_stream.ts";
+import { copyPullsToHost, pullTransient } from "../native/batch_source.ts";
 import { isStreamProducer, type ArrowCapsule, type StreamProducer } from "../native/protocol/symbols.ts";
 import { StreamBatchConverter } from "./import.ts";
 import { convertOptionsArg, schemaOf, type ConvertOptions } from "./types.ts";
@@ -108,7 +109,7 @@ export function recordBatches(input: StreamInput, options: StreamConvertOptions 
           continue;
         }
         // Transient: convert() always ends it (dispose or releaseToGC).
-        const imported = stream.nextTransient();
+        const imported = pullTransient(stream);
         if (!imported) return;
         yield convert(imported, converter, copy);
       }
@@ -122,7 +123,7 @@ export function recordBatches(input: StreamInput, options: StreamConvertOptions 
  * thread (`for await`). */
 export function recordBatchesAsync(input: StreamInput, options: StreamConvertOptions = {}): AsyncGenerator<RecordBatch, void, undefined> {
   const { stream, copy, convert: convertOptions } = openInput("recordBatchesAsync", input, options);
-  if (copy) stream._copyPullsToHost();
+  if (copy) copyPullsToHost(stream);
   const converter = new StreamBatchConverter(convertOptions);
   return (async function* () {
     for await (const imported of stream) yield convert(imported, converter, copy);
@@ -186,7 +187,7 @@ export function readTable(input: StreamInput, options: StreamConvertOptions = {}
 /** Like `readTable`, pulling on the stream's worker thread. */
 export async function readTableAsync(input: StreamInput, options: StreamConvertOptions = {}): Promise<Table> {
   const { stream, copy, convert: convertOptions } = openInput("readTableAsync", input, options);
-  if (copy) stream._copyPullsToHost();
+  if (copy) copyPullsToHost(stream);
   const pulled: ImportedArray[] = [];
   let schema: Schema | null = null;
   try {

@@ -31,6 +31,7 @@ import { Flags, NodeWord } from "../core/abi/layout.ts";
 import { ArrowDeviceError, InvalidArgumentError, InvalidFormatError, InvalidLayoutError, OutOfMemoryError, Status, UnsupportedError } from "../core/errors.ts";
 import { booleanArg, argumentError, optionsArg } from "../core/args.ts";
 import { ImportedArray, RawArray } from "../native/imported.ts";
+import { nodeSchemaOf, nodeWordOf } from "../native/batch_source.ts";
 import { arrowKindError, isDataType } from "./arrow_args.ts";
 
 /** Options of the conversions to apache-arrow (`toVector`, `toTable`, ...). */
@@ -96,8 +97,8 @@ export function nodePath(raw: RawArray): string {
   const imported = raw.imported;
   // Parents come from the node table (the root's is -1); depth is bounded
   // by validation, the guard only keeps a corrupt table from looping.
-  for (let node = raw.index, steps = 0; node >= 0 && steps <= 130; node = imported.nodeWord(node, NodeWord.parent), steps++) {
-    const schema = imported.nodeSchema(node);
+  for (let node = raw.index, steps = 0; node >= 0 && steps <= 130; node = nodeWordOf(imported, node, NodeWord.parent), steps++) {
+    const schema = nodeSchemaOf(imported, node);
     parts.push(`"${schema.name ?? ""}" (${schema.format})`);
   }
   return parts.reverse().join(" > ");
@@ -230,7 +231,7 @@ export function dataTypeOf(raw: RawArray, options: ConvertOptions): DataType {
 
 /** `toField` without the argument checks. */
 export function fieldOf(raw: RawArray, options: ConvertOptions): Field {
-  const { name, flags, metadataPairs } = raw.imported.nodeSchema(raw.index);
+  const { name, flags, metadataPairs } = nodeSchemaOf(raw.imported, raw.index);
   const metadata = metadataPairs?.length ? new Map(metadataPairs) : null;
   return new Field(name ?? "", dataTypeOf(raw, options), (flags & Flags.NULLABLE) !== 0, metadata);
 }

@@ -187,7 +187,7 @@ export class DeviceRuntime {
   /** The Arrow device type of this runtime's device memory (CUDA or ROCM). */
   readonly deviceType: number;
 
-  /** @internal Use `deviceRuntime(kind)`. */
+  /** Not for users: use `deviceRuntime(kind)`. */
   constructor(
     token: symbol,
     readonly kind: DeviceKind,
@@ -293,7 +293,7 @@ export class DeviceRuntime {
     const stream = options.stream;
     if (stream) {
       if (stream.runtime !== this) throw new InvalidArgumentError(Status.invalid_argument, `stream belongs to ${stream.runtime.kind}, not ${this.kind}`);
-      stream.keepUntilSynchronized(dst, src);
+      keepUntilSynchronized(stream, dst, src);
     }
     check(native.abd_device_copy(this.deviceType, id, CopyDirection[direction], asPointer(operandAddress(dst)), asPointer(operandAddress(src)), bytes,
       stream ? asPointer(stream.handle) : null, stream ? 1 : 0));
@@ -346,7 +346,7 @@ export class DeviceMemory implements Disposable {
    * ROCM, ROCM_HOST). */
   readonly deviceType: number;
 
-  /** @internal Use `DeviceRuntime.allocate`. */
+  /** Not for users: use `DeviceRuntime.allocate`. */
   constructor(token: symbol, readonly runtime: DeviceRuntime, readonly deviceId: number, readonly memory: MemoryKindName, readonly address: number, readonly byteLength: number) {
     internalConstruction("DeviceMemory", token, deviceToken, "use DeviceRuntime.allocate");
     handleArgs("DeviceMemory", runtime, deviceId, address);
@@ -416,13 +416,16 @@ export class DeviceMemory implements Disposable {
   }
 }
 
+/** Set by DeviceStream's static block (see there). */
+let keepUntilSynchronized: (stream: DeviceStream, ...objects: unknown[]) => void;
+
 /** A non-blocking stream of one device. */
 export class DeviceStream implements Disposable {
   #destroyed = false;
   #pending: unknown[] = [];
   #token: number;
 
-  /** @internal Use `DeviceRuntime.createStream`. */
+  /** Not for users: use `DeviceRuntime.createStream`. */
   constructor(token: symbol, readonly runtime: DeviceRuntime, readonly deviceId: number, /** CUstream / hipStream_t */ readonly handle: number) {
     internalConstruction("DeviceStream", token, deviceToken, "use DeviceRuntime.createStream");
     handleArgs("DeviceStream", runtime, deviceId, handle, "handle");
@@ -436,10 +439,13 @@ export class DeviceStream implements Disposable {
     if (this.#destroyed) throw new ReleasedError(Status.released, "this stream was destroyed");
   }
 
-  /** @internal keeps JS memory of an asynchronous copy reachable. */
-  keepUntilSynchronized(...objects: unknown[]): void {
-    this.#live();
-    this.#pending.push(...objects);
+  // Module-private (DeviceRuntime.copy): keeps the JS memory of an
+  // asynchronous copy reachable until the stream is synchronized.
+  static {
+    keepUntilSynchronized = (stream, ...objects) => {
+      stream.#live();
+      stream.#pending.push(...objects);
+    };
   }
 
   /** Blocks until everything enqueued on the stream is done. */
@@ -478,7 +484,7 @@ export class DeviceEvent implements Disposable {
   #destroyed = false;
   #token: number;
 
-  /** @internal Use `DeviceRuntime.createEvent`. */
+  /** Not for users: use `DeviceRuntime.createEvent`. */
   constructor(token: symbol, readonly runtime: DeviceRuntime, readonly deviceId: number, readonly address: number) {
     internalConstruction("DeviceEvent", token, deviceToken, "use DeviceRuntime.createEvent");
     handleArgs("DeviceEvent", runtime, deviceId, address);
@@ -531,7 +537,7 @@ export class HostRegistration implements Disposable {
   #registered = true;
   #token: number;
 
-  /** @internal Use `DeviceRuntime.registerHost`. */
+  /** Not for users: use `DeviceRuntime.registerHost`. */
   constructor(token: symbol, readonly runtime: DeviceRuntime, readonly deviceId: number, /** The registered bytes (held until unregistered). */ readonly view: NodeJS.ArrayBufferView, readonly address: number) {
     internalConstruction("HostRegistration", token, deviceToken, "use DeviceRuntime.registerHost");
     handleArgs("HostRegistration", runtime, deviceId, address);

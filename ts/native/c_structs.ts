@@ -154,6 +154,21 @@ const safetyNet = new FinalizationRegistry<OwnedSlot>((slot) => {
   native.abd_free(asPointer(slot.address));
 });
 
+/** The move of every struct class: `dest` must be a `type` (or undefined:
+ * a new owned struct from `allocate`, disposed again if the move fails);
+ * `move` moves into the target natively and returns the status. */
+function moveInto<T extends CStruct>(fn: string, type: Function & { prototype: T }, dest: T | undefined, allocate: () => T, move: (target: T) => number): T {
+  if (dest !== undefined && !(dest instanceof type)) throw argumentError(fn, "dest", `a ${type.name} or undefined`, dest);
+  const target = dest ?? allocate();
+  try {
+    check(move(target));
+  } catch (error) {
+    if (!dest) target.dispose();
+    throw error;
+  }
+  return target;
+}
+
 /** What CSchema, CArray and CDeviceArray share: an address, who owns the
  * memory there, and release/move/dispose. */
 export abstract class CStruct implements Disposable {
@@ -307,32 +322,20 @@ export class CSchema extends CStruct {
   /** Moves this struct into `dest` (a new owned struct if omitted) and
    * returns it; this one is left released. */
   move(dest?: CSchema): CSchema {
-    if (dest !== undefined && !(dest instanceof CSchema)) throw argumentError("CSchema.move", "dest", "a CSchema or undefined", dest);
-    const target = dest ?? CSchema.allocate();
-    try {
-      check(native.abd_schema_move(asPointer(this.readable()), target.address));
-    } catch (error) {
-      if (!dest) target.dispose();
-      throw error;
-    }
-    return target;
+    return moveInto("CSchema.move", CSchema, dest, () => CSchema.allocate(), (target) => native.abd_schema_move(asPointer(this.readable()), target.address));
   }
 
   /** Moves child `i` out into `dest` (a new owned struct if omitted). The
    * parent must be released next; its release skips the moved child. */
   moveChild(i: number, dest?: CSchema): CSchema {
     integerArg("CSchema.moveChild", "i", i, 0);
-    if (dest !== undefined && !(dest instanceof CSchema)) throw argumentError("CSchema.moveChild", "dest", "a CSchema or undefined", dest);
-    const target = dest ?? CSchema.allocate();
-    try {
-      check(native.abd_schema_move_child(asPointer(this.readable()), BigInt(i), target.address));
-    } catch (error) {
-      if (!dest) target.dispose();
-      throw error;
-    }
-    return target;
+    return moveInto("CSchema.moveChild", CSchema, dest, () => CSchema.allocate(), (target) => native.abd_schema_move_child(asPointer(this.readable()), BigInt(i), target.address));
   }
 }
+
+/** Set by CArray's static block: the ArrowArray view of a device array's
+ * embedded array. */
+let memberArray: (device: CDeviceArray) => CArray;
 
 /** C: struct ArrowArray, read in place. Buffer contents need the schema:
  * import the pair (`ImportedArray.fromArray`) for typed buffer views. */
@@ -358,10 +361,10 @@ export class CArray extends CStruct {
     return new CArray(structToken, viewAddress("CArray.at", "ArrowArray", address), false, null);
   }
 
-  /** @internal the array member of a device array. */
-  static memberOf(device: CDeviceArray): CArray {
-    if (!(device instanceof CDeviceArray)) throw argumentError("CArray.memberOf", "device", "a CDeviceArray", device);
-    return new CArray(structToken, Number(device.address), false, device);
+  // The array member of a device array (CDeviceArray.array): a view whose
+  // parent is the device array, made through the private constructor.
+  static {
+    memberArray = (device) => new CArray(structToken, Number(device.address), false, device);
   }
 
   /** ArrowArray.length. */
@@ -410,30 +413,14 @@ export class CArray extends CStruct {
   /** Moves this struct into `dest` (a new owned struct if omitted) and
    * returns it; this one is left released. */
   move(dest?: CArray): CArray {
-    if (dest !== undefined && !(dest instanceof CArray)) throw argumentError("CArray.move", "dest", "a CArray or undefined", dest);
-    const target = dest ?? CArray.allocate();
-    try {
-      check(native.abd_array_move(asPointer(this.readable()), target.address));
-    } catch (error) {
-      if (!dest) target.dispose();
-      throw error;
-    }
-    return target;
+    return moveInto("CArray.move", CArray, dest, () => CArray.allocate(), (target) => native.abd_array_move(asPointer(this.readable()), target.address));
   }
 
   /** Moves child `i` out into `dest` (a new owned struct if omitted). The
    * parent must be released next; its release skips the moved child. */
   moveChild(i: number, dest?: CArray): CArray {
     integerArg("CArray.moveChild", "i", i, 0);
-    if (dest !== undefined && !(dest instanceof CArray)) throw argumentError("CArray.moveChild", "dest", "a CArray or undefined", dest);
-    const target = dest ?? CArray.allocate();
-    try {
-      check(native.abd_array_move_child(asPointer(this.readable()), BigInt(i), target.address));
-    } catch (error) {
-      if (!dest) target.dispose();
-      throw error;
-    }
-    return target;
+    return moveInto("CArray.moveChild", CArray, dest, () => CArray.allocate(), (target) => native.abd_array_move_child(asPointer(this.readable()), BigInt(i), target.address));
   }
 }
 
@@ -462,7 +449,7 @@ export class CDeviceArray extends CStruct {
 
   /** The embedded ArrowArray (a view; it lives and dies with this struct). */
   get array(): CArray {
-    return CArray.memberOf(this);
+    return memberArray(this);
   }
 
   /** ArrowDeviceArray.device_type. */
@@ -477,14 +464,6 @@ export class CDeviceArray extends CStruct {
   /** Moves this struct into `dest` (a new owned struct if omitted) and
    * returns it; this one is left released. */
   move(dest?: CDeviceArray): CDeviceArray {
-    if (dest !== undefined && !(dest instanceof CDeviceArray)) throw argumentError("CDeviceArray.move", "dest", "a CDeviceArray or undefined", dest);
-    const target = dest ?? CDeviceArray.allocate();
-    try {
-      check(native.abd_device_array_move(asPointer(this.readable()), target.address));
-    } catch (error) {
-      if (!dest) target.dispose();
-      throw error;
-    }
-    return target;
+    return moveInto("CDeviceArray.move", CDeviceArray, dest, () => CDeviceArray.allocate(), (target) => native.abd_device_array_move(asPointer(this.readable()), target.address));
   }
 }

@@ -25,9 +25,10 @@ import { read, type Pointer } from "bun:ffi";
 import { ArrowArrayLayout, ArrowDeviceArrayLayout, ArrowSchemaLayout } from "../core/abi/layout.ts";
 import { OutOfMemoryError, ReleasedError, Status } from "../core/errors.ts";
 import { native } from "../core/ffi/library.ts";
-import { DeferredGuard, unguard } from "./native_slot.ts";
-import { debugEnabled, track, untrack } from "./debug.ts";
+import { DeferredGuard, endHandle } from "./native_slot.ts";
+import { debugEnabled, track } from "./debug.ts";
 import { drainReleased, forgetReleased } from "./keepalive.ts";
+import { exportedCapsule } from "./protocol/handle_methods.ts";
 import { ArrowCArray, ArrowCDeviceArray, ArrowCSchema, type ArrowCapsule, type ProtocolOptions } from "./protocol/symbols.ts";
 import { oneOfArg, stringArg } from "../core/args.ts";
 
@@ -127,12 +128,12 @@ export function adoptExportSlot<K extends ExportedKind>(kind: K, address: number
  * or ArrowDeviceArray. `K` is the kind, which types `array`'s address. */
 export class ExportedArray<K extends ExportedKind = ExportedKind> implements Disposable {
 
-  /** Protocol (docs/protocol.md): an "arrow_schema" capsule; undefined where not offered. */
-  declare readonly [ArrowCSchema]?: (options?: ProtocolOptions) => ArrowCapsule;
-  /** Protocol (docs/protocol.md): an "arrow_array" capsule, CPU data only; undefined where not offered. */
-  declare readonly [ArrowCArray]?: (options?: ProtocolOptions) => ArrowCapsule;
-  /** Protocol (docs/protocol.md): an "arrow_device_array" capsule; undefined where not offered. */
-  declare readonly [ArrowCDeviceArray]?: (options?: ProtocolOptions) => ArrowCapsule;
+  /** Protocol (docs/protocol.md): an "arrow_schema" capsule (kind "schema"); undefined for other kinds. */
+  get [ArrowCSchema](): ((options?: ProtocolOptions) => ArrowCapsule) | undefined { return this.kind === "schema" ? (options) => exportedCapsule(this, "__arrow_c_schema__", options) : undefined; }
+  /** Protocol (docs/protocol.md): an "arrow_array" capsule (kind "array"); undefined for other kinds. */
+  get [ArrowCArray](): ((options?: ProtocolOptions) => ArrowCapsule) | undefined { return this.kind === "array" ? (options) => exportedCapsule(this, "__arrow_c_array__", options) : undefined; }
+  /** Protocol (docs/protocol.md): an "arrow_device_array" capsule (kind "device_array"); undefined for other kinds. */
+  get [ArrowCDeviceArray](): ((options?: ProtocolOptions) => ArrowCapsule) | undefined { return this.kind === "device_array" ? (options) => exportedCapsule(this, "__arrow_c_device_array__", options) : undefined; }
 
   // The handle keeps its slot itself (no NativeSlot: one object per
   // export), and joins NativeSlot's safety net (a DeferredGuard).
@@ -223,8 +224,7 @@ export class ExportedArray<K extends ExportedKind = ExportedKind> implements Dis
     if (address === 0) return;
     this.#address = 0;
     if (address === lastSlot) lastSlot = 0;
-    if (this.#registered) unguard(this);
-    if (this.#token !== 0) untrack(this.#token);
+    endHandle(this, this.#registered, this.#token);
     if (this.#code !== -1) freeExportSlot(address, this.#code);
     else freeAllocatedSlot(address, this.kind);
   }

@@ -17,6 +17,7 @@ import { read, type Pointer } from "bun:ffi";
 import { ArrowArrayStreamLayout, ArrowDeviceArrayStreamLayout } from "../core/abi/layout.ts";
 import { native } from "../core/ffi/library.ts";
 import { NativeSlot } from "./native_slot.ts";
+import { exportedCapsule } from "./protocol/handle_methods.ts";
 import { ArrowCDeviceStream, ArrowCStream, type ArrowCapsule, type ProtocolOptions } from "./protocol/symbols.ts";
 import { oneOfArg, stringArg } from "../core/args.ts";
 
@@ -44,10 +45,10 @@ function releaseDeviceStreamAt(address: number): void {
  * who owns it when. */
 export class ExportedStream<K extends StreamKind = StreamKind> implements Disposable {
 
-  /** Protocol (docs/protocol.md): an "arrow_array_stream" capsule, CPU data only; undefined where not offered. */
-  declare readonly [ArrowCStream]?: (options?: ProtocolOptions) => ArrowCapsule;
-  /** Protocol (docs/protocol.md): an "arrow_device_array_stream" capsule; undefined where not offered. */
-  declare readonly [ArrowCDeviceStream]?: (options?: ProtocolOptions) => ArrowCapsule;
+  /** Protocol (docs/protocol.md): an "arrow_array_stream" capsule (kind "stream"); undefined for the other kind. */
+  get [ArrowCStream](): ((options?: ProtocolOptions) => ArrowCapsule) | undefined { return this.kind === "stream" ? (options) => exportedCapsule(this, "__arrow_c_stream__", options) : undefined; }
+  /** Protocol (docs/protocol.md): an "arrow_device_array_stream" capsule (kind "device_stream"); undefined for the other kind. */
+  get [ArrowCDeviceStream](): ((options?: ProtocolOptions) => ArrowCapsule) | undefined { return this.kind === "device_stream" ? (options) => exportedCapsule(this, "__arrow_c_device_stream__", options) : undefined; }
   #slot: NativeSlot;
 
   /** Allocates an empty (released) slot; the producer fills it. */

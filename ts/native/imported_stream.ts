@@ -21,7 +21,7 @@
  * read one batch ahead. One call at a time per stream.
  */
 import { CString, type Pointer } from "bun:ffi";
-import { deviceTypeName, validationLevelArg } from "../core/abi/layout.ts";
+import { DeviceType, deviceTypeName, validationLevelArg } from "../core/abi/layout.ts";
 import { asPointer, schemaFields } from "../core/abi/structs.ts";
 import { probeStruct } from "../core/abi/probe.ts";
 import { type StructPointer } from "../core/abi/pointers.ts";
@@ -31,9 +31,13 @@ import {
 import { check, lastError, native } from "../core/ffi/library.ts";
 import { reportLeak, track, untrack } from "./debug.ts";
 import { ExportedStream, type StreamKind } from "./exported_stream.ts";
-import { ImportedArray, adoptImportOwner, adoptImportSnapshot, completeSnapshot, snapshotWords, type ImportOptions } from "./imported.ts";
+import { adoptImportOwner, adoptImportSnapshot, grantStreamAccess } from "./handle_access.ts";
+import { completeSnapshot, snapshotWords, type PulledBatch } from "./import_snapshot.ts";
+import { type ImportedArray } from "./imported_array.ts";
+import { type ImportOptions } from "./import_structs.ts";
 import { JsWorkTag, jsWorkSpin, onJsWork } from "./js_queue.ts";
 import { withStreamCapsule } from "./protocol/consume.ts";
+import { importedStreamCapsule } from "./protocol/handle_methods.ts";
 import { ArrowCDeviceStream, ArrowCStream, isStreamProducer, type ArrowCapsule, type ProtocolOptions, type StreamProducer } from "./protocol/symbols.ts";
 import { addressArg, argumentError, internalConstruction } from "../core/args.ts";
 
@@ -53,7 +57,8 @@ const pulling = new Map<number, ImportedStream>();
 onJsWork(JsWorkTag.stream_import_pulled, (serial) => {
   // Absent: the stream was released, or its result was already taken
   // (read ahead); nothing native to touch then.
-  pulling.get(serial)?._settlePull();
+  const stream = pulling.get(serial);
+  if (stream) settle(stream);
   return false; // the next pull is JS's to ask for
 });
 
@@ -64,20 +69,9 @@ const words = new Float64Array(4);
 /** abd_stream_import_next_snapshot's head: owner, snapshot words needed. */
 const pulledHead = new Float64Array(2);
 
-/** What `nextPulled` fills: a batch's owner and snapshot, or (after
- * `nextAsync()`) a transient handle. */
-export type PulledBatch = { owner: number; words: Float64Array; imported: ImportedArray | null };
-
-/** A new PulledBatch, its snapshot array sized as the last one needed. */
-export function pulledBatch(): PulledBatch {
-  return { owner: 0, words: snapshotWords(), imported: null };
-}
-
-/** Ends the import reference of a batch from `nextPulled` (its views, if
- * any, hold their own). Library-internal. */
-export function releasePulled(owner: number): void {
-  native.abd_owner_release(asPointer(addressArg("releasePulled", "owner", owner)));
-}
+/** Set by ImportedStream's static block: takes a finished background
+ * pull (the js_queue handler). */
+let settle: (stream: ImportedStream) => void;
 const errnoOut = new Int32Array(1);
 
 function inFlight(): InvalidArgumentError {
@@ -95,10 +89,10 @@ type PendingPull = {
  * see the module comment for ownership and threads. */
 export class ImportedStream implements Disposable, Iterable<ImportedArray>, AsyncIterable<ImportedArray> {
 
-  /** Protocol (docs/protocol.md): an "arrow_array_stream" capsule, CPU data only; undefined where not offered. */
-  declare readonly [ArrowCStream]?: (options?: ProtocolOptions) => ArrowCapsule;
-  /** Protocol (docs/protocol.md): an "arrow_device_array_stream" capsule; undefined where not offered. */
-  declare readonly [ArrowCDeviceStream]?: (options?: ProtocolOptions) => ArrowCapsule;
+  /** Protocol (docs/protocol.md): an "arrow_array_stream" capsule; undefined for device data. */
+  get [ArrowCStream](): ((options?: ProtocolOptions) => ArrowCapsule) | undefined { return this.deviceType === DeviceType.CPU ? (options) => importedStreamCapsule(this, "stream", options) : undefined; }
+  /** Protocol (docs/protocol.md): an "arrow_device_array_stream" capsule. */
+  get [ArrowCDeviceStream](): (options?: ProtocolOptions) => ArrowCapsule { return (options) => importedStreamCapsule(this, "device_stream", options); }
   #native: Native | null;
   /** Which struct was moved in: "stream" or "device_stream". */
   readonly kind: StreamKind;
@@ -238,14 +232,6 @@ export class ImportedStream implements Disposable, Iterable<ImportedArray>, Asyn
     return this.#next(false);
   }
 
-  /** @internal `next()` for a conversion that ends the batch's handle
-   * itself, with `dispose()` or `releaseToGC()` in a finally: the handle
-   * is transient (adoptImportOwner), holding the batch without an
-   * anchor view. */
-  nextTransient(): ImportedArray | null {
-    return this.#next(true);
-  }
-
   #next(transient: boolean): ImportedArray | null {
     const handle = this.#idle();
     if (transient && !this.#pulledAsync) return this.#nextSnapshot(handle);
@@ -292,22 +278,11 @@ export class ImportedStream implements Disposable, Iterable<ImportedArray>, Asyn
     return pulledHead[0];
   }
 
-  /**
-   * @internal A pull for a converter that builds batches from the tables
-   * without a handle (arrow/import.ts StreamBatchConverter). False at
-   * the end. Otherwise `into.owner` is the batch's owner and `into.words`
-   * its snapshot, written into the array `into.words` was (or a bigger
-   * one, when it did not fit): the converter reuses it for the next pull,
-   * so nothing may keep it. The owner's import reference is the caller's,
-   * held natively, and must be ended exactly once: `releasePulled`, or
-   * `adoptImportSnapshot` with a copy of the words. After `nextAsync()`
-   * the batch comes as a transient handle instead (`into.imported`; owner
-   * 0), ended as `nextTransient`'s are.
-   */
-  nextPulled(into: PulledBatch): boolean {
+  /** batch_source.ts `pullInto` (see there). */
+  #pullInto(into: PulledBatch): boolean {
     const handle = this.#idle();
     if (typeof into !== "object" || into === null || !(into.words instanceof Float64Array)) {
-      throw argumentError("ImportedStream.nextPulled", "into", "a PulledBatch (from pulledBatch())", into);
+      throw argumentError("pullInto", "into", "a PulledBatch (from pulledBatch())", into);
     }
     if (this.#pulledAsync) {
       into.owner = 0;
@@ -359,15 +334,6 @@ export class ImportedStream implements Disposable, Iterable<ImportedArray>, Asyn
     });
   }
 
-  /** @internal Batches the worker pulls from now on (`nextAsync`) are
-   * copied to host memory there, before they are handed over, and the
-   * device batches released once copied (as `toHost()` does); so the copy
-   * of the batch read ahead runs while JS uses the previous one. A pull
-   * already in flight is handed over as it was pulled. */
-  _copyPullsToHost(): void {
-    native.abd_stream_import_copy_pulls_to_host(this.#live() as Pointer);
-  }
-
   #takeNow(handle: number): Promise<ImportedArray | null> {
     try {
       return Promise.resolve(this.#take(handle, true));
@@ -376,9 +342,9 @@ export class ImportedStream implements Disposable, Iterable<ImportedArray>, Asyn
     }
   }
 
-  /** @internal A background pull finished (js_queue handler). An entry for
-   * a pull already taken finds the next one still running: it waits. */
-  _settlePull(): void {
+  /** A background pull finished (js_queue handler). An entry for a pull
+   * already taken finds the next one still running: it waits. */
+  #settlePull(): void {
     const pending = this.#pending;
     if (!pending || !this.#native) return;
     const handle = this.#native.handle;
@@ -391,6 +357,19 @@ export class ImportedStream implements Disposable, Iterable<ImportedArray>, Asyn
     } catch (error) {
       pending.reject(error as Error);
     }
+  }
+
+  // The pulls that skip the public surface (batch_source.ts), and the
+  // js_queue handler's: a static block reaches the private methods.
+  static {
+    settle = (stream) => stream.#settlePull();
+    grantStreamAccess({
+      pullTransient: (stream) => stream.#next(true),
+      pullInto: (stream, into) => stream.#pullInto(into),
+      copyPullsToHost: (stream) => {
+        native.abd_stream_import_copy_pulls_to_host(stream.#live() as Pointer);
+      },
+    });
   }
 
   /** Every remaining batch, pulled on the JS thread. The stream is

@@ -97,10 +97,12 @@ export class DeferredGuard {
   };
 }
 
-/** Takes a handle that joined the safety net (its Describe returned
- * non-null) out of it: it was released explicitly. */
-export function unguard(handle: object): void {
-  safetyNet.unregister(handle);
+/** What every slot handle's `release()` ends besides its memory (the
+ * caller frees that): its place in the safety net, when it joined it (its
+ * Describe returned non-null), and its debug tracking. */
+export function endHandle(handle: object, registered: boolean, token: number): void {
+  if (registered) safetyNet.unregister(handle);
+  untrack(token);
 }
 
 export class NativeSlot {
@@ -145,8 +147,7 @@ export class NativeSlot {
     const address = this.#address;
     if (address === 0) return;
     this.#address = 0;
-    if (this.#registered) unguard(this);
-    untrack(this.#token);
+    endHandle(this, this.#registered, this.#token);
     releaseSlot(address, this.#releaseContents, false);
   }
 }

@@ -32,7 +32,7 @@ import { exportArray, exportSchema } from "../arrow/export.ts";
 import { exportStream } from "../arrow/stream_export.ts";
 import { shapeOf } from "../arrow/source_shape.ts";
 import { PythonError } from "./errors.ts";
-import { PyObject, loadPython, loadedPython, pythonToken, type Python } from "./interpreter.ts";
+import { PyObject, loadPython, loadedPython, pythonShim, pythonToken, type Python } from "./interpreter.ts";
 import { ErrorText } from "./shim.ts";
 
 /** Protocol methods by the kind numbers of native/abd_python.h. */
@@ -66,7 +66,7 @@ function describe(value: unknown): string {
  * 0, the array or stream after it. Returns the kind. */
 function take(object: PyObject, wanted: number, slot: number): number {
   const error = new ErrorText();
-  const kind = pythonOf(object).shim.abdpy_import(object.address as Pointer, wanted, slot as Pointer, (slot + ArrowSchemaLayout.size) as Pointer, error.bytes, error.bytes.length);
+  const kind = pythonShim(pythonOf(object)).abdpy_import(object.address as Pointer, wanted, slot as Pointer, (slot + ArrowSchemaLayout.size) as Pointer, error.bytes, error.bytes.length);
   if (kind < 0) throw new PythonError("reading Arrow data from Python", error.text);
   return kind;
 }
@@ -159,7 +159,7 @@ function sourceArray(python: Python, exported: ExportedArray): PyObject {
   const { owner, schema, deviceType } = ownerOf(exported);
   const error = new ErrorText();
   // The shim takes the owner reference whatever happens.
-  const object = python.shim.abdpy_source_array(owner as Pointer, schema as Pointer, deviceType, error.bytes, error.bytes.length);
+  const object = pythonShim(python).abdpy_source_array(owner as Pointer, schema as Pointer, deviceType, error.bytes, error.bytes.length);
   if (object === null) throw new PythonError("making a Python array", error.text);
   return new PyObject(pythonToken, python, object);
 }
@@ -170,14 +170,14 @@ function sourceStream(python: Python, stream: ExportedStream): PyObject {
     return sourceStream(python, plain);
   }
   const error = new ErrorText();
-  const object = python.shim.abdpy_source_stream(stream.stream, error.bytes, error.bytes.length);
+  const object = pythonShim(python).abdpy_source_stream(stream.stream, error.bytes, error.bytes.length);
   if (object === null) throw new PythonError("making a Python stream", error.text);
   return new PyObject(pythonToken, python, object);
 }
 
 function sourceSchema(python: Python, exported: ExportedArray): PyObject {
   const error = new ErrorText();
-  const object = python.shim.abdpy_source_schema(exported.schema, error.bytes, error.bytes.length);
+  const object = pythonShim(python).abdpy_source_schema(exported.schema, error.bytes, error.bytes.length);
   if (object === null) throw new PythonError("making a Python schema", error.text);
   return new PyObject(pythonToken, python, object);
 }
@@ -204,7 +204,7 @@ function sourceBatches(python: Python, schema: Parameters<typeof exportSchema>[0
   })();
   const error = new ErrorText();
   // The shim takes the owner references and the schema whatever happens.
-  const object = python.shim.abdpy_source_table(exportedSchema.schema, owners.length > 0 ? list : null, owners.length, error.bytes, error.bytes.length);
+  const object = pythonShim(python).abdpy_source_table(exportedSchema.schema, owners.length > 0 ? list : null, owners.length, error.bytes, error.bytes.length);
   if (object === null) throw new PythonError("making a Python table", error.text);
   return new PyObject(pythonToken, python, object);
 }

@@ -36,12 +36,12 @@ export class PyObject implements Disposable {
   #address: number;
   readonly #python: Python;
 
-  /** @internal Adopts one new reference. */
+  /** Not for users (use Python.eval, fromPython, toPython): adopts one new reference. */
   constructor(token: symbol, python: Python, address: number) {
     internalConstruction("PyObject", token, pythonToken, "use Python.eval, or fromPython's and toPython's results");
     this.#python = python;
     this.#address = address;
-    collected.register(this, { shim: python.shim, address }, this);
+    collected.register(this, { shim: shimOf(python), address }, this);
   }
 
   /** The `PyObject*`; valid until `dispose()`. */
@@ -65,7 +65,7 @@ export class PyObject implements Disposable {
     // The whole text, however long: asked again with room for it when
     // the first buffer is too small (str() may change between calls, so
     // until it fits).
-    const shim = this.#python.shim;
+    const shim = shimOf(this.#python);
     const address = this.address as Pointer;
     let bytes: Uint8Array = new ErrorText().bytes;
     for (;;) {
@@ -86,7 +86,7 @@ export class PyObject implements Disposable {
 
   /** `obj(*args)`. */
   call(...args: PyObject[]): PyObject {
-    const shim = this.#python.shim;
+    const shim = shimOf(this.#python);
     const addresses = new BigUint64Array(args.map((a) => BigInt(a.address)));
     const error = new ErrorText();
     const result = shim.abdpy_call(this.address as Pointer, addresses.length > 0 ? addresses : null, args.length, error.bytes, error.bytes.length);
@@ -100,7 +100,7 @@ export class PyObject implements Disposable {
     collected.unregister(this);
     const address = this.#address;
     this.#address = 0;
-    this.#python.shim.abdpy_decref(address as Pointer);
+    shimOf(this.#python).abdpy_decref(address as Pointer);
   }
 
   [Symbol.dispose](): void {
@@ -116,26 +116,44 @@ function checkIdentifier(name: string): string {
 /** Values bound as globals of `__main__` for one `exec`/`eval` call. */
 export type PythonVariables = Record<string, PyObject>;
 
+/** Set by Python's static block: the interpreter's shim. */
+let shimOf: (python: Python) => Shim;
+
+/** Set by Python's static block: its private constructor. */
+let startPython: (shim: Shim, libpython: string, via: string) => Python;
+
+/** The shim library `python` runs through (for this layer's modules). */
+export function pythonShim(python: Python): Shim {
+  return shimOf(python);
+}
+
 /** The interpreter: run code in `__main__`, hold objects. */
 export class Python {
   /** The libpython file loaded, and how it was found. */
   readonly libpython: string;
   /** How the libpython file was found (option, environment variable, or the python3 on PATH). */
   readonly via: string;
-  /** @internal */
-  readonly shim: Shim;
-  /** @internal `__main__`'s namespace (a borrowed-forever reference). */
-  readonly main: number;
+  readonly #shim: Shim;
+  /** `__main__`'s namespace (a borrowed-forever reference). */
+  readonly #main: number;
 
-  /** @internal Use `loadPython()`. */
-  constructor(token: symbol, shim: Shim, libpython: string, via: string) {
+  /** `loadPython()` makes it. */
+  private constructor(token: symbol, shim: Shim, libpython: string, via: string) {
     internalConstruction("Python", token, pythonToken, "use loadPython()");
-    this.shim = shim;
+    this.#shim = shim;
     this.libpython = libpython;
     this.via = via;
     const main = shim.abdpy_main_dict();
     if (main === null) throw new PythonUnavailableError("Python has no __main__ module", [libpython]);
-    this.main = main;
+    this.#main = main;
+  }
+
+  // The shim is this layer's (python/exchange.ts reads it through
+  // `pythonShim`), not a member of the public class; `loadPython` is the
+  // one maker.
+  static {
+    shimOf = (python) => python.#shim;
+    startPython = (shim, libpython, via) => new Python(pythonToken, shim, libpython, via);
   }
 
   #withVariables<T>(variables: PythonVariables, run: () => T): T {
@@ -145,7 +163,7 @@ export class Python {
       checkIdentifier(name);
       const value = variables[name];
       if (!(value instanceof PyObject)) throw new InvalidArgumentError(Status.invalid_argument, `variable "${name}" is not a PyObject (convert JS data with toPython first)`);
-      if (this.shim.abdpy_dict_set(this.main as Pointer, cString(name), value.address as Pointer, error.bytes, error.bytes.length) !== 0) {
+      if (this.#shim.abdpy_dict_set(this.#main as Pointer, cString(name), value.address as Pointer, error.bytes, error.bytes.length) !== 0) {
         throw new PythonError(`binding "${name}"`, error.text);
       }
     }
@@ -153,21 +171,21 @@ export class Python {
       return run();
     } finally {
       // Unbound again, so __main__ keeps no reference to what was passed.
-      for (const name of names) this.shim.abdpy_dict_set(this.main as Pointer, cString(name), null, error.bytes, error.bytes.length);
+      for (const name of names) this.#shim.abdpy_dict_set(this.#main as Pointer, cString(name), null, error.bytes, error.bytes.length);
     }
   }
 
   #run(code: string, evaluate: boolean): number {
     if (typeof code !== "string") throw new InvalidArgumentError(Status.invalid_argument, `Python code must be a string, got ${typeof code}`);
     const error = new ErrorText();
-    const result = this.shim.abdpy_run(cString(code), evaluate ? 1 : 0, this.main as Pointer, error.bytes, error.bytes.length);
+    const result = this.#shim.abdpy_run(cString(code), evaluate ? 1 : 0, this.#main as Pointer, error.bytes, error.bytes.length);
     if (result === null) throw new PythonError(evaluate ? "Python eval failed" : "Python exec failed", error.text);
     return result;
   }
 
   /** Runs statements in `__main__` (with `variables` bound meanwhile). */
   exec(code: string, variables: PythonVariables = {}): void {
-    this.#withVariables(variables, () => this.shim.abdpy_decref(this.#run(code, false) as Pointer));
+    this.#withVariables(variables, () => this.#shim.abdpy_decref(this.#run(code, false) as Pointer));
   }
 
   /** Evaluates an expression in `__main__`; its value as a new handle. */
@@ -191,7 +209,7 @@ export class Python {
    * destructor, live sources and streams, imports, producer releases run
    * under the GIL. */
   counters(): ShimCounters {
-    return readShimCounters(this.shim);
+    return readShimCounters(this.#shim);
   }
 }
 
@@ -218,7 +236,7 @@ export function loadPython(options: LoadPythonOptions = {}): Python {
   if (shim.abdpy_bootstrap(cString(bootstrapCode), error.bytes, error.bytes.length) !== 0) {
     throw new PythonError("the bun_arrow_device bootstrap failed", error.text);
   }
-  const started = new Python(pythonToken, shim, located.libpython, located.via);
+  const started = startPython(shim, located.libpython, located.via);
   started.addSysPath([...(options.sysPath ?? []), ...located.sysPath]);
   python = started;
   return started;

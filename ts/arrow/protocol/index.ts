@@ -1,8 +1,8 @@
 /**
  * The JS Arrow exchange protocol (docs/protocol.md): the five symbols, the
  * capsule shape, the apache-arrow wrapper and the opt-in prototype install.
- * Importing this module also gives this library's handles their protocol
- * methods (producers.ts).
+ * Importing this module registers the requestedSchema cast of this
+ * library's handles (producers.ts).
  */
 export {
   ArrowCSchema, ArrowCArray, ArrowCDeviceArray, ArrowCStream, ArrowCDeviceStream, capsuleKinds,

@@ -1,27 +1,18 @@
 /**
- * The producer half of the protocol (docs/protocol.md): the methods that
- * apache-arrow objects get through `arrowProtocol(x)` or the opt-in
- * `installArrowProtocol()`, and that this library's own handles
- * (ImportedArray, ImportedStream, ExportedArray, ExportedStream) always
- * have. Every method follows the kwargs rule and returns a LibraryCapsule.
- *
- * Device rule: the CPU methods (`__arrow_c_array__`, `__arrow_c_stream__`)
- * are offered only for data on the CPU (device_type CPU); device data
- * offers the device methods only (the property reads undefined).
+ * The producer half of the protocol (docs/protocol.md) for apache-arrow
+ * objects: the methods they get through `arrowProtocol(x)` or the opt-in
+ * `installArrowProtocol()`. Every method follows the kwargs rule and
+ * returns a LibraryCapsule. This library's own handles define theirs in
+ * ts/native; loading this module registers the requestedSchema cast they
+ * use (`setRequestedSchemaCast`).
  */
 import { Data, Field, RecordBatch, Table, Vector, type DataType } from "apache-arrow";
-import { DeviceType } from "../../core/abi/layout.ts";
 import { InvalidArgumentError, Status } from "../../core/errors.ts";
-import { native } from "../../core/ffi/library.ts";
 import { exportArray, exportSchema } from "../export.ts";
 import { exportStream } from "../stream_export.ts";
 import { toVector } from "../import.ts";
-import { ExportedArray } from "../../native/exported.ts";
-import { ExportedStream } from "../../native/exported_stream.ts";
-import { ImportedArray } from "../../native/imported.ts";
-import { ImportedStream } from "../../native/imported_stream.ts";
-import { arrayStreamAsDeviceStream, deviceStreamAsArrayStream } from "../../native/stream_adapters.ts";
-import { LibraryCapsule, moveExportedArray, moveExportedStream } from "../../native/protocol/capsule.ts";
+import { LibraryCapsule } from "../../native/protocol/capsule.ts";
+import { setRequestedSchemaCast } from "../../native/protocol/requested_schema.ts";
 import { requestedBatch, requestedColumn, requestedStructColumn, requestedTable, withRequested, type Column } from "./requested.ts";
 import {
   ArrowCArray, ArrowCDeviceArray, ArrowCDeviceStream, ArrowCSchema, ArrowCStream, checkOptions, type ArrowCapsule, type ProtocolOptions,
@@ -153,81 +144,13 @@ export function uninstallArrowProtocol(): void {
 
 // ---- this library's handles -----------------------------------------------
 
-/** A schema-only handle holding the schema of `exported` (moved out; the
- * rest of `exported` is released). */
-function schemaOnly(exported: ExportedArray): ExportedArray {
-  const handle = new ExportedArray("schema", "protocol schema");
-  try {
-    native.abd_schema_move(exported.schema, handle.schema);
-    return handle;
-  } finally {
-    exported.release();
-  }
-}
-
-function importedArrayCapsule(imported: ImportedArray, as: "array" | "device_array", options: unknown): ArrowCapsule {
-  const checked = checkOptions(options, withSchemaOption, as === "array" ? "__arrow_c_array__" : "__arrow_c_device_array__");
-  return withRequested(checked, (requested) => {
-    if (requested && imported.deviceType === DeviceType.CPU) {
-      // Through apache-arrow views of the same memory (zero-copy).
-      const vector = toVector(imported);
-      const column = columnOf(vector);
-      // A record batch from C (a struct without nulls) gets the per-column
-      // casts an apache-arrow RecordBatch gets.
-      const chosen = requestedColumn(column, requested) ?? requestedStructColumn(column, requested);
-      if (chosen) return new LibraryCapsule(exportArray(chosen.data, { as, field: chosen.field }));
-    }
-    return new LibraryCapsule(imported.reexport({ as }));
-  });
-}
-
-function importedStreamCapsule(stream: ImportedStream, as: "stream" | "device_stream", options: unknown): ArrowCapsule {
-  checkOptions(options, withSchemaOption, as === "stream" ? "__arrow_c_stream__" : "__arrow_c_device_stream__");
-  // requestedSchema is ignored: batches pass through unconverted.
-  const relayed = stream.relay();
-  if (relayed.kind === as) return new LibraryCapsule(relayed);
-  try {
-    const adapted = as === "device_stream"
-      ? arrayStreamAsDeviceStream((relayed as ExportedStream<"stream">).stream)
-      : deviceStreamAsArrayStream((relayed as ExportedStream<"device_stream">).stream);
-    return new LibraryCapsule(adapted);
-  } finally {
-    relayed.release();
-  }
-}
-
-function exportedCapsule(handle: ExportedArray | ExportedStream, method: string, options: unknown): ArrowCapsule {
-  // requestedSchema is ignored: the structs are already built.
-  checkOptions(options, method === "__arrow_c_schema__" ? [] : withSchemaOption, method);
-  return new LibraryCapsule(handle instanceof ExportedStream ? moveExportedStream(handle) : moveExportedArray(handle));
-}
-
-/** Defines `symbol` on `proto` as a getter: the method when `offered(this)`,
- * otherwise undefined. */
-function offer<T>(proto: object, symbol: symbol, offered: (self: T) => boolean, method: (self: T, options?: unknown) => ArrowCapsule): void {
-  Object.defineProperty(proto, symbol, {
-    configurable: true,
-    enumerable: false,
-    get(this: T) {
-      if (!offered(this)) return undefined;
-      return (options?: unknown) => method(this, options);
-    },
-  });
-}
-
-const onCpu = (x: { deviceType: number }) => x.deviceType === DeviceType.CPU;
-const always = () => true;
-
-offer<ImportedArray>(ImportedArray.prototype, ArrowCSchema, always, (self, options) => {
-  checkOptions(options, [], "__arrow_c_schema__");
-  return new LibraryCapsule(schemaOnly(self.reexport({ as: "device_array" })));
+// The handles define their protocol methods (native/protocol/handle_methods.ts);
+// what they need from this layer is the requestedSchema cast of an imported
+// CPU array, through apache-arrow views of the same memory (zero-copy where
+// the types allow). A record batch from C (a struct without nulls) gets the
+// per-column casts an apache-arrow RecordBatch gets.
+setRequestedSchemaCast((imported, requested, as) => {
+  const column = columnOf(toVector(imported));
+  const chosen = requestedColumn(column, requested) ?? requestedStructColumn(column, requested);
+  return chosen ? exportArray(chosen.data, { as, field: chosen.field }) : null;
 });
-offer<ImportedArray>(ImportedArray.prototype, ArrowCArray, onCpu, (self, options) => importedArrayCapsule(self, "array", options));
-offer<ImportedArray>(ImportedArray.prototype, ArrowCDeviceArray, always, (self, options) => importedArrayCapsule(self, "device_array", options));
-offer<ImportedStream>(ImportedStream.prototype, ArrowCStream, onCpu, (self, options) => importedStreamCapsule(self, "stream", options));
-offer<ImportedStream>(ImportedStream.prototype, ArrowCDeviceStream, always, (self, options) => importedStreamCapsule(self, "device_stream", options));
-offer<ExportedArray>(ExportedArray.prototype, ArrowCSchema, (self) => self.kind === "schema", (self, options) => exportedCapsule(self, "__arrow_c_schema__", options));
-offer<ExportedArray>(ExportedArray.prototype, ArrowCArray, (self) => self.kind === "array", (self, options) => exportedCapsule(self, "__arrow_c_array__", options));
-offer<ExportedArray>(ExportedArray.prototype, ArrowCDeviceArray, (self) => self.kind === "device_array", (self, options) => exportedCapsule(self, "__arrow_c_device_array__", options));
-offer<ExportedStream>(ExportedStream.prototype, ArrowCStream, (self) => self.kind === "stream", (self, options) => exportedCapsule(self, "__arrow_c_stream__", options));
-offer<ExportedStream>(ExportedStream.prototype, ArrowCDeviceStream, (self) => self.kind === "device_stream", (self, options) => exportedCapsule(self, "__arrow_c_device_stream__", options));

@@ -14,58 +14,15 @@
  * imported from C. Anything else: the request is ignored, whole
  * (the producer's own schema is exported), as the Python spec allows.
  */
-import { branded } from "../../core/abi/pointers.ts";
 import {
   Binary, Data, DataType, Field, FixedSizeList, LargeBinary, LargeUtf8, List, Map_, RecordBatch, Schema, Struct,
   Table, Type, Utf8, makeData, makeVector, vectorFromArray, type Dictionary,
 } from "apache-arrow";
 // Not in every apache-arrow release: through the version-checked module.
 import { BinaryView, LargeList, Utf8View } from "../arrow_module.ts";
-import { InvalidArgumentError, Status } from "../../core/errors.ts";
 import { formatOf } from "../formats.ts";
 import { CSchema } from "../../native/c_structs.ts";
-import { ArrowCSchema, isCapsule, isSchemaProducer, type ArrowCapsule, type ProtocolOptions } from "../../native/protocol/symbols.ts";
-
-/** Runs `use` on the requested schema of `options` (null when none). A
- * capsule given is borrowed; one this function asked a producer for is
- * disposed afterwards. */
-export function withRequested<T>(options: ProtocolOptions, use: (requested: CSchema | null) => T): T {
-  const given = options.requestedSchema;
-  if (given === undefined || given === null) return use(null);
-  if (isCapsule(given)) return use(CSchema.at(branded(requestedAddress(given, "requestedSchema"))));
-  if (isSchemaProducer(given)) {
-    // One call, whose answer must be a capsule: a producer that answers
-    // with itself (or another producer) is refused, never followed.
-    const capsule: unknown = given[ArrowCSchema]();
-    if (!isCapsule(capsule)) {
-      throw new InvalidArgumentError(Status.invalid_argument, `requestedSchema[Symbol.for("__arrow_c_schema__")]() returned ${describe(capsule, given)}, not an "arrow_schema" capsule (an object with kind, schema and [Symbol.dispose])`);
-    }
-    try {
-      return use(CSchema.at(branded(requestedAddress(capsule, "the capsule requestedSchema's schema method returned"))));
-    } finally {
-      capsule[Symbol.dispose]();
-    }
-  }
-  throw new InvalidArgumentError(Status.invalid_argument, "requestedSchema must be an \"arrow_schema\" capsule or an object with a [Symbol.for(\"__arrow_c_schema__\")] method");
-}
-
-/** The schema address of an "arrow_schema" capsule, each getter read once. */
-function requestedAddress(capsule: ArrowCapsule, what: string): number {
-  const kind = capsule.kind;
-  if (kind !== "arrow_schema") throw new InvalidArgumentError(Status.invalid_argument, `${what} must be an "arrow_schema" capsule, not "${kind}"`);
-  const schema = capsule.schema;
-  if (typeof schema !== "number" || !Number.isSafeInteger(schema) || schema <= 0) {
-    throw new InvalidArgumentError(Status.invalid_argument, `${what} ("arrow_schema" capsule) has no schema address (schema is ${typeof schema === "number" ? schema : typeof schema})`);
-  }
-  return schema;
-}
-
-function describe(value: unknown, producer: unknown): string {
-  if (value === producer) return "the producer itself";
-  if (value === null || value === undefined) return String(value);
-  if (typeof value === "function") return "a function";
-  return typeof value === "object" ? `a ${value.constructor?.name ?? "object"}` : `a ${typeof value} (${String(value)})`;
-}
+export { withRequested } from "../../native/protocol/requested_schema.ts";
 
 /** An apache-arrow Data under the field it is exported as. */
 export type Column = { data: Data; field: Field };

@@ -1,0 +1,56 @@
+/**
+ * The imports of one array (`ImportedArray.fromArray`, `fromDeviceArray`):
+ * the producer's structs are moved into a native owner and validated
+ * (zig/c_api.zig abd_import_array, abd_import_device_array), and the new
+ * handle adopts the owner's import reference.
+ */
+import { validationLevelArg, type ValidationLevelName } from "../core/abi/layout.ts";
+import { asPointer } from "../core/abi/structs.ts";
+import { check, native } from "../core/ffi/library.ts";
+import { takeStructs, type StructRef } from "./c_structs.ts";
+import { arrayAccess } from "./handle_access.ts";
+import { type ImportedArray } from "./imported_array.ts";
+import { withArrayCapsule } from "./protocol/consume.ts";
+import { type ArrayProducer, type ArrowCapsule } from "./protocol/symbols.ts";
+
+/** Options of the imports (`ImportedArray.fromDeviceArray`, ...). */
+export type ImportOptions = {
+  /** Validation level (nanoarrow's levels); "default" never reads out of
+   * bounds. */
+  validation?: ValidationLevelName;
+};
+
+/** Takes the array of any protocol producer or array capsule
+ * (docs/protocol.md), preferring its device method. */
+export function importFromProducer(fn: string, source: ArrayProducer | ArrowCapsule, options: ImportOptions = {}): ImportedArray {
+  // Checked before the producer is asked for anything: nothing to release yet.
+  validationLevelArg(fn, options);
+  return withArrayCapsule(source, ({ schema, array, device }) => device
+    ? importDeviceStructs(schema, array, options)
+    : importStructs(schema, array, options));
+}
+
+/** Moves `schema` + `deviceArray` in; the caller's structs are left
+ * released, whether or not this succeeds. */
+export function importDeviceStructs(schema: StructRef<"ArrowSchema"> | number | null, deviceArray: StructRef<"ArrowDeviceArray"> | number | null, options: ImportOptions): ImportedArray {
+  const fn = "ImportedArray.fromDeviceArray";
+  let level = 0;
+  const [s, a] = takeStructs(fn, [["schema", schema, "ArrowSchema"], ["deviceArray", deviceArray, "ArrowDeviceArray"]], () => {
+    level = validationLevelArg(fn, options);
+  });
+  const out = new BigUint64Array(1);
+  check(native.abd_import_device_array(asPointer(s), asPointer(a), level, out));
+  return arrayAccess.adopt(Number(out[0]), false, null);
+}
+
+/** Moves `schema` + `array` (a CPU array) in, as `importDeviceStructs`. */
+export function importStructs(schema: StructRef<"ArrowSchema"> | number | null, array: StructRef<"ArrowArray"> | number | null, options: ImportOptions): ImportedArray {
+  const fn = "ImportedArray.fromArray";
+  let level = 0;
+  const [s, a] = takeStructs(fn, [["schema", schema, "ArrowSchema"], ["array", array, "ArrowArray"]], () => {
+    level = validationLevelArg(fn, options);
+  });
+  const out = new BigUint64Array(1);
+  check(native.abd_import_array(asPointer(s), asPointer(a), level, out));
+  return arrayAccess.adopt(Number(out[0]), false, null);
+}

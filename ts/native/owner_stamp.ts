@@ -1,0 +1,99 @@
+/**
+ * The ArrayBuffers made over an import owner's memory (zig/owner.zig):
+ * each holds one owner reference, dropped by the native deallocator when
+ * it is collected or detached, and carries its owner as a stamp that
+ * exports of converted data read (keepalive.ts). This module alone makes
+ * such buffers and reads their stamps.
+ *
+ * One reference per ArrayBuffer, never one shared by an import's
+ * ArrayBuffers through JS links: `transfer()` (or structuredClone with
+ * transfer) moves an ArrayBuffer's memory, deallocator included, into a
+ * new ArrayBuffer that has nothing JS attached to the old one, so only
+ * each ArrayBuffer's own deallocator can tell when its memory is unused.
+ * (The one JS link is to an anchor, which no user code can reach and so
+ * none can transfer: the deferred views of batches converted lazily from
+ * a handle hold the handle's anchor.)
+ */
+import { type Pointer } from "bun:ffi";
+import { wrapNative } from "../core/abi/structs.ts";
+import { LibraryLoadError } from "../core/errors.ts";
+import { libraryPath, native } from "../core/ffi/library.ts";
+
+/** The native deallocator of every ArrayBuffer over an owner's memory: it
+ * drops the owner reference the buffer holds (zig/owner.zig). */
+const deallocator = viewDeallocator();
+
+function viewDeallocator(): Pointer {
+  const address = native.abd_view_deallocator();
+  if (address === null) throw new LibraryLoadError("libarrow_device returned no view deallocator (abd_view_deallocator)", libraryPath());
+  return address;
+}
+/** Lets OwnerStamp's constructor put a private field on an object that
+ * already exists (the class constructor's `this` is what this returns). */
+class ReturnsTarget {
+  constructor(target: object) {
+    return target;
+  }
+}
+
+/**
+ * The owner under every ArrayBuffer made over owner memory, kept as a
+ * private field of the ArrayBuffer itself: exports of data converted from
+ * an import read it and hold that owner for as long as their consumer
+ * holds the export (keepalive.ts). Only this class can add or read the
+ * field, so no other code can attach an owner address to a buffer. A
+ * private field rather than a WeakMap: adding one costs ~35 ns against
+ * ~185 ns for WeakMap.set (measured per new ArrayBuffer, GC included),
+ * and the collector has no weak table to sweep. A buffer made by
+ * `transfer()` has no field (as it was no key): it is JS memory to an
+ * export then, kept alive by the export's keepalive like any other.
+ */
+class OwnerStamp extends ReturnsTarget {
+  #owner: number;
+
+  constructor(buffer: ArrayBuffer, owner: number) {
+    super(buffer);
+    this.#owner = owner;
+  }
+
+  static of(buffer: object): number | undefined {
+    return #owner in buffer ? (buffer as unknown as OwnerStamp).#owner : undefined;
+  }
+}
+
+/** The import owner whose memory `buffer` wraps (undefined: JS memory).
+ * Valid while `buffer` is attached: its view holds a reference. */
+export function importOwnerOf(buffer: ArrayBufferLike): number | undefined {
+  return OwnerStamp.of(buffer);
+}
+
+/** The largest ArrayBuffer Bun makes over native memory (measured: Bun
+ * 1.4.5's toArrayBuffer refuses one byte more with "Out of memory"). */
+export const maxViewBytes = 2 ** 32;
+
+/** The import owners under the JS views among `values` (each once). */
+export function importOwnersOf(values: readonly unknown[]): number[] {
+  const owners: number[] = [];
+  for (const value of values) {
+    if (!ArrayBuffer.isView(value)) continue;
+    const owner = OwnerStamp.of(value.buffer);
+    if (owner !== undefined && !owners.includes(owner)) owners.push(owner);
+  }
+  return owners;
+}
+
+/** An ArrayBuffer over `bytes` bytes at `address` of `owner`'s memory,
+ * paid for by one owner reference the caller took (Bun runs the
+ * deallocator, giving it back, when the wrap fails), and stamped with
+ * `owner`. */
+export function ownerView(address: number, bytes: number, owner: number): ArrayBuffer {
+  const buffer = wrapNative(address, bytes, owner, deallocator);
+  new OwnerStamp(buffer, owner);
+  return buffer;
+}
+
+/** `ownerView` without the stamp: an anchor, which holds a reference and
+ * nothing else (no export ever reads it). */
+export function ownerAnchor(address: number, bytes: number, owner: number): ArrayBuffer {
+  return wrapNative(address, bytes, owner, deallocator);
+}

@@ -1,0 +1,86 @@
+/**
+ * The `requestedSchema` option of the protocol methods (docs/protocol.md):
+ * reading it (`withRequested`), and the cast an ImportedArray applies to
+ * it. Casting builds apache-arrow objects, so the arrow layer registers it
+ * when it loads (`setRequestedSchemaCast`, arrow/protocol/producers.ts);
+ * without that layer (a program that imports only `bun-arrow-device/raw`)
+ * a handle honours a requested schema only when it is the handle's own.
+ */
+import { branded } from "../../core/abi/pointers.ts";
+import { InvalidArgumentError, Status } from "../../core/errors.ts";
+import { CSchema } from "../c_structs.ts";
+import { type ExportedArray } from "../exported.ts";
+import { type ImportedArray } from "../imported_array.ts";
+import { ArrowCSchema, isCapsule, isSchemaProducer, type ArrowCapsule, type ProtocolOptions } from "./symbols.ts";
+
+/** Exports `imported` (CPU data) under `requested` as `as`, or returns
+ * null where the cast does not apply (the request is then ignored). */
+export type RequestedSchemaCast = (imported: ImportedArray, requested: CSchema, as: "array" | "device_array") => ExportedArray | null;
+
+let registeredCast: RequestedSchemaCast | null = null;
+
+/** Registers the cast of the arrow layer (once, when it loads). */
+export function setRequestedSchemaCast(cast: RequestedSchemaCast): void {
+  registeredCast = cast;
+}
+
+/** The registered cast; null while the arrow layer is not loaded. */
+export function requestedSchemaCast(): RequestedSchemaCast | null {
+  return registeredCast;
+}
+
+/** Whether two schemas are the same field: format, name, flags, metadata
+ * (every pair, in order), children and dictionary, at every level. */
+export function sameSchema(a: CSchema, b: CSchema): boolean {
+  if (a.format !== b.format || a.name !== b.name || a.flags !== b.flags || a.nChildren !== b.nChildren) return false;
+  const pairsA = a.metadataPairs;
+  const pairsB = b.metadataPairs;
+  if (pairsA.length !== pairsB.length || pairsA.some(([k, v], i) => k !== pairsB[i][0] || v !== pairsB[i][1])) return false;
+  for (let i = 0; i < a.nChildren; i++) if (!sameSchema(a.child(i), b.child(i))) return false;
+  const dictionaryA = a.dictionary;
+  const dictionaryB = b.dictionary;
+  if (dictionaryA === null || dictionaryB === null) return dictionaryA === dictionaryB;
+  return sameSchema(dictionaryA, dictionaryB);
+}
+
+/** Runs `use` on the requested schema of `options` (null when none). A
+ * capsule given is borrowed; one this function asked a producer for is
+ * disposed afterwards. */
+export function withRequested<T>(options: ProtocolOptions, use: (requested: CSchema | null) => T): T {
+  const given = options.requestedSchema;
+  if (given === undefined || given === null) return use(null);
+  if (isCapsule(given)) return use(CSchema.at(branded(requestedAddress(given, "requestedSchema"))));
+  if (isSchemaProducer(given)) {
+    // One call, whose answer must be a capsule: a producer that answers
+    // with itself (or another producer) is refused, never followed.
+    const capsule: unknown = given[ArrowCSchema]();
+    if (!isCapsule(capsule)) {
+      throw new InvalidArgumentError(Status.invalid_argument, `requestedSchema[Symbol.for("__arrow_c_schema__")]() returned ${describe(capsule, given)}, not an "arrow_schema" capsule (an object with kind, schema and [Symbol.dispose])`);
+    }
+    try {
+      return use(CSchema.at(branded(requestedAddress(capsule, "the capsule requestedSchema's schema method returned"))));
+    } finally {
+      capsule[Symbol.dispose]();
+    }
+  }
+  throw new InvalidArgumentError(Status.invalid_argument, "requestedSchema must be an \"arrow_schema\" capsule or an object with a [Symbol.for(\"__arrow_c_schema__\")] method");
+}
+
+/** The schema address of an "arrow_schema" capsule, each getter read once. */
+function requestedAddress(capsule: ArrowCapsule, what: string): number {
+  const kind = capsule.kind;
+  if (kind !== "arrow_schema") throw new InvalidArgumentError(Status.invalid_argument, `${what} must be an "arrow_schema" capsule, not "${kind}"`);
+  const schema = capsule.schema;
+  if (typeof schema !== "number" || !Number.isSafeInteger(schema) || schema <= 0) {
+    throw new InvalidArgumentError(Status.invalid_argument, `${what} ("arrow_schema" capsule) has no schema address (schema is ${typeof schema === "number" ? schema : typeof schema})`);
+  }
+  return schema;
+}
+
+function describe(value: unknown, producer: unknown): string {
+  if (value === producer) return "the producer itself";
+  if (value === null || value === undefined) return String(value);
+  if (typeof value === "function") return "a function";
+  return typeof value === "object" ? `a ${value.constructor?.name ?? "object"}` : `a ${typeof value} (${String(value)})`;
+}
+
