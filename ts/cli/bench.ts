@@ -38,7 +38,7 @@ import { deviceRuntime, type DeviceKind, type DeviceRuntime } from "../device/ru
 import { ImportedArray } from "../native/imported.ts";
 import { benchMemoryProblem } from "./args.ts";
 import { benchSchemaId } from "./bench_schema.ts";
-import { gbPerSecond, median, sizeLabel, timeLabel, timeRuns, type Timing } from "./measure.ts";
+import { gbPerSecond, median, sizeLabel, timeLabel, timeRuns, wallSamples, type Timing } from "./measure.ts";
 import { apacheArrowVersion, machineInfo, packageVersion, type MachineInfo } from "./platform.ts";
 import { Progress } from "./progress.ts";
 import { openRawDriver, rawCallNames, type RawDriver } from "./raw_driver.ts";
@@ -168,17 +168,6 @@ function eventRuns(raw: RawDriver, stream: number, repeats: number, run: () => u
   }
 }
 
-function wallRuns(repeats: number, run: () => void): number[] {
-  run();
-  const samples: number[] = [];
-  for (let i = 0; i < repeats; i++) {
-    const t0 = Bun.nanoseconds();
-    run();
-    samples.push(Bun.nanoseconds() - t0);
-  }
-  return samples;
-}
-
 function transfers(rt: DeviceRuntime, raw: RawDriver, report: RuntimeReport, bytes: number, repeats: number): Figure[] {
   const values = new Float64Array(bytes / 8).map((_, i) => i * 0.5);
   const column = float64Column(values);
@@ -239,8 +228,8 @@ function transfers(rt: DeviceRuntime, raw: RawDriver, report: RuntimeReport, byt
       { endToEnd: timed("DeviceRuntime.copy", "wall", oursD2D.wall) }));
 
     // Allocation, apart from the copies.
-    const rawAlloc = wallRuns(repeats, () => raw.freeDevice(raw.allocDevice(bytes)));
-    const oursAlloc = wallRuns(repeats, () => rt.allocate(bytes).free());
+    const rawAlloc = wallSamples(repeats, () => raw.freeDevice(raw.allocDevice(bytes)));
+    const oursAlloc = wallSamples(repeats, () => rt.allocate(bytes).free());
     figures.push(figure({ ...base, operation: "allocate" },
       timed("DeviceRuntime.allocate + free", "wall", oursAlloc),
       timed(`${calls.alloc} + ${calls.free}`, "wall", rawAlloc)));
@@ -256,8 +245,8 @@ function transfers(rt: DeviceRuntime, raw: RawDriver, report: RuntimeReport, byt
 
 function exportImport(rows: number, repeats: number): Figure {
   const round = exportImportCase(rows);
-  const ours = wallRuns(repeats, round.ours);
-  const ipc = wallRuns(repeats, round.ipc);
+  const ours = wallSamples(repeats, round.ours);
+  const ipc = wallSamples(repeats, round.ipc);
   return figure(
     { suite: "export_import", operation: "round_trip", runtime: null, deviceId: null, fake: false, bytes: rows * 8, repeats },
     timed("exportArray + ImportedArray.fromDeviceArray + toRecordBatch + release", "wall", ours),

@@ -13,8 +13,9 @@ export function median(samples: number[]): number {
 /** Nanoseconds per run of `repeats` runs: the median, the fastest and the slowest. */
 export type Timing = { medianNs: number; minNs: number; maxNs: number };
 
-/** Times `repeats` runs of `run`, after one warm-up run. */
-export function timeRuns(repeats: number, run: () => void): Timing {
+/** Host-clock nanoseconds of each of `repeats` runs of `run`, after one
+ * warm-up run. */
+export function wallSamples(repeats: number, run: () => void): number[] {
   run();
   const samples: number[] = [];
   for (let i = 0; i < repeats; i++) {
@@ -22,6 +23,12 @@ export function timeRuns(repeats: number, run: () => void): Timing {
     run();
     samples.push(Bun.nanoseconds() - t0);
   }
+  return samples;
+}
+
+/** Times `repeats` runs of `run`, after one warm-up run. */
+export function timeRuns(repeats: number, run: () => void): Timing {
+  const samples = wallSamples(repeats, run);
   return { medianNs: median(samples), minNs: Math.min(...samples), maxNs: Math.max(...samples) };
 }
 
