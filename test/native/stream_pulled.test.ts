@@ -10,7 +10,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { ptr } from "bun:ffi";
 import { Table, makeVector, type RecordBatch } from "apache-arrow";
 import { ExportedStream, ImportedStream, InvalidArgumentError, exportStream, recordBatches } from "../../ts/index.ts";
-import { StreamBatchConverter } from "../../ts/arrow/import.ts";
+import { StreamBatchConverter } from "../../ts/arrow/batch_converter.ts";
 import { nonZeroCounters } from "../../ts/diagnostics.ts";
 import { streamPeer } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";

@@ -1,6 +1,6 @@
 /**
  * Imported streams -> apache-arrow RecordBatch iterators and Tables,
- * zero-copy (native/imported_stream.ts pulls, arrow/import.ts converts).
+ * zero-copy (native/imported_stream.ts pulls, arrow/batch_converter.ts converts).
  *
  * Lifetimes. Each RecordBatch is a view of its producer's memory and lives
  * as long as JS uses it: the producer's release for that batch runs once
@@ -29,7 +29,7 @@ import { Status, UnknownDeviceError, UnsupportedError } from "../core/errors.ts"
 import { type ImportedArray } from "../native/imported.ts";
 import { ImportedStream } from "../native/imported_stream.ts";
 import { isStreamProducer, type ArrowCapsule, type StreamProducer } from "../native/protocol/symbols.ts";
-import { StreamBatchConverter } from "./import.ts";
+import { StreamBatchConverter } from "./batch_converter.ts";
 import { convertOptionsArg, schemaOf, type ConvertOptions } from "./types.ts";
 
 /** Options of the stream-to-apache-arrow helpers (`recordBatches`,

@@ -18,7 +18,7 @@
  * - List-view, large list-view and run-end encoded have no apache-arrow
  *   type: converting them throws UnsupportedError naming the type, unless
  *   `materialize: true`, which maps them to List / LargeList / the values
- *   type (arrow/import.ts then copies the data into that layout).
+ *   type (arrow/data_builder.ts then copies the data into that layout).
  */
 import {
   Binary, Bool, DataType, Date_, DateUnit, Decimal, Dictionary, Duration, Field, FixedSizeBinary,
