@@ -58,7 +58,8 @@ import { deviceRuntime } from "../device/runtime.ts";
 import { checkTarget, targetDeviceType, type DeviceTarget } from "../device/transfer.ts";
 import { toDevice } from "./device.ts";
 import { arrowArg } from "./arrow_args.ts";
-import { internal } from "./export.ts";
+import { planArray, plannedWords } from "./array_plan.ts";
+import { schemaPlan } from "./schema_plan.ts";
 import { typeDifference } from "./types.ts";
 
 /** What a stream source yields: apache-arrow batches, or arrays made
@@ -266,8 +267,8 @@ function deliver(record: SourceRecord, producer: number, batch: unknown): void {
   if (record.deviceType !== DeviceType.CPU) {
     throw new InvalidArgumentError(Status.invalid_argument, `batch ${record.index} is an apache-arrow RecordBatch (CPU memory), but the stream's device_type is ${deviceTypeName(record.deviceType)}: pass options.device to copy batches to the device as they are pulled`);
   }
-  const { words, keepaliveId } = internal.planArray(batch.data);
-  const status = native.abd_stream_export_deliver(asPointer(producer), internal.planWords(), words, keepaliveId, -1);
+  const { words, keepaliveId } = planArray(batch.data);
+  const status = native.abd_stream_export_deliver(asPointer(producer), plannedWords(), words, keepaliveId, -1);
   if (status !== 0) {
     // The stream failed natively with the build's message; nothing of this
     // batch reached C.
@@ -562,7 +563,7 @@ function create(opened: Opened, options: StreamExportOptions): ExportedStream {
     record.deviceType = deviceType;
     record.target = target;
     record.copyAhead = options.copyAhead ?? defaultCopyAhead;
-    if (opened.schema) plan = internal.schemaPlan(opened.schema);
+    if (opened.schema) plan = schemaPlan(opened.schema);
     else cSchema = (opened.first as ExportedArray).schema; // throws once released
   } catch (error) {
     record.close();
