@@ -86,34 +86,71 @@ function onHost(imported: ImportedArray, copy: boolean): ImportedArray {
   }
 }
 
-/** Converts one pulled batch (the stream's schema and types are built
- * once, by `converter`); its memory then belongs to the GC. */
-function convert(pulled: ImportedArray, converter: StreamBatchConverter, copy: boolean): RecordBatch {
-  return converter.convertAndEnd(onHost(pulled, copy));
+/**
+ * One read of a stream, whichever thread pulls: its input opened and
+ * checked, its batches converted by one converter (one Schema, one plan)
+ * after a host copy where asked. The JS-thread and worker-thread readers
+ * differ only in the pull (`next`/`pull` vs `nextAsync`/`pullAsync`);
+ * everything else is this one pipeline.
+ */
+class StreamRead {
+  readonly converter: StreamBatchConverter;
+
+  private constructor(readonly stream: ImportedStream, readonly copy: boolean, readonly options: ConvertOptions) {
+    this.converter = new StreamBatchConverter(options);
+  }
+
+  /** Opens `fn`'s input (see openInput); `worker`: pulled on the stream's
+   * worker thread, which then also makes the host copies. */
+  static open(fn: string, input: StreamInput, options: StreamConvertOptions, worker: boolean): StreamRead {
+    const { stream, copy, convert } = openInput(fn, input, options);
+    if (worker && copy) stream._copyPullsToHost();
+    return new StreamRead(stream, copy, convert);
+  }
+
+  /** The next batch as a RecordBatch, pulled on the JS thread (without a
+   * handle where the converter can); null at the end. */
+  next(): RecordBatch | null {
+    if (!this.copy) return this.converter.next(this.stream);
+    // Transient: convert() always ends it (dispose or releaseToGC).
+    return this.convert(this.stream.nextTransient());
+  }
+
+  /** `next`, pulled on the stream's worker thread. */
+  async nextAsync(): Promise<RecordBatch | null> {
+    return this.convert(await this.stream.nextAsync());
+  }
+
+  /** Converts one pulled batch (null: the end); its memory then belongs
+   * to the GC. */
+  convert(pulled: ImportedArray | null): RecordBatch | null {
+    return pulled === null ? null : this.converter.convertAndEnd(onHost(pulled, this.copy));
+  }
+
+  /** The next batch's handle (on the host), pulled on the JS thread; null
+   * at the end. */
+  pull(): ImportedArray | null {
+    const imported = this.stream.next();
+    return imported === null ? null : onHost(imported, this.copy);
+  }
+
+  /** `pull`, on the stream's worker thread. */
+  async pullAsync(): Promise<ImportedArray | null> {
+    const imported = await this.stream.nextAsync();
+    return imported === null ? null : onHost(imported, this.copy);
+  }
 }
 
 /** Every remaining batch of `stream` as an apache-arrow RecordBatch,
  * pulled on the JS thread. */
 export function recordBatches(input: StreamInput, options: StreamConvertOptions = {}): Generator<RecordBatch, void, undefined> {
   // Checked now, not at the first next(): a generator body runs late.
-  const { stream, copy, convert: convertOptions } = openInput("recordBatches", input, options);
-  const converter = new StreamBatchConverter(convertOptions);
+  const read = StreamRead.open("recordBatches", input, options, false);
   return (function* () {
     try {
-      for (;;) {
-        if (!copy) {
-          const batch = converter.next(stream);
-          if (batch === null) return;
-          yield batch;
-          continue;
-        }
-        // Transient: convert() always ends it (dispose or releaseToGC).
-        const imported = stream.nextTransient();
-        if (!imported) return;
-        yield convert(imported, converter, copy);
-      }
+      for (let batch = read.next(); batch !== null; batch = read.next()) yield batch;
     } finally {
-      stream.release();
+      read.stream.release();
     }
   })();
 }
@@ -121,11 +158,13 @@ export function recordBatches(input: StreamInput, options: StreamConvertOptions 
 /** Every remaining batch of `stream`, pulled on the stream's worker
  * thread (`for await`). */
 export function recordBatchesAsync(input: StreamInput, options: StreamConvertOptions = {}): AsyncGenerator<RecordBatch, void, undefined> {
-  const { stream, copy, convert: convertOptions } = openInput("recordBatchesAsync", input, options);
-  if (copy) stream._copyPullsToHost();
-  const converter = new StreamBatchConverter(convertOptions);
+  const read = StreamRead.open("recordBatchesAsync", input, options, true);
   return (async function* () {
-    for await (const imported of stream) yield convert(imported, converter, copy);
+    try {
+      for (let batch = await read.nextAsync(); batch !== null; batch = await read.nextAsync()) yield batch;
+    } finally {
+      read.stream.release();
+    }
   })();
 }
 
@@ -160,47 +199,57 @@ function tableOfPulled(pulled: ImportedArray[], schema: Schema | null, options: 
   }
 }
 
-/** Reads the whole stream into one Table (its schema is the first batch's,
- * or the stream's when it has none) and releases the stream. */
-export function readTable(input: StreamInput, options: StreamConvertOptions = {}): Table {
-  const { stream, copy, convert: convertOptions } = openInput("readTable", input, options);
+/**
+ * A whole-stream read as steps: each `yield` asks its driver for the next
+ * batch's handle (null at the end), or throws the pull's error in. Then
+ * the stream is released, and the batches become one Table (its schema
+ * the first batch's, or the stream's when it has none); on an error every
+ * batch pulled is disposed. `readTable` and `readTableAsync` drive it.
+ */
+function* tableSteps(read: StreamRead): Generator<void, Table, ImportedArray | null> {
   const pulled: ImportedArray[] = [];
   let schema: Schema | null = null;
   try {
-    for (;;) {
-      const imported = stream.next();
-      if (!imported) break;
-      pulled.push(onHost(imported, copy));
-    }
+    for (let imported = yield; imported !== null; imported = yield) pulled.push(imported);
     // Only needed when no batch came; read while the stream is open.
-    if (pulled.length === 0) schema = schemaOfStream(stream, convertOptions);
+    if (pulled.length === 0) schema = schemaOfStream(read.stream, read.options);
   } catch (error) {
     for (const imported of pulled) imported.dispose();
     throw error;
   } finally {
-    stream.release();
+    read.stream.release();
   }
-  return tableOfPulled(pulled, schema, convertOptions);
+  return tableOfPulled(pulled, schema, read.options);
+}
+
+/** Answers `steps`' pulls with `pull`, on this thread. */
+function drive(steps: Generator<void, Table, ImportedArray | null>, pull: () => ImportedArray | null): Table {
+  let step = steps.next();
+  while (!step.done) {
+    let imported: ImportedArray | null;
+    try {
+      imported = pull();
+    } catch (error) {
+      step = steps.throw(error);
+      continue;
+    }
+    step = steps.next(imported);
+  }
+  return step.value;
+}
+
+/** Reads the whole stream into one Table (its schema is the first batch's,
+ * or the stream's when it has none) and releases the stream. */
+export function readTable(input: StreamInput, options: StreamConvertOptions = {}): Table {
+  const read = StreamRead.open("readTable", input, options, false);
+  return drive(tableSteps(read), () => read.pull());
 }
 
 /** Like `readTable`, pulling on the stream's worker thread. */
 export async function readTableAsync(input: StreamInput, options: StreamConvertOptions = {}): Promise<Table> {
-  const { stream, copy, convert: convertOptions } = openInput("readTableAsync", input, options);
-  if (copy) stream._copyPullsToHost();
-  const pulled: ImportedArray[] = [];
-  let schema: Schema | null = null;
-  try {
-    for (;;) {
-      const imported = await stream.nextAsync();
-      if (!imported) break;
-      pulled.push(onHost(imported, copy));
-    }
-    if (pulled.length === 0) schema = schemaOfStream(stream, convertOptions);
-  } catch (error) {
-    for (const imported of pulled) imported.dispose();
-    throw error;
-  } finally {
-    stream.release();
-  }
-  return tableOfPulled(pulled, schema, convertOptions);
+  const read = StreamRead.open("readTableAsync", input, options, true);
+  const steps = tableSteps(read);
+  let step = steps.next();
+  while (!step.done) step = await read.pullAsync().then((imported) => steps.next(imported), (error: unknown) => steps.throw(error));
+  return step.value;
 }
