@@ -14,6 +14,12 @@ import { makeBatch, structOf } from "./record_batch.ts";
 
 const empty = new ArrayBuffer(0);
 
+/** The views of a batch's buffers, by buffer index (undefined: none). */
+type Views = readonly (ArrayBuffer | undefined)[];
+
+/** What a lazy build passes for views (it makes none). */
+const noViews: Views = [];
+
 /** How a plan node's Data is made: the `fastNode` cases. */
 const PlanKind = LazyKind;
 
@@ -93,9 +99,9 @@ export class BatchPlan {
     const deferred = lazyDataAvailable ? deferHandleViews(imported) : null;
     // (A batch that does not fit leaves the handle's deferred views to the
     // handle: other batches may share them.)
-    if (deferred !== null) return this.#assembleLazy(words, nodesAt, buffersAt, new LazyBatch(this, deferred, null));
+    if (deferred !== null) return this.#assemble(words, nodesAt, buffersAt, noViews, new LazyBatch(this, deferred, null));
     imported.prefetchAll();
-    return this.#assemble(words, nodesAt, buffersAt, imported.prefetchedViews());
+    return this.#assemble(words, nodesAt, buffersAt, imported.prefetchedViews(), null);
   }
 
   /** The RecordBatch of a batch pulled without a handle (`owner`, its
@@ -113,58 +119,41 @@ export class BatchPlan {
       const buffers = words[OwnerInfoWord.buffer_count];
       const deferred = DeferredViews.of(owner, words.slice(buffersAt, buffersAt + buffers * bufferStride), 0, buffers, words[OwnerInfoWord.nodes]);
       if (deferred !== null) {
-        const batch = this.#assembleLazy(words, ownerInfoWords, buffersAt, new LazyBatch(this, deferred, lazy));
+        const batch = this.#assemble(words, ownerInfoWords, buffersAt, noViews, new LazyBatch(this, deferred, lazy));
         if (batch === null) deferred.kill();
         return batch;
       }
     }
     // (A probe of a batch built eagerly reads as not read.)
     const views = pulledViews(owner, words);
-    return views === null ? null : this.#assemble(words, ownerInfoWords, buffersAt, views);
+    return views === null ? null : this.#assemble(words, ownerInfoWords, buffersAt, views, null);
   }
 
-  /** The batch from the tables and the views of its buffers (by index);
-   * null when a node does not fit. */
-  #assemble(words: Float64Array, nodesAt: number, buffersAt: number, views: readonly (ArrayBuffer | undefined)[]): RecordBatch | null {
-    const at = nodesAt;
-    const length = words[at + NodeWord.length];
-    const offset = words[at + NodeWord.offset];
-    const children = this.#children(words, nodesAt, buffersAt, views, at, offset, length);
+  /** The batch from the tables: with `lazy` null, Data over `views` (the
+   * views of its buffers, by index), else the lazy Data of `lazy` (its
+   * buffer indices are the table's at `buffersAt`); null when a node does
+   * not fit (a lazy caller then gives its deferred views up). */
+  #assemble(words: Float64Array, nodesAt: number, buffersAt: number, views: Views, lazy: LazyBatch | null): RecordBatch | null {
+    const length = words[nodesAt + NodeWord.length];
+    const children = this.#children(words, nodesAt, buffersAt, views, lazy, nodesAt, words[nodesAt + NodeWord.offset], length);
     if (children === null) return null;
     // As batchWith: no row-level validity for the batch itself.
     return makeBatch(this.schema, newData(this.struct, 0, length, 0, undefined, undefined, undefined, children) as Data<Struct>);
   }
 
-  /** `#assemble` with the lazy Data of `lazy` (its buffer indices are
-   * the table's at `buffersAt`); null when a node does not fit (the
-   * caller then gives its deferred views up). */
-  #assembleLazy(words: Float64Array, nodesAt: number, buffersAt: number, lazy: LazyBatch): RecordBatch | null {
-    const at = nodesAt;
-    const length = words[at + NodeWord.length];
-    const children = this.#lazyChildren(words, nodesAt, buffersAt, lazy, at, words[at + NodeWord.offset], length);
-    if (children === null) return null;
-    return makeBatch(this.schema, newData(this.struct, 0, length, 0, undefined, undefined, undefined, children) as Data<Struct>);
-  }
-
-  /** `#children` with lazy Data. */
-  #lazyChildren(words: Float64Array, nodesAt: number, buffersAt: number, lazy: LazyBatch, at: number, shift: number, length: number): Data[] | null {
-    const count = words[at + NodeWord.n_children];
-    const firstChild = words[at + NodeWord.first_child];
-    // Pushed: see #children.
-    const children: Data[] = [];
-    for (let i = 0; i < count; i++) {
-      const child = this.#lazyNode(words, nodesAt, buffersAt, lazy, firstChild + i, shift, length);
-      if (child === null) return null;
-      children.push(child);
-    }
-    return children;
+  /** Whether node `n`'s header at word `at` is the plan's: its type, no
+   * dictionary, and its buffer count too (without validation, a batch of
+   * the same schema may have another; then batchWith reads it as it is). */
+  #planned(words: Float64Array, at: number, n: number): boolean {
+    const typeId = this.typeIds[n];
+    return !(words[at + NodeWord.type_id] !== typeId || words[at + NodeWord.dictionary] >= 0 || words[at + NodeWord.n_buffers] !== fastBuffers[typeId]);
   }
 
   /** `#node` with lazy Data: the same checks, read from the buffer table
    * (a buffer has a view when it has a size and an address). */
   #lazyNode(words: Float64Array, nodesAt: number, buffersAt: number, lazy: LazyBatch, n: number, shift: number, length: number): Data | null {
     const at = nodesAt + n * nodeStride;
-    if (words[at + NodeWord.type_id] !== this.typeIds[n] || words[at + NodeWord.dictionary] >= 0 || words[at + NodeWord.n_buffers] !== fastBuffers[this.typeIds[n]]) return null;
+    if (!this.#planned(words, at, n)) return null;
     const first = words[at + NodeWord.first_buffer];
     const offset = words[at + NodeWord.offset] + shift;
     // (Unvalidated input, "none": negative offsets and lengths are the
@@ -187,7 +176,7 @@ export class BatchPlan {
         if (words[buffersAt + (first + 1) * bufferStride + BufferWord.size_bytes] < 0) return null;
         return lazy.add(n, offset, length, nulls, undefined, first);
       case PlanKind.struct: {
-        const children = this.#lazyChildren(words, nodesAt, buffersAt, lazy, at, offset, length);
+        const children = this.#children(words, nodesAt, buffersAt, noViews, lazy, at, offset, length);
         return children === null ? null : lazy.add(n, offset, length, nulls, children, first);
       }
       default: {
@@ -201,8 +190,9 @@ export class BatchPlan {
   }
 
   /** The Data of every child of the node at word `at` (struct children:
-   * shifted by the parent's offset, its length); null if one does not fit. */
-  #children(words: Float64Array, nodesAt: number, buffersAt: number, views: readonly (ArrayBuffer | undefined)[], at: number, shift: number, length: number): Data[] | null {
+   * shifted by the parent's offset, its length), eager or lazy as in
+   * `#assemble`; null if one does not fit. */
+  #children(words: Float64Array, nodesAt: number, buffersAt: number, views: Views, lazy: LazyBatch | null, at: number, shift: number, length: number): Data[] | null {
     const count = words[at + NodeWord.n_children];
     const firstChild = words[at + NodeWord.first_child];
     // Pushed, not `new Array(count)`: with a count read from the Float64Array
@@ -211,7 +201,9 @@ export class BatchPlan {
     // baseline tier).
     const children: Data[] = [];
     for (let i = 0; i < count; i++) {
-      const child = this.#node(words, nodesAt, buffersAt, views, firstChild + i, shift, length);
+      const child = lazy === null
+        ? this.#node(words, nodesAt, buffersAt, views, firstChild + i, shift, length)
+        : this.#lazyNode(words, nodesAt, buffersAt, lazy, firstChild + i, shift, length);
       if (child === null) return null;
       children.push(child);
     }
@@ -219,7 +211,7 @@ export class BatchPlan {
   }
 
   /** Bytes [0, size) of buffer `b`, or null when its size is unknown. */
-  #bytes(words: Float64Array, buffersAt: number, views: readonly (ArrayBuffer | undefined)[], b: number): Uint8Array | null {
+  #bytes(words: Float64Array, buffersAt: number, views: Views, b: number): Uint8Array | null {
     const size = words[buffersAt + b * bufferStride + BufferWord.size_bytes];
     if (size < 0) return null;
     const view = views[b];
@@ -227,11 +219,9 @@ export class BatchPlan {
   }
 
   /** Node `n`'s Data, as `DataBuilder.fastNode` makes it; null: not this plan's. */
-  #node(words: Float64Array, nodesAt: number, buffersAt: number, views: readonly (ArrayBuffer | undefined)[], n: number, shift: number, length: number): Data | null {
+  #node(words: Float64Array, nodesAt: number, buffersAt: number, views: Views, n: number, shift: number, length: number): Data | null {
     const at = nodesAt + n * nodeStride;
-    // The buffer count too: without validation, a batch of the same
-    // schema may have another (then batchWith reads it as it is).
-    if (words[at + NodeWord.type_id] !== this.typeIds[n] || words[at + NodeWord.dictionary] >= 0 || words[at + NodeWord.n_buffers] !== fastBuffers[this.typeIds[n]]) return null;
+    if (!this.#planned(words, at, n)) return null;
     const type = this.types[n];
     const first = words[at + NodeWord.first_buffer];
     const offset = words[at + NodeWord.offset] + shift;
@@ -250,7 +240,7 @@ export class BatchPlan {
         return values === null ? null : newData(type, offset, length, nulls, undefined, values, bitmap);
       }
       case PlanKind.struct: {
-        const children = this.#children(words, nodesAt, buffersAt, views, at, offset, length);
+        const children = this.#children(words, nodesAt, buffersAt, views, null, at, offset, length);
         return children === null ? null : newData(type, offset, length, nulls, undefined, undefined, bitmap, children);
       }
       default: {
@@ -266,7 +256,7 @@ export class BatchPlan {
 
   /** `count` elements of buffer `b` from element `from`; null when its
    * size is unknown or they pass its end (batchWith reports that). */
-  #slots(words: Float64Array, buffersAt: number, views: readonly (ArrayBuffer | undefined)[], b: number, Ctor: ViewConstructor<NodeJS.TypedArray>, from: number, count: number): NodeJS.TypedArray | null {
+  #slots(words: Float64Array, buffersAt: number, views: Views, b: number, Ctor: ViewConstructor<NodeJS.TypedArray>, from: number, count: number): NodeJS.TypedArray | null {
     const size = words[buffersAt + b * bufferStride + BufferWord.size_bytes];
     if (size < 0) return null;
     const view = views[b];
