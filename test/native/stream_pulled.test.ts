@@ -1,6 +1,6 @@
 /**
  * A stream's planned batches are built straight from each pull's snapshot,
- * with no ImportedArray (arrow/import.ts StreamBatchConverter.next):
+ * with no ImportedArray (arrow/batch_converter.ts StreamBatchConverter.next):
  * zero-copy (the views are the producer's buffers), each batch released
  * exactly once after its last view is collected and never while a batch
  * is held, and the general path (a transient handle) for the first batch

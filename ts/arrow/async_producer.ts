@@ -21,7 +21,7 @@
  * consumer that keeps up never needs one.
  *
  * Zero-copy. Each batch is exported as it is sent, through the same
- * machinery as `exportArray` (arrow/export.ts): the task hands out an
+ * machinery as `exportArray` (arrow/array_plan.ts): the task hands out an
  * ArrowDeviceArray over the JS buffers, which the keepalive registry keeps
  * alive until the consumer releases that array (or the task is extracted
  * with NULL). `ExportedArray` items (e.g. device arrays made natively) are
