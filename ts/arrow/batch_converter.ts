@@ -10,7 +10,12 @@ import { pulledBatch, releasePulled, type ImportedStream, type PulledBatch } fro
 import { type ReadProbe } from "./lazy_data.ts";
 import { BatchPlan } from "./batch_plan.ts";
 import { batchWith } from "./record_batch.ts";
-import { schemaOf, typedConversion, type ConvertOptions } from "./types.ts";
+import { convertAndEnd, schemaOf, typedConversion, type ConvertOptions } from "./types.ts";
+
+/** `converter.convert(imported)`, as `convertAndEnd` calls it. */
+function convertOne(imported: ImportedArray, converter: StreamBatchConverter): RecordBatch {
+  return converter.convert(imported);
+}
 
 /**
  * The batches of one imported stream as RecordBatches. Every batch of a
@@ -48,14 +53,7 @@ export class StreamBatchConverter {
    * memory then belongs to the GC, or, if conversion throws, is released
    * now. */
   convertAndEnd(imported: ImportedArray): RecordBatch {
-    try {
-      const batch = this.convert(imported);
-      imported.releaseToGC();
-      return batch;
-    } catch (error) {
-      imported.dispose();
-      throw error;
-    }
+    return convertAndEnd(imported, convertOne, this);
   }
 
   /**

@@ -26,7 +26,7 @@ import { DataBuilder } from "./data_builder.ts";
 import { BatchPlan } from "./batch_plan.ts";
 import { batchWith } from "./record_batch.ts";
 import { cachedSchemaOf } from "./schema_cache.ts";
-import { convertArgs, convertOptionsArg, dataTypeOf, schemaOf, typedConversion, typeSignature, type ConvertOptions } from "./types.ts";
+import { convertAndEnd, convertArgs, convertOptionsArg, dataTypeOf, schemaOf, typedConversion, typeSignature, type ConvertOptions } from "./types.ts";
 
 /** Any struct reference (the implementations; overloads say which). */
 type AnyRef = StructRef<StructName>;
@@ -200,14 +200,7 @@ function importWith<T>(
       ? ImportedArray.fromArray(branded(schemaAddress), branded(arrayAddress), validation)
       : ImportedArray.fromDeviceArray(branded(schemaAddress), branded(arrayAddress), validation);
   }
-  try {
-    const result = convert(imported, convertOptions);
-    imported.releaseToGC();
-    return result;
-  } catch (error) {
-    imported.dispose();
-    throw error;
-  }
+  return convertAndEnd(imported, convert, convertOptions);
 }
 
 /**

@@ -63,28 +63,19 @@ function childFields(type: DataType): Field[] {
 
 function nodeForType(type: DataType, name: string | null, nullable: boolean, metadata: Map<string, string> | null, depth: number): SchemaNode {
   if (depth > maxNestingDepth) throw new TooDeepError(Status.too_deep, `schema nests deeper than ${maxNestingDepth} levels`);
+  const format = formatOf(type);
   let flags = nullable ? Flags.NULLABLE : 0;
+  let children: SchemaNode[] = [];
+  let dictionary: SchemaNode | null = null;
   if (type.typeId === Type.Dictionary) {
-    const dictionary = type as Dictionary;
-    if (dictionary.isOrdered) flags |= Flags.DICTIONARY_ORDERED;
-    return {
-      format: formatOf(type),
-      name,
-      metadata,
-      flags,
-      children: [],
-      dictionary: nodeForType(dictionary.dictionary, null, true, null, depth + 1),
-    };
+    const encoded = type as Dictionary;
+    if (encoded.isOrdered) flags |= Flags.DICTIONARY_ORDERED;
+    dictionary = nodeForType(encoded.dictionary, null, true, null, depth + 1);
+  } else {
+    if (type.typeId === Type.Map && (type as Map_).keysSorted) flags |= Flags.MAP_KEYS_SORTED;
+    children = childFields(type).map((f) => nodeForField(f, depth + 1));
   }
-  if (type.typeId === Type.Map && (type as Map_).keysSorted) flags |= Flags.MAP_KEYS_SORTED;
-  return {
-    format: formatOf(type),
-    name,
-    metadata,
-    flags,
-    children: childFields(type).map((f) => nodeForField(f, depth + 1)),
-    dictionary: null,
-  };
+  return { format, name, metadata, flags, children, dictionary };
 }
 
 function nodeForField(field: Field, depth: number): SchemaNode {

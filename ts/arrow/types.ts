@@ -129,6 +129,21 @@ export function conversionError(raw: RawArray, error: unknown): unknown {
   return new InvalidLayoutError(Status.invalid_layout, `${where}: cannot convert (${message})`);
 }
 
+/** `convert(imported, options)`, then the end of `imported`, a handle
+ * that nothing else holds: its memory then belongs to the GC (the
+ * converted object's views hold it), or, if conversion throws, is
+ * released now. */
+export function convertAndEnd<T, O>(imported: ImportedArray, convert: (imported: ImportedArray, options: O) => T, options: O): T {
+  try {
+    const result = convert(imported, options);
+    imported.releaseToGC();
+    return result;
+  } catch (error) {
+    imported.dispose();
+    throw error;
+  }
+}
+
 function unit(raw: RawArray, format: string, at: number): TimeUnit {
   const u = timeUnits[format[at]];
   if (u === undefined) throw new InvalidFormatError(Status.invalid_format, `format "${format}" of ${describeNode(raw)} has an unknown time unit`);
