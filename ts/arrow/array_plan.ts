@@ -27,7 +27,8 @@ import { InvalidArgumentError, ReleasedError, Status, TooDeepError, UnsupportedE
 import { retainWithOwners } from "../native/keepalive.ts";
 import { importOwnerOf } from "../native/imported.ts";
 import { disposedBuffer } from "./lazy_data.ts";
-import { batchAgain, imageOf, leafHolds, leaves, rememberBatch, type Batch } from "./export_memo.ts";
+import { batchAgain, imageOf, leafHolds, leaves, rememberBatch, viewFacts, type Batch, type ViewFacts } from "./export_memo.ts";
+import { nullCountOf, shiftBits, slotBytes, unsetBits } from "./export_bits.ts";
 
 /** Plan words, reused across exports (its backing store is large enough to
  * live out of line, so its address is stable during the native call). */
@@ -51,27 +52,6 @@ function addressOf(view: NodeJS.ArrayBufferView): number {
   return ptr(view);
 }
 
-/** Bytes per slot of a node's `values` buffer (0 for bit-packed booleans). */
-function slotBytes(data: Data): number {
-  if (data.type.typeId === Type.Bool) return 0;
-  const values = data.values as NodeJS.TypedArray;
-  return data.stride * values.BYTES_PER_ELEMENT;
-}
-
-/** Copies bits [from, from + count) of `bits` to a new bitmap starting at
- * bit `to`. */
-function shiftBits(bits: Uint8Array, from: number, count: number, to: number): Uint8Array {
-  const out = new Uint8Array(Math.ceil((to + count) / 8) || 1);
-  for (let i = 0; i < count; i++) {
-    const src = from + i;
-    if (bits[src >> 3] & (1 << (src & 7))) {
-      const dst = to + i;
-      out[dst >> 3] |= 1 << (dst & 7);
-    }
-  }
-  return out;
-}
-
 /** One zero offset: 8 zero bytes, read as one int32 or one int64 offset.
  * The format gives every variable-size or list array `length + 1` offsets,
  * so a zero-length array still needs one (Arrow C++ rejects a NULL offsets
@@ -81,19 +61,6 @@ function shiftBits(bits: Uint8Array, from: number, count: number, to: number): U
 const zeroOffset = new BigInt64Array(1);
 
 const noChildren: readonly Data[] = Object.freeze([]);
-
-/** What the planner learnt about a JS view it exported: the address of its
- * first byte, its byteOffset and the import owner under it (undefined: JS
- * memory). Reading `view.buffer`, `detached`, the owner map and `ptr` cost
- * ~100 ns per buffer; a view exported again (every export of the same
- * batch, or of batches sharing columns) costs one WeakMap lookup. All three
- * hold for as long as the view is attached: the address is pinned once
- * `view.buffer` was read (addressOf) and an ArrayBuffer's memory never
- * moves while attached, and detaching (an import's dispose(), `transfer`)
- * makes every view of it read byteLength 0, which `facts` checks before
- * trusting an entry. Weak: an entry goes with its view. */
-type ViewFacts = { address: number; byteOffset: number; owner: number | undefined };
-const viewFacts = new WeakMap<object, ViewFacts>();
 
 class ArrayPlanner {
   /** Everything C will point at, for the keepalive registry. */
@@ -372,26 +339,6 @@ class ArrayPlanner {
     }
     return true;
   }
-}
-
-/** The exact null count: apache-arrow's when it knows it, else one
- * popcount of the bitmap (apache-arrow's nullCount getter counts and caches
- * it). Never -1, though the C interface allows it: DuckDB ignores the
- * bitmap of a dictionary column whose null_count is -1, and a sliced
- * apache-arrow column has an unknown count until asked. */
-function nullCountOf(data: Data): number {
-  const known = (data as unknown as { _nullCount: number })._nullCount;
-  if (known !== undefined && known >= 0) return known;
-  const bitmap = data.nullBitmap as Uint8Array | undefined;
-  if (!bitmap || bitmap.byteLength === 0) return 0;
-  return data.nullCount;
-}
-
-/** Unset bits in [from, to) of `bits`. */
-function unsetBits(bits: Uint8Array, from: number, to: number): number {
-  let unset = 0;
-  for (let i = from; i < to; i++) if ((bits[i >> 3] & (1 << (i & 7))) === 0) unset++;
-  return unset;
 }
 
 /** Plans `data` into the shared plan words and registers its buffers (and

@@ -1,5 +1,6 @@
 /**
- * The export memos: what planning a Data came to, kept by that Data, so
+ * The export memos: what planning a Data came to, kept by that Data (and
+ * what was learnt about each JS view exported, kept by the view), so
  * exporting it again (the same batch, or batches sharing columns) pushes
  * the same words, or copies the batch's native image, instead of planning
  * it again. A memo holds only while everything its words came from is
@@ -10,6 +11,19 @@ import { type Pointer } from "bun:ffi";
 import { Type, type Data, type DataType } from "apache-arrow";
 import { Status } from "../core/errors.ts";
 import { check, native } from "../core/ffi/library.ts";
+
+/** What the planner learnt about a JS view it exported: the address of its
+ * first byte, its byteOffset and the import owner under it (undefined: JS
+ * memory). Reading `view.buffer`, `detached`, the owner map and `ptr` cost
+ * ~100 ns per buffer; a view exported again (every export of the same
+ * batch, or of batches sharing columns) costs one WeakMap lookup. All three
+ * hold for as long as the view is attached: the address is pinned once
+ * `view.buffer` was read (addressOf) and an ArrayBuffer's memory never
+ * moves while attached, and detaching (an import's dispose(), `transfer`)
+ * makes every view of it read byteLength 0, which `facts` checks before
+ * trusting an entry. Weak: an entry goes with its view. */
+export type ViewFacts = { address: number; byteOffset: number; owner: number | undefined };
+export const viewFacts = new WeakMap<object, ViewFacts>();
 
 /** What a flat primitive node (Int, Float, temporal, decimal, fixed-size
  * binary) planned at C offset 0 pushed, by its Data: exporting the same
