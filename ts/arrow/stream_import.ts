@@ -139,6 +139,22 @@ class StreamRead {
     const imported = await this.stream.nextAsync();
     return imported === null ? null : onHost(imported, this.copy);
   }
+
+  /** One Table of the pulled batches (their dictionaries share the first
+   * batch's types, as apache-arrow's Table requires), or an empty Table
+   * with the stream's schema. Owns `pulled`: their memory then belongs
+   * to the GC, or, on error, is released now. */
+  table(pulled: ImportedArray[], schema: Schema | null): Table {
+    if (pulled.length === 0) return new Table(schema!);
+    try {
+      const table = this.converter.table(pulled);
+      for (const imported of pulled) imported.releaseToGC();
+      return table;
+    } catch (error) {
+      for (const imported of pulled) imported.dispose();
+      throw error;
+    }
+  }
 }
 
 /** Every remaining batch of `stream` as an apache-arrow RecordBatch,
@@ -184,20 +200,8 @@ function schemaOfStream(stream: ImportedStream, options: ConvertOptions): Schema
   }
 }
 
-/** One Table of the pulled batches (their dictionaries share the first
- * batch's types, as apache-arrow's Table requires), or an empty Table
- * with the stream's schema. Owns `pulled`: on error it disposes them. */
-function tableOfPulled(pulled: ImportedArray[], schema: Schema | null, options: ConvertOptions): Table {
-  if (pulled.length === 0) return new Table(schema!);
-  try {
-    const table = new StreamBatchConverter(options).table(pulled);
-    for (const imported of pulled) imported.releaseToGC();
-    return table;
-  } catch (error) {
-    for (const imported of pulled) imported.dispose();
-    throw error;
-  }
-}
+/** A whole-stream read, driven by `readTable` or `readTableAsync`. */
+type TableSteps = Generator<void, Table, ImportedArray | null>;
 
 /**
  * A whole-stream read as steps: each `yield` asks its driver for the next
@@ -206,7 +210,7 @@ function tableOfPulled(pulled: ImportedArray[], schema: Schema | null, options: 
  * the first batch's, or the stream's when it has none); on an error every
  * batch pulled is disposed. `readTable` and `readTableAsync` drive it.
  */
-function* tableSteps(read: StreamRead): Generator<void, Table, ImportedArray | null> {
+function* tableSteps(read: StreamRead): TableSteps {
   const pulled: ImportedArray[] = [];
   let schema: Schema | null = null;
   try {
@@ -219,30 +223,28 @@ function* tableSteps(read: StreamRead): Generator<void, Table, ImportedArray | n
   } finally {
     read.stream.release();
   }
-  return tableOfPulled(pulled, schema, read.options);
+  return read.table(pulled, schema);
 }
 
-/** Answers `steps`' pulls with `pull`, on this thread. */
-function drive(steps: Generator<void, Table, ImportedArray | null>, pull: () => ImportedArray | null): Table {
-  let step = steps.next();
-  while (!step.done) {
-    let imported: ImportedArray | null;
-    try {
-      imported = pull();
-    } catch (error) {
-      step = steps.throw(error);
-      continue;
-    }
-    step = steps.next(imported);
+/** `steps` resumed with what `pull` returns, or with what it throws. */
+function resumed(steps: TableSteps, pull: () => ImportedArray | null): IteratorResult<void, Table> {
+  let imported: ImportedArray | null;
+  try {
+    imported = pull();
+  } catch (error) {
+    return steps.throw(error);
   }
-  return step.value;
+  return steps.next(imported);
 }
 
 /** Reads the whole stream into one Table (its schema is the first batch's,
  * or the stream's when it has none) and releases the stream. */
 export function readTable(input: StreamInput, options: StreamConvertOptions = {}): Table {
   const read = StreamRead.open("readTable", input, options, false);
-  return drive(tableSteps(read), () => read.pull());
+  const steps = tableSteps(read);
+  let step = steps.next();
+  while (!step.done) step = resumed(steps, () => read.pull());
+  return step.value;
 }
 
 /** Like `readTable`, pulling on the stream's worker thread. */
