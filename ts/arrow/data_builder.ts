@@ -149,7 +149,7 @@ export class DataBuilder {
         const count = words[at + NodeWord.n_children];
         const firstChild = words[at + NodeWord.first_child];
         const fields = type.children;
-        // Pushed, not `new Array(count)`: see BatchPlan.#children.
+        // Pushed, not `new Array(count)`: see BatchPlan.#children (arrow/batch_plan.ts).
         const children: Data[] = [];
         for (let i = 0; i < count; i++) children.push(this.nodeAt(firstChild + i, fields[i].type, offset, length));
         return newData(type, offset, length, nulls, undefined, undefined, bitmap, children);

@@ -32,7 +32,7 @@ import { convertAndEnd, convertArgs, convertOptionsArg, dataTypeOf, schemaOf, ty
 type AnyRef = StructRef<StructName>;
 
 /** apache-arrow Data for `raw` (any node of an ImportedArray, taken with
- * its own offset). Zero-copy; see the module comment. */
+ * its own offset). Zero-copy; arrow/data_builder.ts states how offsets map. */
 export function toData(raw: RawArray, options: ConvertOptions = {}): Data {
   const data = rawDataOf(raw, convertArgs("toData", "raw", raw, "RawArray", options));
   noteConverted(raw.imported, data);

@@ -1,6 +1,7 @@
 /**
  * Imported streams -> apache-arrow RecordBatch iterators and Tables,
- * zero-copy (native/imported_stream.ts pulls, arrow/batch_converter.ts converts).
+ * zero-copy (native/imported_stream.ts pulls, arrow/batch_converter.ts
+ * converts).
  *
  * Lifetimes. Each RecordBatch is a view of its producer's memory and lives
  * as long as JS uses it: the producer's release for that batch runs once
