@@ -97,7 +97,8 @@ function time(lib: Lib, batch: RecordBatch, n: number): number {
 }
 
 if (args.includes("--floors")) {
-  const { internal } = await import("../ts/arrow/export.ts");
+  const { templateOf } = await import("../ts/arrow/schema_plan.ts");
+  const { arrayImageOf } = await import("../ts/arrow/array_plan.ts");
   const { native } = await import("../ts/core/ffi/library.ts");
   const { adoptExportSlot } = await import("../ts/native/exported.ts");
   const { retainForNative } = await import("../ts/native/keepalive.ts");
@@ -109,7 +110,7 @@ if (args.includes("--floors")) {
     const ours = exportArray(shape.batch);
     ours.release();
     exportArray(shape.batch).release(); // the memo's first reuse makes its image
-    return { template: internal.templateOf(shape.batch.schema) as Pointer, image: internal.arrayImageOf(shape.batch.data) as Pointer };
+    return { template: templateOf(shape.batch.schema) as Pointer, image: arrayImageOf(shape.batch.data) as Pointer };
   };
   const made = new Map(shapes.map((s) => [s, s.columns === undefined ? null : native2(s)]));
   const columns = new Map(shapes.map((s) => [s, s.columns === undefined ? null : new Columns(s.columns, 1000, false)]));

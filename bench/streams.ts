@@ -34,7 +34,7 @@ import { cpus, platform, release as osRelease } from "node:os";
 import { readFileSync } from "node:fs";
 import { Field, Float64, Int32, RecordBatch, Schema, Struct, makeData, type Data } from "apache-arrow";
 import { DeviceType } from "../ts/core/abi/layout.ts";
-import { internal } from "../ts/arrow/export.ts";
+import { planArray, plannedWords } from "../ts/arrow/array_plan.ts";
 import { native } from "../ts/core/ffi/library.ts";
 import { ExportedArray, ExportedStream, ImportedArray, ImportedStream, exportStream, toRecordBatch } from "../ts/index.ts";
 import { drainReleased, nonZeroCounters } from "../ts/diagnostics.ts";
@@ -93,8 +93,8 @@ function exportCost(batch: RecordBatch, batches: number): number {
   const out = slot.array;
   const t0 = now();
   for (let i = 0; i < batches; i++) {
-    const { words, keepaliveId } = internal.planArray(batch.data);
-    native.abd_device_array_build(internal.planWords(), words, keepaliveId, DeviceType.CPU, -1, null, out);
+    const { words, keepaliveId } = planArray(batch.data);
+    native.abd_device_array_build(plannedWords(), words, keepaliveId, DeviceType.CPU, -1, null, out);
     native.abd_device_array_release(out);
     drainReleased();
   }

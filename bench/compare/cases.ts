@@ -280,7 +280,7 @@ export function repeatSources(rows: number, slot: Pointer): { open: (k: number) 
  * ArrayBuffer with a deallocator per buffer (Bun's only zero-copy view of
  * C memory), a typed array over each, an apache-arrow Data per column and
  * for the struct, and a RecordBatch object made without its constructor
- * (as ts/arrow/import.ts makeBatch does). No validation, no ownership
+ * (as ts/arrow/record_batch.ts makeBatch does). No validation, no ownership
  * bookkeeping, no schema import: the schema and types are built once.
  */
 export function streamFloor(rows: number, slot: Pointer, open: (k: number) => void): Contender {

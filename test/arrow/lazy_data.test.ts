@@ -14,7 +14,7 @@ import {
 } from "apache-arrow";
 import { ExportedStream, ImportedArray, ImportedStream, ReleasedError, exportArray, importRecordBatch, recordBatches, toData, toRecordBatch, toTable, toVector } from "../../ts/index.ts";
 import { counters, nonZeroCounters } from "../../ts/diagnostics.ts";
-import { StreamBatchConverter } from "../../ts/arrow/import.ts";
+import { StreamBatchConverter } from "../../ts/arrow/batch_converter.ts";
 import { streamPeer } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { disposeProduced, produceDevice, producerClean } from "../helpers/producer.ts";

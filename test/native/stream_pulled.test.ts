@@ -1,6 +1,6 @@
 /**
  * A stream's planned batches are built straight from each pull's snapshot,
- * with no ImportedArray (arrow/import.ts StreamBatchConverter.next):
+ * with no ImportedArray (arrow/batch_converter.ts StreamBatchConverter.next):
  * zero-copy (the views are the producer's buffers), each batch released
  * exactly once after its last view is collected and never while a batch
  * is held, and the general path (a transient handle) for the first batch
@@ -10,7 +10,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { ptr } from "bun:ffi";
 import { Table, makeVector, type RecordBatch } from "apache-arrow";
 import { ExportedStream, ImportedStream, InvalidArgumentError, exportStream, recordBatches } from "../../ts/index.ts";
-import { StreamBatchConverter } from "../../ts/arrow/import.ts";
+import { StreamBatchConverter } from "../../ts/arrow/batch_converter.ts";
 import { nonZeroCounters } from "../../ts/diagnostics.ts";
 import { streamPeer } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";

@@ -21,7 +21,7 @@
  * consumer that keeps up never needs one.
  *
  * Zero-copy. Each batch is exported as it is sent, through the same
- * machinery as `exportArray` (arrow/export.ts): the task hands out an
+ * machinery as `exportArray` (arrow/array_plan.ts): the task hands out an
  * ArrowDeviceArray over the JS buffers, which the keepalive registry keeps
  * alive until the consumer releases that array (or the task is extracted
  * with NULL). `ExportedArray` items (e.g. device arrays made natively) are
@@ -49,7 +49,8 @@ import { ExportedArray } from "../native/exported.ts";
 import { WakeSignal, registerWake, unregisterWake } from "../native/js_wake.ts";
 import { jsWorkSpin } from "../native/js_queue.ts";
 import { drainReleased, forgetUnused, releasesQueued } from "../native/keepalive.ts";
-import { exportSchema, internal } from "./export.ts";
+import { exportSchema } from "./export.ts";
+import { planArray, plannedWords } from "./array_plan.ts";
 import { addressArg, argumentError, describeValue, deviceTypeArg, optionsArg } from "../core/args.ts";
 import { arrowArg } from "./arrow_args.ts";
 
@@ -314,8 +315,8 @@ class ProducerDriver {
         if (!matchesSchema(batch, schema)) throw new InvalidArgumentError(Status.invalid_argument, `batch ${this.sent} does not match the stream's schema`);
         this.#accepted.add(batch.data.type);
       }
-      const { words, keepaliveId } = internal.planArray(batch.data);
-      const status = native.abd_async_producer_send_plan(asPointer(this.address), internal.planWords(), words, keepaliveId, metadata, this.rc);
+      const { words, keepaliveId } = planArray(batch.data);
+      const status = native.abd_async_producer_send_plan(asPointer(this.address), plannedWords(), words, keepaliveId, metadata, this.rc);
       if (status !== 0) {
         forgetUnused(keepaliveId);
         throw errorFor(status, lastError());

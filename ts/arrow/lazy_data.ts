@@ -1,7 +1,7 @@
 /**
  * apache-arrow `Data` whose buffer views are made on first read.
  *
- * An imported batch built through a plan (arrow/import.ts `BatchPlan`)
+ * An imported batch built through a plan (arrow/batch_plan.ts `BatchPlan`)
  * gets one `LazyBatch`: its Data objects carry where each buffer is, and
  * the batch holds `DeferredViews` (native/deferred_views.ts), which made one
  * ArrayBuffer at once, the anchor (8 bytes of the owner's node table),
@@ -16,7 +16,7 @@
  * collections, whatever its size. A batch that is read costs about what
  * the eager path does (one more native call and wrap, a few objects: 2-6%
  * per one-off import, timed; streams whose batches are read switch to
- * the eager path, arrow/import.ts StreamBatchConverter).
+ * the eager path, arrow/batch_converter.ts).
  *
  * Ownership. A LazyData holds its LazyBatch, which holds the anchor: the
  * producer's memory stays until every Data of the batch and every typed
@@ -155,7 +155,7 @@ function detached<T extends NodeJS.TypedArray>(Ctor: ViewConstructor<T>): T {
   return view;
 }
 
-/** How each node of a plan becomes typed arrays (arrow/import.ts
+/** How each node of a plan becomes typed arrays (arrow/batch_plan.ts
  * BatchPlan): its kind (LazyKind), typed-array constructor and element
  * stride (fixed only), apache-arrow type and `Data.stride`, by node. */
 export type LazyPlan = {

@@ -1,6 +1,6 @@
 /**
  * Copies for the layouts apache-arrow 21 cannot represent, used only when a
- * conversion asks for `{ materialize: true }` (arrow/import.ts):
+ * conversion asks for `{ materialize: true }` (arrow/data_builder.ts):
  * list-views become lists, run-end encoded arrays become plain arrays of
  * their values type. Everything here works on apache-arrow Data (values
  * already sliced to their start, bitmaps indexed from `Data.offset`).

@@ -1,6 +1,7 @@
 /**
  * Imported streams -> apache-arrow RecordBatch iterators and Tables,
- * zero-copy (native/imported_stream.ts pulls, arrow/import.ts converts).
+ * zero-copy (native/imported_stream.ts pulls, arrow/batch_converter.ts
+ * converts).
  *
  * Lifetimes. Each RecordBatch is a view of its producer's memory and lives
  * as long as JS uses it: the producer's release for that batch runs once
@@ -30,7 +31,7 @@ import { type ImportedArray } from "../native/imported.ts";
 import { ImportedStream } from "../native/imported_stream.ts";
 import { copyPullsToHost, pullTransient } from "../native/batch_source.ts";
 import { isStreamProducer, type ArrowCapsule, type StreamProducer } from "../native/protocol/symbols.ts";
-import { StreamBatchConverter } from "./import.ts";
+import { StreamBatchConverter } from "./batch_converter.ts";
 import { convertOptionsArg, schemaOf, type ConvertOptions } from "./types.ts";
 
 /** Options of the stream-to-apache-arrow helpers (`recordBatches`,
@@ -87,34 +88,87 @@ function onHost(imported: ImportedArray, copy: boolean): ImportedArray {
   }
 }
 
-/** Converts one pulled batch (the stream's schema and types are built
- * once, by `converter`); its memory then belongs to the GC. */
-function convert(pulled: ImportedArray, converter: StreamBatchConverter, copy: boolean): RecordBatch {
-  return converter.convertAndEnd(onHost(pulled, copy));
+/**
+ * One read of a stream, whichever thread pulls: its input opened and
+ * checked, its batches converted by one converter (one Schema, one plan)
+ * after a host copy where asked. The JS-thread and worker-thread readers
+ * differ only in the pull (`next`/`pull` vs `nextAsync`/`pullAsync`);
+ * everything else is this one pipeline.
+ */
+class StreamRead {
+  readonly converter: StreamBatchConverter;
+
+  private constructor(readonly stream: ImportedStream, readonly copy: boolean, readonly options: ConvertOptions) {
+    this.converter = new StreamBatchConverter(options);
+  }
+
+  /** Opens `fn`'s input (see openInput); `worker`: pulled on the stream's
+   * worker thread, which then also makes the host copies. */
+  static open(fn: string, input: StreamInput, options: StreamConvertOptions, worker: boolean): StreamRead {
+    const { stream, copy, convert } = openInput(fn, input, options);
+    if (worker && copy) copyPullsToHost(stream);
+    return new StreamRead(stream, copy, convert);
+  }
+
+  /** The next batch as a RecordBatch, pulled on the JS thread (without a
+   * handle where the converter can); null at the end. */
+  next(): RecordBatch | null {
+    if (!this.copy) return this.converter.next(this.stream);
+    // Transient: convert() always ends it (dispose or releaseToGC).
+    return this.convert(pullTransient(this.stream));
+  }
+
+  /** `next`, pulled on the stream's worker thread. */
+  async nextAsync(): Promise<RecordBatch | null> {
+    return this.convert(await this.stream.nextAsync());
+  }
+
+  /** Converts one pulled batch (null: the end); its memory then belongs
+   * to the GC. */
+  convert(pulled: ImportedArray | null): RecordBatch | null {
+    return pulled === null ? null : this.converter.convertAndEnd(onHost(pulled, this.copy));
+  }
+
+  /** The next batch's handle (on the host), pulled on the JS thread; null
+   * at the end. */
+  pull(): ImportedArray | null {
+    const imported = this.stream.next();
+    return imported === null ? null : onHost(imported, this.copy);
+  }
+
+  /** `pull`, on the stream's worker thread. */
+  async pullAsync(): Promise<ImportedArray | null> {
+    const imported = await this.stream.nextAsync();
+    return imported === null ? null : onHost(imported, this.copy);
+  }
+
+  /** One Table of the pulled batches (their dictionaries share the first
+   * batch's types, as apache-arrow's Table requires), or an empty Table
+   * with the stream's schema. Owns `pulled`: their memory then belongs
+   * to the GC, or, on error, is released now. */
+  table(pulled: ImportedArray[], schema: Schema | null): Table {
+    if (pulled.length === 0) return new Table(schema!);
+    try {
+      const table = this.converter.table(pulled);
+      for (const imported of pulled) imported.releaseToGC();
+      return table;
+    } catch (error) {
+      for (const imported of pulled) imported.dispose();
+      throw error;
+    }
+  }
 }
 
 /** Every remaining batch of `stream` as an apache-arrow RecordBatch,
  * pulled on the JS thread. */
 export function recordBatches(input: StreamInput, options: StreamConvertOptions = {}): Generator<RecordBatch, void, undefined> {
   // Checked now, not at the first next(): a generator body runs late.
-  const { stream, copy, convert: convertOptions } = openInput("recordBatches", input, options);
-  const converter = new StreamBatchConverter(convertOptions);
+  const read = StreamRead.open("recordBatches", input, options, false);
   return (function* () {
     try {
-      for (;;) {
-        if (!copy) {
-          const batch = converter.next(stream);
-          if (batch === null) return;
-          yield batch;
-          continue;
-        }
-        // Transient: convert() always ends it (dispose or releaseToGC).
-        const imported = pullTransient(stream);
-        if (!imported) return;
-        yield convert(imported, converter, copy);
-      }
+      for (let batch = read.next(); batch !== null; batch = read.next()) yield batch;
     } finally {
-      stream.release();
+      read.stream.release();
     }
   })();
 }
@@ -122,11 +176,13 @@ export function recordBatches(input: StreamInput, options: StreamConvertOptions 
 /** Every remaining batch of `stream`, pulled on the stream's worker
  * thread (`for await`). */
 export function recordBatchesAsync(input: StreamInput, options: StreamConvertOptions = {}): AsyncGenerator<RecordBatch, void, undefined> {
-  const { stream, copy, convert: convertOptions } = openInput("recordBatchesAsync", input, options);
-  if (copy) copyPullsToHost(stream);
-  const converter = new StreamBatchConverter(convertOptions);
+  const read = StreamRead.open("recordBatchesAsync", input, options, true);
   return (async function* () {
-    for await (const imported of stream) yield convert(imported, converter, copy);
+    try {
+      for (let batch = await read.nextAsync(); batch !== null; batch = await read.nextAsync()) yield batch;
+    } finally {
+      read.stream.release();
+    }
   })();
 }
 
@@ -146,62 +202,58 @@ function schemaOfStream(stream: ImportedStream, options: ConvertOptions): Schema
   }
 }
 
-/** One Table of the pulled batches (their dictionaries share the first
- * batch's types, as apache-arrow's Table requires), or an empty Table
- * with the stream's schema. Owns `pulled`: on error it disposes them. */
-function tableOfPulled(pulled: ImportedArray[], schema: Schema | null, options: ConvertOptions): Table {
-  if (pulled.length === 0) return new Table(schema!);
+/** A whole-stream read, driven by `readTable` or `readTableAsync`. */
+type TableSteps = Generator<void, Table, ImportedArray | null>;
+
+/**
+ * A whole-stream read as steps: each `yield` asks its driver for the next
+ * batch's handle (null at the end), or throws the pull's error in. Then
+ * the stream is released, and the batches become one Table (its schema
+ * the first batch's, or the stream's when it has none); on an error every
+ * batch pulled is disposed. `readTable` and `readTableAsync` drive it.
+ */
+function* tableSteps(read: StreamRead): TableSteps {
+  const pulled: ImportedArray[] = [];
+  let schema: Schema | null = null;
   try {
-    const table = new StreamBatchConverter(options).table(pulled);
-    for (const imported of pulled) imported.releaseToGC();
-    return table;
+    for (let imported = yield; imported !== null; imported = yield) pulled.push(imported);
+    // Only needed when no batch came; read while the stream is open.
+    if (pulled.length === 0) schema = schemaOfStream(read.stream, read.options);
   } catch (error) {
     for (const imported of pulled) imported.dispose();
     throw error;
+  } finally {
+    read.stream.release();
   }
+  return read.table(pulled, schema);
+}
+
+/** `steps` resumed with what `pull` returns, or with what it throws. */
+function resumed(steps: TableSteps, pull: () => ImportedArray | null): IteratorResult<void, Table> {
+  let imported: ImportedArray | null;
+  try {
+    imported = pull();
+  } catch (error) {
+    return steps.throw(error);
+  }
+  return steps.next(imported);
 }
 
 /** Reads the whole stream into one Table (its schema is the first batch's,
  * or the stream's when it has none) and releases the stream. */
 export function readTable(input: StreamInput, options: StreamConvertOptions = {}): Table {
-  const { stream, copy, convert: convertOptions } = openInput("readTable", input, options);
-  const pulled: ImportedArray[] = [];
-  let schema: Schema | null = null;
-  try {
-    for (;;) {
-      const imported = stream.next();
-      if (!imported) break;
-      pulled.push(onHost(imported, copy));
-    }
-    // Only needed when no batch came; read while the stream is open.
-    if (pulled.length === 0) schema = schemaOfStream(stream, convertOptions);
-  } catch (error) {
-    for (const imported of pulled) imported.dispose();
-    throw error;
-  } finally {
-    stream.release();
-  }
-  return tableOfPulled(pulled, schema, convertOptions);
+  const read = StreamRead.open("readTable", input, options, false);
+  const steps = tableSteps(read);
+  let step = steps.next();
+  while (!step.done) step = resumed(steps, () => read.pull());
+  return step.value;
 }
 
 /** Like `readTable`, pulling on the stream's worker thread. */
 export async function readTableAsync(input: StreamInput, options: StreamConvertOptions = {}): Promise<Table> {
-  const { stream, copy, convert: convertOptions } = openInput("readTableAsync", input, options);
-  if (copy) copyPullsToHost(stream);
-  const pulled: ImportedArray[] = [];
-  let schema: Schema | null = null;
-  try {
-    for (;;) {
-      const imported = await stream.nextAsync();
-      if (!imported) break;
-      pulled.push(onHost(imported, copy));
-    }
-    if (pulled.length === 0) schema = schemaOfStream(stream, convertOptions);
-  } catch (error) {
-    for (const imported of pulled) imported.dispose();
-    throw error;
-  } finally {
-    stream.release();
-  }
-  return tableOfPulled(pulled, schema, convertOptions);
+  const read = StreamRead.open("readTableAsync", input, options, true);
+  const steps = tableSteps(read);
+  let step = steps.next();
+  while (!step.done) step = await read.pullAsync().then((imported) => steps.next(imported), (error: unknown) => steps.throw(error));
+  return step.value;
 }

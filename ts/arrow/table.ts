@@ -11,7 +11,7 @@ import { probeStruct } from "../core/abi/probe.ts";
 import { branded, type StructPointer } from "../core/abi/pointers.ts";
 import { Table } from "apache-arrow";
 import { argumentError, booleanArg, oneOfArg, optionsArg } from "../core/args.ts";
-import { structAddress, type StructRef } from "../native/c_structs.ts";
+import { structAddress } from "../native/c_structs.ts";
 import { type ExportedStream } from "../native/exported_stream.ts";
 import { type ImportOptions } from "../native/imported.ts";
 import { ImportedStream } from "../native/imported_stream.ts";

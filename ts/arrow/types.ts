@@ -18,7 +18,7 @@
  * - List-view, large list-view and run-end encoded have no apache-arrow
  *   type: converting them throws UnsupportedError naming the type, unless
  *   `materialize: true`, which maps them to List / LargeList / the values
- *   type (arrow/import.ts then copies the data into that layout).
+ *   type (arrow/data_builder.ts then copies the data into that layout).
  */
 import {
   Binary, Bool, DataType, Date_, DateUnit, Decimal, Dictionary, Duration, Field, FixedSizeBinary,
@@ -128,6 +128,21 @@ export function conversionError(raw: RawArray, error: unknown): unknown {
     return new OutOfMemoryError(Status.out_of_memory, `${where}: converting needs more memory than is available (${message})`);
   }
   return new InvalidLayoutError(Status.invalid_layout, `${where}: cannot convert (${message})`);
+}
+
+/** `convert(imported, options)`, then the end of `imported`, a handle
+ * that nothing else holds: its memory then belongs to the GC (the
+ * converted object's views hold it), or, if conversion throws, is
+ * released now. */
+export function convertAndEnd<T, O>(imported: ImportedArray, convert: (imported: ImportedArray, options: O) => T, options: O): T {
+  try {
+    const result = convert(imported, options);
+    imported.releaseToGC();
+    return result;
+  } catch (error) {
+    imported.dispose();
+    throw error;
+  }
 }
 
 function unit(raw: RawArray, format: string, at: number): TimeUnit {
