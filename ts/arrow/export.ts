@@ -708,7 +708,7 @@ function unsetBits(bits: Uint8Array, from: number, to: number): number {
 
 /** What `exportArray` takes: apache-arrow Data, a Vector (one chunk), a
  * RecordBatch (exported as a struct array) or a Table of one batch (as
- * that batch; `exportTable` exports any Table as a stream). */
+ * that batch; `exportStream` exports any Table as a stream). */
 export type ArraySource = Data | Vector | RecordBatch | Table;
 
 /** Options of `exportArray`, `exportBatches`. */
@@ -756,7 +756,7 @@ function dataOf(fn: string, source: ArraySource): { data: Data; schema: SchemaSo
   if (arrowKindOf(source, ["Table"]) !== null) {
     const batches = (source as Table).batches;
     if (batches.length !== 1) {
-      throw new InvalidArgumentError(Status.invalid_argument, `${fn}: a Table with ${batches.length} batches cannot be one C array; export it as a stream (exportTable) or each batch (exportBatches)`);
+      throw new InvalidArgumentError(Status.invalid_argument, `${fn}: a Table with ${batches.length} batches cannot be one C array; export it as a stream (exportStream) or each batch (exportBatches)`);
     }
     source = batches[0]!;
   }

@@ -75,14 +75,17 @@ export type StreamSource =
   | Iterable<StreamItem>
   | AsyncIterable<StreamItem>;
 
-/** Options of `exportStream` and `exportStreamAsync`. */
-export type StreamExportOptions<K extends StreamKind = StreamKind> = {
+/** Options of `exportStream`. */
+export type StreamExportOptions<K extends StreamKind = StreamKind, A extends boolean = false> = {
   /** "device_stream" (default): an ArrowDeviceArrayStream on the CPU.
    * "stream": an ArrowArrayStream. */
   as?: K;
-  /** The stream's schema. Required for an async source given to
-   * `exportStream` (`exportStreamAsync` can read it from the first batch)
-   * and for an empty iterable. Otherwise taken from the source (the first
+  /** true: `exportStream` returns a Promise, and may await an async
+   * source to learn its schema. Default false. */
+  async?: A;
+  /** The stream's schema. Required for an async source (unless `async`
+   * is true: then it is read from the first batch) and for an empty
+   * iterable. Otherwise taken from the source (the first
    * batch's, or the C schema of a first ExportedArray item). */
   schema?: Schema;
   /** A device stream: each RecordBatch is copied to this device as it is
@@ -225,7 +228,7 @@ function deviceTypeOf(handle: ExportedArray): number {
 function deliverArray(record: SourceRecord, producer: number, handle: ExportedArray, checkSchema: boolean): void {
   try {
     if (handle.kind !== "device_array") {
-      throw new InvalidArgumentError(Status.invalid_argument, `batch ${record.index} is an ExportedArray of kind "${handle.kind}"; a stream hands out "device_array" exports (exportDeviceArray, toDevice)`);
+      throw new InvalidArgumentError(Status.invalid_argument, `batch ${record.index} is an ExportedArray of kind "${handle.kind}"; a stream hands out "device_array" exports (exportArray, toDevice)`);
     }
     const status = native.abd_stream_export_deliver_array(producer as unknown as Pointer, checkSchema ? handle.schema : null, handle.array);
     if (status !== 0) record.close();
@@ -465,7 +468,7 @@ function schemaOfTable(table: Table): Schema {
 }
 
 function needsSchema(what: string): never {
-  throw new InvalidArgumentError(Status.invalid_argument, `${what}: pass options.schema${what.includes("async") ? ", or use exportStreamAsync(), which reads the first batch for it" : ""}`);
+  throw new InvalidArgumentError(Status.invalid_argument, `${what}: pass options.schema${what.includes("async") ? ", or pass { async: true }, which reads the first batch for it" : ""}`);
 }
 
 function isAsyncIterable(source: unknown): source is AsyncIterable<StreamItem> {
@@ -604,7 +607,7 @@ export function exportStream(source: StreamSource, options: StreamExportOptions 
   return exportStreamNamed("exportStream", source, options);
 }
 
-const streamOptionKeys = ["as", "schema", "device", "deviceType", "copyAhead"] as const;
+const streamOptionKeys = ["as", "async", "schema", "device", "deviceType", "copyAhead"] as const;
 
 /** Checks `fn`'s source and options (`withAs`: options may name the
  * kind). The items themselves are checked as they are pulled. An array
@@ -648,7 +651,12 @@ export async function exportStreamAsync(source: StreamSource, options: StreamExp
 /** `exportStreamAsync` with the kind known only at run time. */
 export async function exportStreamAsync(source: StreamSource, options?: StreamExportOptions): Promise<ExportedStream>;
 export async function exportStreamAsync(source: StreamSource, options: StreamExportOptions = {}): Promise<ExportedStream> {
-  streamArgs("exportStreamAsync", source, options);
+  return exportStreamAsyncNamed("exportStreamAsync", source, options);
+}
+
+/** `exportStreamAsync` under the caller's name (errors name `fn`). */
+export async function exportStreamAsyncNamed(fn: string, source: StreamSource, options: StreamExportOptions): Promise<ExportedStream> {
+  streamArgs(fn, source, options);
   drainReleased();
   const opened = openNow(source, options) ?? await openAsync(source, options);
   return create(opened, options);
