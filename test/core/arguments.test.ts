@@ -175,7 +175,7 @@ describe("errors describe, never dump", () => {
     }
     expect(message.length).toBeGreaterThan(0);
     expect(message.length).toBeLessThan(1024);
-    expect(message).toBe("exportArray: a Table with 2 batches cannot be one C array; export it as a stream (exportTable) or each batch (exportBatches)");
+    expect(message).toBe("exportArray: a Table with 2 batches cannot be one C array; export it as a stream (exportStream) or each batch (exportBatches)");
   });
 
   test("the same Table where a C struct, a stream item or a device target is expected", () => {
