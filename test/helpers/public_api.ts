@@ -246,8 +246,9 @@ function memberLines(checker: ts.TypeChecker, type: ts.Type, prefix: string, at:
     if (isMethod && calls.length > 0) {
       for (const signature of calls) lines.push(`  ${prefix}${member.name}${checker.signatureToString(signature, at, flat)}`);
     } else {
-      const readonly = (ts.getCombinedModifierFlags(member.declarations?.[0] ?? at) & ts.ModifierFlags.Readonly) !== 0
-        || (member.flags & ts.SymbolFlags.GetAccessor && !(member.flags & ts.SymbolFlags.SetAccessor));
+      const declaration = member.declarations?.[0];
+      const readonly = (declaration !== undefined && (ts.getCombinedModifierFlags(declaration) & ts.ModifierFlags.Readonly) !== 0)
+        || ((member.flags & ts.SymbolFlags.GetAccessor) !== 0 && (member.flags & ts.SymbolFlags.SetAccessor) === 0);
       lines.push(`  ${prefix}${readonly ? "readonly " : ""}${member.name}: ${checker.typeToString(memberType, at, flat)}`);
     }
   }
