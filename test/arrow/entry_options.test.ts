@@ -144,18 +144,14 @@ describe("validation", () => {
     await settled();
   });
 
-  test("the stream readers take no level (their producer's stream is imported at default) and say so", () => {
-    const producer = arrowProtocol(new Table(badUtf8Batch()));
-    const readers: [string, (options: object) => unknown][] = [
-      ["importTable", (o) => importTable(producer, o)],
-      ["importTable", (o) => importTable(producer, { ...o, async: true })],
-      ["recordBatches", (o) => recordBatches(producer, o)],
-      ["recordBatches", (o) => recordBatches(producer, { ...o, async: true })],
-    ];
-    for (const [name, read] of readers) {
-      expect(() => read({ validation: "full" }), name).toThrow(InvalidArgumentError);
-      expect(() => read({ validation: "full" }), name).toThrow(`${name}: options has an unknown key "validation"`);
-    }
+  test("both readers, in both forms, apply a level to the producer's stream they import", async () => {
+    const producer = () => arrowProtocol(new Table(badUtf8Batch()));
+    await validationTakesEffect((validation) => importTable(producer(), { validation, async: true }));
+    await validationTakesEffect((validation) => [...recordBatches(producer(), { validation })]);
+    await validationTakesEffect(async (validation) => {
+      for await (const batch of recordBatches(producer(), { validation, async: true })) void batch;
+    });
+    await settled();
   });
 });
 
