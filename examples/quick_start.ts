@@ -6,7 +6,6 @@
  */
 import { tableFromArrays } from "apache-arrow";
 import { exportStream, importTable } from "bun-arrow-device";
-import { ImportedStream } from "bun-arrow-device/raw";
 
 const table = tableFromArrays({ id: Int32Array.of(1, 2, 3), price: Float64Array.of(9.5, 3, 7.25) });
 
@@ -15,5 +14,5 @@ const table = tableFromArrays({ id: Int32Array.of(1, 2, 3), price: Float64Array.
 using out = exportStream(table);
 
 // In: any producer's stream (here, ours) is moved in and read as a Table.
-const back = importTable(ImportedStream.fromDeviceArrayStream(out.stream));
+const back = importTable(out.stream);
 console.log(JSON.stringify(back.toArray()));

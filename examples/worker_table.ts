@@ -3,7 +3,6 @@
 // bun examples/worker_table.ts
 import { tableFromArrays } from "apache-arrow";
 import { exportStream, importTable } from "bun-arrow-device";
-import { ImportedStream } from "bun-arrow-device/raw";
 
 declare const self: Worker;
 
@@ -22,7 +21,7 @@ if (Bun.isMainThread) {
 } else {
   self.onmessage = (event) => {
     // get_next runs the main thread's source there (through its event loop).
-    const table = importTable(ImportedStream.fromDeviceArrayStream(event.data));
+    const table = importTable(event.data);
     let sum = 0;
     for (const id of table.getChild("id")!.toArray() as Int32Array) sum += id;
     self.postMessage({ rows: table.numRows, sum });
