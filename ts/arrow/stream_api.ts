@@ -67,7 +67,7 @@ export function exportStream(source: StreamSource, options: StreamExportOptions<
 export type ImportStreamSource = StructPointer<"ArrowArrayStream"> | StructPointer<"ArrowDeviceArrayStream"> | ImportedStream | StreamProducer | ArrowCapsule;
 
 /** Options of `importTable` and `recordBatches`. */
-export type ImportStreamOptions<A extends boolean = false, K extends StreamKind = StreamKind> = ImportOptions & ConvertOptions & {
+export type ImportStreamOptions<K extends StreamKind = StreamKind, A extends boolean = false> = ImportOptions & ConvertOptions & {
   /** The kind of struct an address points to: "device_stream" (default,
    * ArrowDeviceArrayStream) or "stream" (ArrowArrayStream). Ignored for
    * anything else. */
@@ -75,7 +75,7 @@ export type ImportStreamOptions<A extends boolean = false, K extends StreamKind 
   /** Copy each batch of a stream the host cannot read (CUDA, ROCM) to host
    * memory before converting it (`ImportedArray.toHost()`: the copy blocks
    * the JS thread, in the async form too). Default false: such a stream is
-   * refused (UnsupportedError, or UnknownDeviceError for a device type
+   * refused (code "unsupported", or "unknown_device" for a device type
    * this library does not know; the stream is released). */
   toHost?: boolean;
   /** Pull each batch on the stream's worker thread, leaving the JS thread
@@ -94,7 +94,7 @@ type Opened = { stream: ImportedStream; list: null; read: StreamConvertOptions }
  * when reading then fails), a producer's stream imported. `lists`: an
  * iterable of ImportedArray is accepted too (importTable). A stream the
  * host cannot read is refused here, and released, unless `toHost`. */
-function open(fn: string, source: unknown, options: ImportStreamOptions<boolean> | undefined, lists: boolean): Opened {
+function open(fn: string, source: unknown, options: ImportStreamOptions<StreamKind, boolean> | undefined, lists: boolean): Opened {
   const checked = optionsArg(fn, "options", options, streamOptionKeys);
   const as = oneOfArg(fn, "options.as", checked.as ?? "device_stream", ["stream", "device_stream"]);
   booleanArg(fn, "options.materialize", checked.materialize, true);
@@ -158,22 +158,22 @@ function refuseUnreadable(fn: string, stream: ImportedStream, read: StreamConver
  * iterable of them): their Table, each batch emptied by its handle's
  * `dispose()`, which stays the caller's.
  */
-export function importTable(source: Exclude<ImportStreamSource, StructPointer<"ArrowArrayStream">> | Iterable<ImportedArray>, options?: ImportStreamOptions<false, "device_stream">): Table;
+export function importTable(source: Exclude<ImportStreamSource, StructPointer<"ArrowArrayStream">> | Iterable<ImportedArray>, options?: ImportStreamOptions<"device_stream", false>): Table;
 /** `importTable` of an `ArrowArrayStream*` (`{ as: "stream" }`). */
-export function importTable(source: Exclude<ImportStreamSource, StructPointer<"ArrowDeviceArrayStream">>, options: ImportStreamOptions<false, "stream">): Table;
+export function importTable(source: Exclude<ImportStreamSource, StructPointer<"ArrowDeviceArrayStream">>, options: ImportStreamOptions<"stream", false>): Table;
 /** `importTable` pulling on the stream's worker thread (`{ async: true }`);
  * every error rejects the Promise. */
-export function importTable(source: Exclude<ImportStreamSource, StructPointer<"ArrowArrayStream">> | Iterable<ImportedArray>, options: ImportStreamOptions<true, "device_stream">): Promise<Table>;
+export function importTable(source: Exclude<ImportStreamSource, StructPointer<"ArrowArrayStream">> | Iterable<ImportedArray>, options: ImportStreamOptions<"device_stream", true>): Promise<Table>;
 /** `importTable` of an `ArrowArrayStream*` on the stream's worker thread
  * (`{ as: "stream", async: true }`). */
-export function importTable(source: Exclude<ImportStreamSource, StructPointer<"ArrowDeviceArrayStream">>, options: ImportStreamOptions<true, "stream">): Promise<Table>;
+export function importTable(source: Exclude<ImportStreamSource, StructPointer<"ArrowDeviceArrayStream">>, options: ImportStreamOptions<"stream", true>): Promise<Table>;
 /** `importTable` with the struct's kind known only at run time
  * (`options.as` decides; the struct is checked before it is read). */
-export function importTable(source: ImportStreamSource | Iterable<ImportedArray>, options: ImportStreamOptions<false>): Table;
+export function importTable(source: ImportStreamSource | Iterable<ImportedArray>, options: ImportStreamOptions<StreamKind, false>): Table;
 /** `importTable` with the struct's kind or the form known only at run
  * time (`options.as` decides; the struct is checked before it is read). */
-export function importTable(source: ImportStreamSource | Iterable<ImportedArray>, options: ImportStreamOptions<boolean>): Table | Promise<Table>;
-export function importTable(source: ImportStreamSource | Iterable<ImportedArray>, options: ImportStreamOptions<boolean> = {}): Table | Promise<Table> {
+export function importTable(source: ImportStreamSource | Iterable<ImportedArray>, options: ImportStreamOptions<StreamKind, boolean>): Table | Promise<Table>;
+export function importTable(source: ImportStreamSource | Iterable<ImportedArray>, options: ImportStreamOptions<StreamKind, boolean> = {}): Table | Promise<Table> {
   const fn = "importTable";
   const async = isPlainObject(options) && options.async === true;
   let opened: Opened;
@@ -198,19 +198,19 @@ export function importTable(source: ImportStreamSource | Iterable<ImportedArray>
  * breaks or throws. Arguments are checked, and the stream opened, at the
  * call (errors are thrown there in both forms).
  */
-export function recordBatches(source: Exclude<ImportStreamSource, StructPointer<"ArrowArrayStream">>, options?: ImportStreamOptions<false, "device_stream">): Generator<RecordBatch, void, undefined>;
+export function recordBatches(source: Exclude<ImportStreamSource, StructPointer<"ArrowArrayStream">>, options?: ImportStreamOptions<"device_stream", false>): Generator<RecordBatch, void, undefined>;
 /** `recordBatches` of an `ArrowArrayStream*` (`{ as: "stream" }`). */
-export function recordBatches(source: Exclude<ImportStreamSource, StructPointer<"ArrowDeviceArrayStream">>, options: ImportStreamOptions<false, "stream">): Generator<RecordBatch, void, undefined>;
+export function recordBatches(source: Exclude<ImportStreamSource, StructPointer<"ArrowDeviceArrayStream">>, options: ImportStreamOptions<"stream", false>): Generator<RecordBatch, void, undefined>;
 /** `recordBatches` pulling on the stream's worker thread (`{ async: true }`). */
-export function recordBatches(source: Exclude<ImportStreamSource, StructPointer<"ArrowArrayStream">>, options: ImportStreamOptions<true, "device_stream">): AsyncGenerator<RecordBatch, void, undefined>;
+export function recordBatches(source: Exclude<ImportStreamSource, StructPointer<"ArrowArrayStream">>, options: ImportStreamOptions<"device_stream", true>): AsyncGenerator<RecordBatch, void, undefined>;
 /** `recordBatches` of an `ArrowArrayStream*` on the stream's worker
  * thread (`{ as: "stream", async: true }`). */
-export function recordBatches(source: Exclude<ImportStreamSource, StructPointer<"ArrowDeviceArrayStream">>, options: ImportStreamOptions<true, "stream">): AsyncGenerator<RecordBatch, void, undefined>;
+export function recordBatches(source: Exclude<ImportStreamSource, StructPointer<"ArrowDeviceArrayStream">>, options: ImportStreamOptions<"stream", true>): AsyncGenerator<RecordBatch, void, undefined>;
 /** `recordBatches` with the struct's kind known only at run time. */
-export function recordBatches(source: ImportStreamSource, options: ImportStreamOptions<false>): Generator<RecordBatch, void, undefined>;
+export function recordBatches(source: ImportStreamSource, options: ImportStreamOptions<StreamKind, false>): Generator<RecordBatch, void, undefined>;
 /** `recordBatches` with the struct's kind or the form known only at run time. */
-export function recordBatches(source: ImportStreamSource, options: ImportStreamOptions<boolean>): Generator<RecordBatch, void, undefined> | AsyncGenerator<RecordBatch, void, undefined>;
-export function recordBatches(source: ImportStreamSource, options: ImportStreamOptions<boolean> = {}): Generator<RecordBatch, void, undefined> | AsyncGenerator<RecordBatch, void, undefined> {
+export function recordBatches(source: ImportStreamSource, options: ImportStreamOptions<StreamKind, boolean>): Generator<RecordBatch, void, undefined> | AsyncGenerator<RecordBatch, void, undefined>;
+export function recordBatches(source: ImportStreamSource, options: ImportStreamOptions<StreamKind, boolean> = {}): Generator<RecordBatch, void, undefined> | AsyncGenerator<RecordBatch, void, undefined> {
   const opened = open("recordBatches", source, options, false);
   const stream = opened.stream!;
   return options.async === true ? pullBatchesAsync(stream, opened.read) : pullBatches(stream, opened.read);
