@@ -33,7 +33,9 @@
 import { RecordBatch, tableFromArrays } from "apache-arrow";
 import type { Pointer } from "bun:ffi";
 import { AsyncStreamConsumer } from "../ts/raw.ts";
-import { structPointer, ImportedArray, exportArray, exportAsyncStream } from "../ts/index.ts";
+import { exportArray } from "../ts/index.ts";
+import { exportAsyncStream } from "../ts/device.ts";
+import { structPointer, ImportedArray } from "../ts/raw.ts";
 import { nonZeroCounters } from "../ts/diagnostics.ts";
 import { native } from "../ts/core/ffi/library.ts";
 import { asyncPeer, CSink, CSource } from "../test/helpers/async_peer.ts";

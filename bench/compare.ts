@@ -142,7 +142,7 @@ const method = [
   "(timed, added); C floor = one FFI call filling ArrowSchema + ArrowDeviceArray over the same shape + the",
   "bulk release. Flat export batches share one column's memory (export reads addresses only). Import: C",
   "produces the batches (test/fixtures/bench_floor.c, one call per block; nested: pyarrow exports them);",
-  "ours = ImportedArray.fromDeviceArray + toRecordBatch + dispose (two clock reads per cycle split out the",
+  "ours = ImportedArray.fromDeviceArray + importRecordBatch + dispose (two clock reads per cycle split out the",
   "construction), pyarrow = RecordBatch._import_from_c_device + drop; JS floor = per distinct buffer",
   "toArrayBuffer with a C deallocator + a typed array, then transfer(0) of each. Streams: a C ArrowArrayStream",
   "of k batches; ours = ImportedStream.fromArrayStream + recordBatches, pyarrow = RecordBatchReader._import_from_c",

@@ -17,7 +17,7 @@
  * on a machine with a GPU.
  */
 import { makeVector } from "apache-arrow";
-import { ImportedArray } from "../ts/index.ts";
+import { ImportedArray } from "../ts/raw.ts";
 import { deviceAvailability, deviceRuntime, toDevice, type DeviceKind, type DeviceRuntime } from "../ts/device.ts";
 import { gbPerSecond as gbps, timeMedian as time } from "../ts/cli/measure.ts";
 import { isFakeDriver } from "../ts/cli/runtimes.ts";

@@ -15,14 +15,15 @@
  * Measured per iteration (median of many):
  *   export     exportArray(batch): schema + ArrowDeviceArray built natively
  *   import     ImportedArray.fromDeviceArray: move in, validate (default), node table
- *   construct  toRecordBatch: buffer views + apache-arrow Data/RecordBatch
+ *   construct  importRecordBatch: buffer views + apache-arrow Data/RecordBatch
  *   release    handle dispose + export release (not part of the targets)
  *   ipc        tableToIPC + tableFromIPC
  * Per buffer = time / non-NULL C buffers in the tree (the struct root's
  * NULL validity excluded).
  */
 import { Field, Int32, RecordBatch, Schema, Struct, Table, makeData, tableFromIPC, tableToIPC, type Data } from "apache-arrow";
-import { ImportedArray, exportArray, toRecordBatch } from "../ts/index.ts";
+import { exportArray, importRecordBatch } from "../ts/index.ts";
+import { ImportedArray } from "../ts/raw.ts";
 import { nonZeroCounters } from "../ts/diagnostics.ts";
 
 const quick = process.argv.includes("--quick");
@@ -76,7 +77,7 @@ function measure(batch: RecordBatch, columns: number, distinct: boolean, budget 
     const t1 = now();
     const imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
     const t2 = now();
-    const back = toRecordBatch(imported);
+    const back = importRecordBatch(imported);
     const t3 = now();
     if (back.numRows !== batch.numRows) throw new Error("round trip lost rows");
     imported.dispose();

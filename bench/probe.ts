@@ -11,7 +11,8 @@
  * run two checkouts one after the other, a few times, to compare them.
  */
 import { RecordBatch, Table, makeVector } from "apache-arrow";
-import { ImportedArray, exportArray } from "../ts/index.ts";
+import { exportArray } from "../ts/index.ts";
+import { ImportedArray } from "../ts/raw.ts";
 import { Columns, SlotPool, floor } from "./compare/floor.ts";
 
 const roundsAt = process.argv.indexOf("--rounds");

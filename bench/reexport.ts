@@ -7,7 +7,8 @@
  * Prints ns/op and ratios. Not a test: `bun bench/reexport.ts`.
  */
 import { makeVector, RecordBatch, Table, vectorFromArray, Utf8 } from "apache-arrow";
-import { ImportedArray, exportArray } from "../ts/index.ts";
+import { exportArray } from "../ts/index.ts";
+import { ImportedArray } from "../ts/raw.ts";
 import { relay } from "../ts/raw.ts";
 import { ProducerSlot, owners } from "../test/helpers/owners.ts";
 

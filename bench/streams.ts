@@ -28,7 +28,7 @@
  *   sync       stream.next() + dispose, on the JS thread
  *   async      stream.nextAsync() (the stream's worker thread) + dispose
  *   overhead   sync - import
- *   +batch     the same two with toRecordBatch (apache-arrow objects)
+ *   +batch     the same two with importRecordBatch (apache-arrow objects)
  */
 import { cpus, platform, release as osRelease } from "node:os";
 import { readFileSync } from "node:fs";
@@ -36,7 +36,8 @@ import { Field, Float64, Int32, RecordBatch, Schema, Struct, makeData, type Data
 import { DeviceType } from "../ts/core/abi/layout.ts";
 import { planArray, plannedWords } from "../ts/arrow/array_plan.ts";
 import { native } from "../ts/core/ffi/library.ts";
-import { ExportedArray, ExportedStream, ImportedArray, ImportedStream, exportStream, toRecordBatch } from "../ts/index.ts";
+import { ExportedArray, ExportedStream, exportStream, importRecordBatch } from "../ts/index.ts";
+import { ImportedArray, ImportedStream } from "../ts/raw.ts";
 import { drainReleased, nonZeroCounters } from "../ts/diagnostics.ts";
 import { streamPeer } from "../test/helpers/fixtures.ts";
 
@@ -137,7 +138,7 @@ function importCost(rows: number, batches: number, convert: boolean): number {
   for (let i = 0; i < batches; i++) {
     streamPeer.sp_repeat_fill(source, schema, array);
     const imported = ImportedArray.fromDeviceArray(schema, array);
-    if (convert) toRecordBatch(imported);
+    if (convert) importRecordBatch(imported);
     imported.dispose();
   }
   const ns = (now() - t0) / batches;
@@ -154,7 +155,7 @@ function importSync(rows: number, batches: number, convert: boolean): number {
   let pulled = 0;
   const t0 = now();
   for (let imported = stream.next(); imported; imported = stream.next()) {
-    if (convert) toRecordBatch(imported);
+    if (convert) importRecordBatch(imported);
     imported.dispose();
     pulled++;
   }
@@ -207,7 +208,7 @@ for (const rows of rowCounts) {
   console.log(`${pad(rows.toLocaleString("en"), 7)} ${pad(us(loop), 10)} ${pad(us(cost), 10)} ${pad(us(js), 10)} ${pad(perSecond(js), 12)} ${pad(us(thread), 10)} ${pad(perSecond(thread), 12)} ${pad(us(js - cost), 10)}`);
 }
 
-console.log("\nC produces, JS pulls (ArrowArrayStream -> ImportedArray raw views; +batch: toRecordBatch too)");
+console.log("\nC produces, JS pulls (ArrowArrayStream -> ImportedArray raw views; +batch: importRecordBatch too)");
 console.log(`${pad("rows", 7)} ${pad("c-loop", 10)} ${pad("import", 10)} ${pad("sync", 10)} ${pad("(batches/s)", 12)} ${pad("async", 10)} ${pad("(batches/s)", 12)} ${pad("overhead", 10)} ${pad("+batch", 10)} ${pad("sync+batch", 11)} ${pad("overhead", 10)}`);
 for (const rows of rowCounts) {
   const loop = await measure(() => cLoop(rows, batchesPerRun));

@@ -12,7 +12,8 @@
 import { dlopen, FFIType, ptr, suffix } from "bun:ffi";
 import { join } from "node:path";
 import { Float64, Table, vectorFromArray } from "apache-arrow";
-import { ImportedStream, exportStream, readTable, structPointer } from "bun-arrow-device";
+import { exportStream, importTable } from "bun-arrow-device";
+import { structPointer } from "bun-arrow-device/raw";
 
 // 1. Open the C library (any library speaking the Arrow C stream interface).
 const libraryFile = process.argv[2] ?? join(import.meta.dir, "..", "build", "examples", `libdoubler.${suffix}`);
@@ -36,7 +37,7 @@ if (status !== 0) throw new Error(`doubler_run failed (${status}): ${doubler.sym
 // 5. Read the result as an apache-arrow Table: the stream is moved in and
 //    released once read; each batch's memory stays C's until its views are
 //    garbage-collected, then C's release frees it.
-const result = readTable(ImportedStream.fromArrayStream(structPointer("ArrowArrayStream", ptr(output))));
+const result = importTable(structPointer("ArrowArrayStream", ptr(output)), { as: "stream" });
 
 console.log(`sent ${table.numRows} rows in ${table.batches.length} batches: x = ${JSON.stringify([...table.getChild("x")!])}`);
 console.log(`got back ${result.numRows} rows in ${result.batches.length} batches, schema { ${result.schema.fields.map((f) => `${f.name}: ${f.type}`).join(", ")} }`);

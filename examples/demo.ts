@@ -6,7 +6,8 @@
  */
 import { ptr } from "bun:ffi";
 import { Float64, Int32, Table, makeVector, vectorFromArray } from "apache-arrow";
-import { ImportedArray, exportArray, toTable } from "bun-arrow-device";
+import { exportArray, importTable } from "bun-arrow-device";
+import { ImportedArray } from "bun-arrow-device/raw";
 import { consumeNatively, fnv1a32 } from "../test/helpers/native_consumer.ts";
 import { counters } from "bun-arrow-device/diagnostics";
 import { deviceTypeName } from "bun-arrow-device/raw";
@@ -68,7 +69,7 @@ using imported = ImportedArray.fromDeviceArray(again.schema, again.array);
 const importNs = now() - t0;
 again.release(); // moved by the import: nothing left to release
 t0 = now();
-const back = toTable([imported]);
+const back = importTable([imported]);
 const convertNs = now() - t0;
 const price = imported.root.child(1);
 const backPrice = back.getChild("price")!.data[0];
@@ -113,7 +114,7 @@ for (let round = 0; round < rounds; round++) {
   const into = ImportedArray.fromDeviceArray(out.schema, out.array);
   importTimes.push(now() - start);
   start = now();
-  toTable([into]);
+  importTable([into]);
   tableTimes.push(now() - start);
   into.dispose();
   out.release();

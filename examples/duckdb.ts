@@ -14,11 +14,12 @@
  * streams' get_next on that thread too: `threads: "1"`. With more threads,
  * run the query on a native thread and keep the JS event loop free (see
  * test/peers/duckdb.test.ts); `callBlocking` turns the would-be deadlock into a
- * WrongThreadError, shown at the end.
+ * typed error (code "wrong_thread"), shown at the end.
  */
 import { ptr } from "bun:ffi";
 import { Table, tableFromArrays, vectorFromArray, Utf8, type RecordBatch } from "apache-arrow";
-import { callBlocking, exportStream, importRecordBatch, WrongThreadError } from "bun-arrow-device";
+import { ArrowDeviceError, exportStream, importRecordBatch } from "bun-arrow-device";
+import { callBlocking } from "bun-arrow-device/raw";
 import { DuckDB } from "./duckdb_c.ts";
 
 const orders = tableFromArrays({
@@ -80,7 +81,7 @@ function query(db: DuckDB, sql: string): { table: Table; zeroCopy: boolean } {
     callBlocking(() => query(db, "select sum(amount) from orders"));
     console.log("no deadlock risk this time (DuckDB pulled on the JS thread only)");
   } catch (error) {
-    if (!(error instanceof WrongThreadError)) throw error;
+    if (!(error instanceof ArrowDeviceError && error.code === "wrong_thread")) throw error;
     console.log(`refused instead of hanging: ${error.name}`);
   }
   void ordersStream;

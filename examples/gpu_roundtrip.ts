@@ -9,7 +9,8 @@
  * (ARROW_DEVICE_CUDA_LIBRARY / ARROW_DEVICE_HIP_LIBRARY).
  */
 import { Float64, Int32, Table, makeVector, vectorFromArray } from "apache-arrow";
-import { ImportedArray, toRecordBatch } from "bun-arrow-device";
+import { importRecordBatch } from "bun-arrow-device";
+import { ImportedArray } from "bun-arrow-device/raw";
 import { deviceAvailability, deviceRuntime, toDevice, type DeviceKind } from "bun-arrow-device/device";
 
 const kind: DeviceKind = process.argv[2] === "rocm" ? "rocm" : "cuda";
@@ -44,7 +45,7 @@ console.log(`on the GPU: device_type ${imported.deviceTypeName}, device_id ${imp
 //    and returns an ordinary CPU import; the device copy is freed (and its
 //    event destroyed) when `imported` is disposed, at the end of this scope.
 using host = imported.toHost();
-const back = toRecordBatch(host);
+const back = importRecordBatch(host);
 
 const same = back.numRows === batch.numRows
   && [...back.getChild("id")!].every((v, i) => v === batch.getChild("id")!.get(i))

@@ -5,7 +5,7 @@
  *   bun examples/quick_start.ts
  */
 import { tableFromArrays } from "apache-arrow";
-import { ImportedStream, exportStream, readTable } from "bun-arrow-device";
+import { exportStream, importTable } from "bun-arrow-device";
 
 const table = tableFromArrays({ id: Int32Array.of(1, 2, 3), price: Float64Array.of(9.5, 3, 7.25) });
 
@@ -14,5 +14,5 @@ const table = tableFromArrays({ id: Int32Array.of(1, 2, 3), price: Float64Array.
 using out = exportStream(table);
 
 // In: any producer's stream (here, ours) is moved in and read as a Table.
-const back = readTable(ImportedStream.fromDeviceArrayStream(out.stream));
+const back = importTable(out.stream);
 console.log(JSON.stringify(back.toArray()));

@@ -2,7 +2,7 @@
 // posts its address (a number), and the Worker reads it in place. Run:
 // bun examples/worker_table.ts
 import { tableFromArrays } from "apache-arrow";
-import { ImportedStream, exportStream, readTable } from "bun-arrow-device";
+import { exportStream, importTable } from "bun-arrow-device";
 
 declare const self: Worker;
 
@@ -21,7 +21,7 @@ if (Bun.isMainThread) {
 } else {
   self.onmessage = (event) => {
     // get_next runs the main thread's source there (through its event loop).
-    const table = readTable(ImportedStream.fromDeviceArrayStream(event.data));
+    const table = importTable(event.data);
     let sum = 0;
     for (const id of table.getChild("id")!.toArray() as Int32Array) sum += id;
     self.postMessage({ rows: table.numRows, sum });

@@ -3,9 +3,11 @@
  * from. Release counters (every export and import counted until its
  * release), the handles still open (with ARROW_DEVICE_DEBUG=1), a way to
  * run pending JS-side releases now, the tuning knob of the JS work queue,
- * and which native library file this process loaded.
+ * which native library file this process loaded, and the error of a
+ * library whose struct layouts disagree with this package's.
  */
 export { type CounterName } from "./core/abi/layout.ts";
+export { LayoutMismatchError } from "./core/errors.ts";
 export { counters, nonZeroCounters, type Counters } from "./native/counters.ts";
 export { drainReleased } from "./native/keepalive.ts";
 export { liveHandles, debugEnabled } from "./native/debug.ts";

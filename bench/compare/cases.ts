@@ -14,7 +14,9 @@
  */
 import { toArrayBuffer, type Pointer } from "bun:ffi";
 import { Data, Field, Float64, Int32, RecordBatch, Schema, Struct, Table, tableFromArrays, tableFromIPC, tableToIPC } from "apache-arrow";
-import { ImportedArray, ImportedStream, exportArray, exportAsyncStream, recordBatches, toRecordBatch, type StructPointer } from "../../ts/index.ts";
+import { exportArray, recordBatches, importRecordBatch } from "../../ts/index.ts";
+import { exportAsyncStream } from "../../ts/device.ts";
+import { ImportedArray, ImportedStream, type StructPointer } from "../../ts/raw.ts";
 import { AsyncStreamConsumer } from "../../ts/raw.ts";
 import { streamPeer } from "../../test/helpers/fixtures.ts";
 import { asyncPeer, CSink, CSource } from "../../test/helpers/async_peer.ts";
@@ -172,7 +174,7 @@ export function importGroup(shape: Shape, ctx: Context): Built | null {
         for (let i = 0; i < k; i++) {
           const imported = ImportedArray.fromDeviceArray(pool.schema(i), pool.array(i));
           const t1 = now();
-          const batch = toRecordBatch(imported);
+          const batch = importRecordBatch(imported);
           if (read) readEveryBuffer(batch);
           const rows = batch.numRows; // a disposed handle's batch has none
           imported.dispose();
@@ -450,7 +452,7 @@ function batchOf(rows: number, b: number): RecordBatch {
 
 /** apache-arrow's IPC round trip (tableToIPC + tableFromIPC, the copy a
  * user would make otherwise) against our zero-copy round trip: exportArray
- * + ImportedArray.fromDeviceArray + toRecordBatch + dispose + release.
+ * + ImportedArray.fromDeviceArray + importRecordBatch + dispose + release.
  * k is fixed (`k`): with the block size of the other groups an IPC block
  * would be one cycle, and a one-cycle block of ours pays what the block
  * before it left (the IPC's garbage, cold caches) on that single cycle. */
@@ -466,7 +468,7 @@ export function ipcGroup(columns: number, rows: number, k: number, ctx: Context)
       for (let i = 0; i < k; i++) {
         const exported = exportArray(batch);
         const imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
-        const back = toRecordBatch(imported);
+        const back = importRecordBatch(imported);
         if (read) readEveryBuffer(back);
         const backRows = back.numRows; // a disposed handle's batch has none
         imported.dispose();

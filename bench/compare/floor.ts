@@ -7,7 +7,7 @@
  * the pool owns its slots for the whole run; a batch in a slot is owned by
  * whoever released or moved it last (bf_release_many releases what is left).
  */
-import { type StructPointer } from "../../ts/index.ts";
+import { type StructPointer } from "../../ts/raw.ts";
 import { FFIType, suffix, type Pointer } from "bun:ffi";
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";

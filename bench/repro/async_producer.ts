@@ -24,7 +24,8 @@
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { tableFromArrays, type RecordBatch } from "apache-arrow";
-import { exportArray, exportAsyncStream } from "../../ts/index.ts";
+import { exportArray } from "../../ts/index.ts";
+import { exportAsyncStream } from "../../ts/device.ts";
 import { asyncPeer, CSink } from "../../test/helpers/async_peer.ts";
 
 const rows = 1000;

@@ -1,7 +1,7 @@
 /**
  * Row 6 of the target table (bench/compare/targets.ts) measured with ours
  * alone in the process: the mean cycle (C produces a 10-column batch,
- * ImportedArray.fromDeviceArray + toRecordBatch + dispose) at 1e7 rows over
+ * ImportedArray.fromDeviceArray + importRecordBatch + dispose) at 1e7 rows over
  * the mean at 1e3 rows, with the batch not read ("lazy") and with every
  * column read ("read"). In bench/compare.ts the same group also runs the
  * JS floor and the read variant, whose 400 MB of external ArrayBuffers per
@@ -10,7 +10,8 @@
  *   bun bench/repro/lazy_cycle.ts [seconds per case, default 3]
  */
 import { Columns, SlotPool, floor } from "../compare/floor.ts";
-import { ImportedArray, toRecordBatch } from "../../ts/index.ts";
+import { importRecordBatch } from "../../ts/index.ts";
+import { ImportedArray } from "../../ts/raw.ts";
 
 const seconds = Number(process.argv[2] ?? 3);
 const pool = new SlotPool(1);
@@ -21,7 +22,7 @@ function meanCycle(rows: number, read: boolean): { mean: number; cycles: number 
   const cycle = () => {
     floor.bf_fill_many(columns.data, 1, pool.schemas, pool.arrays);
     const imported = ImportedArray.fromDeviceArray(pool.schema(0), pool.array(0));
-    const batch = toRecordBatch(imported);
+    const batch = importRecordBatch(imported);
     if (read) for (const column of batch.data.children) sink += column.values.length + (column.nullBitmap?.length ?? 0);
     imported.dispose();
     pool.releaseAll(1);

@@ -6,7 +6,8 @@
  * Usage: bun bench/repro/stream_batch.ts [rows=1000] [batches=200] [rounds=40]
  */
 import { toArrayBuffer, type Pointer } from "bun:ffi";
-import { ImportedStream, recordBatches, type StructPointer } from "../../ts/index.ts";
+import { recordBatches } from "../../ts/index.ts";
+import { ImportedStream, type StructPointer } from "../../ts/raw.ts";
 import { streamPeer } from "../../test/helpers/fixtures.ts";
 import { floor } from "../compare/floor.ts";
 import { pullTransient } from "../../ts/native/batch_source.ts";

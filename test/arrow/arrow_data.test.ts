@@ -7,7 +7,8 @@ import { describe, expect, test } from "bun:test";
 import { ptr } from "bun:ffi";
 import { Data, Field, Int32, Struct, Table, Utf8, Vector, vectorFromArray } from "apache-arrow";
 import { dataAssembled, dataMakers, newData } from "../../ts/arrow/arrow_data.ts";
-import { ImportedArray, exportArray, toRecordBatch } from "../../ts/index.ts";
+import { exportArray, importRecordBatch } from "../../ts/index.ts";
+import { ImportedArray } from "../../ts/raw.ts";
 
 const { assembled, constructed, sameData } = dataMakers;
 
@@ -60,7 +61,7 @@ describe("arrow_data", () => {
     const source = new Table({ n: vectorFromArray([1, 2, 3], new Int32()), s: vectorFromArray(["x", null, "zz"], new Utf8()) }).batches[0];
     const exported = exportArray(source);
     const imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
-    const batch = toRecordBatch(imported);
+    const batch = importRecordBatch(imported);
     for (const [i, data] of batch.data.children.entries()) {
       const original = source.data.children[i];
       expect(data).toBeInstanceOf(Data);

@@ -7,7 +7,9 @@
  * moved in is still released exactly once.
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { ArrowDeviceError, ImportedArray, InvalidLayoutError, OutOfMemoryError, toVector } from "../../ts/index.ts";
+import { ArrowDeviceError, importVector } from "../../ts/index.ts";
+import { InvalidLayoutError, OutOfMemoryError } from "../../ts/core/errors.ts";
+import { ImportedArray } from "../../ts/raw.ts";
 import { nonZeroCounters } from "../../ts/diagnostics.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { disposeProduced, produceArray, producerClean, type NodeSpec } from "../helpers/producer.ts";
@@ -26,7 +28,7 @@ function convertError(spec: NodeSpec): unknown {
   try {
     using imported = ImportedArray.fromArray(produced.schema, produced.array);
     try {
-      toVector(imported, { materialize: true });
+      importVector(imported, { materialize: true });
     } catch (error) {
       return error;
     }

@@ -11,12 +11,9 @@
  */
 import { describe, expect, test } from "bun:test";
 import { Field, Int32, RecordBatch, Schema, Table, Type, Utf8, makeData, makeVector } from "apache-arrow";
-import {
-  ArrowCArray, ArrowCDeviceArray, ArrowCDeviceStream, ArrowCSchema, ArrowCStream, ExportedStream, ImportedArray, ImportedStream,
-  InvalidArgumentError, InvalidLayoutError, UnsupportedError, arrowProtocol, exportArray, exportSchema, exportStream, importRecordBatch,
-  importTable, importVector, installArrowProtocol, readTable, readTableAsync, recordBatches, recordBatchesAsync, toRecordBatch,
-  uninstallArrowProtocol, type ArrowCapsule, type CapsuleKind, type SchemaProducer,
-} from "../../ts/index.ts";
+import { ExportedStream, arrowProtocol, exportArray, exportSchema, exportStream, importRecordBatch, importTable, importVector, installArrowProtocol, recordBatches, uninstallArrowProtocol } from "../../ts/index.ts";
+import { InvalidArgumentError, InvalidLayoutError, UnsupportedError } from "../../ts/core/errors.ts";
+import { ArrowCArray, ArrowCDeviceArray, ArrowCDeviceStream, ArrowCSchema, ArrowCStream, ImportedArray, ImportedStream, type ArrowCapsule, type CapsuleKind, type SchemaProducer } from "../../ts/raw.ts";
 import { nonZeroCounters } from "../../ts/diagnostics.ts";
 import { streamPeer } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";
@@ -133,8 +130,8 @@ describe("validation", () => {
       using exported = exportStream(table(), { as: "stream" });
       return importTable(exported.stream, { validation, as: "stream" });
     });
-    await validationTakesEffect((validation) => readTable(ImportedStream.fromArrayStream(arrowProtocol(table()), { validation })));
-    await validationTakesEffect((validation) => readTable(ImportedStream.fromDeviceArrayStream(arrowProtocol(table()), { validation })));
+    await validationTakesEffect((validation) => importTable(ImportedStream.fromArrayStream(arrowProtocol(table()), { validation })));
+    await validationTakesEffect((validation) => importTable(ImportedStream.fromDeviceArrayStream(arrowProtocol(table()), { validation })));
     await validationTakesEffect((validation) => [...ImportedStream.fromArrayStream(arrowProtocol(table())[ArrowCDeviceStream]!(), { validation })].forEach((b) => b.dispose()));
     await settled();
   });
@@ -147,18 +144,14 @@ describe("validation", () => {
     await settled();
   });
 
-  test("the stream readers take no level (their producer's stream is imported at default) and say so", () => {
-    const producer = arrowProtocol(new Table(badUtf8Batch()));
-    const readers: [string, (options: object) => unknown][] = [
-      ["readTable", (o) => readTable(producer, o)],
-      ["readTableAsync", (o) => readTableAsync(producer, o)],
-      ["recordBatches", (o) => recordBatches(producer, o)],
-      ["recordBatchesAsync", (o) => recordBatchesAsync(producer, o)],
-    ];
-    for (const [name, read] of readers) {
-      expect(() => read({ validation: "full" }), name).toThrow(InvalidArgumentError);
-      expect(() => read({ validation: "full" }), name).toThrow(`${name}: options has an unknown key "validation"`);
-    }
+  test("both readers, in both forms, apply a level to the producer's stream they import", async () => {
+    const producer = () => arrowProtocol(new Table(badUtf8Batch()));
+    await validationTakesEffect((validation) => importTable(producer(), { validation, async: true }));
+    await validationTakesEffect((validation) => [...recordBatches(producer(), { validation })]);
+    await validationTakesEffect(async (validation) => {
+      for await (const batch of recordBatches(producer(), { validation, async: true })) void batch;
+    });
+    await settled();
   });
 });
 
@@ -180,7 +173,7 @@ describe("materialize", () => {
     expect([...fromAddresses.getChildAt(0)!]).toEqual([10, 10, 20, 20, 20]);
     const converted = await materializeTakesEffect((materialize) => {
       using imported = ImportedArray.fromDeviceArray(reeProducer(true));
-      return toRecordBatch(imported, { materialize });
+      return importRecordBatch(imported, { materialize });
     }) as RecordBatch;
     expect(converted.getChildAt(0)!.type.typeId).toBe(Type.Int);
     await settled();
@@ -192,14 +185,14 @@ describe("materialize", () => {
     expect(rows(await materializeTakesEffect((materialize) => { using s = reeStream(); return importTable(s, { materialize }); }))).toEqual(expected);
     expect(rows(await materializeTakesEffect((materialize) => { using s = reeStream(); return importTable(s.stream, { materialize, as: "stream" }); }))).toEqual(expected);
     expect(rows(await materializeTakesEffect((materialize) => { using s = reeStream(); return importTable(ImportedStream.fromArrayStream(s), { materialize }); }))).toEqual(expected);
-    expect(rows(await materializeTakesEffect((materialize) => { using s = reeStream(); return readTable(s, { materialize }); }))).toEqual(expected);
-    expect(rows(await materializeTakesEffect((materialize) => { using s = reeStream(); return readTableAsync(s, { materialize }); }))).toEqual(expected);
+    expect(rows(await materializeTakesEffect((materialize) => { using s = reeStream(); return importTable(s, { materialize }); }))).toEqual(expected);
+    expect(rows(await materializeTakesEffect((materialize) => { using s = reeStream(); return importTable(s, { async: true, materialize }); }))).toEqual(expected);
     const batches = await materializeTakesEffect((materialize) => { using s = reeStream(); return [...recordBatches(s, { materialize })]; }) as RecordBatch[];
     expect(batches.length).toBe(2);
     const asyncBatches = await materializeTakesEffect(async (materialize) => {
       using s = reeStream();
       const out: RecordBatch[] = [];
-      for await (const batch of recordBatchesAsync(s, { materialize })) out.push(batch);
+      for await (const batch of recordBatches(s, { async: true, materialize })) out.push(batch);
       return out;
     }) as RecordBatch[];
     expect(asyncBatches.length).toBe(2);
@@ -260,7 +253,7 @@ describe("requestedSchema", () => {
     }
     for (const method of [ArrowCStream, ArrowCDeviceStream] as const) {
       using wanted = renamed();
-      expect(readTable(arrowProtocol(table)[method]!({ requestedSchema: wanted })).schema.fields[0].name).toBe("m");
+      expect(importTable(arrowProtocol(table)[method]!({ requestedSchema: wanted })).schema.fields[0].name).toBe("m");
     }
     installArrowProtocol();
     try {

@@ -8,7 +8,10 @@
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { Table, type Vector } from "apache-arrow";
-import { ExportedArray, ImportedArray, ReleasedError, exportArray, exportAsyncStream, exportBatches, exportSchema, exportStream, toVector } from "../../ts/index.ts";
+import { ExportedArray, exportArray, exportBatches, exportSchema, exportStream, importVector } from "../../ts/index.ts";
+import { ReleasedError } from "../../ts/core/errors.ts";
+import { exportAsyncStream } from "../../ts/device.ts";
+import { ImportedArray } from "../../ts/raw.ts";
 import { CDeviceArray, CSchema, exportRawArray } from "../../ts/raw.ts";
 import { nonZeroCounters } from "../../ts/diagnostics.ts";
 import { CSink } from "../helpers/async_peer.ts";
@@ -43,9 +46,9 @@ function handOver(exported: ExportedArray) {
 }
 
 describe("exports of converted imports hold the import's owner", () => {
-  test("exportArray(toVector(imported)): dispose first, the consumer still reads the producer's values", () => {
+  test("exportArray(importVector(imported)): dispose first, the consumer still reads the producer's values", () => {
     const imported = importInts();
-    const held = handOver(exportArray(toVector(imported)));
+    const held = handOver(exportArray(importVector(imported)));
     imported.dispose();
     expect(live()).toBe(1); // the export still holds the producer's data
     expect(peer.peer_sum_primitive(held, -1)).toBe(expectedSum);
@@ -55,7 +58,7 @@ describe("exports of converted imports hold the import's owner", () => {
 
   test("the owner of an imported buffer is private to the library: not visible on the buffer, not forgeable", () => {
     const imported = importInts();
-    const values = toVector(imported).data[0].values as Int32Array;
+    const values = importVector(imported).data[0].values as Int32Array;
     const owner = imported.ownerAddress;
     expect(importOwnerOf(values.buffer)).toBe(owner);
     // Nothing to read, copy or set from outside: no own property of any kind.
@@ -70,7 +73,7 @@ describe("exports of converted imports hold the import's owner", () => {
 
   test("the consumer releases first, then dispose releases the producer", () => {
     const imported = importInts();
-    const held = handOver(exportArray(toVector(imported)));
+    const held = handOver(exportArray(importVector(imported)));
     peer.peer_release_held(held);
     expect(live()).toBe(1); // the handle still holds it
     imported.dispose();
@@ -79,7 +82,7 @@ describe("exports of converted imports hold the import's owner", () => {
 
   test("a release on another thread after dispose runs the producer's release there, once", async () => {
     const imported = importInts();
-    const held = handOver(exportArray(toVector(imported)));
+    const held = handOver(exportArray(importVector(imported)));
     imported.dispose();
     peer.peer_release_held_on_thread(held);
     peer.peer_wait_background();
@@ -88,7 +91,7 @@ describe("exports of converted imports hold the import's owner", () => {
 
   test("exportBatches of a batch of converted columns, two exports of one import", () => {
     const imported = importInts();
-    const column = toVector(imported) as Vector;
+    const column = importVector(imported) as Vector;
     const [batch] = new Table({ ints: column }).batches;
     const [first] = exportBatches([batch]);
     const second = exportArray(column);
@@ -105,7 +108,7 @@ describe("exports of converted imports hold the import's owner", () => {
 
   test("exportStream of converted batches: batches held by the C consumer outlive dispose", async () => {
     const imported = importInts();
-    const table = new Table({ ints: toVector(imported) as Vector });
+    const table = new Table({ ints: importVector(imported) as Vector });
     using handle = exportStream(table);
     const { job, summary } = await consumeInC(1, handle.stream, { threaded: false, flags: SP_HOLD });
     try {
@@ -128,7 +131,7 @@ describe("exports of converted imports hold the import's owner", () => {
 
   test("exportAsyncStream of converted batches: tasks the C consumer keeps outlive dispose", async () => {
     const imported = importInts();
-    const table = new Table({ ints: toVector(imported) as Vector });
+    const table = new Table({ ints: importVector(imported) as Vector });
     const sink = new CSink({ depth: 2, keep_arrays: 1 });
     try {
       const result = await exportAsyncStream(table.batches, sink.handler, { schema: table.schema }).done;
@@ -160,7 +163,7 @@ describe("exports of converted imports hold the import's owner", () => {
 
   test("converted data of a disposed import is refused: its views are detached", () => {
     const imported = importInts();
-    const column = toVector(imported);
+    const column = importVector(imported);
     imported.dispose();
     expect(live()).toBe(0);
     expect(() => exportArray(column)).toThrow(ReleasedError);
@@ -168,7 +171,7 @@ describe("exports of converted imports hold the import's owner", () => {
 
   test("a column exported before its import was disposed is refused after it (what the planner learnt about its views is not reused)", () => {
     const imported = importInts();
-    const column = toVector(imported);
+    const column = importVector(imported);
     const first = exportArray(column);
     first.release();
     expect(live()).toBe(1); // the import itself still holds it

@@ -14,7 +14,9 @@ import {
   UnionMode, Utf8, Vector, makeData, vectorFromArray,
 } from "apache-arrow";
 import { CDeviceArray, CSchema } from "../../ts/raw.ts";
-import { ImportedArray, InvalidArgumentError, UnsupportedError, exportArray, exportBatches, exportSchema, toRecordBatch, toVector } from "../../ts/index.ts";
+import { exportArray, exportBatches, exportSchema, importRecordBatch, importVector } from "../../ts/index.ts";
+import { InvalidArgumentError, UnsupportedError } from "../../ts/core/errors.ts";
+import { ImportedArray } from "../../ts/raw.ts";
 import { nonZeroCounters } from "../../ts/diagnostics.ts";
 import { compareBatches, compareVectors, unsharedBuffers } from "../helpers/arrow_compare.ts";
 import { collectUntil } from "../helpers/gc.ts";
@@ -31,7 +33,7 @@ afterEach(async () => {
 function roundTrip(vector: Vector, where: string, options: { shared?: boolean } = {}) {
   using exported = exportArray(vector);
   using imported = ImportedArray.fromDeviceArray(exported.schema, exported.array, { validation: "full" });
-  const back = toVector(imported);
+  const back = importVector(imported);
   return {
     problems: compareVectors(back, vector, where),
     unshared: options.shared === false ? [] : unsharedBuffers(back.data[0], vector.data[0], where),
@@ -128,7 +130,7 @@ describe("export: offsets at every nesting level", () => {
     expect(device.array.bufferAddress(1)).toBe(ptr(ints.values));
     expect(device.array.bufferAddress(0)).not.toBe(ptr(validity)); // shifted copy
     using imported = ImportedArray.fromDeviceArray(exported.schema, exported.array, { validation: "full" });
-    expect([...toVector(imported)]).toEqual([null, 40, null, 60]);
+    expect([...importVector(imported)]).toEqual([null, 40, null, 60]);
 
     const flags = makeData({ type: new Bool(), offset: 5, length: 3, nullCount: 0, data: bits([false, false, false, false, false, true, false, true]).subarray(0) });
     expect(roundTrip(new Vector([flags]), "bool at offset 5", { shared: false }).problems).toEqual([]);
@@ -153,7 +155,7 @@ describe("export: record batches, schemas, errors", () => {
     expect(schema.children.map((c) => [c.name, c.format, c.nullable])).toEqual([["x", "i", false], ["x", "u", true]]);
     expect(schema.child(0).metadata).toEqual(new Map([["unit", "m"]]));
     using imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
-    expect(compareBatches(toRecordBatch(imported), batch, "repeated names")).toEqual([]);
+    expect(compareBatches(importRecordBatch(imported), batch, "repeated names")).toEqual([]);
   });
 
   test("exportSchema: DataType, Field and Schema", () => {
@@ -182,7 +184,7 @@ describe("export: record batches, schemas, errors", () => {
   test("the ArrowArray kind, and what cannot be one C array", () => {
     using exported = exportArray(vectorFromArray([1, 2], new Int32()), { as: "array" });
     using imported = ImportedArray.fromArray(exported.schema, exported.array);
-    expect([...toVector(imported)]).toEqual([1, 2]);
+    expect([...importVector(imported)]).toEqual([1, 2]);
     const chunked = new Vector([vectorFromArray([1], new Int32()).data[0], vectorFromArray([2], new Int32()).data[0]]);
     expect(() => exportArray(chunked)).toThrow("a Vector with 2 chunks cannot be one C array");
     const dictionary = new Vector([vectorFromArray(["a"], new Utf8()).data[0], vectorFromArray(["b"], new Utf8()).data[0]]);
@@ -199,7 +201,7 @@ describe("import of shared buffers", () => {
     const batch = new RecordBatch(new Schema(fields), makeData({ type: new Struct(fields), length: 4, children: [column, column, column] }));
     using exported = exportArray(batch);
     using imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
-    const back = toRecordBatch(imported);
+    const back = importRecordBatch(imported);
     // The handle's anchor, plus one view for the shared validity and one
     // for the shared values: 3, not 1 + 6.
     expect(nonZeroCounters().live_imported_views).toBe(3);

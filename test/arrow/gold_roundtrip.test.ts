@@ -1,7 +1,7 @@
 /**
  * Every gold file of test/data/gold (both folders), through this library
  * alone: apache-arrow reads the .stream, each batch is exported
- * (exportArray), imported back (ImportedArray + toRecordBatch) and compared
+ * (exportArray), imported back (ImportedArray + importRecordBatch) and compared
  * with apache-arrow's own read: values, types, nullability, metadata. The
  * buffers of the result are the original JS buffers (same addresses: no
  * copy either way). Sliced batches too.
@@ -13,7 +13,9 @@
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { RecordBatch, tableFromIPC } from "apache-arrow";
-import { ImportedArray, UnsupportedError, exportArray, importRecordBatch, toRecordBatch, toTable } from "../../ts/index.ts";
+import { exportArray, importRecordBatch, importTable } from "../../ts/index.ts";
+import { UnsupportedError } from "../../ts/core/errors.ts";
+import { ImportedArray } from "../../ts/raw.ts";
 import { counters, nonZeroCounters } from "../../ts/diagnostics.ts";
 import { compareBatches, normalize, unsharedBuffers } from "../helpers/arrow_compare.ts";
 import { collectUntil } from "../helpers/gc.ts";
@@ -31,7 +33,7 @@ function roundTrip(batch: RecordBatch, where: string): { problems: string[]; uns
   using exported = exportArray(batch);
   using imported = ImportedArray.fromDeviceArray(exported.schema, exported.array, { validation: "full" });
   expect(exported.schemaReleased && exported.arrayReleased).toBe(true);
-  const back = toRecordBatch(imported);
+  const back = importRecordBatch(imported);
   return { problems: compareBatches(back, batch, where), unshared: unsharedBuffers(back.data, batch.data, where) };
 }
 
@@ -88,7 +90,7 @@ describe("gold files: JS -> C -> JS, zero-copy both ways", () => {
       const handles = table.batches.map((b) => exportArray(b, { as: "array" }));
       const imported = handles.map((h) => ImportedArray.fromArray(h.schema, h.array));
       try {
-        const back = toTable(imported);
+        const back = importTable(imported);
         expect(back.numRows).toBe(table.numRows);
         for (let j = 0; j < table.numCols; j++) {
           expect(JSON.stringify(normalize([...back.getChildAt(j)!]))).toBe(JSON.stringify(normalize([...table.getChildAt(j)!])));
@@ -228,8 +230,8 @@ function checkUnreadable(gold: GoldFile) {
     try {
       using imported = ImportedArray.fromArray(produced.schema, produced.array, { validation: "full" });
       json.schema.fields.forEach((f, j) => expectRawMatches(f, jsonBatch.columns[j], imported.root.child(j)));
-      expect(() => toRecordBatch(imported)).toThrow(UnsupportedError);
-      const batch = toRecordBatch(imported, { materialize: true });
+      expect(() => importRecordBatch(imported)).toThrow(UnsupportedError);
+      const batch = importRecordBatch(imported, { materialize: true });
       json.schema.fields.forEach((f, j) => {
         const expected = Array.from({ length: jsonBatch.count }, (_, i) => normalize(logical(f, jsonBatch.columns[j], i)));
         const got = [...batch.getChildAt(j)!].map(normalize);

@@ -12,7 +12,9 @@ import {
   Bool, Data, DataType, Dictionary, Field, FixedSizeList, Int16, Int32, Int64, LargeList, List, Struct, Union,
   UnionMode, Utf8, Vector, makeData, vectorFromArray,
 } from "apache-arrow";
-import { ImportedArray, InvalidArgumentError, UnknownDeviceError, UnsupportedError, importRecordBatch, importVector, toData, toDataType, toRecordBatch, toSchema, toTable, toVector } from "../../ts/index.ts";
+import { importRecordBatch, importVector, importData, importDataType, importSchema, importTable } from "../../ts/index.ts";
+import { InvalidArgumentError, UnknownDeviceError, UnsupportedError } from "../../ts/core/errors.ts";
+import { ImportedArray } from "../../ts/raw.ts";
 import { nonZeroCounters } from "../../ts/diagnostics.ts";
 import { typeSignature } from "../../ts/arrow/types.ts";
 import { compareVectors } from "../helpers/arrow_compare.ts";
@@ -69,7 +71,7 @@ describe("import: every type of the format table, from C memory", () => {
       try {
         using imported = ImportedArray.fromArray(produced.schema, produced.array, { validation: "full" });
         expect(imported.root.format).toBe(format);
-        const back = toVector(imported);
+        const back = importVector(imported);
         expect(typeSignature(back.type)).toBe(typeSignature(vector.type));
         expect(compareVectors(back, vector, name)).toEqual([]);
         // Zero-copy: every apache-arrow buffer is the producer's memory.
@@ -88,7 +90,7 @@ describe("import: every type of the format table, from C memory", () => {
       const spec = specFromData(data, name, true, { offset: 2, length });
       withImported(spec, (imported) => {
         expect(imported.root.nullCount).toBe(data.nullCount > 0 && !DataType.isUnion(vector.type) && data.typeId !== 1 ? -1 : imported.root.nullCount);
-        const back = toVector(imported);
+        const back = importVector(imported);
         expect(compareVectors(back, vector.slice(2, 2 + length), `${name} sliced`)).toEqual([]);
       });
     });
@@ -112,7 +114,7 @@ describe("import: fields, schemas, metadata", () => {
       ],
     };
     withImported(spec, (imported) => {
-      const batch = toRecordBatch(imported);
+      const batch = importRecordBatch(imported);
       expect(batch.schema.fields.map((f) => f.name)).toEqual(["dup", "dup", "", "", "uuid"]);
       expect(batch.schema.fields.map((f) => f.nullable)).toEqual([true, false, true, false, true]);
       expect([...batch.schema.metadata]).toEqual([["schema key", "schema value"], ["empty", ""]]);
@@ -122,21 +124,21 @@ describe("import: fields, schemas, metadata", () => {
       expect(batch.schema.fields[4].metadata.get("ARROW:extension:metadata")).toBe("{}");
       expect(batch.numCols).toBe(5);
       expect([...batch.getChildAt(1)!]).toEqual([1, 2]);
-      expect(toSchema(imported.root).fields).toHaveLength(5);
+      expect(importSchema(imported.root).fields).toHaveLength(5);
     });
   });
 
-  test("toRecordBatch needs a struct root; toDataType and toData work on any node", () => {
+  test("importRecordBatch needs a struct root; importDataType and importData work on any node", () => {
     withImported({ format: "+l", name: "l", length: 1, buffers: [null, new Int32Array([0, 2])], children: [{ format: "i", name: "item", length: 2, buffers: [null, new Int32Array([7, 8])] }] }, (imported) => {
-      expect(() => toRecordBatch(imported)).toThrow(InvalidArgumentError);
-      expect(() => toRecordBatch(imported)).toThrow('needs a struct root, but the root is "l" (+l)');
-      expect(String(toDataType(imported.root))).toBe("List<Int32>");
-      const child = toData(imported.root.child(0));
+      expect(() => importRecordBatch(imported)).toThrow(InvalidArgumentError);
+      expect(() => importRecordBatch(imported)).toThrow('needs a struct root, but the root is "l" (+l)');
+      expect(String(importDataType(imported.root))).toBe("List<Int32>");
+      const child = importData(imported.root.child(0));
       expect([...new Vector([child])]).toEqual([7, 8]);
     });
   });
 
-  test("toTable joins batches; dictionary types are shared; mismatched schemas are refused", () => {
+  test("importTable joins batches; dictionary types are shared; mismatched schemas are refused", () => {
     const batchSpec = (values: string[], format = "c"): NodeSpec => ({
       format: "+s", length: values.length, buffers: [null],
       children: [{
@@ -151,13 +153,13 @@ describe("import: fields, schemas, metadata", () => {
       using ia = ImportedArray.fromArray(a.schema, a.array);
       using ib = ImportedArray.fromArray(b.schema, b.array);
       using ic = ImportedArray.fromArray(c.schema, c.array);
-      const table = toTable([ia, ib]);
+      const table = importTable([ia, ib]);
       expect(table.numRows).toBe(5);
       expect([...table.getChild("d")!]).toEqual(["x", "y", "p", "q", "r"]);
       // One dictionary type for the whole column (apache-arrow compares ids).
       expect(table.batches[1].schema.fields[0].type).toBe(table.schema.fields[0].type);
-      expect(() => toTable([ia, ic])).toThrow("batch 1 has schema");
-      expect(toTable([]).numRows).toBe(0);
+      expect(() => importTable([ia, ic])).toThrow("batch 1 has schema");
+      expect(importTable([]).numRows).toBe(0);
     } finally {
       for (const p of [a, b, c]) disposeProduced(p);
     }
@@ -172,7 +174,7 @@ describe("import: validation levels", () => {
         // The value bytes (of the root, or of the dictionary / list child).
         const strings = name === "dictionary" ? imported.root.dictionary! : name === "list" ? imported.root.child(0) : imported.root;
         if (name !== "list") expect(strings.bufferSize(2)).toBe(-1);
-        expect(compareVectors(toVector(imported), vector, name)).toEqual([]);
+        expect(compareVectors(importVector(imported), vector, name)).toEqual([]);
         if (name !== "list") expect(strings.byteLength(2)).toBeGreaterThan(0);
       }, { validation: "minimal" });
     });
@@ -242,7 +244,7 @@ describe("import: offsets at every nesting level", () => {
     const produced = produceArray(spec);
     try {
       using imported = ImportedArray.fromArray(produced.schema, produced.array, { validation: "full" });
-      const back = toVector(imported);
+      const back = importVector(imported);
       expect(compareVectors(back, expected, "nested struct")).toEqual([]);
       // Zero-copy with the offsets applied apache-arrow's way.
       const i = back.data[0].children[0];
@@ -275,7 +277,7 @@ describe("import: offsets at every nesting level", () => {
       children: [{ format: "+s", name: "item", length: 6, offset: 2, buffers: [null], children: [specFromData(values.data[0], "x", true, { offset: 1, length: 8 })] }],
     };
     withImported(listSpec, (imported) => {
-      expect(compareVectors(toVector(imported), expectedList, "list of struct")).toEqual([]);
+      expect(compareVectors(importVector(imported), expectedList, "list of struct")).toEqual([]);
     }, { validation: "full" });
 
     const shorts = vectorFromArray(Array.from({ length: 3 + 2 * 4 }, (_, i) => (i === 6 ? null : i)), new Int16());
@@ -286,7 +288,7 @@ describe("import: offsets at every nesting level", () => {
       children: [specFromData(shorts.data[0], "item", true, { offset: 3, length: 8 })],
     };
     withImported(fslSpec, (imported) => {
-      const back = toVector(imported);
+      const back = importVector(imported);
       expect(compareVectors(back, new Vector([fsl]).slice(1, 4), "fixed-size list")).toEqual([]);
       expect(back.data[0].children[0].length).toBe(6);
     }, { validation: "full" });
@@ -303,7 +305,7 @@ describe("import: offsets at every nesting level", () => {
       children: [specFromData(as.data[0], "a", true, { offset: 2, length: 6 }), specFromData(bs.data[0], "b", true, { offset: 1, length: 6 })],
     };
     withImported(sparseSpec, (imported) => {
-      expect(compareVectors(toVector(imported), new Vector([sparse]).slice(2, 6), "sparse union")).toEqual([]);
+      expect(compareVectors(importVector(imported), new Vector([sparse]).slice(2, 6), "sparse union")).toEqual([]);
     }, { validation: "full" });
 
     const denseType = new Union(UnionMode.Dense, [3, 8], [new Field("a", new Int32(), true), new Field("b", new Utf8(), true)]);
@@ -315,7 +317,7 @@ describe("import: offsets at every nesting level", () => {
       children: [specFromData(as.data[0], "a", true, { offset: 1, length: 7 }), specFromData(bs.data[0], "b", true, { offset: 2, length: 5 })],
     };
     withImported(denseSpec, (imported) => {
-      expect(compareVectors(toVector(imported), new Vector([dense]).slice(1, 5), "dense union")).toEqual([]);
+      expect(compareVectors(importVector(imported), new Vector([dense]).slice(1, 5), "dense union")).toEqual([]);
     }, { validation: "full" });
 
     const words = vectorFromArray(["unused", "zero", "one", "two"], new Utf8());
@@ -327,7 +329,7 @@ describe("import: offsets at every nesting level", () => {
       dictionary: specFromData(words.data[0], null, true, { offset: 1, length: 3 }),
     };
     withImported(dictSpec, (imported) => {
-      expect(compareVectors(toVector(imported), new Vector([coded]).slice(3, 6), "dictionary")).toEqual([]);
+      expect(compareVectors(importVector(imported), new Vector([coded]).slice(3, 6), "dictionary")).toEqual([]);
     }, { validation: "full" });
   });
 });
@@ -357,9 +359,9 @@ describe("import: list-view and run-end encoded (no apache-arrow type)", () => {
         expect(sizes).toEqual([0, 2, 1, 3, 0]);
         expect(Array.from(root.child(0).buffer(1) as Int32Array)).toEqual([-1, 10, 20, 30, 0, 50]);
         const what = format === "+vl" ? "a list-view" : "a large list-view";
-        expect(() => toVector(imported)).toThrow(UnsupportedError);
-        expect(() => toVector(imported)).toThrow(`"lv" (${format}) is ${what}, which apache-arrow 21 cannot represent`);
-        const back = toVector(imported, { materialize: true });
+        expect(() => importVector(imported)).toThrow(UnsupportedError);
+        expect(() => importVector(imported)).toThrow(`"lv" (${format}) is ${what}, which apache-arrow 21 cannot represent`);
+        const back = importVector(imported, { materialize: true });
         expect(String(back.type)).toBe(format === "+vl" ? "List<Int32>" : "LargeList<Int32>");
         // The child's logical values are [10, 20, 30, null, 50]; slots 1..4
         // view [3, 5), null, [0, 3) and nothing.
@@ -376,7 +378,7 @@ describe("import: list-view and run-end encoded (no apache-arrow type)", () => {
     const produced = produceArray(spec);
     try {
       using imported = ImportedArray.fromArray(produced.schema, produced.array);
-      const back = toVector(imported, { materialize: true });
+      const back = importVector(imported, { materialize: true });
       expect([...back].map((v) => [...v!])).toEqual([[1, 2], [], [3, 4]]);
       expect<number>(ptr(back.data[0].children[0].values)).toBe(producerBuffer(produced.nodes[1], 1) + 4);
     } finally {
@@ -397,17 +399,17 @@ describe("import: list-view and run-end encoded (no apache-arrow type)", () => {
       expect(root.typeId).toBe("run_end_encoded");
       expect(root.nBuffers).toBe(0);
       expect(Array.from(root.child(0).buffer(1) as Int32Array)).toEqual([2, 3, 7, 9]);
-      expect(() => toVector(imported)).toThrow('"runs" (+r) is run-end encoded, which apache-arrow 21 cannot represent');
-      const back = toVector(imported, { materialize: true });
+      expect(() => importVector(imported)).toThrow('"runs" (+r) is run-end encoded, which apache-arrow 21 cannot represent');
+      const back = importVector(imported, { materialize: true });
       expect(String(back.type)).toBe("Utf8");
       expect([...back]).toEqual(["a", null, "c", "c", "c", "c", "d"]);
     }, { validation: "full" });
     // In a struct with an offset: the parent's offset reaches the runs.
     const struct: NodeSpec = { format: "+s", length: 3, offset: 2, buffers: [null], children: [ree(1, 8)] };
     withImported(struct, (imported) => {
-      const batch = toRecordBatch(imported, { materialize: true });
+      const batch = importRecordBatch(imported, { materialize: true });
       expect([...batch.getChildAt(0)!]).toEqual(["c", "c", "c"]);
-      expect(() => toRecordBatch(imported)).toThrow(UnsupportedError);
+      expect(() => importRecordBatch(imported)).toThrow(UnsupportedError);
     }, { validation: "full" });
   });
 });
@@ -422,8 +424,8 @@ describe("import: device memory the host cannot read", () => {
       expect(imported.deviceTypeName).toBe("CUDA");
       expect(imported.root.child(0).bufferAddress(1)).toBe(0x1000);
       expect(imported.root.child(0).bufferSize(1)).toBe(12);
-      expect(() => toRecordBatch(imported)).toThrow(UnsupportedError);
-      expect(() => toRecordBatch(imported)).toThrow("CUDA memory (device 1), which the host cannot read");
+      expect(() => importRecordBatch(imported)).toThrow(UnsupportedError);
+      expect(() => importRecordBatch(imported)).toThrow("CUDA memory (device 1), which the host cannot read");
       expect(() => imported.root.child(0).buffer(1)).toThrow("CUDA");
     } finally {
       disposeProduced(produced);
@@ -436,8 +438,8 @@ describe("import: device memory the host cannot read", () => {
       using imported = ImportedArray.fromDeviceArray(produced.schema, produced.array, { validation: "full" });
       expect(imported.deviceTypeName).toBe("unknown(99)");
       expect(imported.root.child(0).describe()).toMatchObject({ format: "i", length: 3 });
-      expect(() => toRecordBatch(imported)).toThrow(UnknownDeviceError);
-      expect(() => toVector(imported)).toThrow("device type 99, which this library does not know");
+      expect(() => importRecordBatch(imported)).toThrow(UnknownDeviceError);
+      expect(() => importVector(imported)).toThrow("device type 99, which this library does not know");
     } finally {
       disposeProduced(produced);
     }

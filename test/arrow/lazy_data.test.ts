@@ -1,5 +1,5 @@
 /**
- * arrow/lazy_data.ts: a planned batch (toRecordBatch, importRecordBatch,
+ * arrow/lazy_data.ts: a planned batch (importRecordBatch,
  * a stream's batches) defers its buffer views until the first read. One
  * view (the anchor) holds the memory until then; the first read of any
  * buffer makes every view of the batch, over the producer's own memory;
@@ -12,7 +12,9 @@ import { ptr } from "bun:ffi";
 import {
   Bool, Data, Field, Float64, Int32, LargeUtf8, RecordBatch, Schema, Struct, Table, Utf8, makeData, vectorFromArray,
 } from "apache-arrow";
-import { ExportedStream, ImportedArray, ImportedStream, ReleasedError, exportArray, importRecordBatch, recordBatches, toData, toRecordBatch, toTable, toVector } from "../../ts/index.ts";
+import { ExportedStream, exportArray, importRecordBatch, recordBatches, importData, importTable, importVector } from "../../ts/index.ts";
+import { ReleasedError } from "../../ts/core/errors.ts";
+import { ImportedArray, ImportedStream } from "../../ts/raw.ts";
 import { counters, nonZeroCounters } from "../../ts/diagnostics.ts";
 import { StreamBatchConverter } from "../../ts/arrow/batch_converter.ts";
 import { streamPeer } from "../helpers/fixtures.ts";
@@ -68,7 +70,7 @@ describe("lazy Data of an imported batch", () => {
     using exported = exportArray(source);
     using imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
     expect(counters().live_imported_views).toBe(1); // the handle's anchor
-    const batch = toRecordBatch(imported);
+    const batch = importRecordBatch(imported);
     // The handle's anchor (8 bytes, no buffer) holds the batch's deferred
     // views too: no view of the batch's own.
     expect(counters().live_imported_views).toBe(1);
@@ -92,7 +94,7 @@ describe("lazy Data of an imported batch", () => {
     }
     // The same values as the eager conversion of the same import.
     for (let i = 0; i < 6; i++) {
-      const eager = toVector(imported, {}).data[0].children[i];
+      const eager = importVector(imported, {}).data[0].children[i];
       expect(batch.data.children[i].nullCount).toBe(eager.nullCount);
       expect(buffersOf(batch.data.children[i]).map(address)).toEqual(buffersOf(eager).map(address));
       expect(JSON.stringify([...new Table({ c: batch.getChildAt(i)! }).getChild("c")!])).toBe(JSON.stringify([...source.getChildAt(i)!]));
@@ -102,7 +104,7 @@ describe("lazy Data of an imported batch", () => {
   test("batches converted again from one handle share its deferred views; dispose ends them all", () => {
     using exported = exportArray(mixedBatch());
     const imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
-    const batches = Array.from({ length: 50 }, () => toRecordBatch(imported));
+    const batches = Array.from({ length: 50 }, () => importRecordBatch(imported));
     expect(counters().live_imported_views).toBe(1); // the handle's anchor, which holds the shared set
     expect(batches[0].getChild("i")!.get(2)).toBe(3);
     const made = counters().live_imported_views;
@@ -119,7 +121,7 @@ describe("lazy Data of an imported batch", () => {
     for (let i = 0; i < 50; i++) columns[`c${i}`] = vectorFromArray([i, i + 1, null], new Int32());
     using exported = exportArray(new Table(columns).batches[0]);
     using imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
-    const batch = toRecordBatch(imported);
+    const batch = importRecordBatch(imported);
     expect(batch.numCols).toBe(50);
     expect(batch.numRows).toBe(3);
     expect(counters().live_imported_views).toBe(1); // the handle's anchor
@@ -130,7 +132,7 @@ describe("lazy Data of an imported batch", () => {
   test("disposed before the first read: every buffer reads as empty (no view of the producer's memory is made), and exports refuse it", () => {
     using exported = exportArray(mixedBatch());
     const imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
-    const batch = toRecordBatch(imported);
+    const batch = importRecordBatch(imported);
     imported.dispose();
     expect(counters().live_owners).toBe(0);
     expect(counters().live_imported_views).toBe(0);
@@ -146,7 +148,7 @@ describe("lazy Data of an imported batch", () => {
   test("disposed after the first read: the views made are detached", () => {
     using exported = exportArray(mixedBatch());
     const imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
-    const batch = toRecordBatch(imported);
+    const batch = importRecordBatch(imported);
     const values = batch.data.children[1].values as Float64Array;
     expect(values[2]).toBe(2.5);
     imported.dispose();
@@ -159,13 +161,13 @@ describe("lazy Data of an imported batch", () => {
     for (const readFirst of [false, true]) {
       using exported = exportArray(mixedBatch());
       const imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
-      const batch = toRecordBatch(imported);
+      const batch = importRecordBatch(imported);
       const rows = batch.numRows;
       expect(rows).toBeGreaterThan(0);
       if (readFirst) expect(batch.toArray().length).toBe(rows);
-      const vector = toVector(imported);
-      const column = toData(imported.root.child(0));
-      const table = toTable([imported]);
+      const vector = importVector(imported);
+      const column = importData(imported.root.child(0));
+      const table = importTable([imported]);
       expect([vector.length, column.length, table.numRows]).toEqual([rows, rows, rows]);
       imported.dispose();
       expect(batch.numRows).toBe(0);
@@ -185,7 +187,7 @@ describe("lazy Data of an imported batch", () => {
   test("releaseToGC leaves converted objects whole: their memory is the GC's", () => {
     using exported = exportArray(mixedBatch());
     const imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
-    const batch = toRecordBatch(imported);
+    const batch = importRecordBatch(imported);
     const rows = batch.numRows;
     imported.releaseToGC();
     imported.dispose();
@@ -196,7 +198,7 @@ describe("lazy Data of an imported batch", () => {
   test("writing a buffer property fills the batch first, then replaces only that property", () => {
     using exported = exportArray(mixedBatch());
     using imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
-    const batch = toRecordBatch(imported);
+    const batch = importRecordBatch(imported);
     const own = new Int32Array([9, 9, 9, 9, 9]);
     (batch.data.children[0] as { values: Int32Array }).values = own;
     expect(batch.data.children[0].values).toBe(own);
@@ -232,8 +234,8 @@ describe("lazy Data of an imported batch", () => {
     const produced = produceDevice(spec);
     (() => {
       const imported = ImportedArray.fromDeviceArray(produced.schema.address, produced.array.address);
-      box.first = toRecordBatch(imported);
-      box.second = toRecordBatch(imported);
+      box.first = importRecordBatch(imported);
+      box.second = importRecordBatch(imported);
       imported.releaseToGC();
     })();
     disposeProduced(produced); // the landing structs only: the import moved the tree out
@@ -323,12 +325,12 @@ describe("lazy Data of an imported batch", () => {
   test("a lazily built batch exported again holds its producer after the import is disposed", () => {
     using exported = exportArray(mixedBatch());
     const imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
-    const batch = toRecordBatch(imported);
+    const batch = importRecordBatch(imported);
     using again = exportArray(batch);
     imported.dispose();
     expect(counters().live_owners).toBe(1); // held by the new export
     using reimported = ImportedArray.fromDeviceArray(again.schema, again.array);
-    const back = toRecordBatch(reimported);
+    const back = importRecordBatch(reimported);
     expect([...back.getChild("l")!]).toEqual(["L1", "L22", "L333", null, "L5"]);
     expect(back.getChild("n")!.get(1)!.toJSON()).toEqual({ x: 2, y: null });
   });
@@ -336,7 +338,7 @@ describe("lazy Data of an imported batch", () => {
   test("a batch's Data behave as apache-arrow's: slices, nulls, concatenation into a Table", () => {
     using exported = exportArray(mixedBatch());
     using imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
-    const batch = toRecordBatch(imported);
+    const batch = importRecordBatch(imported);
     const sliced = batch.slice(1, 4);
     expect([...sliced.getChild("i")!]).toEqual([null, 3, 4]);
     expect(sliced.getChild("i")!.nullCount).toBe(1);

@@ -10,7 +10,9 @@ import { ptr } from "bun:ffi";
 import {
   Dictionary, Field, Int32, Int64, LargeUtf8, RecordBatch, Schema, Table, Type, Utf8, Utf8View, Vector, makeVector, tableFromArrays, vectorFromArray,
 } from "apache-arrow";
-import { ArrowCArray, ArrowCDeviceArray, ArrowCDeviceStream, ArrowCSchema, ArrowCStream, ImportedArray, ImportedStream, InvalidArgumentError, UnsupportedError, arrowProtocol, arrowProtocolInstalled, exportArray, exportStream, exportSchema, importRecordBatch, importVector, installArrowProtocol, readTable, recordBatches, uninstallArrowProtocol, type ArrowCapsule, type CapsuleKind, type SchemaProducer } from "../../ts/index.ts";
+import { arrowProtocol, arrowProtocolInstalled, exportArray, exportStream, exportSchema, importRecordBatch, importVector, installArrowProtocol, importTable, recordBatches, uninstallArrowProtocol } from "../../ts/index.ts";
+import { InvalidArgumentError, UnsupportedError } from "../../ts/core/errors.ts";
+import { ArrowCArray, ArrowCDeviceArray, ArrowCDeviceStream, ArrowCSchema, ArrowCStream, ImportedArray, ImportedStream, type ArrowCapsule, type CapsuleKind, type SchemaProducer } from "../../ts/raw.ts";
 import { CSchema, structPointer } from "../../ts/raw.ts";
 import { counters, nonZeroCounters } from "../../ts/diagnostics.ts";
 import { fx } from "../helpers/fixtures.ts";
@@ -156,9 +158,9 @@ describe("apache-arrow producers", () => {
     expect(ptr(back.getChildAt(0)!.data[0].values)).toBe(ptr(batch.getChildAt(0)!.data[0].values));
   });
 
-  test("arrowProtocol(table): readTable and recordBatches read it as a stream", () => {
+  test("arrowProtocol(table): importTable and recordBatches read it as a stream", () => {
     const table = tableFromArrays({ n: Int32Array.from([1, 2, 3]) });
-    const read = readTable(arrowProtocol(table));
+    const read = importTable(arrowProtocol(table));
     expect(read.getChild("n")!.toArray()).toEqual(Int32Array.from([1, 2, 3]));
     expect(ptr(read.getChild("n")!.data[0].values)).toBe(ptr(table.getChild("n")!.data[0].values));
     expect([...recordBatches(arrowProtocol(table))].length).toBe(1);
@@ -178,7 +180,7 @@ describe("apache-arrow producers", () => {
     expect(arrowProtocolInstalled()).toBe(true);
     expect([...importVector(vector as never)]).toEqual([4, 5]);
     const table = new Table(batch);
-    expect(readTable(table as never).numRows).toBe(3);
+    expect(importTable(table as never).numRows).toBe(3);
     uninstallArrowProtocol();
     expect((vector as unknown as Record<symbol, unknown>)[ArrowCArray]).toBeUndefined();
     expect(() => importVector(vector as never, undefined as never)).toThrow(InvalidArgumentError);
@@ -256,7 +258,7 @@ describe("requestedSchema", () => {
   test("a stream honours it for every batch", () => {
     const table = tableFromArrays({ n: Int32Array.from([1, 2, 3]) });
     using wanted = request(new Schema([new Field("m", new Int32(), false)]));
-    const read = readTable(arrowProtocol(table)[ArrowCStream]!({ requestedSchema: wanted }));
+    const read = importTable(arrowProtocol(table)[ArrowCStream]!({ requestedSchema: wanted }));
     expect(read.schema.fields.map((f) => [f.name, f.nullable])).toEqual([["m", false]]);
   });
 
@@ -376,7 +378,7 @@ describe("this library's export handles", () => {
     const asDevice = imported[ArrowCDeviceStream]!();
     expect(asDevice.kind).toBe("arrow_device_array_stream");
     expect(imported.released).toBe(true); // moved on
-    const read = readTable(asDevice);
+    const read = importTable(asDevice);
     expect(read.getChild("n")!.toArray()).toEqual(Int32Array.from([4, 5, 6]));
     expect(ptr(read.getChild("n")!.data[0].values)).toBe(ptr(table.getChild("n")!.data[0].values));
     await settled();
@@ -386,7 +388,7 @@ describe("this library's export handles", () => {
     const table = tableFromArrays({ n: Int32Array.from([1]) });
     using exported = exportStream(table, { as: "stream" });
     expect((exported as unknown as Record<symbol, unknown>)[ArrowCDeviceStream]).toBeUndefined();
-    expect(readTable(exported).numRows).toBe(1);
+    expect(importTable(exported).numRows).toBe(1);
     exported.release();
     await settled();
   });
@@ -434,11 +436,11 @@ describe("hostile producers", () => {
       expect(() => importRecordBatch(array as never)).toThrow(InvalidArgumentError);
       expect(() => importRecordBatch(array as never)).toThrow(`[Symbol(__arrow_c_device_array__)]() returned ${said}, not a capsule`);
       const stream = { [ArrowCStream]: () => value };
-      expect(() => readTable(stream as never)).toThrow(InvalidArgumentError);
-      expect(() => readTable(stream as never)).toThrow(`[Symbol(__arrow_c_stream__)]() returned ${said}, not a capsule`);
+      expect(() => importTable(stream as never)).toThrow(InvalidArgumentError);
+      expect(() => importTable(stream as never)).toThrow(`[Symbol(__arrow_c_stream__)]() returned ${said}, not a capsule`);
     }
     const selfish = { [ArrowCStream]() { return selfish; } };
-    expect(() => readTable(selfish as never)).toThrow("returned the producer itself, not a capsule");
+    expect(() => importTable(selfish as never)).toThrow("returned the producer itself, not a capsule");
   });
 
   test("each capsule address is read once, so a getter that changes its answer cannot swap the structs", async () => {
@@ -453,7 +455,7 @@ describe("hostile producers", () => {
     const table = tableFromArrays({ n: Int32Array.from([1, 2, 3]) });
     for (const method of [ArrowCStream, ArrowCDeviceStream] as const) {
       const { capsule, reads } = fickle(arrowProtocol(table)[method]!());
-      expect(readTable(capsule).numRows).toBe(3);
+      expect(importTable(capsule).numRows).toBe(3);
       expect(reads).toEqual({ stream: 1 });
     }
     const { capsule: wanted, reads } = fickle(request(new Schema([new Field("renamed", new Int32(), true)])));

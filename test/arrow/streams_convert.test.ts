@@ -7,7 +7,8 @@
 import { afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { type RecordBatch } from "apache-arrow";
 import { DeviceType } from "../../ts/core/abi/layout.ts";
-import { structPointer, ExportedStream, ImportedStream, StreamError, exportArray, exportSchema, exportStream, readTable, readTableAsync, recordBatches, recordBatchesAsync, streamSchema, toRecordBatch, toTable, type ImportOptions, type ImportedArray } from "../../ts/index.ts";
+import { ExportedStream, StreamError, exportArray, exportSchema, exportStream, importTable, recordBatches, importSchema, importRecordBatch } from "../../ts/index.ts";
+import { structPointer, ImportedStream, type ImportOptions, type ImportedArray } from "../../ts/raw.ts";
 import { counters, nonZeroCounters } from "../../ts/diagnostics.ts";
 import { liveStreamSources } from "../../ts/arrow/stream_export.ts";
 import { compareBatches, unsharedBuffers } from "../helpers/arrow_compare.ts";
@@ -140,32 +141,32 @@ describe("RecordBatch iterators over C streams", () => {
 
   test("an empty stream reads as an empty Table with the stream's schema, sync and async", async () => {
     using a = cStream(0, 0, 0);
-    const table = readTable(ImportedStream.fromArrayStream(a.stream));
+    const table = importTable(ImportedStream.fromArrayStream(a.stream));
     expect(table.numRows).toBe(0);
     expect(table.schema.fields.map((f) => [f.name, String(f.type), f.nullable])).toEqual([["a", "Int32", true]]);
     using b = cStream(1, 0, 0);
-    const viaWorker = await readTableAsync(ImportedStream.fromDeviceArrayStream(b.stream));
+    const viaWorker = await importTable(ImportedStream.fromDeviceArrayStream(b.stream), { async: true });
     expect(viaWorker.numRows).toBe(0);
     expect(viaWorker.schema.fields.length).toBe(1);
     expect(streamPeer.sp_stream_releases()).toBe(2n);
   });
 
-  test("streamSchema leaves the stream where it was", () => {
+  test("importSchema leaves the stream where it was", () => {
     using slot = cStream(1, 2, 3);
     const stream = ImportedStream.fromDeviceArrayStream(slot.stream);
-    expect(streamSchema(stream).fields[0].name).toBe("a");
-    const table = readTable(stream);
+    expect(importSchema(stream).fields[0].name).toBe("a");
+    const table = importTable(stream);
     expect(table.numRows).toBe(6);
     expect(table.batches.length).toBe(2);
   });
 
-  test("recordBatchesAsync pulls on the worker thread; readTableAsync too", async () => {
+  test("recordBatches pulls on the worker thread; importTable too", async () => {
     using slot = cStream(0, 3, 2);
     const firsts: number[] = [];
-    for await (const batch of recordBatchesAsync(ImportedStream.fromArrayStream(slot.stream))) firsts.push(batch.getChild("a")!.get(0));
+    for await (const batch of recordBatches(ImportedStream.fromArrayStream(slot.stream), { async: true })) firsts.push(batch.getChild("a")!.get(0));
     expect(firsts).toEqual([0, 1000, 2000]);
     using other = cStream(1, 4, 5);
-    const table = await readTableAsync(ImportedStream.fromDeviceArrayStream(other.stream));
+    const table = await importTable(ImportedStream.fromDeviceArrayStream(other.stream), { async: true });
     expect(table.numRows).toBe(20);
     expect(table.getChild("a")!.get(19)).toBe(3004);
     expect(streamPeer.sp_stream_releases()).toBe(2n);
@@ -186,7 +187,7 @@ describe("RecordBatch iterators over C streams", () => {
       }
     }
     using handle = exportStream(source(), { schema: batches[0].schema, as: "stream" });
-    const back = await readTableAsync(ImportedStream.fromArrayStream(handle.stream));
+    const back = await importTable(ImportedStream.fromArrayStream(handle.stream), { async: true });
     expect(back.batches.length).toBe(batches.length);
     back.batches.forEach((batch, i) => {
       expect(compareBatches(batch, batches[i], `batch ${i}`)).toEqual([]);
@@ -216,7 +217,7 @@ describe("gold files through C streams, compared with apache-arrow's read", () =
         try {
           expect(pulled.length).toBe(source.length);
           pulled.forEach((imported, i) => {
-            const batch = toRecordBatch(imported);
+            const batch = importRecordBatch(imported);
             expect(compareBatches(batch, source[i], `batch ${i}`)).toEqual([]);
             expect(unsharedBuffers(batch.data, source[i].data)).toEqual([]);
           });
@@ -242,7 +243,7 @@ describe("gold files through C streams, compared with apache-arrow's read", () =
       const pulled: ImportedArray[] = [];
       for await (const imported of ImportedStream.fromDeviceArrayStream(slot.stream, { validation: "full" })) pulled.push(imported);
       try {
-        const table = toTable(pulled);
+        const table = importTable(pulled);
         expect(table.batches.length).toBe(expected.length);
         expect(table.schema.fields.map((f) => f.name)).toEqual(schema.fields.map((f) => f.name));
         table.batches.forEach((batch, i) => expect(compareBatches(batch, expected[i], `batch ${i}`)).toEqual([]));

@@ -12,7 +12,9 @@ import {
   vectorFromArray, type Data,
 } from "apache-arrow";
 import { ArrowDeviceArrayLayout } from "../../ts/core/abi/layout.ts";
-import { ExportedArray, ImportedStream, InvalidArgumentError, exportArray, exportStream, exportStreamAsync, toSchema, type StreamKind } from "../../ts/index.ts";
+import { ExportedArray, exportArray, exportStream, importSchema } from "../../ts/index.ts";
+import { InvalidArgumentError } from "../../ts/core/errors.ts";
+import { ImportedStream, type StreamKind } from "../../ts/raw.ts";
 import { consumeNatively, type NativeBufferReport } from "../helpers/native_consumer.ts";
 import { counters, nonZeroCounters } from "../../ts/diagnostics.ts";
 import { liveStreamSources } from "../../ts/arrow/stream_export.ts";
@@ -195,7 +197,7 @@ describe("JS-produced streams pulled by C", () => {
         yield intBatch(i * 1000, 50);
       }
     }
-    using handle = await exportStreamAsync(source(), { as: "stream" });
+    using handle = await exportStream(source(), { async: true, as: "stream" });
     const { job, summary } = await consumeInC(0, handle.stream, { threaded: true });
     streamPeer.sp_job_free(job);
     expect(summary).toMatchObject({ schemaChildren: 2, batches: 4, rows: 200, error: 0, endedTwice: true, lastValue: 3000 });
@@ -215,14 +217,14 @@ describe("JS-produced streams pulled by C", () => {
     expect(summary.message).toContain("async");
   });
 
-  test("an async RecordBatchReader is opened by exportStreamAsync", async () => {
+  test("an async RecordBatchReader is opened by exportStream", async () => {
     const table = intTable(3, 7);
     async function* bytes() {
       yield tableToIPC(table, "stream");
     }
     const reader = await RecordBatchReader.from(bytes());
     expect(() => exportStream(reader)).toThrow(InvalidArgumentError);
-    using handle = await exportStreamAsync(reader);
+    using handle = await exportStream(reader, { async: true });
     const { job, summary } = await consumeInC(1, handle.stream, { threaded: true });
     streamPeer.sp_job_free(job);
     expect(summary).toMatchObject({ batches: 3, rows: 21, error: 0 });
@@ -257,7 +259,7 @@ describe("JS-produced streams pulled by C", () => {
     using handle = exportStream(table);
     const [back] = [...ImportedStream.fromDeviceArrayStream(handle.stream, { validation: "full" })];
     try {
-      expect(types(toSchema(back.root).fields)).toEqual(types(batch.data.type.children));
+      expect(types(importSchema(back.root).fields)).toEqual(types(batch.data.type.children));
       expect(back.root.child(0).bufferAddress(1)).toBe(ptr(batch.data.children[0].values));
     } finally {
       back.dispose();

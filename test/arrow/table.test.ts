@@ -1,12 +1,14 @@
 /**
- * A whole Table in one call each way: `exportTable` (a C stream of its
+ * A whole Table in one call each way: `exportStream` (a C stream of its
  * batches) and `importTable` (a C stream read into one Table), both
  * zero-copy, with exact release counts; and `exportArray` of a Table of
  * one batch.
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { Field, Int32, RecordBatch, Schema, Struct, Table, Utf8, makeData, tableFromArrays, vectorFromArray } from "apache-arrow";
-import { ExportedStream, ImportedStream, InvalidArgumentError, exportArray, exportTable, importRecordBatch, importTable, readTable, type ImportTableOptions } from "../../ts/index.ts";
+import { ExportedStream, exportArray, exportStream, importRecordBatch, importTable, type ImportStreamOptions } from "../../ts/index.ts";
+import { InvalidArgumentError } from "../../ts/core/errors.ts";
+import { ImportedStream } from "../../ts/raw.ts";
 import { counters, nonZeroCounters } from "../../ts/diagnostics.ts";
 import { liveStreamSources } from "../../ts/arrow/stream_export.ts";
 import { compareBatches, unsharedBuffers } from "../helpers/arrow_compare.ts";
@@ -28,15 +30,15 @@ function threeBatches(): Table {
   return new Table([batch([1, 2, 3, 4], ["a", null, "ccc", "d"]), batch([], []), batch([5, 6], ["e", "f"])]);
 }
 
-describe("exportTable / importTable", () => {
+describe("exportStream / importTable", () => {
   for (const as of ["device_stream", "stream"] as const) {
     test(`a multi-batch Table round-trips through an ${as === "stream" ? "ArrowArrayStream" : "ArrowDeviceArrayStream"}, zero-copy, released once`, () => {
       const table = threeBatches();
       const before = counters().live_stream_exports;
-      const handle = exportTable(table, { as });
+      const handle = exportStream(table, { as });
       expect(handle).toBeInstanceOf(ExportedStream);
       expect(counters().live_stream_exports).toBe(before + 1);
-      const back = importTable(handle.stream, { as } as ImportTableOptions);
+      const back = importTable(handle.stream, { as } as ImportStreamOptions);
       // The stream was released exactly once, by importTable.
       expect(counters().live_stream_exports).toBe(before);
       expect(handle.streamReleased).toBe(true); // moved in, then released by importTable
@@ -53,7 +55,7 @@ describe("exportTable / importTable", () => {
 
   test("importTable reads an ImportedStream too, and an empty table keeps its schema", () => {
     const empty = new Table(new Schema([new Field("x", new Int32(), true)]));
-    const handle = exportTable(empty);
+    const handle = exportStream(empty);
     const back = importTable(ImportedStream.fromDeviceArrayStream(handle.stream));
     handle.release();
     expect(back.numRows).toBe(0);
@@ -62,19 +64,19 @@ describe("exportTable / importTable", () => {
 
   test("what is not a Table, or an unknown stream kind, is a typed error naming the problem, not the data", () => {
     const batch = threeBatches().batches[0]!;
-    expect(() => exportTable(batch as unknown as Table)).toThrow(InvalidArgumentError);
-    expect(() => exportTable(batch as unknown as Table)).toThrow("exportTable: table must be an apache-arrow Table (exportStream takes batches, readers and iterables), not a RecordBatch");
-    expect(() => exportTable(null as unknown as Table)).toThrow("not null");
+    expect(() => exportStream(batch as unknown as Table)).toThrow(InvalidArgumentError);
+    expect(() => exportStream(batch as unknown as Table)).toThrow("exportStream: source must be an apache-arrow Table, RecordBatchReader, an array of RecordBatch or ExportedArray, or a (sync or async) iterable of them (a RecordBatch is one array: export it with exportArray, or stream it as [batch]), not a RecordBatch");
+    expect(() => exportStream(null as unknown as Table)).toThrow("not null");
     expect(() => importTable(0 as never, { as: "array" as "stream" })).toThrow('importTable: options.as must be');
   });
 
   test("the table stays alive for the consumer after the app drops it", async () => {
-    let handle: ExportedStream<"device_stream"> | null = exportTable(tableFromArrays({ v: Float64Array.from({ length: 1000 }, (_, i) => i) }));
+    let handle: ExportedStream<"device_stream"> | null = exportStream(tableFromArrays({ v: Float64Array.from({ length: 1000 }, (_, i) => i) }));
     const stream = ImportedStream.fromDeviceArrayStream(handle.stream);
     handle.release();
     handle = null;
     Bun.gc(true);
-    const back = readTable(stream);
+    const back = importTable(stream);
     expect(back.getChild("v")!.get(999)).toBe(999);
   });
 });
@@ -88,7 +90,7 @@ describe("exportArray of a Table", () => {
     expect(unsharedBuffers(back.data, table.batches[0]!.data)).toEqual([]);
   });
 
-  test("a Table of several batches is refused with a bounded message that points to exportTable", () => {
+  test("a Table of several batches is refused with a bounded message that points to exportStream", () => {
     const table = threeBatches();
     let message = "";
     try {
@@ -97,6 +99,6 @@ describe("exportArray of a Table", () => {
       expect(error).toBeInstanceOf(InvalidArgumentError);
       message = (error as Error).message;
     }
-    expect(message).toBe("exportArray: a Table with 3 batches cannot be one C array; export it as a stream (exportTable) or each batch (exportBatches)");
+    expect(message).toBe("exportArray: a Table with 3 batches cannot be one C array; export it as a stream (exportStream) or each batch (exportBatches)");
   });
 });

@@ -13,7 +13,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { read } from "bun:ffi";
 import { Table, makeVector, type RecordBatch } from "apache-arrow";
-import { DeviceType, ImportedArray, ImportedStream, InvalidArgumentError, exportArray, exportAsyncStream, exportStream, readTable } from "../../ts/index.ts";
+import { DeviceType, exportArray, exportStream, importTable } from "../../ts/index.ts";
+import { InvalidArgumentError } from "../../ts/core/errors.ts";
+import { exportAsyncStream } from "../../ts/device.ts";
+import { ImportedArray, ImportedStream } from "../../ts/raw.ts";
 import { exportRawArray } from "../../ts/raw.ts";
 import { setJsWorkSpin } from "../../ts/diagnostics.ts";
 import { toDevice } from "../../ts/device.ts";
@@ -145,14 +148,14 @@ describe("a second apache-arrow instance", () => {
       expect(other.Table).not.toBe(Table);
       const theirs = new other.Table({ x: other.makeVector(Int32Array.of(3, 4)) }).batches[0];
       using stream = exportStream([batchOf([1, 2]), theirs as unknown as RecordBatch], { as: "stream" });
-      const table = readTable(ImportedStream.fromArrayStream(stream.stream));
+      const table = importTable(ImportedStream.fromArrayStream(stream.stream));
       expect(table.batches.length).toBe(2);
       expect(Array.from(table.getChild("x")!.toArray() as Int32Array)).toEqual([1, 2, 3, 4]);
 
       // A batch that really differs is still refused, with what differs.
       const wrong = new other.Table({ y: other.makeVector(Int32Array.of(5)) }).batches[0];
       using refused = exportStream([batchOf([1]), wrong as unknown as RecordBatch], { as: "stream" });
-      expect(() => readTable(ImportedStream.fromArrayStream(refused.stream))).toThrow('batch 1\'s schema differs from the stream\'s: field 0 of the root is named "y", expected "x"');
+      expect(() => importTable(ImportedStream.fromArrayStream(refused.stream))).toThrow('batch 1\'s schema differs from the stream\'s: field 0 of the root is named "y", expected "x"');
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -172,7 +175,7 @@ describe("errors describe, never dump", () => {
     }
     expect(message.length).toBeGreaterThan(0);
     expect(message.length).toBeLessThan(1024);
-    expect(message).toBe("exportArray: a Table with 2 batches cannot be one C array; export it as a stream (exportTable) or each batch (exportBatches)");
+    expect(message).toBe("exportArray: a Table with 2 batches cannot be one C array; export it as a stream (exportStream) or each batch (exportBatches)");
   });
 
   test("the same Table where a C struct, a stream item or a device target is expected", () => {

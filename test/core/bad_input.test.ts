@@ -6,7 +6,9 @@
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { CArray, CSchema } from "../../ts/raw.ts";
-import { ImportedArray, InvalidArgumentError, InvalidFormatError, InvalidLayoutError, ReleasedError, TooDeepError, UnknownDeviceError, toRecordBatch, type ArrowDeviceError, type ValidationLevelName } from "../../ts/index.ts";
+import { importRecordBatch, type ArrowDeviceError } from "../../ts/index.ts";
+import { InvalidArgumentError, InvalidFormatError, InvalidLayoutError, ReleasedError, TooDeepError, UnknownDeviceError } from "../../ts/core/errors.ts";
+import { ImportedArray, type ValidationLevelName } from "../../ts/raw.ts";
 import { nonZeroCounters } from "../../ts/diagnostics.ts";
 import { FxPatch, fx } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";
@@ -219,7 +221,7 @@ describe("bad input: devices", () => {
     const d = produceDevice(batch([int32("x", 3, { buffers: [null, 0x10] })]), 77, 3);
     using imported = ImportedArray.fromDeviceArray(d.schema, d.array, { validation: "full" });
     expect(imported.hostReadable).toBe(false);
-    expect(() => toRecordBatch(imported)).toThrow(UnknownDeviceError);
+    expect(() => importRecordBatch(imported)).toThrow(UnknownDeviceError);
     disposeProduced(d);
   });
 });
@@ -232,8 +234,8 @@ describe("bad input the default level accepts but conversion refuses", () => {
     const produced = produceArray(spec);
     try {
       using imported = ImportedArray.fromArray(produced.schema, produced.array, { validation: "none" });
-      expect(() => toRecordBatch(imported)).toThrow(InvalidLayoutError);
-      expect(() => toRecordBatch(imported)).toThrow('"short" (i): buffer 1 holds 12 bytes, but slots need bytes [8, 20)');
+      expect(() => importRecordBatch(imported)).toThrow(InvalidLayoutError);
+      expect(() => importRecordBatch(imported)).toThrow('"short" (i): buffer 1 holds 12 bytes, but slots need bytes [8, 20)');
     } finally {
       disposeProduced(produced);
     }

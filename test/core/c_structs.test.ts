@@ -8,7 +8,9 @@ import { ptr } from "bun:ffi";
 import { Field, Int32, RecordBatch, Schema, Struct, Utf8, makeData, vectorFromArray } from "apache-arrow";
 import { join } from "node:path";
 import { CArray, CDeviceArray, CSchema } from "../../ts/raw.ts";
-import { ImportedArray, InvalidArgumentError, OutOfRangeError, ReleasedError, exportArray, toVector } from "../../ts/index.ts";
+import { exportArray, importVector } from "../../ts/index.ts";
+import { InvalidArgumentError, OutOfRangeError, ReleasedError } from "../../ts/core/errors.ts";
+import { ImportedArray } from "../../ts/raw.ts";
 import { nonZeroCounters } from "../../ts/diagnostics.ts";
 import { fx } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";
@@ -85,7 +87,7 @@ describe("moving", () => {
     expect(fx.fx_array_releases()).toBe(0n);
     // The moved pair imports like the original.
     using imported = ImportedArray.fromArray(schema, array);
-    expect(toVector(imported).length).toBe(2);
+    expect(importVector(imported).length).toBe(2);
     schema.dispose();
     array.dispose();
     disposeProduced(p);
@@ -123,7 +125,7 @@ describe("moving", () => {
     expect(p.array.child(0).released).toBe(true); // its base is gone
     // A moved-out child is a base struct of its own: import it.
     using imported = ImportedArray.fromArray(childSchema, childArray);
-    expect([...toVector(imported)]).toEqual(["x", null]);
+    expect([...importVector(imported)]).toEqual(["x", null]);
     imported.dispose();
     other.release();
     other.release(); // idempotent
@@ -146,7 +148,7 @@ describe("moving", () => {
     exported.release(); // releases the parents; the moved child keeps its JS buffers alive
     expect(nonZeroCounters().live_array_exports).toBe(1);
     using imported = ImportedArray.fromArray(s, a);
-    const back = toVector(imported);
+    const back = importVector(imported);
     expect([...back]).toEqual(["p", null, "r"]);
     // Zero-copy through export, child move-out and import.
     expect(ptr(back.data[0].values)).toBe(ptr(batch.getChildAt(1)!.data[0].values));

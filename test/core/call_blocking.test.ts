@@ -9,7 +9,9 @@
 import { describe, expect, test } from "bun:test";
 import { FFIType, dlopen } from "bun:ffi";
 import { tableFromArrays } from "apache-arrow";
-import { WrongThreadError, callBlocking, exportStream, readTable, ImportedStream } from "../../ts/index.ts";
+import { exportStream, importTable } from "../../ts/index.ts";
+import { WrongThreadError } from "../../ts/core/errors.ts";
+import { callBlocking, ImportedStream } from "../../ts/raw.ts";
 import { nonZeroCounters } from "../../ts/diagnostics.ts";
 import { fixturePath } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";
@@ -39,7 +41,7 @@ describe("callBlocking", () => {
     expect((caught as WrongThreadError).message).toContain("native thread");
     expect(String((caught as WrongThreadError).cause)).toContain(`errno ${EDEADLK}`);
     // The refusal failed that call only: the stream still delivers everything.
-    expect(readTable(ImportedStream.fromArrayStream(stream.stream)).getChild("n")!.toArray()).toEqual(Int32Array.from([1, 2, 3]));
+    expect(importTable(ImportedStream.fromArrayStream(stream.stream)).getChild("n")!.toArray()).toEqual(Int32Array.from([1, 2, 3]));
     stream.release();
     expect(await collectUntil(() => Object.keys(nonZeroCounters()).length === 0)).toBe(true);
   });

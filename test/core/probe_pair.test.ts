@@ -7,7 +7,9 @@
  */
 import { describe, expect, test } from "bun:test";
 import { Table, makeVector } from "apache-arrow";
-import { ImportedArray, InvalidArgumentError, ReleasedError, exportArray, importRecordBatch } from "../../ts/index.ts";
+import { exportArray, importRecordBatch } from "../../ts/index.ts";
+import { InvalidArgumentError, ReleasedError } from "../../ts/core/errors.ts";
+import { ImportedArray } from "../../ts/raw.ts";
 import { CDeviceArray, CSchema } from "../../ts/raw.ts";
 import { isLiveExportPair } from "../../ts/native/exported.ts";
 import { nonZeroCounters } from "../../ts/diagnostics.ts";

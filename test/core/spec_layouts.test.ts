@@ -8,7 +8,9 @@
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { FixedSizeBinary, FixedSizeList, Type } from "apache-arrow";
-import { ImportedArray, InvalidLayoutError, toVector } from "../../ts/index.ts";
+import { importVector } from "../../ts/index.ts";
+import { InvalidLayoutError } from "../../ts/core/errors.ts";
+import { ImportedArray } from "../../ts/raw.ts";
 import { nonZeroCounters } from "../../ts/diagnostics.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { disposeProduced, produceArray, producerClean, type NodeSpec } from "../helpers/producer.ts";
@@ -25,7 +27,7 @@ function convert(spec: NodeSpec, validation: (typeof levels)[number]): { typeId:
   const produced = produceArray(spec);
   try {
     using imported = ImportedArray.fromArray(produced.schema, produced.array, { validation });
-    const vector = toVector(imported);
+    const vector = importVector(imported);
     return { typeId: vector.type.typeId, type: vector.type, values: [...vector].map((v) => (v instanceof Uint8Array ? [...v] : v?.toArray ? [...v.toArray()] : v)) };
   } finally {
     disposeProduced(produced);

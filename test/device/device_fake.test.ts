@@ -12,9 +12,12 @@ import { fake, fakeCudaExtras, fakeHipExtras, fakeLeaks, isFake, stagingPool } f
 import { peer } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { native } from "../../ts/core/ffi/library.ts";
-import { structPointer, DeviceError, DeviceType, ImportedArray, InvalidArgumentError, InvalidLayoutError, OutOfMemoryError, UnsupportedError, type ExportedArray } from "../../ts/index.ts";
+import { DeviceType, type ExportedArray } from "../../ts/index.ts";
+import { DeviceError, InvalidArgumentError, InvalidLayoutError, OutOfMemoryError, UnsupportedError } from "../../ts/core/errors.ts";
+import { structPointer, ImportedArray } from "../../ts/raw.ts";
 import { consumeNatively } from "../helpers/native_consumer.ts";
-import { copyArrayToDevice, deviceRuntime, exportRawArray, toDevice, wrapDeviceMemory, type DeviceKind } from "../../ts/device.ts";
+import { copyArrayToDevice, deviceRuntime, toDevice, wrapDeviceMemory, type DeviceKind } from "../../ts/device.ts";
+import { exportRawArray } from "../../ts/raw.ts";
 import { counters, drainReleased, nonZeroCounters } from "../../ts/diagnostics.ts";
 
 if (!isFake) throw new Error("test/device/device_fake.test.ts needs the fake drivers; scripts/gpu-suite.sh does not run it");

@@ -4,7 +4,7 @@
  * imported as an opaque device array (nothing on the device is read by the
  * host: the fake drivers map it PROT_NONE), copied back (toHost), and the
  * host copy's every node and buffer is compared with the original, and,
- * converted with toRecordBatch, equals apache-arrow's own read.
+ * converted with importRecordBatch, equals apache-arrow's own read.
  *
  * apache-arrow reads the `.stream`; the two files it cannot read (list
  * views, run-end encoded) are built from their integration JSON instead,
@@ -21,7 +21,8 @@ import { deviceKinds, fakeLeaks } from "../helpers/device.ts";
 import { goldFiles, rawBatchesFromJson, treeDifferences, type GoldFile } from "../helpers/device_gold.ts";
 import { compareBatches } from "../helpers/arrow_compare.ts";
 import { collectUntil } from "../helpers/gc.ts";
-import { DeviceType, ImportedArray, exportArray, toRecordBatch, type ExportedArray } from "../../ts/index.ts";
+import { DeviceType, exportArray, importRecordBatch, type ExportedArray } from "../../ts/index.ts";
+import { ImportedArray } from "../../ts/raw.ts";
 import { copyArrayToDevice, deviceRuntime, toDevice, type DeviceKind } from "../../ts/device.ts";
 import { exportRawArray, type RawArrayNode } from "../../ts/raw.ts";
 import { nonZeroCounters } from "../../ts/diagnostics.ts";
@@ -63,7 +64,7 @@ function roundTrip(kind: DeviceKind, id: number, cpu: () => ExportedArray<"devic
       const problems = treeDifferences(original, back);
       if (problems.length) throw new Error(`${label}: ${problems.slice(0, 5).join("; ")}`);
       expect(problems).toEqual([]);
-      if (expected) expect(compareBatches(toRecordBatch(back), expected, label)).toEqual([]);
+      if (expected) expect(compareBatches(importRecordBatch(back), expected, label)).toEqual([]);
     } finally {
       back.dispose();
     }

@@ -10,7 +10,9 @@ import { ptr } from "bun:ffi";
 import { makeVector, vectorFromArray, Float64, Utf8 } from "apache-arrow";
 import { deviceKinds, fake, fakeLeaks, isFake } from "../helpers/device.ts";
 import { collectUntil } from "../helpers/gc.ts";
-import { DeviceType, ImportedArray, InvalidArgumentError, exportArray } from "../../ts/index.ts";
+import { DeviceType, exportArray } from "../../ts/index.ts";
+import { InvalidArgumentError } from "../../ts/core/errors.ts";
+import { ImportedArray } from "../../ts/raw.ts";
 import { counters, nonZeroCounters } from "../../ts/diagnostics.ts";
 import { deviceAvailability, deviceRuntime, toDevice, toHost, type DeviceKind } from "../../ts/device.ts";
 

@@ -31,7 +31,9 @@ import { compareBatches } from "../helpers/arrow_compare.ts";
 import { consumeInC } from "../helpers/streams.ts";
 import { ArrowDeviceArrayLayout } from "../../ts/core/abi/layout.ts";
 import { liveStreamSources } from "../../ts/arrow/stream_export.ts";
-import { DeviceType, ExportedArray, ExportedStream, ImportedArray, ImportedStream, InvalidArgumentError, StreamError, UnsupportedError, exportArray, exportStream, exportStreamAsync, readTable, readTableAsync, recordBatches, recordBatchesAsync, toRecordBatch } from "../../ts/index.ts";
+import { DeviceType, ExportedArray, ExportedStream, StreamError, exportArray, exportStream, importTable, recordBatches, importRecordBatch } from "../../ts/index.ts";
+import { InvalidArgumentError, UnsupportedError } from "../../ts/core/errors.ts";
+import { ImportedArray, ImportedStream } from "../../ts/raw.ts";
 import { deviceRuntime, toDevice, type DeviceKind } from "../../ts/device.ts";
 import { nonZeroCounters } from "../../ts/diagnostics.ts";
 import { relay } from "../../ts/raw.ts";
@@ -131,7 +133,7 @@ function expectHostCopyEquals(imported: ImportedArray, expected: RecordBatch, wh
   const host = imported.toHost();
   try {
     expect(host.deviceType).toBe(DeviceType.CPU);
-    expect(compareBatches(toRecordBatch(host), expected, where)).toEqual([]);
+    expect(compareBatches(importRecordBatch(host), expected, where)).toEqual([]);
   } finally {
     host.dispose();
   }
@@ -240,7 +242,7 @@ for (const kind of kinds) {
           closed = true;
         }
       }
-      using stream = await exportStreamAsync(source());
+      using stream = await exportStream(source(), { async: true });
       expect(streamDeviceType(stream)).toBe(deviceTypes[kind]);
       const { job, summary } = await consumeInC(1, stream.stream, { threaded: true, flags: SP_HOLD });
       try {
@@ -257,10 +259,10 @@ for (const kind of kinds) {
       expect(closed).toBe(true);
     });
 
-    test("read back by this library: readTable({ toHost }) and host-visible (pinned) streams converted in place", async () => {
+    test("read back by this library: importTable({ toHost }) and host-visible (pinned) streams converted in place", async () => {
       const table = sampleTable(3, 25);
       using onDevice = exportStream(table, { device: { device: kind } });
-      const back = readTable(ImportedStream.fromDeviceArrayStream(onDevice.stream), { toHost: true });
+      const back = importTable(ImportedStream.fromDeviceArrayStream(onDevice.stream), { toHost: true });
       expect(back.batches.length).toBe(3);
       back.batches.forEach((batch, i) => expect(compareBatches(batch, table.batches[i], `batch ${i}`)).toEqual([]));
       using pinned = exportStream(table, { device: { device: kind, memory: "pinned" } });
@@ -270,7 +272,7 @@ for (const kind of kinds) {
       const readPinned = async () => {
         const imported = ImportedStream.fromDeviceArrayStream(pinned.stream);
         let i = 0;
-        for await (const batch of recordBatchesAsync(imported)) {
+        for await (const batch of recordBatches(imported, { async: true })) {
           expect(compareBatches(batch, table.batches[i], `pinned batch ${i}`)).toEqual([]);
           i++;
         }
@@ -444,13 +446,13 @@ for (const kind of kinds) {
       expect(fake(kind).streamsLive()).toBe(0);
     });
 
-    test("recordBatches / readTable refuse a device stream by name before pulling, and release it once", async () => {
+    test("recordBatches / importTable refuse a device stream by name before pulling, and release it once", async () => {
       const device = kind === "cuda" ? "CUDA (2)" : "ROCM (10)";
       const attempts: [string, (s: ImportedStream) => unknown][] = [
         ["recordBatches", (s) => [...recordBatches(s)]],
-        ["readTable", (s) => readTable(s)],
-        ["recordBatchesAsync", async (s) => { for await (const _ of recordBatchesAsync(s)) { /* never */ } }],
-        ["readTableAsync", (s) => readTableAsync(s)],
+        ["importTable", (s) => importTable(s)],
+        ["recordBatches", async (s) => { for await (const _ of recordBatches(s, { async: true })) { /* never */ } }],
+        ["importTable", (s) => importTable(s, { async: true })],
       ];
       for (const [what, attempt] of attempts) {
         using slot = cDeviceStream(kind, { batches: 2, rows: 5 });
@@ -474,7 +476,7 @@ for (const kind of kinds) {
     test("{ toHost: true } copies each batch, releasing the device batch at once", async () => {
       using slot = cDeviceStream(kind, { batches: 3, rows: 30 });
       streamPeer.sp_intercept_stream_arrays(slot.stream);
-      const table = readTable(ImportedStream.fromDeviceArrayStream(slot.stream), { toHost: true });
+      const table = importTable(ImportedStream.fromDeviceArrayStream(slot.stream), { toHost: true });
       expect(fake(kind).producedLive()).toBe(0);
       expect(streamPeer.sp_handed_array_releases()).toBe(3n);
       expect(table.batches.length).toBe(3);
@@ -482,7 +484,7 @@ for (const kind of kinds) {
 
       using again = cDeviceStream(kind, { batches: 2, rows: 7 });
       let i = 0;
-      for await (const batch of recordBatchesAsync(ImportedStream.fromDeviceArrayStream(again.stream), { toHost: true })) {
+      for await (const batch of recordBatches(ImportedStream.fromDeviceArrayStream(again.stream), { async: true, toHost: true })) {
         expect(compareBatches(batch, producerBatch(7 + i), `async batch ${i}`)).toEqual([]);
         // This batch's device memory is gone; the worker may hold the next
         // (it reads one batch ahead).
@@ -492,7 +494,7 @@ for (const kind of kinds) {
       expect(i).toBe(2);
       expect(fake(kind).producedLive()).toBe(0);
       using none = cDeviceStream(kind, { batches: 0, rows: 1 });
-      const empty = readTable(ImportedStream.fromDeviceArrayStream(none.stream), { toHost: true });
+      const empty = importTable(ImportedStream.fromDeviceArrayStream(none.stream), { toHost: true });
       expect(empty.numRows).toBe(0);
       expect(empty.schema.fields.map((f) => f.name)).toEqual(["ints", "names"]);
     });
@@ -779,11 +781,11 @@ for (const kind of kinds) {
       expect(onDevice()).toBe(0);
     });
 
-    test("recordBatchesAsync / readTableAsync with { toHost: true } copy the batch read ahead on the worker, while JS uses the last", async () => {
+    test("recordBatches / importTable with { toHost: true } copy the batch read ahead on the worker, while JS uses the last", async () => {
       using slot = cDeviceStream(kind, { batches: 4, rows: 12 });
       streamPeer.sp_intercept_stream_arrays(slot.stream);
       let i = 0;
-      for await (const batch of recordBatchesAsync(ImportedStream.fromDeviceArrayStream(slot.stream), { toHost: true })) {
+      for await (const batch of recordBatches(ImportedStream.fromDeviceArrayStream(slot.stream), { async: true, toHost: true })) {
         // The worker pulls batch i + 1, copies it to the host and releases
         // its device array, with no call from JS.
         if (i < 3) expect(await collectUntil(() => streamPeer.sp_handed_array_releases() === BigInt(i + 2))).toBe(true);
@@ -795,7 +797,7 @@ for (const kind of kinds) {
       expect(streamPeer.sp_handed_array_releases()).toBe(4n); // once each
 
       using again = cDeviceStream(kind, { batches: 3, rows: 5 });
-      const table = await readTableAsync(ImportedStream.fromDeviceArrayStream(again.stream), { toHost: true });
+      const table = await importTable(ImportedStream.fromDeviceArrayStream(again.stream), { async: true, toHost: true });
       table.batches.forEach((batch, b) => expect(compareBatches(batch, producerBatch(5 + b), `table batch ${b}`)).toEqual([]));
       expect(fake(kind).producedLive()).toBe(0);
     });
@@ -807,7 +809,7 @@ for (const kind of kinds) {
       streamPeer.sp_intercept_stream_arrays(slot.stream);
       fake(kind).inject(wait, 700);
       const read = async () => {
-        for await (const _ of recordBatchesAsync(ImportedStream.fromDeviceArrayStream(slot.stream), { toHost: true })) { /* fails first */ }
+        for await (const _ of recordBatches(ImportedStream.fromDeviceArrayStream(slot.stream), { async: true, toHost: true })) { /* fails first */ }
       };
       await expect(read()).rejects.toThrow(wait);
       fake(kind).injectClear();

@@ -13,7 +13,8 @@
  *
  * Arrow C++ side: ImportDeviceArray, then Validate and ValidateFull.
  */
-import { ArrowDeviceError, ImportedArray, toVector, type ValidationLevelName } from "../../ts/index.ts";
+import { ArrowDeviceError, importVector } from "../../ts/index.ts";
+import { ImportedArray, type ValidationLevelName } from "../../ts/raw.ts";
 import { heldDrop, heldQuickValidation, heldValidation, holdDeviceArray } from "../helpers/arrow_cpp.ts";
 import { fx } from "../helpers/fixtures.ts";
 import { disposeProduced, produceDevice } from "../helpers/producer.ts";
@@ -38,7 +39,7 @@ function runLevel(c: FuzzCase, level: ValidationLevelName, convert: boolean): Li
     try {
       if (convert) {
         try {
-          toVector(imported, { materialize: true });
+          importVector(imported, { materialize: true });
         } catch (error) {
           if (!(error instanceof ArrowDeviceError)) problems.push(`untyped conversion error: ${describe(error)}`);
         }

@@ -11,7 +11,7 @@
  * `slot.free()` releases whatever is left. Handles (`ArrowCppRead`,
  * `ArrowCppJob`) are freed with `free()` / `using`.
  */
-import { structPointer, type StructPointer } from "../../ts/index.ts";
+import { structPointer, type StructPointer } from "../../ts/raw.ts";
 import { FFIType, suffix, type Pointer } from "bun:ffi";
 import { existsSync } from "node:fs";
 import { join } from "node:path";

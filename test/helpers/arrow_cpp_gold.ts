@@ -16,7 +16,8 @@
 import { expect } from "bun:test";
 import { readFileSync } from "node:fs";
 import { RecordBatchReader, type RecordBatch, type Schema } from "apache-arrow";
-import { ImportedArray, toRecordBatch, type RawArray } from "../../ts/index.ts";
+import { importRecordBatch } from "../../ts/index.ts";
+import { ImportedArray, type RawArray } from "../../ts/raw.ts";
 import { ArrowCppRead, cArrayLayout, CSlot, type NodeLayout } from "./arrow_cpp.ts";
 import { fieldSignature } from "./arrow_compare.ts";
 import { unreadableByApacheArrow, type GoldFile } from "./shared_gold.ts";
@@ -119,7 +120,7 @@ export class CppBatches implements Disposable {
         this.layouts.push(cArrayLayout(slot.array));
         const imported = ImportedArray.fromDeviceArray(slot.schema, slot.array);
         this.#imports.push(imported);
-        this.batches.push(convert ? toRecordBatch(imported) : null);
+        this.batches.push(convert ? importRecordBatch(imported) : null);
       }
     } catch (error) {
       this.dispose();

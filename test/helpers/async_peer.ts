@@ -3,7 +3,7 @@
  * of async device streams, each on its own threads, with faults on demand.
  * Option and stat indices mirror the enums in the C file.
  */
-import { structPointer, type StructPointer } from "../../ts/index.ts";
+import { structPointer, type StructPointer } from "../../ts/raw.ts";
 import { CString, FFIType, toArrayBuffer, type Pointer } from "bun:ffi";
 import { openLibrary } from "../../ts/core/ffi/bun_ffi.ts";
 import { fixturePath } from "./fixtures.ts";

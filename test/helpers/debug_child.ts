@@ -5,7 +5,8 @@
  * without dispose ("collected").
  */
 import { makeVector } from "apache-arrow";
-import { ImportedArray, exportArray } from "../../ts/index.ts";
+import { exportArray } from "../../ts/index.ts";
+import { ImportedArray } from "../../ts/raw.ts";
 import { relay } from "../../ts/raw.ts";
 import { liveHandles } from "../../ts/diagnostics.ts";
 import { ProducerSlot, owners } from "./owners.ts";

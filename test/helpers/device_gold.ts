@@ -14,7 +14,7 @@ import { gunzipSync } from "node:zlib";
 import { readFileSync } from "node:fs";
 
 import { Flags, type RawArrayNode } from "../../ts/raw.ts";
-import { type ImportedArray, type RawArray } from "../../ts/index.ts";
+import { type ImportedArray, type RawArray } from "../../ts/raw.ts";
 
 import { goldFiles, type GoldFile } from "./shared_gold.ts";
 

@@ -5,7 +5,7 @@
  * test/device/device_unavailable.test.ts:
  *   bun test/helpers/device_probe.ts <scenario>
  */
-import { structPointer } from "../../ts/index.ts";
+import { structPointer } from "../../ts/raw.ts";
 import { FFIType, ptr as addressOf, read, type Pointer } from "bun:ffi";
 import { makeVector } from "apache-arrow";
 import { openLibrary } from "../../ts/core/ffi/bun_ffi.ts";

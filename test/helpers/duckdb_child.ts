@@ -9,7 +9,8 @@
 import { dlopen, FFIType, ptr, type Pointer } from "bun:ffi";
 import { Table, Utf8, tableFromArrays, vectorFromArray, type RecordBatch } from "apache-arrow";
 import { DuckDB, duckdbLibraryPath, fetchArrow, type ArrowBatch } from "../../examples/duckdb_c.ts";
-import { callBlocking, exportStream, importRecordBatch } from "../../ts/index.ts";
+import { exportStream, importRecordBatch } from "../../ts/index.ts";
+import { callBlocking } from "../../ts/raw.ts";
 import { counters } from "../../ts/diagnostics.ts";
 import { fixturePath } from "./fixtures.ts";
 

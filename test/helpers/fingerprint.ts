@@ -7,7 +7,7 @@
  */
 import { BufferKind } from "../../ts/core/abi/layout.ts";
 import { fnv1a32 } from "./native_consumer.ts";
-import { type RawArray } from "../../ts/index.ts";
+import { type RawArray } from "../../ts/raw.ts";
 
 export type Fingerprint = {
   format: string;

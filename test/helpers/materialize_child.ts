@@ -7,7 +7,8 @@
  * holds a middle offset that is out of range at some depth below a node
  * that materialization copies.
  */
-import { ImportedArray, toVector } from "../../ts/index.ts";
+import { importVector } from "../../ts/index.ts";
+import { ImportedArray } from "../../ts/raw.ts";
 import { disposeProduced, producerClean, produceArray, type NodeSpec } from "./producer.ts";
 
 const int32 = (name: string, values: number[]): NodeSpec => ({ format: "i", name, length: values.length, nullCount: 0, buffers: [null, Int32Array.from(values)] });
@@ -78,7 +79,7 @@ let result: unknown;
 try {
   using imported = ImportedArray.fromArray(produced.schema, produced.array);
   try {
-    result = { error: null, values: JSON.parse(JSON.stringify(toVector(imported, { materialize: true }).toJSON(), (_k, v) => typeof v === "bigint" ? Number(v) : v)) };
+    result = { error: null, values: JSON.parse(JSON.stringify(importVector(imported, { materialize: true }).toJSON(), (_k, v) => typeof v === "bigint" ? Number(v) : v)) };
   } catch (error) {
     result = { error: (error as Error).constructor.name, message: (error as Error).message };
   }

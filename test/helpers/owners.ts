@@ -3,7 +3,7 @@
  * reads no device memory, a multi-threaded release stress runner) and small
  * helpers shared by the owner / re-export / relay tests.
  */
-import { structPointer, type StructPointer } from "../../ts/index.ts";
+import { structPointer, type StructPointer } from "../../ts/raw.ts";
 import { FFIType, type Pointer } from "bun:ffi";
 import { openLibrary } from "../../ts/core/ffi/bun_ffi.ts";
 import { ArrowSchemaLayout } from "../../ts/core/abi/layout.ts";

@@ -215,3 +215,96 @@ function entryProblems(program: ts.Program, entry: string, ownDir: string, expor
   }
   return problems;
 }
+
+/** Signature text, on one line, without truncation. */
+const flat = ts.TypeFormatFlags.NoTruncation | ts.TypeFormatFlags.WriteArrowStyleSignature;
+
+/** `text` without the checker's `import("/abs/path").` qualifiers (they
+ * name files on this machine). */
+function portable(text: string): string {
+  return text.replace(/import\("[^"]+"\)\./g, "");
+}
+
+/** Whether `symbol` is a public member (see isPublicMember). */
+function isPublicSymbol(symbol: ts.Symbol): boolean {
+  if (symbol.name.startsWith("_") || symbol.name.startsWith("#") || symbol.name === "prototype") return false;
+  const declarations = symbol.declarations ?? [];
+  return declarations.every((declaration) => !ts.isClassElement(declaration) || isPublicMember(declaration));
+}
+
+/** One line per public member of a class instance or constructor type
+ * declared in this project (what Error or Object declare is left out). */
+function memberLines(checker: ts.TypeChecker, type: ts.Type, prefix: string, at: ts.Node): string[] {
+  const lines: string[] = [];
+  const ownDir = resolve(root, "ts");
+  for (const member of checker.getPropertiesOfType(type)) {
+    if (!isPublicSymbol(member)) continue;
+    if (!(member.declarations ?? []).some((declaration) => isOurs(declaration, ownDir))) continue;
+    const memberType = checker.getTypeOfSymbolAtLocation(member, at);
+    const calls = memberType.getCallSignatures();
+    const isMethod = (member.flags & ts.SymbolFlags.Method) !== 0;
+    if (isMethod && calls.length > 0) {
+      for (const signature of calls) lines.push(`  ${prefix}${member.name}${checker.signatureToString(signature, at, flat)}`);
+    } else {
+      const declaration = member.declarations?.[0];
+      const readonly = (declaration !== undefined && (ts.getCombinedModifierFlags(declaration) & ts.ModifierFlags.Readonly) !== 0)
+        || ((member.flags & ts.SymbolFlags.GetAccessor) !== 0 && (member.flags & ts.SymbolFlags.SetAccessor) === 0);
+      lines.push(`  ${prefix}${readonly ? "readonly " : ""}${member.name}: ${checker.typeToString(memberType, at, flat)}`);
+    }
+  }
+  return lines.sort();
+}
+
+/**
+ * The public surface of each entry point (paths relative to the
+ * repository root), as text: one block per export, sorted by name, giving
+ * its kind and its signatures as the type checker prints them (functions:
+ * every overload; classes: constructor, static and instance members;
+ * constants: their type; types: their definition). Compared against a
+ * committed snapshot, so that any change to the surface is a visible diff.
+ */
+export function apiSnapshot(entries: string[]): Record<string, string[]> {
+  const program = ts.createProgram(entries.map((entry) => resolve(root, entry)), compilerOptions());
+  const checker = program.getTypeChecker();
+  const result: Record<string, string[]> = {};
+  for (const entry of entries) {
+    const lines: string[] = [];
+    const symbols = [...exportsOf(program, entry)].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    for (const symbol of symbols) {
+      const target = symbol.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(symbol) : symbol;
+      const declaration = target.declarations?.[0];
+      if (!declaration) throw new Error(`${entry}: ${symbol.name} has no declaration`);
+      // `export { type X }` of a class exports its instance type only.
+      const typeOnly = (symbol.declarations ?? []).some((node) => ts.isTypeOnlyImportOrExportDeclaration(node));
+      if (target.flags & ts.SymbolFlags.Class) {
+        const instance = checker.getDeclaredTypeOfSymbol(target);
+        const constructor = checker.getTypeOfSymbolAtLocation(target, declaration);
+        const bases = (instance as ts.InterfaceType).getBaseTypes?.() ?? [];
+        const heritage = bases.length > 0 ? ` extends ${bases.map((base) => checker.typeToString(base, declaration, flat)).join(", ")}` : "";
+        lines.push(typeOnly ? `type ${symbol.name} = instance of class ${symbol.name}${heritage}` : `class ${symbol.name}${heritage}`);
+        if (!typeOnly) {
+          for (const signature of constructor.getConstructSignatures()) lines.push(`  new${checker.signatureToString(signature, declaration, flat)}`);
+          lines.push(...memberLines(checker, constructor, "static ", declaration));
+        }
+        lines.push(...memberLines(checker, instance, ".", declaration));
+      } else if (target.flags & ts.SymbolFlags.Function) {
+        const type = checker.getTypeOfSymbolAtLocation(target, declaration);
+        for (const signature of type.getCallSignatures()) lines.push(`function ${symbol.name}${checker.signatureToString(signature, declaration, flat)}`);
+      } else if (target.flags & ts.SymbolFlags.Variable) {
+        lines.push(`const ${symbol.name}: ${checker.typeToString(checker.getTypeOfSymbolAtLocation(target, declaration), declaration, flat)}`);
+      } else if (target.flags & (ts.SymbolFlags.TypeAlias | ts.SymbolFlags.Interface)) {
+        const parameters = ts.isTypeAliasDeclaration(declaration) || ts.isInterfaceDeclaration(declaration)
+          ? (declaration.typeParameters ?? []).map((parameter) => parameter.getText()).join(", ")
+          : "";
+        const definition = ts.isTypeAliasDeclaration(declaration)
+          ? checker.typeToString(checker.getTypeFromTypeNode(declaration.type), declaration, flat | ts.TypeFormatFlags.InTypeAlias)
+          : checker.typeToString(checker.getDeclaredTypeOfSymbol(target), declaration, flat | ts.TypeFormatFlags.InTypeAlias);
+        lines.push(`type ${symbol.name}${parameters ? `<${parameters}>` : ""} = ${definition.replace(/\s+/g, " ")}`);
+      } else {
+        lines.push(`${symbol.name}: unknown kind ${ts.SymbolFlags[target.flags] ?? target.flags}`);
+      }
+    }
+    result[entry] = lines.map(portable);
+  }
+  return result;
+}

@@ -10,13 +10,10 @@
 import { writeSync } from "node:fs";
 import { ptr } from "bun:ffi";
 import { Table, makeVector, type RecordBatch } from "apache-arrow";
-import {
-  ImportedArray, ImportedStream, exportArray, exportAsyncStream, exportStream, importRecordBatch, importTable, importVector,
-  type ExportedArray, type ExportedStream, type StructPointer,
-} from "../../ts/index.ts";
-import {
-  CArray, CDeviceArray, CSchema, arrayStreamAsDeviceStream, deviceStreamAsArrayStream, relay, relayArray,
-} from "../../ts/raw.ts";
+import { exportArray, exportStream, importRecordBatch, importTable, importVector, type ExportedArray, type ExportedStream } from "../../ts/index.ts";
+import { exportAsyncStream } from "../../ts/device.ts";
+import { ImportedArray, ImportedStream, type StructPointer } from "../../ts/raw.ts";
+import { CArray, CDeviceArray, CSchema, arrayStreamAsDeviceStream, deviceStreamAsArrayStream, relay, relayArray } from "../../ts/raw.ts";
 import { copyArrayToDevice } from "../../ts/device.ts";
 import { consumeNatively } from "./native_consumer.ts";
 

@@ -7,7 +7,10 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { type Pointer } from "bun:ffi";
 import { RecordBatch, Schema } from "apache-arrow";
-import { AsyncRecordBatchStream, AsyncStreamError, CallbackError, DeviceType, ImportedArray, InvalidArgumentError, exportArray, exportSchema } from "../../ts/index.ts";
+import { DeviceType, exportArray, exportSchema } from "../../ts/index.ts";
+import { InvalidArgumentError } from "../../ts/core/errors.ts";
+import { AsyncRecordBatchStream } from "../../ts/device.ts";
+import { AsyncStreamError, CallbackError, ImportedArray } from "../../ts/raw.ts";
 import { AsyncStreamConsumer, type AsyncArray } from "../../ts/raw.ts";
 import { nonZeroCounters } from "../../ts/diagnostics.ts";
 import { registeredWakes } from "../../ts/native/js_wake.ts";

@@ -8,7 +8,10 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { CFunction, ptr, toArrayBuffer, type Pointer } from "bun:ffi";
 import { RecordBatch, RecordBatchReader, Schema, Table, tableFromArrays, tableToIPC } from "apache-arrow";
-import { AsyncRecordBatchStream, toRecordBatch, DeviceType, ExportedArray, ImportedArray, InvalidArgumentError, exportArray, exportAsyncStream, exportSchema, structPointer, type AsyncExportItem } from "../../ts/index.ts";
+import { importRecordBatch, DeviceType, ExportedArray, exportArray, exportSchema } from "../../ts/index.ts";
+import { InvalidArgumentError } from "../../ts/core/errors.ts";
+import { AsyncRecordBatchStream, exportAsyncStream, type AsyncExportItem } from "../../ts/device.ts";
+import { ImportedArray, structPointer } from "../../ts/raw.ts";
 import { AsyncStreamConsumer, decodeMetadataBytes } from "../../ts/raw.ts";
 import { counters, nonZeroCounters, setJsWorkSpin } from "../../ts/diagnostics.ts";
 import { native } from "../../ts/core/ffi/library.ts";
@@ -108,7 +111,7 @@ describe("round trips over the gold files (JS -> C consumer thread)", () => {
       const got = Array.from({ length: sink.kept }, (_, i) => {
         using announced = exportSchema(schema);
         using imported = ImportedArray.fromDeviceArray(announced.schema, sink.keptArray(i));
-        const batch = toRecordBatch(imported);
+        const batch = importRecordBatch(imported);
         expect(compareBatches(batch, batches[i], `batch ${i}`)).toEqual([]);
         expect(unsharedBuffers(batch.data, batches[i].data)).toEqual([]);
         return fingerprint(imported.root);

@@ -12,7 +12,8 @@ import { Field, Float64, Int32, RecordBatch, Schema, Struct, makeData, type Data
 import { ArrowArrayLayout, ArrowDeviceArrayLayout, ArrowSchemaLayout } from "../../ts/core/abi/layout.ts";
 import { counters } from "../../ts/diagnostics.ts";
 import { native } from "../../ts/core/ffi/library.ts";
-import { ImportedArray, exportArray, toRecordBatch, type ExportedArray } from "../../ts/index.ts";
+import { exportArray, importRecordBatch, type ExportedArray } from "../../ts/index.ts";
+import { ImportedArray } from "../../ts/raw.ts";
 import { collectUntil } from "../helpers/gc.ts";
 
 const imagesLive = () => native.abd_array_images_live();
@@ -68,7 +69,7 @@ function valuesOf(handle: ExportedArray<"array" | "device_array">): unknown[] {
   using imported = handle.kind === "array"
     ? ImportedArray.fromArray(handle.schema, (handle as ExportedArray<"array">).array)
     : ImportedArray.fromDeviceArray(handle.schema, (handle as ExportedArray<"device_array">).array);
-  const batch = toRecordBatch(imported);
+  const batch = importRecordBatch(imported);
   return batch.schema.fields.flatMap((_, i) => [...batch.getChildAt(i)!]);
 }
 
@@ -125,7 +126,7 @@ test("a copy moved out by a consumer outlives its handle and the image's next co
   const retained = counters().js_retained_exports;
   for (let i = 0; i < 3; i++) exportArray(batch).release();
   expect(counters().js_retained_exports).toBe(retained); // the moved tree still holds its buffers
-  const moved = toRecordBatch(imported);
+  const moved = importRecordBatch(imported);
   expect(moved.schema.fields.flatMap((_, i) => [...moved.getChildAt(i)!])).toEqual(valuesOfBatch(20));
   imported.dispose(); // the consumer's release: the id goes through the queue
   expect(counters().js_retained_exports).toBe(retained - 1);

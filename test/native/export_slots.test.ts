@@ -9,7 +9,9 @@ import { CString, ptr, read, type Pointer } from "bun:ffi";
 import { Field, Int32, RecordBatch, Schema, Struct, Utf8, makeData, vectorFromArray } from "apache-arrow";
 import { ArrowArrayLayout, ArrowSchemaLayout, Flags } from "../../ts/core/abi/layout.ts";
 import { counters } from "../../ts/diagnostics.ts";
-import { ImportedArray, ReleasedError, exportArray, exportSchema, toRecordBatch, toVector, type ExportedArray } from "../../ts/index.ts";
+import { exportArray, exportSchema, importRecordBatch, importVector, type ExportedArray } from "../../ts/index.ts";
+import { ReleasedError } from "../../ts/core/errors.ts";
+import { ImportedArray } from "../../ts/raw.ts";
 import { collectUntil } from "../helpers/gc.ts";
 
 /** A two-column batch whose values start at `base` (distinct per batch). */
@@ -27,7 +29,7 @@ function batchFrom(base: number): RecordBatch {
 
 function valuesOf(handle: ExportedArray<"device_array">): unknown[] {
   using imported = ImportedArray.fromDeviceArray(handle.schema, handle.array);
-  const batch = toRecordBatch(imported);
+  const batch = importRecordBatch(imported);
   return [...batch.getChildAt(0)!, ...batch.getChildAt(1)!];
 }
 
@@ -70,7 +72,7 @@ test("trees a consumer moved out outlive the handle and the reuse of its slot", 
   first.release(); // frees (pools) the slot; nothing left in it to release
   const second = exportArray(batchFrom(200));
   expect(Number(second.schema)).toBe(slot); // the same memory, a new export
-  const batch = toRecordBatch(imported);
+  const batch = importRecordBatch(imported);
   expect([...batch.getChildAt(0)!, ...batch.getChildAt(1)!]).toEqual([100, 101, null, "v100", null, "w100"]);
   expect(valuesOf(second)).toEqual([200, 201, null, "v200", null, "w200"]);
   second.release();
@@ -183,7 +185,7 @@ test("a column exported again after setValid exports its new bitmap and null cou
 
 function valuesOfColumn(handle: ExportedArray<"device_array">): unknown[] {
   using imported = ImportedArray.fromDeviceArray(handle.schema, handle.array);
-  return [...toVector(imported)];
+  return [...importVector(imported)];
 }
 
 test("a batch of flat columns exported again reuses its plan only while the struct and every column are unchanged", () => {
@@ -228,6 +230,6 @@ test("a batch of flat columns exported again reuses its plan only while the stru
 
 function valuesOfColumns(handle: ExportedArray<"device_array">): unknown[] {
   using imported = ImportedArray.fromDeviceArray(handle.schema, handle.array);
-  const batch = toRecordBatch(imported);
+  const batch = importRecordBatch(imported);
   return [...batch.getChildAt(0)!, ...batch.getChildAt(1)!];
 }

@@ -7,7 +7,9 @@
  * and the producer's release runs exactly once at dispose.
  */
 import { afterAll, afterEach, describe, expect, test } from "bun:test";
-import { ImportedArray, UnsupportedError, importVector, toVector } from "../../ts/index.ts";
+import { importVector } from "../../ts/index.ts";
+import { UnsupportedError } from "../../ts/core/errors.ts";
+import { ImportedArray } from "../../ts/raw.ts";
 import { nonZeroCounters } from "../../ts/diagnostics.ts";
 import { fx } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";
@@ -35,12 +37,12 @@ function produceHuge() {
 }
 
 describe("a buffer too large for JS", () => {
-  test("toVector throws a typed error naming the buffer; dispose releases the producer once", () => {
+  test("importVector throws a typed error naming the buffer; dispose releases the producer once", () => {
     expect(reserved).not.toBeNull();
     const { schema, array } = produceHuge();
     const imported = ImportedArray.fromDeviceArray(schema, array);
-    expect(() => toVector(imported)).toThrow(UnsupportedError);
-    expect(() => toVector(imported)).toThrow(/buffer 1 of node 0 "" \(c\) is 5368709120 bytes/);
+    expect(() => importVector(imported)).toThrow(UnsupportedError);
+    expect(() => importVector(imported)).toThrow(/buffer 1 of node 0 "" \(c\) is 5368709120 bytes/);
     expect(() => imported.root.buffer(1)).toThrow(UnsupportedError);
     expect(imported.root.bufferSize(1)).toBe(huge); // the raw view still reads
     expect(fx.fx_live_nodes()).toBe(2n);

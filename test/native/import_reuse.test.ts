@@ -11,7 +11,8 @@ import {
   Dictionary, Field, Float64, Int32, RecordBatch, Schema, Struct, Utf8, makeData, vectorFromArray, type Data,
 } from "apache-arrow";
 import { DeviceType } from "../../ts/core/abi/layout.ts";
-import { ExportedStream, ImportedArray, ImportedStream, exportArray, importRecordBatch, readTable, recordBatches, toRecordBatch, toVector } from "../../ts/index.ts";
+import { ExportedStream, exportArray, importRecordBatch, importTable, recordBatches, importVector } from "../../ts/index.ts";
+import { ImportedArray, ImportedStream } from "../../ts/raw.ts";
 import { counters, nonZeroCounters } from "../../ts/diagnostics.ts";
 import { InvalidArgumentError } from "../../ts/core/errors.ts";
 import { streamPeer } from "../helpers/fixtures.ts";
@@ -38,7 +39,7 @@ function roundTrip(batch: RecordBatch): RecordBatch {
   const exported = exportArray(batch);
   try {
     using imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
-    const back = toRecordBatch(imported);
+    const back = importRecordBatch(imported);
     // Read while the import is alive (dispose detaches the views).
     expect(back.numRows).toBe(batch.numRows);
     return back;
@@ -93,7 +94,7 @@ describe("what a handle holds", () => {
     const imported = ImportedArray.fromDeviceArray(exported.schema, exported.array, { validation: "minimal" });
     imported.prefetchAll();
     const viewed = counters().live_imported_views;
-    const back = toRecordBatch(imported);
+    const back = importRecordBatch(imported);
     expect(back.getChild("c1")!.toArray()).toEqual(["ABCD", "EFGH"]);
     const c0 = back.getChild("c0")!.data[0].values as Int32Array;
     const c1 = back.getChild("c1")!.data[0].values as Uint8Array;
@@ -111,7 +112,7 @@ describe("what a handle holds", () => {
     const imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
     expect(counters().live_owners).toBe(1);
     expect(counters().live_imported_views).toBe(1); // the anchor only
-    const back = toRecordBatch(imported);
+    const back = importRecordBatch(imported);
     // Nothing more: the views wait for the first read, held meanwhile by
     // the handle's anchor (arrow/lazy_data.ts).
     expect(counters().live_imported_views).toBe(1);
@@ -196,7 +197,7 @@ describe("schemas shared across imports", () => {
       const batch = make(a, nullAt, s);
       const exported = exportArray(batch);
       using imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
-      const back = toRecordBatch(imported);
+      const back = importRecordBatch(imported);
       expect(back.schema).toBe(first.schema);
       expect(back.numRows).toBe(a.length);
       expect(back.getChild("a")!.toArray().length).toBe(a.length);
@@ -253,7 +254,7 @@ describe("schemas shared across imports", () => {
       const again = exportArray(batch);
       try {
         using imported = ImportedArray.fromDeviceArray(again.schema, again.array);
-        return toRecordBatch(imported, options).schema;
+        return importRecordBatch(imported, options).schema;
       } finally {
         again.release();
       }
@@ -283,12 +284,12 @@ describe("schemas shared across imports", () => {
     const batch = batchOf(fields, columns());
     const exported = exportArray(batch);
     using imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
-    const whole = toRecordBatch(imported);
+    const whole = importRecordBatch(imported);
     using child = imported.child(2);
     using sliced = imported.slice(1, 2);
-    expect(toVector(child).toArray()).toEqual(["x", "yy", null]);
+    expect(importVector(child).toArray()).toEqual(["x", "yy", null]);
     expect(whole.getChild("s")!.toArray()).toEqual(["x", "yy", null]);
-    expect([...toRecordBatch(sliced).getChild("a")!]).toEqual([2, 3]);
+    expect([...importRecordBatch(sliced).getChild("a")!]).toEqual([2, 3]);
     expect([...whole.getChild("a")!]).toEqual([null, 2, 3]);
     exported.release();
   });
@@ -342,9 +343,9 @@ describe("streams", () => {
     stream.release();
   });
 
-  test("readTable's batches share the stream's Schema", () => {
+  test("importTable's batches share the stream's Schema", () => {
     using slot = cStream(3, 2);
-    const table = readTable(ImportedStream.fromDeviceArrayStream(slot.stream));
+    const table = importTable(ImportedStream.fromDeviceArrayStream(slot.stream));
     expect(table.batches.length).toBe(3);
     for (const batch of table.batches) expect(batch.schema).toBe(table.schema);
     expect([...table.getChild("a")!]).toEqual([0, 1, 1000, 1001, 2000, 2001]);

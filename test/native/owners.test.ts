@@ -7,7 +7,9 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { read, type Pointer } from "bun:ffi";
 import { ArrowArrayLayout, ArrowDeviceArrayLayout, DeviceType } from "../../ts/core/abi/layout.ts";
-import { ImportedArray, InvalidArgumentError, OutOfRangeError, ReleasedError, UnsupportedError, type ExportedArray } from "../../ts/index.ts";
+import { type ExportedArray } from "../../ts/index.ts";
+import { InvalidArgumentError, OutOfRangeError, ReleasedError, UnsupportedError } from "../../ts/core/errors.ts";
+import { ImportedArray } from "../../ts/raw.ts";
 import { counters, nonZeroCounters } from "../../ts/diagnostics.ts";
 import { peer } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";

@@ -9,7 +9,8 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { toArrayBuffer, type Pointer } from "bun:ffi";
 import { Dictionary, Field, Int32, Int8, Null, RecordBatch, Schema, Struct, Utf8, Vector, makeData, vectorFromArray } from "apache-arrow";
-import { ImportedArray, exportArray, toRecordBatch, type ValidationLevelName } from "../../ts/index.ts";
+import { exportArray, importRecordBatch } from "../../ts/index.ts";
+import { ImportedArray, type ValidationLevelName } from "../../ts/raw.ts";
 import { CArray, CDeviceArray, CSchema } from "../../ts/raw.ts";
 import { nonZeroCounters } from "../../ts/diagnostics.ts";
 import { collectUntil } from "../helpers/gc.ts";
@@ -30,7 +31,7 @@ describe("Polars: a Null column with one NULL buffer", () => {
       try {
         using imported = ImportedArray.fromArray(produced.schema, produced.array, { validation });
         expect(imported.root.child(0).nBuffers).toBe(0); // described without its ignored buffer
-        const batch = toRecordBatch(imported);
+        const batch = importRecordBatch(imported);
         expect(batch.schema.fields[0].type).toBeInstanceOf(Null);
         expect(batch.getChildAt(0)!.length).toBe(3);
         expect(batch.getChildAt(0)!.nullCount).toBe(3);

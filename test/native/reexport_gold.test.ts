@@ -9,7 +9,8 @@
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { tableFromIPC } from "apache-arrow";
-import { ImportedArray, exportArray, type ExportedArray } from "../../ts/index.ts";
+import { exportArray, type ExportedArray } from "../../ts/index.ts";
+import { ImportedArray } from "../../ts/raw.ts";
 import { consumeNatively } from "../helpers/native_consumer.ts";
 import { counters, nonZeroCounters } from "../../ts/diagnostics.ts";
 import { peer } from "../helpers/fixtures.ts";

@@ -9,7 +9,9 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { ptr } from "bun:ffi";
 import { Table, makeVector, type RecordBatch } from "apache-arrow";
-import { ExportedStream, ImportedStream, InvalidArgumentError, exportStream, recordBatches } from "../../ts/index.ts";
+import { ExportedStream, exportStream, recordBatches } from "../../ts/index.ts";
+import { InvalidArgumentError } from "../../ts/core/errors.ts";
+import { ImportedStream } from "../../ts/raw.ts";
 import { StreamBatchConverter } from "../../ts/arrow/batch_converter.ts";
 import { nonZeroCounters } from "../../ts/diagnostics.ts";
 import { streamPeer } from "../helpers/fixtures.ts";

@@ -4,7 +4,9 @@
 import { describe, expect, test } from "bun:test";
 import { ptr } from "bun:ffi";
 import { tableFromArrays } from "apache-arrow";
-import { ImportedStream, StreamError, UnsupportedError, exportArray, exportStream, importRecordBatch, readTable, readTableAsync } from "../../ts/index.ts";
+import { StreamError, exportArray, exportStream, importRecordBatch, importTable } from "../../ts/index.ts";
+import { UnsupportedError } from "../../ts/core/errors.ts";
+import { ImportedStream } from "../../ts/raw.ts";
 import { drainReleased, retainedCount } from "../../ts/native/keepalive.ts";
 import { streamPeer } from "../helpers/fixtures.ts";
 import { liveStreamSources } from "../../ts/arrow/stream_export.ts";
@@ -45,12 +47,12 @@ describe("the library in Workers", () => {
     await ask(worker, { rows: 10 });
     {
       using out = exportStream(table(100));
-      const back = await readTableAsync(ImportedStream.fromDeviceArrayStream(out.stream));
+      const back = await importTable(ImportedStream.fromDeviceArrayStream(out.stream), { async: true });
       expect(back.numRows).toBe(100);
     }
     await ended(worker);
     using out = exportStream(table(50));
-    const back = await readTableAsync(ImportedStream.fromDeviceArrayStream(out.stream));
+    const back = await importTable(ImportedStream.fromDeviceArrayStream(out.stream), { async: true });
     expect(back.numRows).toBe(50);
   });
 
@@ -105,7 +107,7 @@ describe("the library in Workers", () => {
     await ended(worker);
     let caught: unknown;
     try {
-      readTable(stream);
+      importTable(stream);
     } catch (error) {
       caught = error;
     }

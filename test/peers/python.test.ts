@@ -10,11 +10,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ptr, type Pointer } from "bun:ffi";
 import { Data, Table, Utf8, makeData, tableFromArrays, tableToIPC, vectorFromArray } from "apache-arrow";
-import { ImportedArray, ImportedStream, InvalidLayoutError, ReleasedError, exportArray, exportStream, readTable, type RawArray } from "../../ts/index.ts";
+import { exportArray, exportStream, importTable } from "../../ts/index.ts";
+import { InvalidLayoutError, ReleasedError } from "../../ts/core/errors.ts";
+import { ImportedArray, ImportedStream, type RawArray } from "../../ts/raw.ts";
 import { counters, drainReleased } from "../../ts/diagnostics.ts";
-import {
-  PyObject, PythonError, PythonUnavailableError, fromPython, locatePython, schemaFromPython, toPython,
-} from "../../ts/python.ts";
+import { PyObject, PythonError, PythonUnavailableError, fromPython, locatePython, schemaFromPython, toPython } from "../../ts/python.ts";
 import { peer } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { pyJson, testPython } from "../helpers/python.ts";
@@ -494,7 +494,7 @@ describe("Polars and DuckDB to JS", () => {
       expect(raw.root.child(0).format).toBe("n");
       expect(raw.root.child(0).nBuffers).toBe(0); // read as the spec's layout
       raw.dispose();
-      const table = readTable(fromPython(df) as ImportedStream);
+      const table = importTable(fromPython(df) as ImportedStream);
       expect(table.getChild("n")!.toArray()).toEqual([null, null]);
       expect([...table.getChild("v")!]).toEqual([1n, 2n]);
     });
@@ -503,9 +503,9 @@ describe("Polars and DuckDB to JS", () => {
     expect(delta).toMatchObject({ imports: 2, streamsLive: 0, sourcesLive: 0 });
   });
 
-  test("apache-arrow reads DuckDB's results through readTable", () => {
+  test("apache-arrow reads DuckDB's results through importTable", () => {
     using rel = py.eval("duckdb.sql('select range::integer as i, range::varchar as s from range(5)')");
-    const table = readTable(fromPython(rel) as ImportedStream);
+    const table = importTable(fromPython(rel) as ImportedStream);
     expect(table.getChild("i")!.toArray()).toEqual(new Int32Array([0, 1, 2, 3, 4]));
     expect([...table.getChild("s")!]).toEqual(["0", "1", "2", "3", "4"]);
   });

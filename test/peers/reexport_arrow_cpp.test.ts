@@ -10,7 +10,8 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { RecordBatchReader, Type, type DataType, type Dictionary, type Field } from "apache-arrow";
-import { ImportedArray, exportArray } from "../../ts/index.ts";
+import { exportArray } from "../../ts/index.ts";
+import { ImportedArray } from "../../ts/raw.ts";
 import { nonZeroCounters } from "../../ts/diagnostics.ts";
 import {
   ArrowCppRead, CSlot, arrowCppLive, cArrayLayout, checkPassed, describeCheck, heldCheck, heldDrop,

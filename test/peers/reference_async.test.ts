@@ -46,7 +46,9 @@
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { RecordBatchReader, Table, type RecordBatch } from "apache-arrow";
-import { AsyncRecordBatchStream, AsyncStreamError, DeviceType, exportAsyncStream, toRecordBatch, type AsyncBatch, type AsyncExportItem, type AsyncExportOptions, type ExportedArray } from "../../ts/index.ts";
+import { DeviceType, importRecordBatch, type ExportedArray } from "../../ts/index.ts";
+import { AsyncRecordBatchStream, exportAsyncStream, type AsyncBatch, type AsyncExportItem, type AsyncExportOptions } from "../../ts/device.ts";
+import { AsyncStreamError } from "../../ts/raw.ts";
 import { AsyncStreamConsumer, type AsyncArray } from "../../ts/raw.ts";
 import { counters, nonZeroCounters } from "../../ts/diagnostics.ts";
 import { registeredWakes } from "../../ts/native/js_wake.ts";
@@ -325,7 +327,7 @@ describe("errors: Arrow C++'s producer failing", () => {
           } else {
             for await (const { array } of stream.arrays()) {
               reference.expectSameMemory(array, got.length, "raw, before the failure");
-              got.push(toRecordBatch(array));
+              got.push(importRecordBatch(array));
               array.dispose();
             }
           }

@@ -9,7 +9,7 @@
  * (zero-copy). Arrow C++'s release runs exactly once, at dispose() and not
  * before. Sliced batches (non-zero column offsets) are covered too.
  *
- * And the apache-arrow comparison: converted with toRecordBatch, each
+ * And the apache-arrow comparison: converted with importRecordBatch, each
  * imported batch equals apache-arrow's own read of the same bytes (values,
  * types, nullability, metadata), for every file apache-arrow can read
  * (list-view and run-end encoded it cannot: those stop at the raw views).
@@ -19,7 +19,8 @@ import { readFileSync } from "node:fs";
 import { arrayFields, schemaFields } from "../../ts/core/abi/structs.ts";
 import { DeviceType } from "../../ts/core/abi/layout.ts";
 import { RecordBatchReader, type RecordBatch } from "apache-arrow";
-import { ImportedArray, structPointer, toRecordBatch, type RawArray } from "../../ts/index.ts";
+import { importRecordBatch } from "../../ts/index.ts";
+import { ImportedArray, structPointer, type RawArray } from "../../ts/raw.ts";
 import { nonZeroCounters } from "../../ts/diagnostics.ts";
 import { compareBatches } from "../helpers/arrow_compare.ts";
 import { ArrowCppRead, arrowCppLive, CSlot, cArrayLayout, type NodeLayout } from "../helpers/arrow_cpp.ts";
@@ -84,7 +85,7 @@ function importAndCompare(slot: CSlot, kind: "device_array" | "array", label: st
     expect(imported.deviceType).toBe(DeviceType.CPU);
     expect(imported.deviceId).toBe(-1);
     expect(imported.root.format).toBe("+s");
-    if (expected) expect(compareBatches(toRecordBatch(imported), expected, label)).toEqual([]);
+    if (expected) expect(compareBatches(importRecordBatch(imported), expected, label)).toEqual([]);
     expect(releases(), `${label}: nothing released while imported`).toEqual({ array: 0, schema: 0 });
   } finally {
     imported.dispose();

@@ -6,7 +6,7 @@
  *
  * - C -> JS: Arrow C++'s ExportRecordBatchReader /
  *   ExportDeviceRecordBatchReader feed this library's importers
- *   (ImportedStream raw views, recordBatches, readTable; sync, and async on
+ *   (ImportedStream raw views, recordBatches, importTable; sync, and async on
  *   the stream's worker thread). Each batch is Arrow C++'s own memory (same
  *   layout and buffer addresses as its export of that batch) and equals
  *   apache-arrow's own read of the file. The two files apache-arrow cannot
@@ -34,7 +34,9 @@ import { read } from "bun:ffi";
 import { readFileSync } from "node:fs";
 import { RecordBatchReader, Table, type RecordBatch } from "apache-arrow";
 import { ArrowArrayStreamLayout, ArrowDeviceArrayStreamLayout, DeviceType } from "../../ts/core/abi/layout.ts";
-import { ImportedStream, StreamError, UnsupportedError, exportStream, exportStreamAsync, readTable, readTableAsync, recordBatches, recordBatchesAsync, streamSchema, toRecordBatch, type ExportedStream, type ImportedArray, type StreamKind } from "../../ts/index.ts";
+import { StreamError, exportStream, importTable, recordBatches, importSchema, importRecordBatch, type ExportedStream } from "../../ts/index.ts";
+import { UnsupportedError } from "../../ts/core/errors.ts";
+import { ImportedStream, type ImportedArray, type StreamKind } from "../../ts/raw.ts";
 import { arrayStreamAsDeviceStream, deviceStreamAsArrayStream, structPointer } from "../../ts/raw.ts";
 import { nonZeroCounters } from "../../ts/diagnostics.ts";
 import { liveStreamSources } from "../../ts/arrow/stream_export.ts";
@@ -141,7 +143,7 @@ function expectBatch(gold: Gold, reference: CppBatches, got: RecordBatch, i: num
   expect(unsharedBuffers(got.data, reference.batches[i]!.data), `${label} batch ${i}: zero-copy`).toEqual([]);
 }
 
-/** recordBatches / recordBatchesAsync over Arrow C++'s stream; the batches
+/** recordBatches / recordBatches over Arrow C++'s stream; the batches
  * are dropped on return (for the GC to release). */
 async function readAsRecordBatches(gold: Gold, reference: CppBatches, kind: StreamKind, pull: "sync" | "async"): Promise<void> {
   const label = `${gold.file.label} recordBatches ${kind} (${pull})`;
@@ -149,19 +151,19 @@ async function readAsRecordBatches(gold: Gold, reference: CppBatches, kind: Stre
   using slot = cppStream(gold.cpp, kind);
   const got: RecordBatch[] = [];
   if (pull === "sync") for (const batch of recordBatches(importCpp(slot))) got.push(batch);
-  else for await (const batch of recordBatchesAsync(importCpp(slot))) got.push(batch);
+  else for await (const batch of recordBatches(importCpp(slot), { async: true })) got.push(batch);
   expect(releases().streams, `${label}: the stream released at the end`).toBe(streams + 1);
   expect(got.length, label).toBe(gold.cpp.batchCount);
   got.forEach((batch, i) => expectBatch(gold, reference, batch, i, label));
 }
 
-/** readTable / readTableAsync over Arrow C++'s stream (an empty stream:
+/** importTable / importTable over Arrow C++'s stream (an empty stream:
  * the schema alone). */
 async function readAsTable(gold: Gold, reference: CppBatches, kind: StreamKind, pull: "sync" | "async"): Promise<void> {
-  const label = `${gold.file.label} readTable ${kind} (${pull})`;
+  const label = `${gold.file.label} importTable ${kind} (${pull})`;
   const streams = releases().streams;
   using slot = cppStream(gold.cpp, kind);
-  const table = pull === "sync" ? readTable(importCpp(slot)) : await readTableAsync(importCpp(slot));
+  const table = pull === "sync" ? importTable(importCpp(slot)) : await importTable(importCpp(slot), { async: true });
   expect(releases().streams, `${label}: the stream released at the end`).toBe(streams + 1);
   expect(table.batches.length, label).toBe(gold.cpp.batchCount);
   table.batches.forEach((batch, i) => expectBatch(gold, reference, batch, i, label));
@@ -171,7 +173,7 @@ async function readAsTable(gold: Gold, reference: CppBatches, kind: StreamKind, 
 describe("C -> JS: Arrow C++'s stream exports read by this library's importers", () => {
   for (const file of files) {
     const readable = !unreadableByApacheArrow.has(file.label);
-    test(`${file.label}: ImportedStream raw views, sync and async, both stream kinds${readable ? "; recordBatches and readTable equal apache-arrow's read" : ""}`, async () => {
+    test(`${file.label}: ImportedStream raw views, sync and async, both stream kinds${readable ? "; recordBatches and importTable equal apache-arrow's read" : ""}`, async () => {
       const gold = readGold(file);
       using cpp = gold.cpp;
       using reference = new CppBatches(cpp, readable);
@@ -193,7 +195,7 @@ describe("C -> JS: Arrow C++'s stream exports read by this library's importers",
           reference.expectSameMemory(imported, i, `${file.label} ${label} batch ${i}`);
           expect(imported.deviceType).toBe(DeviceType.CPU);
           expect(imported.deviceId).toBe(-1);
-          if (readable) expectBatch(gold, reference, toRecordBatch(imported), i, `${file.label} ${label}`);
+          if (readable) expectBatch(gold, reference, importRecordBatch(imported), i, `${file.label} ${label}`);
           expect(releases().batches, `${label}: nothing released while imported`).toBe(expected.batches + i);
           imported.dispose();
           i++;
@@ -220,9 +222,9 @@ describe("C -> JS: Arrow C++'s stream exports read by this library's importers",
         // Copied into types it has ({ materialize: true }): same rows. The
         // batches' memory goes to the GC (checked after the test).
         using copied = cppStream(cpp, "stream");
-        const table = readTable(importCpp(copied), { materialize: true });
+        const table = importTable(importCpp(copied), { materialize: true });
         expect(table.batches.map((b) => b.numRows)).toEqual(Array.from({ length: n }, (_, i) => cpp.batchLength(i)));
-        expect(releases().streams, "readTable { materialize: true } released the stream").toBe(expected.streams + 1);
+        expect(releases().streams, "importTable { materialize: true } released the stream").toBe(expected.streams + 1);
         releasesAtEnd = { streams: expected.streams + 1, batches: expected.batches + n };
         return;
       }
@@ -259,15 +261,15 @@ const jsSources: JsSource[] = [
     make: async (gold) => exportStream((function* () { yield* batchesOf(gold); })(), { as: "stream" }),
   },
   {
-    name: "an async generator (exportStreamAsync)",
+    name: "an async generator (exportStream)",
     kind: "device_stream",
     thread: "consumer",
-    make: async (gold) => exportStreamAsync((async function* () {
+    make: async (gold) => exportStream((async function* () {
       for (const batch of batchesOf(gold)) {
         await Bun.sleep(0);
         yield batch;
       }
-    })()),
+    })(), { async: true }),
   },
 ];
 
@@ -365,27 +367,27 @@ describe("C -> this library -> C: Arrow C++'s streams relayed unconverted to Arr
 });
 
 describe("empty streams", () => {
-  test("an empty Arrow C++ stream: no batch, the schema (streamSchema, readTable), released once; both kinds, sync and async", async () => {
+  test("an empty Arrow C++ stream: no batch, the schema (importSchema, importTable), released once; both kinds, sync and async", async () => {
     const gold = readGold(multiBatch);
     using cpp = gold.cpp;
     let streams = 0;
     for (const kind of ["stream", "device_stream"] as const) {
       using a = cppStream(cpp, kind, { batchCount: 0 });
       const raw = importCpp(a);
-      expect(schemaSignature(streamSchema(raw))).toEqual(schemaSignature(gold.own!.schema));
+      expect(schemaSignature(importSchema(raw))).toEqual(schemaSignature(gold.own!.schema));
       expect(raw.next()).toBeNull();
       expect(raw.next(), "the end repeats").toBeNull();
       raw.release();
       using b = cppStream(cpp, kind, { batchCount: 0 });
-      const table = readTable(importCpp(b));
+      const table = importTable(importCpp(b));
       expect(table.numRows).toBe(0);
       expect(schemaSignature(table.schema)).toEqual(schemaSignature(gold.own!.schema));
       using c = cppStream(cpp, kind, { batchCount: 0 });
-      const viaWorker = await readTableAsync(importCpp(c));
+      const viaWorker = await importTable(importCpp(c), { async: true });
       expect(schemaSignature(viaWorker.schema)).toEqual(schemaSignature(gold.own!.schema));
       using d = cppStream(cpp, kind, { batchCount: 0 });
       const none: RecordBatch[] = [];
-      for await (const batch of recordBatchesAsync(importCpp(d))) none.push(batch);
+      for await (const batch of recordBatches(importCpp(d), { async: true })) none.push(batch);
       expect(none).toEqual([]);
       streams += 4;
       expect(releases()).toEqual({ streams, batches: 0 });
@@ -418,7 +420,7 @@ describe("empty streams", () => {
 describe("streams that fail midway: the message arrives intact", () => {
   const text = `disk on fire ✓ ünïcödé ${"x".repeat(3000)} (after batch 1)`;
 
-  test("Arrow C++'s failure reaches this library as StreamError: EIO and Arrow C++'s get_last_error text, intact (sync, async, recordBatches, readTable)", async () => {
+  test("Arrow C++'s failure reaches this library as StreamError: EIO and Arrow C++'s get_last_error text, intact (sync, async, recordBatches, importTable)", async () => {
     const gold = readGold(multiBatch);
     using cpp = gold.cpp;
     using reference = new CppBatches(cpp, true);
@@ -461,7 +463,7 @@ describe("streams that fail midway: the message arrives intact", () => {
         expectFailure(await stream.nextAsync().catch((e: unknown) => e), `${kind} async`);
         stream.release();
       }
-      // apache-arrow: recordBatches and readTable(Async) throw it too.
+      // apache-arrow: recordBatches and importTable(Async) throw it too.
       {
         using slot = cppStream(cpp, kind, { batchCount: 1, failMessage: text });
         const got: RecordBatch[] = [];
@@ -478,9 +480,9 @@ describe("streams that fail midway: the message arrives intact", () => {
       }
       {
         using slot = cppStream(cpp, kind, { batchCount: 1, failMessage: text });
-        expectFailure(await readTableAsync(importCpp(slot)).catch((e: unknown) => e), `${kind} readTableAsync`);
+        expectFailure(await importTable(importCpp(slot), { async: true }).catch((e: unknown) => e), `${kind} importTable`);
         using again = cppStream(cpp, kind, { batchCount: 0, failMessage: text });
-        expectFailure((() => { try { readTable(importCpp(again)); } catch (e) { return e; } })(), `${kind} readTable (fails at once)`);
+        expectFailure((() => { try { importTable(importCpp(again)); } catch (e) { return e; } })(), `${kind} importTable (fails at once)`);
       }
       streams += 5;
       expect(releases().streams, `${kind}: each failing stream released once`).toBe(streams);
@@ -577,7 +579,7 @@ describe("early close", () => {
         expect(releases().streams, label).toBe(streams);
         // Arrow C++'s batch 0 is still held, and still its memory.
         reference.expectSameMemory(kept!, 0, label);
-        expectBatch(gold, reference, toRecordBatch(kept!), 0, label);
+        expectBatch(gold, reference, importRecordBatch(kept!), 0, label);
         const before = releases().batches;
         kept!.dispose();
         expect(releases().batches, `${label}: the kept batch released at dispose`).toBe(before + 1);

@@ -8,14 +8,15 @@
  */
 import { ptr } from "bun:ffi";
 import { Int32, Table, Utf8, vectorFromArray } from "apache-arrow";
-import { ImportedArray, exportArray, toRecordBatch } from "../../ts/index.ts";
+import { exportArray, importRecordBatch } from "../../ts/index.ts";
+import { ImportedArray } from "../../ts/raw.ts";
 import { libraryPath } from "../../ts/diagnostics.ts";
 
 const table = new Table({ id: vectorFromArray([1, 2, 3, 40000], new Int32()), name: vectorFromArray(["a", "bb", "", "dddd"], new Utf8()) });
 const batch = table.batches[0]!;
 using exported = exportArray(batch);
 using imported = ImportedArray.fromDeviceArray(exported.schema, exported.array, { validation: "full" });
-const back = toRecordBatch(imported);
+const back = importRecordBatch(imported);
 
 const problems: string[] = [];
 const ids = [...back.getChild("id")!.toArray()];

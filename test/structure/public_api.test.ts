@@ -1,14 +1,47 @@
 /**
  * The public API (what each entry point of package.json's "exports"
- * map exports) is explicitly typed and documented: see
- * test/helpers/public_api.ts for the rules. Test and demo helpers stay
+ * map exports) is an allowlist: public_api.txt holds every name of every
+ * entry point with its signatures (from the type checker) and its run-time
+ * kind and arity, so that any change to the surface is a visible diff.
+ * Every export is explicitly typed and documented (see
+ * test/helpers/public_api.ts for the rules); test and demo helpers stay
  * off every entry point.
  */
 import { describe, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { packageApiProblems, publicApiProblems } from "../helpers/public_api.ts";
+import { apiSnapshot, packageApiProblems, publicApiProblems } from "../helpers/public_api.ts";
 import { testRoot } from "../helpers/paths.ts";
+
+/** The snapshot text of `entries` (subpath -> source file): per entry
+ * point, its names with their signatures, then each value's run-time
+ * `typeof` and, for functions and classes, its `length`. */
+async function surfaceText(entries: Record<string, string>): Promise<string> {
+  const signatures = apiSnapshot(Object.values(entries));
+  const out = [
+    "# The public API of each entry point: signatures from the type checker,",
+    "# then each value's run-time kind. Checked by public_api.test.ts;",
+    "# UPDATE_API_SNAPSHOT=1 rewrites it after a deliberate change.",
+  ];
+  for (const [subpath, source] of Object.entries(entries)) {
+    const module = (await import(resolve(testRoot, "..", source))) as Record<string, unknown>;
+    const values = Object.keys(module).sort();
+    const lines = signatures[source]!;
+    const names = lines.filter((line) => !line.startsWith("  ")).map((line) => /^(?:class|function|const|type) (\w+)/.exec(line)?.[1]);
+    const count = new Set(names).size;
+    // A value the checker sees but the module lacks (or the reverse)
+    // shows as a line of its own.
+    const declared = new Set(lines.map((line) => /^(?:class|function|const) (\w+)/.exec(line)?.[1]).filter((name) => name !== undefined));
+    const mismatched = [...new Set([...declared, ...values])].filter((name) => declared.has(name) !== values.includes(name)).sort();
+    out.push("", `## ${subpath} (${source}): ${count} names (${values.length} values, ${count - values.length} types)`, ...lines, "", "run time:");
+    for (const name of mismatched) out.push(`  ${name}: ${declared.has(name) ? "declared but not exported at run time" : "exported at run time but not declared"}`);
+    for (const name of values) {
+      const value = module[name];
+      out.push(`  ${name}: ${typeof value}${typeof value === "function" ? `, length ${(value as (...args: unknown[]) => unknown).length}` : ""}`);
+    }
+  }
+  return `${out.join("\n")}\n`;
+}
 
 describe("public API", () => {
   const entries = { ".": "ts/index.ts", "./raw": "ts/raw.ts", "./device": "ts/device.ts", "./diagnostics": "ts/diagnostics.ts", "./python": "ts/python.ts" };
@@ -56,18 +89,20 @@ describe("public API", () => {
     expect(typeof adoptImportOwner).toBe("function");
   });
 
-  test("the device entry point has pinned host memory: allocate, register, stage", async () => {
-    const device = await import("../../ts/device.ts");
-    expect(typeof device.HostRegistration).toBe("function");
-    expect(typeof device.DeviceRuntime.prototype.registerHost).toBe("function");
-    expect(typeof device.DeviceMemory.prototype.hostView).toBe("function");
-  });
+  test("each entry point's names and signatures are the committed snapshot (public_api.txt)", async () => {
+    // A deliberate change: UPDATE_API_SNAPSHOT=1 rewrites the file; the
+    // diff is the change to review.
+    const text = await surfaceText(entries);
+    const file = resolve(testRoot, "structure", "public_api.txt");
+    if (process.env.UPDATE_API_SNAPSHOT === "1") writeFileSync(file, text);
+    expect(text.split("\n")).toEqual(readFileSync(file, "utf8").split("\n"));
+  }, 120_000);
 
-  test("the everyday entry point has the one-call Table functions and the typed errors", async () => {
-    const everyday = await import("../../ts/index.ts");
-    for (const name of ["exportTable", "importTable", "exportArray", "exportSchema", "exportBatches", "exportStream", "exportAsyncStream", "importVector", "importRecordBatch", "readTable", "recordBatches", "AsyncRecordBatchStream", "ArrowDeviceError", "LibraryLoadError"]) {
-      expect(typeof (everyday as Record<string, unknown>)[name]).toBe("function");
-    }
+  test("the root entry point holds at most 45 names, values and types together", () => {
+    const text = readFileSync(resolve(testRoot, "structure", "public_api.txt"), "utf8");
+    const count = Number(/^## \. \(ts\/index\.ts\): (\d+) names/m.exec(text)?.[1]);
+    expect(count).toBeGreaterThan(0);
+    expect(count).toBeLessThanOrEqual(45);
   });
 
   test("the checker reports each kind of problem, and only those", () => {

@@ -8,9 +8,8 @@
  */
 import { ptr } from "bun:ffi";
 import { tableFromArrays } from "apache-arrow";
-import {
-  ImportedArray, ImportedStream, exportArray, exportStream, exportTable, importRecordBatch, importTable, importVector, structPointer,
-} from "bun-arrow-device";
+import { exportArray, exportStream, importRecordBatch, importTable, importVector } from "bun-arrow-device";
+import { ImportedArray, ImportedStream, structPointer } from "bun-arrow-device/raw";
 import { CSchema, arrayStreamAsDeviceStream, deviceStreamAsArrayStream, relay } from "bun-arrow-device/raw";
 
 export function typedAddresses(fromC: { schema: number; deviceArray: bigint; stream: Uint8Array }): void {
@@ -18,7 +17,7 @@ export function typedAddresses(fromC: { schema: number; deviceArray: bigint; str
   const h = exportArray(table.batches[0]);
   const plain = exportArray(table.batches[0], { as: "array" });
   const deviceStream = exportStream(table);
-  const arrayStream = exportTable(table, { as: "stream" });
+  const arrayStream = exportStream(table, { as: "stream" });
 
   // The handles' addresses go where their structs are expected.
   importRecordBatch(h.schema, h.array);

@@ -50,7 +50,7 @@ function list(kinds: readonly string[]): string {
 export function arrowKindError(fn: string, param: string, value: unknown, kinds: readonly ArrowKind[]): InvalidArgumentError {
   let hint = "";
   if (!kinds.includes("Table") && value instanceof Table) {
-    hint = ` (a Table of ${value.batches.length} batches is no single array: export it with exportTable, exportBatches or exportStream)`;
+    hint = ` (a Table of ${value.batches.length} batches is no single array: export it with exportStream or exportBatches)`;
   }
   return argumentError(fn, param, `an apache-arrow ${list(kinds)}${hint}`, value);
 }

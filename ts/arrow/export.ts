@@ -1,6 +1,6 @@
 /**
  * apache-arrow -> C Data Interface, without copying data buffers: the
- * public array and schema exports (`exportArray`, `exportDeviceArray`,
+ * public array and schema exports (`exportArray`,
  * `exportSchema`, `exportBatches`), which pick the Data and schema a
  * source exports as and build the C structs with one native call.
  *
@@ -33,7 +33,7 @@ export { type SchemaSource } from "./schema_plan.ts";
 
 /** What `exportArray` takes: apache-arrow Data, a Vector (one chunk), a
  * RecordBatch (exported as a struct array) or a Table of one batch (as
- * that batch; `exportTable` exports any Table as a stream). */
+ * that batch; `exportStream` exports any Table as a stream). */
 export type ArraySource = Data | Vector | RecordBatch | Table;
 
 /** Options of `exportArray`, `exportBatches`. */
@@ -80,7 +80,7 @@ function dataOf(fn: string, source: ArraySource): { data: Data; schema: SchemaSo
   if (arrowKindOf(source, ["Table"]) !== null) {
     const batches = (source as Table).batches;
     if (batches.length !== 1) {
-      throw new InvalidArgumentError(Status.invalid_argument, `${fn}: a Table with ${batches.length} batches cannot be one C array; export it as a stream (exportTable) or each batch (exportBatches)`);
+      throw new InvalidArgumentError(Status.invalid_argument, `${fn}: a Table with ${batches.length} batches cannot be one C array; export it as a stream (exportStream) or each batch (exportBatches)`);
     }
     source = batches[0]!;
   }
@@ -165,11 +165,6 @@ function exportArrayAs<K extends Exclude<ExportedKind, "schema">>(fn: string, so
     check(native.abd_last_status() || Status.internal);
   }
   return adoptExportSlot(kind, address as number);
-}
-
-/** `exportArray(source, { as: "device_array" })`. */
-export function exportDeviceArray(source: ArraySource): ExportedArray<"device_array"> {
-  return exportArrayAs("exportDeviceArray", source, "device_array");
 }
 
 /** Exports a DataType, Field or Schema as an ArrowSchema. */

@@ -119,25 +119,7 @@ function create(opened: Opened, options: StreamExportOptions): ExportedStream {
   return handle;
 }
 
-/**
- * Exports `source` as an ArrowDeviceArrayStream (default, CPU) or an
- * ArrowArrayStream (`as: "stream"`), zero-copy. The handle's `stream` is
- * the struct's address: a C consumer may move it out (then it releases
- * it) or use it in place until `handle.release()`.
- *
- * An async source (async iterable, async RecordBatchReader) needs
- * `options.schema` here; `exportStreamAsync` can find it instead.
- */
-export function exportStream(source: StreamSource, options?: StreamExportOptions<"device_stream">): ExportedStream<"device_stream">;
-/** `exportStream` as an ArrowArrayStream (`{ as: "stream" }`). */
-export function exportStream(source: StreamSource, options: StreamExportOptions<"stream">): ExportedStream<"stream">;
-/** `exportStream` with the kind known only at run time. */
-export function exportStream(source: StreamSource, options?: StreamExportOptions): ExportedStream;
-export function exportStream(source: StreamSource, options: StreamExportOptions = {}): ExportedStream {
-  return exportStreamNamed("exportStream", source, options);
-}
-
-const streamOptionKeys = ["as", "schema", "device", "deviceType", "copyAhead"] as const;
+const streamOptionKeys = ["as", "async", "schema", "device", "deviceType", "copyAhead"] as const;
 
 /** Checks `fn`'s source and options (`withAs`: options may name the
  * kind). The items themselves are checked as they are pulled. An array
@@ -172,29 +154,12 @@ export function exportStreamNamed(fn: string, source: StreamSource, options: Str
   return create(opened, options);
 }
 
-/** Like `exportStream`, but may await an async source to learn its schema
- * (an async reader's `open()`, or an async iterable's first batch, which
- * is then the stream's first batch). */
-export async function exportStreamAsync(source: StreamSource, options?: StreamExportOptions<"device_stream">): Promise<ExportedStream<"device_stream">>;
-/** `exportStreamAsync` as an ArrowArrayStream (`{ as: "stream" }`). */
-export async function exportStreamAsync(source: StreamSource, options: StreamExportOptions<"stream">): Promise<ExportedStream<"stream">>;
-/** `exportStreamAsync` with the kind known only at run time. */
-export async function exportStreamAsync(source: StreamSource, options?: StreamExportOptions): Promise<ExportedStream>;
-export async function exportStreamAsync(source: StreamSource, options: StreamExportOptions = {}): Promise<ExportedStream> {
-  streamArgs("exportStreamAsync", source, options);
+/** `exportStream(source, { ...options, async: true })` under the caller's
+ * name (errors name `fn`): may await an async source to learn its schema
+ * from the first batch. */
+export async function exportStreamAsyncNamed(fn: string, source: StreamSource, options: StreamExportOptions): Promise<ExportedStream> {
+  streamArgs(fn, source, options);
   drainReleased();
   const opened = openNow(source, options) ?? await openAsync(source, options);
   return create(opened, options);
-}
-
-/** `exportStream(source, { ...options, as: "stream" })`. */
-export function exportArrayStream(source: StreamSource, options: Omit<StreamExportOptions, "as"> = {}): ExportedStream<"stream"> {
-  optionsArg("exportArrayStream", "options", options, streamOptionKeys.filter((key) => key !== "as"));
-  return exportStreamNamed("exportArrayStream", source, { ...options, as: "stream" }) as ExportedStream<"stream">;
-}
-
-/** `exportStream(source, { ...options, as: "device_stream" })`. */
-export function exportDeviceArrayStream(source: StreamSource, options: Omit<StreamExportOptions, "as"> = {}): ExportedStream<"device_stream"> {
-  optionsArg("exportDeviceArrayStream", "options", options, streamOptionKeys.filter((key) => key !== "as"));
-  return exportStreamNamed("exportDeviceArrayStream", source, { ...options, as: "device_stream" }) as ExportedStream<"device_stream">;
 }

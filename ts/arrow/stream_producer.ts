@@ -138,7 +138,7 @@ export function deviceTypeOf(handle: ExportedArray): number {
 function deliverArray(record: SourceRecord, producer: number, handle: ExportedArray, checkSchema: boolean): void {
   try {
     if (handle.kind !== "device_array") {
-      throw new InvalidArgumentError(Status.invalid_argument, `batch ${record.index} is an ExportedArray of kind "${handle.kind}"; a stream hands out "device_array" exports (exportDeviceArray, toDevice)`);
+      throw new InvalidArgumentError(Status.invalid_argument, `batch ${record.index} is an ExportedArray of kind "${handle.kind}"; a stream hands out "device_array" exports (exportArray, toDevice)`);
     }
     const status = native.abd_stream_export_deliver_array(producer as unknown as Pointer, checkSchema ? handle.schema : null, handle.array);
     if (status !== 0) record.close();

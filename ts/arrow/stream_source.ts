@@ -25,14 +25,17 @@ export type StreamSource =
   | Iterable<StreamItem>
   | AsyncIterable<StreamItem>;
 
-/** Options of `exportStream` and `exportStreamAsync`. */
-export type StreamExportOptions<K extends StreamKind = StreamKind> = {
+/** Options of `exportStream`. */
+export type StreamExportOptions<K extends StreamKind = StreamKind, A extends boolean = false> = {
   /** "device_stream" (default): an ArrowDeviceArrayStream on the CPU.
    * "stream": an ArrowArrayStream. */
   as?: K;
-  /** The stream's schema. Required for an async source given to
-   * `exportStream` (`exportStreamAsync` can read it from the first batch)
-   * and for an empty iterable. Otherwise taken from the source (the first
+  /** true: `exportStream` returns a Promise, and may await an async
+   * source to learn its schema. Default false. */
+  async?: A;
+  /** The stream's schema. Required for an async source (unless `async`
+   * is true: then it is read from the first batch) and for an empty
+   * iterable. Otherwise taken from the source (the first
    * batch's, or the C schema of a first ExportedArray item). */
   schema?: Schema;
   /** A device stream: each RecordBatch is copied to this device as it is
@@ -90,7 +93,7 @@ function schemaOfTable(table: Table): Schema {
 }
 
 export function needsSchema(what: string): never {
-  throw new InvalidArgumentError(Status.invalid_argument, `${what}: pass options.schema${what.includes("async") ? ", or use exportStreamAsync(), which reads the first batch for it" : ""}`);
+  throw new InvalidArgumentError(Status.invalid_argument, `${what}: pass options.schema${what.includes("async") ? ", or pass { async: true }, which reads the first batch for it" : ""}`);
 }
 
 export function isAsyncIterable(source: unknown): source is AsyncIterable<StreamItem> {

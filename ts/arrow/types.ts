@@ -34,7 +34,7 @@ import { ImportedArray, RawArray } from "../native/imported.ts";
 import { nodeSchemaOf, nodeWordOf } from "../native/batch_source.ts";
 import { arrowKindError, isDataType } from "./arrow_args.ts";
 
-/** Options of the conversions to apache-arrow (`toVector`, `toTable`, ...). */
+/** Options of the conversions to apache-arrow (`importVector`, `importTable`, ...). */
 export type ConvertOptions = {
   /**
    * Convert list-view, large list-view and run-end encoded arrays, which

@@ -21,7 +21,7 @@
  *   allocation, staging, copies, waiting), and the ratio ours / raw per
  *   repetition, whose median and min-max spread are reported.
  * - export_import (per size): exportArray + ImportedArray.fromDeviceArray +
- *   toRecordBatch + release of a float64 batch, against apache-arrow's own
+ *   importRecordBatch + release of a float64 batch, against apache-arrow's own
  *   IPC round trip (tableToIPC + tableFromIPC), the copy it replaces.
  *
  * Each measurement keeps the median, the fastest and the slowest run (the
@@ -249,7 +249,7 @@ function exportImport(rows: number, repeats: number): Figure {
   const ipc = wallSamples(repeats, round.ipc);
   return figure(
     { suite: "export_import", operation: "round_trip", runtime: null, deviceId: null, fake: false, bytes: rows * 8, repeats },
-    timed("exportArray + ImportedArray.fromDeviceArray + toRecordBatch + release", "wall", ours),
+    timed("exportArray + ImportedArray.fromDeviceArray + importRecordBatch + release", "wall", ours),
     timed("apache-arrow tableToIPC + tableFromIPC", "wall", ipc),
   );
 }

@@ -52,7 +52,7 @@ Measures, each beside its baseline in the same process:
                  allocate against the raw driver opened directly (pinned and
                  pageable cuMemcpy*Async, cuMemAlloc; HIP alike), copies
                  timed with events on the stream, ours / raw per size
-  export_import  exportArray + import + toRecordBatch against apache-arrow's
+  export_import  exportArray + importRecordBatch against apache-arrow's
                  IPC round trip
 Progress goes to stderr (a progress bar on a terminal).
 

@@ -29,7 +29,7 @@ import { ImportedArray, type ImportOptions } from "../native/imported.ts";
 import { ImportedStream } from "../native/imported_stream.ts";
 import { deviceStreamAsArrayStream } from "../native/stream_adapters.ts";
 import { exportArray, exportSchema } from "../arrow/export.ts";
-import { exportStream } from "../arrow/stream_export.ts";
+import { exportStream } from "../arrow/stream_api.ts";
 import { shapeOf } from "../arrow/source_shape.ts";
 import { PythonError } from "./errors.ts";
 import { PyObject, loadPython, loadedPython, pythonShim, pythonToken, type Python } from "./interpreter.ts";

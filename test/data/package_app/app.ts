@@ -2,17 +2,18 @@
 // every entry point of the installed package, and is type-checked under
 // four tsconfigs, then run, bundled and compiled.
 import { tableFromArrays, type Table } from "apache-arrow";
-import { ArrowDeviceError, exportArray, exportTable, importRecordBatch, importTable, type ExportOptions, type ImportTableOptions } from "bun-arrow-device";
-import { CSchema, DeviceType, type ValidationLevelName } from "bun-arrow-device/raw";
+import { ArrowDeviceError, exportArray, exportStream, importRecordBatch, importTable, type ExportOptions, type ImportStreamOptions } from "bun-arrow-device";
+import { CSchema, type ValidationLevelName } from "bun-arrow-device/raw";
+import { DeviceType } from "bun-arrow-device";
 import { deviceAvailability, type DeviceAvailability } from "bun-arrow-device/device";
 import { librarySource, nonZeroCounters, platformId } from "bun-arrow-device/diagnostics";
 
 const table: Table = tableFromArrays({ id: Int32Array.of(1, 2, 3), score: Float64Array.of(0.5, 1.5, 2.5) });
 const options: ExportOptions<"device_array"> = { as: "device_array" };
 const validation: ValidationLevelName = "full";
-const importOptions: ImportTableOptions = { validation };
+const importOptions: ImportStreamOptions = { validation };
 
-const stream = exportTable(table);
+const stream = exportStream(table);
 const back: Table = importTable(stream.stream, importOptions);
 stream.release();
 const single = exportArray(table, options);
@@ -24,7 +25,7 @@ schema.release();
 const cuda: DeviceAvailability = deviceAvailability("cuda");
 let typed = false;
 try {
-  exportTable(batch as unknown as Table);
+  exportStream(batch as unknown as Table);
 } catch (error) {
   typed = error instanceof ArrowDeviceError;
 }

@@ -9,7 +9,7 @@
 import { Data, Field, RecordBatch, Table, Vector, type DataType } from "apache-arrow";
 import { InvalidArgumentError, Status } from "../../core/errors.ts";
 import { exportArray, exportSchema } from "../export.ts";
-import { exportStream } from "../stream_export.ts";
+import { exportStream } from "../stream_api.ts";
 import { toVector } from "../import.ts";
 import { LibraryCapsule } from "../../native/protocol/capsule.ts";
 import { setRequestedSchemaCast } from "../../native/protocol/requested_schema.ts";

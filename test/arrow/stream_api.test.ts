@@ -1,0 +1,111 @@
+/**
+ * One name per job (arrow/stream_api.ts, arrow/import_api.ts): the
+ * `async` form of `exportStream` and `importTable` reports every error
+ * through its promise; the readers take every stream source, a C address
+ * included; `importTable` also joins ImportedArray batches; the import
+ * functions take an imported handle and leave it the caller's.
+ */
+import { afterEach, describe, expect, test } from "bun:test";
+import { Table, tableFromArrays, vectorFromArray } from "apache-arrow";
+import { exportArray, exportStream, importRecordBatch, importSchema, importTable, importVector, recordBatches } from "../../ts/index.ts";
+import { InvalidArgumentError } from "../../ts/core/errors.ts";
+import { ImportedArray, ImportedStream } from "../../ts/raw.ts";
+import { nonZeroCounters } from "../../ts/diagnostics.ts";
+import { liveStreamSources } from "../../ts/arrow/stream_export.ts";
+import { collectUntil } from "../helpers/gc.ts";
+
+afterEach(async () => {
+  expect(await collectUntil(() => Object.keys(nonZeroCounters()).length === 0 && liveStreamSources() === 0, 200)).toBe(true);
+});
+
+const table = (): Table => tableFromArrays({ id: Int32Array.of(1, 2, 3) });
+
+describe("the async forms", () => {
+  test("exportStream({ async: true }) rejects a bad source instead of throwing", async () => {
+    let thrown: unknown = null;
+    let result: Promise<unknown> | null = null;
+    try {
+      result = exportStream(42 as never, { async: true });
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toBeNull();
+    await expect(result!).rejects.toThrow(InvalidArgumentError);
+    await expect(exportStream(table().batches[0] as never, { async: true })).rejects.toThrow("exportStream: source must be");
+  });
+
+  test("importTable({ async: true }) rejects a bad source or option instead of throwing", async () => {
+    await expect(importTable(8 as never, { async: true })).rejects.toThrow("importTable: source");
+    using exported = exportStream(table());
+    await expect(importTable(exported.stream, { async: true, toHost: 1 as never })).rejects.toThrow("importTable: options.toHost");
+    expect(exported.streamReleased).toBe(false); // refused before it was moved in
+  });
+
+  test("a single batch or vector given to exportStream is named, not streamed as rows", () => {
+    expect(() => exportStream(table().batches[0] as never)).toThrow("(a RecordBatch is one array: export it with exportArray, or stream it as [batch]), not a RecordBatch");
+    expect(() => exportStream(vectorFromArray([1, 2]) as never)).toThrow("(a Vector is one array: export it with exportArray), not a Vector");
+  });
+});
+
+describe("the readers", () => {
+  for (const as of ["stream", "device_stream"] as const) {
+    test(`recordBatches reads an ${as === "stream" ? "ArrowArrayStream" : "ArrowDeviceArrayStream"} address, sync and async`, async () => {
+      const sync = exportStream(table(), { as });
+      expect([...recordBatches(sync.stream, { as })].map((batch) => batch.numRows)).toEqual([3]);
+      expect(sync.streamReleased).toBe(true);
+      const later = exportStream(table(), { as });
+      const rows: number[] = [];
+      for await (const batch of recordBatches(later.stream, { as, async: true })) rows.push(...batch.getChild("id")!.toArray());
+      expect(rows).toEqual([1, 2, 3]);
+      expect(later.streamReleased).toBe(true);
+    });
+  }
+
+  test("importTable joins ImportedArray batches, which stay the caller's; a level or a host copy is refused for them", () => {
+    const arrays = [0, 1].map(() => {
+      using exported = exportArray(table().batches[0]!);
+      return ImportedArray.fromDeviceArray(exported.schema, exported.array);
+    });
+    try {
+      expect(() => importTable(arrays, { validation: "full" })).toThrow("importTable: options.validation must be undefined for ImportedArray batches");
+      expect(() => importTable(arrays, { toHost: true })).toThrow("importTable: options.toHost must be undefined or false for ImportedArray batches");
+      expect(() => importTable([arrays[0], {}] as never)).toThrow("importTable: source[1] must be an ImportedArray");
+      const joined = importTable(arrays);
+      expect(joined.numRows).toBe(6);
+      arrays[1]!.dispose();
+      expect(joined.batches[1]!.numRows).toBe(0); // its handle emptied it
+    } finally {
+      for (const imported of arrays) imported.dispose();
+    }
+  });
+});
+
+describe("one import per kind", () => {
+  test("importVector and importRecordBatch of an ImportedArray leave the handle to the caller", () => {
+    using exported = exportArray(table().batches[0]!);
+    const imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
+    const batch = importRecordBatch(imported);
+    const vector = importVector(imported);
+    expect(batch.numRows).toBe(3);
+    expect(vector.length).toBe(3);
+    expect(() => importVector(imported, { validation: "full" } as never)).toThrow('importVector: options has an unknown key "validation"');
+    imported.dispose();
+    expect(batch.numRows).toBe(0);
+    expect(vector.length).toBe(0);
+  });
+
+  test("importSchema reads an ImportedStream, an ImportedArray and a RawArray alike", () => {
+    using exported = exportArray(table().batches[0]!);
+    const imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
+    using streamed = exportStream(table());
+    const stream = ImportedStream.fromDeviceArrayStream(streamed.stream);
+    try {
+      const names = [importSchema(stream), importSchema(imported), importSchema(imported.root)].map((schema) => schema.fields.map((field) => `${field.name}: ${field.type}`));
+      expect(names).toEqual([["id: Int32"], ["id: Int32"], ["id: Int32"]]);
+      expect(() => importSchema({} as never)).toThrow("importSchema: source must be an ImportedStream, an ImportedArray or a RawArray");
+    } finally {
+      stream.release();
+      imported.dispose();
+    }
+  });
+});
