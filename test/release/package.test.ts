@@ -4,7 +4,7 @@
  * main package and this platform's `@bun-arrow-device/<platform-id>`),
  * create an app in a temporary folder and `bun add` the tarballs offline
  * (file tarballs only; the registry is a closed port), then:
- * - run the README's quick start (examples/quickstart.ts) and a sample app
+ * - run the README's quick start (examples/quick_start.ts) and a sample app
  *   that uses every entry point, with zig, python and C compilers absent
  *   from PATH;
  * - type-check the sample app against the installed .d.ts under the
@@ -36,7 +36,7 @@ const tsc = join(root, "node_modules", "typescript", "bin", "tsc");
 const work = realpathSync(mkdtempSync(join(tmpdir(), "abd-package-")));
 const tarballs = join(work, "tarballs");
 const app = join(work, "app");
-const quickstartOutput = "3 rows: id=1,2,3 name=a,b,c";
+const quickstartOutput = '[{"id":1,"price":9.5},{"id":2,"price":3},{"id":3,"price":7.25}]';
 
 /** Runs a command; output through a file (see typecheck.test.ts). */
 function run(cmd: string[], cwd: string, env: Record<string, string | undefined> = process.env): { exitCode: number; output: string } {
@@ -103,7 +103,7 @@ beforeAll(() => {
   writeFileSync(join(app, "bunfig.toml"), '[install]\nregistry = "http://127.0.0.1:9/"\n');
   mustRun([bun, "add", "--offline", made.main, deps["apache-arrow"]!.slice(5)], app, bareEnv());
   mustRun([bun, "add", "--offline", "--dev", deps["@types/bun"]!.slice(5), deps.typescript!.slice(5)], app, bareEnv());
-  copyFileSync(join(root, "examples", "quickstart.ts"), join(app, "quickstart.ts"));
+  copyFileSync(join(root, "examples", "quick_start.ts"), join(app, "quick_start.ts"));
   copyFileSync(join(root, "test", "data", "package_app", "app.ts"), join(app, "app.ts"));
 }, 300_000);
 
@@ -160,8 +160,8 @@ describe("the installed package runs with no toolchain on PATH", () => {
     }
   });
 
-  test("the README's quick start (examples/quickstart.ts) round-trips a batch", () => {
-    expect(run([bun, "quickstart.ts"], app, bareEnv())).toEqual({ exitCode: 0, output: quickstartOutput });
+  test("the README's quick start (examples/quick_start.ts) round-trips a table", () => {
+    expect(run([bun, "quick_start.ts"], app, bareEnv())).toEqual({ exitCode: 0, output: quickstartOutput });
   });
 
   test("the installed CLI runs through its bin link (bunx bun-arrow-device info)", () => {
@@ -363,7 +363,7 @@ describe("type check of an app against the installed .d.ts", () => {
       const dir = join(app, `tsc-${name.replace(/\W+/g, "-")}`);
       mkdirSync(dir, { recursive: true });
       copyFileSync(join(app, "app.ts"), join(dir, "app.ts"));
-      copyFileSync(join(app, "quickstart.ts"), join(dir, "quickstart.ts"));
+      copyFileSync(join(app, "quick_start.ts"), join(dir, "quick_start.ts"));
       writeFileSync(join(dir, "tsconfig.json"), config());
       // The app's own TypeScript (installed from the tarball), run by Bun.
       const result = run([bun, join(app, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.json", "--pretty", "false", "--listFiles"], dir);
@@ -382,15 +382,15 @@ describe("type check of an app against the installed .d.ts", () => {
 describe("bundlers", () => {
   test("bun build: the bundle carries the library as an asset and runs from another folder", () => {
     const out = join(work, "bundle");
-    mustRun([bun, "build", "--target", "bun", "quickstart.ts", "--outdir", out], app, bareEnv());
+    mustRun([bun, "build", "--target", "bun", "quick_start.ts", "--outdir", out], app, bareEnv());
     expect(readdirSync(out).some((file) => file.startsWith("libarrow_device") || file.startsWith("arrow_device"))).toBe(true);
     const elsewhere = mkdtempSync(join(work, "run-"));
-    expect(run([bun, join(out, "quickstart.js")], elsewhere, bareEnv())).toEqual({ exitCode: 0, output: quickstartOutput });
+    expect(run([bun, join(out, "quick_start.js")], elsewhere, bareEnv())).toEqual({ exitCode: 0, output: quickstartOutput });
   }, 120_000);
 
   test("bun build --compile: the executable embeds the library and runs from another folder, without node_modules", () => {
     const binary = join(work, "compiled", "quickstart");
-    mustRun([bun, "build", "--compile", "quickstart.ts", "--outfile", binary], app, bareEnv());
+    mustRun([bun, "build", "--compile", "quick_start.ts", "--outfile", binary], app, bareEnv());
     const elsewhere = mkdtempSync(join(work, "run-"));
     const moved = join(elsewhere, "quickstart");
     cpSync(binary, moved);

@@ -1,7 +1,7 @@
 /**
  * An async device stream read as apache-arrow RecordBatches: the native
  * handler of native/async_consumer.ts, each batch converted with
- * `toRecordBatch` (arrow/import.ts) without copying.
+ * the batch conversion of arrow/import.ts (`recordBatchOf`) without copying.
  *
  * Lifetimes. A RecordBatch's columns are views of the producer's memory;
  * each view holds its batch's native owner until it is garbage-collected,

@@ -211,25 +211,25 @@ function importWith<T>(
  * the last view of its memory is collected. For an explicit end, use
  * `ImportedArray` + `toVector` and `dispose()` instead.
  */
-export function importVector(schemaPtr: StructRef<"ArrowSchema">, arrayPtr: StructRef<"ArrowArray">, options?: ImportConvertOptions & { as?: "array" }): Vector;
+export function vectorFromStructs(schemaPtr: StructRef<"ArrowSchema">, arrayPtr: StructRef<"ArrowArray">, options?: ImportConvertOptions & { as?: "array" }): Vector;
 /** `importVector` from an `ArrowDeviceArray*` (`{ as: "device_array" }`). */
-export function importVector(schemaPtr: StructRef<"ArrowSchema">, deviceArrayPtr: StructRef<"ArrowDeviceArray">, options: ImportConvertOptions & { as: "device_array" }): Vector;
+export function vectorFromStructs(schemaPtr: StructRef<"ArrowSchema">, deviceArrayPtr: StructRef<"ArrowDeviceArray">, options: ImportConvertOptions & { as: "device_array" }): Vector;
 /** Takes the array of any protocol producer or array capsule
  * (docs/protocol.md), preferring its device method. */
-export function importVector(source: ArrayProducer | ArrowCapsule, options?: ImportConvertOptions): Vector;
-export function importVector(schemaPtr: AnyRef | ArrayProducer | ArrowCapsule, arrayPtr?: AnyRef | ImportConvertOptions, options: ImportConvertOptions = {}): Vector {
+export function vectorFromStructs(source: ArrayProducer | ArrowCapsule, options?: ImportConvertOptions): Vector;
+export function vectorFromStructs(schemaPtr: AnyRef | ArrayProducer | ArrowCapsule, arrayPtr?: AnyRef | ImportConvertOptions, options: ImportConvertOptions = {}): Vector {
   return importWith("importVector", schemaPtr, arrayPtr, options, "array", vectorOf);
 }
 
 /** Like `importVector`, for a record batch (a struct root), from an
  * `ArrowDeviceArray*` by default. */
-export function importRecordBatch(schemaPtr: StructRef<"ArrowSchema">, deviceArrayPtr: StructRef<"ArrowDeviceArray">, options?: ImportConvertOptions & { as?: "device_array" }): RecordBatch;
+export function recordBatchFromStructs(schemaPtr: StructRef<"ArrowSchema">, deviceArrayPtr: StructRef<"ArrowDeviceArray">, options?: ImportConvertOptions & { as?: "device_array" }): RecordBatch;
 /** `importRecordBatch` from an `ArrowArray*` (`{ as: "array" }`). */
-export function importRecordBatch(schemaPtr: StructRef<"ArrowSchema">, arrayPtr: StructRef<"ArrowArray">, options: ImportConvertOptions & { as: "array" }): RecordBatch;
+export function recordBatchFromStructs(schemaPtr: StructRef<"ArrowSchema">, arrayPtr: StructRef<"ArrowArray">, options: ImportConvertOptions & { as: "array" }): RecordBatch;
 /** Takes the array of any protocol producer or array capsule
  * (docs/protocol.md), preferring its device method. */
-export function importRecordBatch(source: ArrayProducer | ArrowCapsule, options?: ImportConvertOptions): RecordBatch;
-export function importRecordBatch(schemaPtr: AnyRef | ArrayProducer | ArrowCapsule, deviceArrayPtr?: AnyRef | ImportConvertOptions, options: ImportConvertOptions = {}): RecordBatch {
+export function recordBatchFromStructs(source: ArrayProducer | ArrowCapsule, options?: ImportConvertOptions): RecordBatch;
+export function recordBatchFromStructs(schemaPtr: AnyRef | ArrayProducer | ArrowCapsule, deviceArrayPtr?: AnyRef | ImportConvertOptions, options: ImportConvertOptions = {}): RecordBatch {
   return importWith("importRecordBatch", schemaPtr, deviceArrayPtr, options, "device_array", recordBatchOf);
 }
 

@@ -15,7 +15,7 @@ import { ImportedArray, RawArray } from "../native/imported.ts";
 import { ImportedStream } from "../native/imported_stream.ts";
 import { type ArrayProducer, type ArrowCapsule } from "../native/protocol/symbols.ts";
 import {
-  importRecordBatch as recordBatchFromC, importVector as vectorFromC, toData, toDataType, toField, toRecordBatch, toSchema, toVector,
+  recordBatchFromStructs, vectorFromStructs, toData, toDataType, toField, toRecordBatch, toSchema, toVector,
   type ImportConvertOptions,
 } from "./import.ts";
 import { streamSchema } from "./stream_import.ts";
@@ -43,7 +43,7 @@ export function importVector(source: ArrayProducer | ArrowCapsule, options?: Imp
 export function importVector(imported: ImportedArray, options?: ConvertOptions): Vector;
 export function importVector(source: AnyRef | ArrayProducer | ArrowCapsule | ImportedArray, arrayPtr?: AnyRef | ImportConvertOptions, options: ImportConvertOptions = {}): Vector {
   if (source instanceof ImportedArray) return toVector(source, convertOptionsArg("importVector", arrayPtr));
-  return vectorFromC(source as StructRef<"ArrowSchema">, arrayPtr as StructRef<"ArrowArray">, options as ImportConvertOptions & { as?: "array" });
+  return vectorFromStructs(source as StructRef<"ArrowSchema">, arrayPtr as StructRef<"ArrowArray">, options as ImportConvertOptions & { as?: "array" });
 }
 
 /**
@@ -66,7 +66,7 @@ export function importRecordBatch(source: ArrayProducer | ArrowCapsule, options?
 export function importRecordBatch(imported: ImportedArray, options?: ConvertOptions): RecordBatch;
 export function importRecordBatch(source: AnyRef | ArrayProducer | ArrowCapsule | ImportedArray, deviceArrayPtr?: AnyRef | ImportConvertOptions, options: ImportConvertOptions = {}): RecordBatch {
   if (source instanceof ImportedArray) return toRecordBatch(source, convertOptionsArg("importRecordBatch", deviceArrayPtr));
-  return recordBatchFromC(source as StructRef<"ArrowSchema">, deviceArrayPtr as StructRef<"ArrowDeviceArray">, options as ImportConvertOptions & { as?: "device_array" });
+  return recordBatchFromStructs(source as StructRef<"ArrowSchema">, deviceArrayPtr as StructRef<"ArrowDeviceArray">, options as ImportConvertOptions & { as?: "device_array" });
 }
 
 /**

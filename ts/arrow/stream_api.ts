@@ -21,7 +21,7 @@ import { isStreamProducer, type ArrowCapsule, type StreamProducer } from "../nat
 import { toTable } from "./import.ts";
 import { arrowKindOf } from "./arrow_args.ts";
 import { exportStreamAsyncNamed, exportStreamNamed, type StreamExportOptions, type StreamSource } from "./stream_export.ts";
-import { readTable, readTableAsync, recordBatches as pullBatches, recordBatchesAsync as pullBatchesAsync, type StreamConvertOptions } from "./stream_import.ts";
+import { batchesFromStream, batchesFromStreamAsync, tableFromStream, tableFromStreamAsync, type StreamConvertOptions } from "./stream_import.ts";
 import { type ConvertOptions } from "./types.ts";
 
 /**
@@ -187,7 +187,7 @@ export function importTable(source: ImportStreamSource | Iterable<ImportedArray>
     const table = toTable(opened.list, opened.read);
     return async ? Promise.resolve(table) : table;
   }
-  return async ? readTableAsync(opened.stream, opened.read) : readTable(opened.stream, opened.read);
+  return async ? tableFromStreamAsync(opened.stream, opened.read) : tableFromStream(opened.stream, opened.read);
 }
 
 /**
@@ -213,6 +213,6 @@ export function recordBatches(source: ImportStreamSource, options: ImportStreamO
 export function recordBatches(source: ImportStreamSource, options: ImportStreamOptions<StreamKind, boolean> = {}): Generator<RecordBatch, void, undefined> | AsyncGenerator<RecordBatch, void, undefined> {
   const opened = open("recordBatches", source, options, false);
   const stream = opened.stream!;
-  return options.async === true ? pullBatchesAsync(stream, opened.read) : pullBatches(stream, opened.read);
+  return options.async === true ? batchesFromStreamAsync(stream, opened.read) : batchesFromStream(stream, opened.read);
 }
 

@@ -121,17 +121,14 @@ function create(opened: Opened, options: StreamExportOptions): ExportedStream {
 
 const streamOptionKeys = ["as", "async", "schema", "device", "deviceType", "copyAhead"] as const;
 
-/** Checks `fn`'s source and options (`withAs`: options may name the
- * kind). The items themselves are checked as they are pulled. An array
- * passed as the options of exportArrayStream is refused before it is
- * spread (hence the check there too). */
-function streamArgs(fn: string, source: unknown, options: StreamExportOptions, withAs = true): void {
+/** Checks `fn`'s source and options. The items themselves are checked as they are pulled. */
+function streamArgs(fn: string, source: unknown, options: StreamExportOptions): void {
   const isSource = typeof source === "object" && source !== null && !ArrayBuffer.isView(source)
     && (source instanceof Table || source instanceof RecordBatchReader || Array.isArray(source) || isIterable(source) || isAsyncIterable(source));
   if (!isSource) {
     throw argumentError(fn, "source", "an apache-arrow Table, RecordBatchReader, an array of RecordBatch or ExportedArray, or a (sync or async) iterable of them", source);
   }
-  optionsArg(fn, "options", options, withAs ? streamOptionKeys : streamOptionKeys.filter((key) => key !== "as"));
+  optionsArg(fn, "options", options, streamOptionKeys);
   if (Array.isArray(source) && source.length === 0 && options.schema === undefined) {
     throw argumentError(fn, "source", "a non-empty array of batches (an empty one has no schema: pass options.schema)", source);
   }

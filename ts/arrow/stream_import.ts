@@ -10,8 +10,8 @@
  * each ImportedArray). The stream is released exactly once, when the loop
  * ends, breaks or throws (or by `stream.release()`).
  *
- * Threads. `recordBatches` / `readTable` call get_next on the JS thread;
- * `recordBatchesAsync` / `readTableAsync` call it on the stream's worker
+ * Threads. `batchesFromStream` / `tableFromStream` call get_next on the JS thread;
+ * `batchesFromStreamAsync` / `tableFromStreamAsync` call it on the stream's worker
  * thread, leaving the JS thread free meanwhile.
  *
  * Devices. A stream the host cannot read (CUDA, ROCM, ...) is refused
@@ -34,8 +34,9 @@ import { isStreamProducer, type ArrowCapsule, type StreamProducer } from "../nat
 import { StreamBatchConverter } from "./batch_converter.ts";
 import { convertOptionsArg, schemaOf, type ConvertOptions } from "./types.ts";
 
-/** Options of the stream-to-apache-arrow helpers (`recordBatches`,
- * `readTable` and their async forms). */
+/** Options of the stream-to-apache-arrow readers (`batchesFromStream`,
+ * `tableFromStream` and their async forms; public as `recordBatches` and
+ * `importTable`). */
 export type StreamConvertOptions = ConvertOptions & {
   /** Copy each batch of a stream the host cannot read (CUDA, ROCM) to host
    * memory before converting it. Default false: such a stream is refused. */
@@ -161,7 +162,7 @@ class StreamRead {
 
 /** Every remaining batch of `stream` as an apache-arrow RecordBatch,
  * pulled on the JS thread. */
-export function recordBatches(input: StreamInput, options: StreamConvertOptions = {}): Generator<RecordBatch, void, undefined> {
+export function batchesFromStream(input: StreamInput, options: StreamConvertOptions = {}): Generator<RecordBatch, void, undefined> {
   // Checked now, not at the first next(): a generator body runs late.
   const read = StreamRead.open("recordBatches", input, options, false);
   return (function* () {
@@ -175,8 +176,8 @@ export function recordBatches(input: StreamInput, options: StreamConvertOptions 
 
 /** Every remaining batch of `stream`, pulled on the stream's worker
  * thread (`for await`). */
-export function recordBatchesAsync(input: StreamInput, options: StreamConvertOptions = {}): AsyncGenerator<RecordBatch, void, undefined> {
-  const read = StreamRead.open("recordBatchesAsync", input, options, true);
+export function batchesFromStreamAsync(input: StreamInput, options: StreamConvertOptions = {}): AsyncGenerator<RecordBatch, void, undefined> {
+  const read = StreamRead.open("recordBatches", input, options, true);
   return (async function* () {
     try {
       for (let batch = await read.nextAsync(); batch !== null; batch = await read.nextAsync()) yield batch;
@@ -202,7 +203,7 @@ function schemaOfStream(stream: ImportedStream, options: ConvertOptions): Schema
   }
 }
 
-/** A whole-stream read, driven by `readTable` or `readTableAsync`. */
+/** A whole-stream read, driven by `tableFromStream` or `tableFromStreamAsync`. */
 type TableSteps = Generator<void, Table, ImportedArray | null>;
 
 /**
@@ -210,7 +211,7 @@ type TableSteps = Generator<void, Table, ImportedArray | null>;
  * batch's handle (null at the end), or throws the pull's error in. Then
  * the stream is released, and the batches become one Table (its schema
  * the first batch's, or the stream's when it has none); on an error every
- * batch pulled is disposed. `readTable` and `readTableAsync` drive it.
+ * batch pulled is disposed. `tableFromStream` and `tableFromStreamAsync` drive it.
  */
 function* tableSteps(read: StreamRead): TableSteps {
   const pulled: ImportedArray[] = [];
@@ -241,17 +242,17 @@ function resumed(steps: TableSteps, pull: () => ImportedArray | null): IteratorR
 
 /** Reads the whole stream into one Table (its schema is the first batch's,
  * or the stream's when it has none) and releases the stream. */
-export function readTable(input: StreamInput, options: StreamConvertOptions = {}): Table {
-  const read = StreamRead.open("readTable", input, options, false);
+export function tableFromStream(input: StreamInput, options: StreamConvertOptions = {}): Table {
+  const read = StreamRead.open("importTable", input, options, false);
   const steps = tableSteps(read);
   let step = steps.next();
   while (!step.done) step = resumed(steps, () => read.pull());
   return step.value;
 }
 
-/** Like `readTable`, pulling on the stream's worker thread. */
-export async function readTableAsync(input: StreamInput, options: StreamConvertOptions = {}): Promise<Table> {
-  const read = StreamRead.open("readTableAsync", input, options, true);
+/** Like `tableFromStream`, pulling on the stream's worker thread. */
+export async function tableFromStreamAsync(input: StreamInput, options: StreamConvertOptions = {}): Promise<Table> {
+  const read = StreamRead.open("importTable", input, options, true);
   const steps = tableSteps(read);
   let step = steps.next();
   while (!step.done) step = await read.pullAsync().then((imported) => steps.next(imported), (error: unknown) => steps.throw(error));

@@ -84,7 +84,7 @@ export function schemaMatchesKey(imported: ImportedArray, key: Int32Array): "sam
 
 /**
  * Records `converted` (an apache-arrow object made from `imported`'s
- * memory by `toRecordBatch`, `toVector`, `toData`, `toTable`...), so that
+ * memory by `importRecordBatch`, `importVector`, `importData`, `importTable`...), so that
  * `imported.dispose()` makes it read as empty: no rows, not only detached
  * buffers. Held weakly; `releaseToGC()` forgets them (their memory is then
  * the GC's, never detached).

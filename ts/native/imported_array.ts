@@ -546,8 +546,8 @@ export class ImportedArray implements Disposable {
   /** Detaches every ArrayBuffer made over owner memory, which releases the
    * producer's data now, unless an export of converted data still holds it
    * (then its consumer's release does). Views read as empty afterwards,
-   * and apache-arrow objects converted from the handle (`toRecordBatch`,
-   * `toVector`, `toData`, `toTable`) have no rows (length 0). Idempotent. */
+   * and apache-arrow objects converted from the handle (`importRecordBatch`,
+   * `importVector`, `importData`, `importTable`) have no rows (length 0). Idempotent. */
   dispose(): void {
     if (this.#disposed) return;
     this.#disposed = true;
