@@ -9,24 +9,24 @@
 //!   marked released, whether or not the call succeeds.
 
 const std = @import("std");
-const abi = @import("abi.zig");
-const status = @import("status.zig");
+const abi = @import("core/abi.zig");
+const status = @import("core/status.zig");
 const manifest = @import("manifest.zig");
-const counters = @import("counters.zig");
-const keepalive = @import("keepalive.zig");
-const js_context = @import("js_context.zig");
-const export_holds = @import("export_holds.zig");
-const export_array = @import("export_array.zig");
-const export_schema = @import("export_schema.zig");
-const export_batch = @import("export_batch.zig");
-const owner_mod = @import("owner.zig");
-const validate = @import("validate.zig");
-const consumer = @import("consumer.zig");
-const move = @import("move.zig");
-const schema_info = @import("schema_info.zig");
-const schema_key = @import("schema_key.zig");
-const metadata = @import("metadata.zig");
-const probe = @import("probe.zig");
+const counters = @import("core/counters.zig");
+const keepalive = @import("export/keepalive.zig");
+const js_context = @import("core/js_context.zig");
+const export_holds = @import("export/holds.zig");
+const export_array = @import("export/array.zig");
+const export_schema = @import("export/schema.zig");
+const export_batch = @import("export/batch.zig");
+const owner_mod = @import("import/owner.zig");
+const validate = @import("validate/validate.zig");
+const consumer = @import("import/consumer.zig");
+const move = @import("import/move.zig");
+const schema_info = @import("validate/schema_info.zig");
+const schema_key = @import("validate/schema_key.zig");
+const metadata = @import("core/metadata.zig");
+const probe = @import("validate/probe.zig");
 
 const Status = status.Status;
 const Owner = owner_mod.Owner;
@@ -411,7 +411,7 @@ export fn abd_consume_device_array(schema: ?*abi.ArrowSchema, array: ?*abi.Arrow
 // Re-export and relays (reexport.zig)
 // ---------------------------------------------------------------------------
 
-const reexport = @import("reexport.zig");
+const reexport = @import("import/reexport.zig");
 
 fn requestFrom(words: ?[*]const f64, count: u32, out: *reexport.Request) Status {
     const slice: []const f64 = if (words) |w| w[0..count] else &.{};
@@ -852,10 +852,10 @@ export fn abd_metadata_length(blob: ?[*]const u8) f64 {
 // the JS thread only.
 // ---------------------------------------------------------------------------
 
-const js_queue = @import("js_queue.zig");
-const stream_export = @import("stream_export.zig");
-const stream_import = @import("stream_import.zig");
-const stream_convert = @import("stream_convert.zig");
+const js_queue = @import("core/js_queue.zig");
+const stream_export = @import("stream/export.zig");
+const stream_import = @import("stream/import.zig");
+const stream_convert = @import("stream/convert.zig");
 
 /// The errno-compatible code stream callbacks return for status `raw`.
 export fn abd_status_errno(raw: c_int) c_int {
@@ -1093,10 +1093,10 @@ export fn abd_stream_from_device(source: ?*abi.ArrowDeviceArrayStream, out: ?*ab
 // structs themselves.
 // ---------------------------------------------------------------------------
 
-const js_wake = @import("js_wake.zig");
-const async_consumer = @import("async_consumer.zig");
-const async_producer = @import("async_producer.zig");
-const schema_copy = @import("schema_copy.zig");
+const js_wake = @import("async/js_wake.zig");
+const async_consumer = @import("async/consumer.zig");
+const async_producer = @import("async/producer.zig");
+const schema_copy = @import("export/schema_copy.zig");
 
 /// Registers the threadsafe callback that wakes JS for a waiting object
 /// (its argument is the object's token).

@@ -12,8 +12,8 @@
 
 const std = @import("std");
 const builtin = @import("builtin");
-const status = @import("../status.zig");
-const sync = @import("../sync.zig");
+const status = @import("../core/status.zig");
+const sync = @import("../core/sync.zig");
 const dynlib = @import("dynlib.zig");
 const runtime = @import("runtime.zig");
 const debug = @import("debug.zig");

@@ -15,7 +15,7 @@
 
 const std = @import("std");
 const builtin = @import("builtin");
-const status = @import("../status.zig");
+const status = @import("../core/status.zig");
 const dynlib = @import("dynlib.zig");
 const runtime = @import("runtime.zig");
 const Status = status.Status;

@@ -17,7 +17,7 @@
 //! reservation fail, as if no queue or thread could be created.
 
 const std = @import("std");
-const sync = @import("../sync.zig");
+const sync = @import("../core/sync.zig");
 
 pub const Function = *const fn (context: ?*anyopaque) callconv(.c) void;
 

@@ -23,11 +23,11 @@
 
 const std = @import("std");
 const debug = @import("debug.zig");
-const abi = @import("../abi.zig");
-const status = @import("../status.zig");
-const counters = @import("../counters.zig");
-const device_sync = @import("../device_sync.zig");
-const sync = @import("../sync.zig");
+const abi = @import("../core/abi.zig");
+const status = @import("../core/status.zig");
+const counters = @import("../core/counters.zig");
+const device_sync = @import("../core/device_sync.zig");
+const sync = @import("../core/sync.zig");
 const Status = status.Status;
 const fail = status.fail;
 

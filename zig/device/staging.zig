@@ -19,8 +19,8 @@
 //! `live_device_allocations`: they belong to the library, not to an array.
 
 const std = @import("std");
-const status = @import("../status.zig");
-const sync = @import("../sync.zig");
+const status = @import("../core/status.zig");
+const sync = @import("../core/sync.zig");
 const runtime = @import("runtime.zig");
 const Runtime = runtime.Runtime;
 

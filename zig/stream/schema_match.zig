@@ -9,10 +9,10 @@
 //! Nothing is allocated or kept; schemas are only read.
 
 const std = @import("std");
-const abi = @import("abi.zig");
-const status = @import("status.zig");
-const format = @import("format.zig");
-const validate = @import("validate.zig");
+const abi = @import("../core/abi.zig");
+const status = @import("../core/status.zig");
+const format = @import("../core/format.zig");
+const validate = @import("../validate/validate.zig");
 const Status = status.Status;
 const fail = status.fail;
 
@@ -93,7 +93,7 @@ pub fn check(expected: *const abi.ArrowSchema, actual: *const abi.ArrowSchema) S
 // ---------------------------------------------------------------------------
 
 const testing = std.testing;
-const export_schema = @import("export_schema.zig");
+const export_schema = @import("../export/schema.zig");
 
 fn build(nodes: []const struct { []const u8, ?[]const u8, u32, bool }) !abi.ArrowSchema {
     var plan: std.ArrayList(u8) = .empty;

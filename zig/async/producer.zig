@@ -38,17 +38,17 @@
 //! extracted.
 
 const std = @import("std");
-const abi = @import("abi.zig");
-const status = @import("status.zig");
-const counters = @import("counters.zig");
-const sync = @import("sync.zig");
+const abi = @import("../core/abi.zig");
+const status = @import("../core/status.zig");
+const counters = @import("../core/counters.zig");
+const sync = @import("../core/sync.zig");
 const js_wake = @import("js_wake.zig");
 const metadata_copy = @import("metadata_copy.zig");
-const export_array = @import("export_array.zig");
+const export_array = @import("../export/array.zig");
 const Status = status.Status;
 const fail = status.fail;
 
-const EINVAL: c_int = @import("errno.zig").native.EINVAL;
+const EINVAL: c_int = @import("../core/errno.zig").native.EINVAL;
 
 /// Words of the state snapshot `poll` writes (f64 each), shared with TS
 /// through the layout manifest.

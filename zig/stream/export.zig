@@ -36,17 +36,17 @@
 //! returns 0 with a released array, again on every later call.
 
 const std = @import("std");
-const abi = @import("abi.zig");
-const status = @import("status.zig");
-const counters = @import("counters.zig");
-const keepalive = @import("keepalive.zig");
-const export_array = @import("export_array.zig");
-const export_schema = @import("export_schema.zig");
-const schema_copy = @import("schema_copy.zig");
+const abi = @import("../core/abi.zig");
+const status = @import("../core/status.zig");
+const counters = @import("../core/counters.zig");
+const keepalive = @import("../export/keepalive.zig");
+const export_array = @import("../export/array.zig");
+const export_schema = @import("../export/schema.zig");
+const schema_copy = @import("../export/schema_copy.zig");
 const schema_match = @import("schema_match.zig");
-const js_queue = @import("js_queue.zig");
-const js_context = @import("js_context.zig");
-const sync = @import("sync.zig");
+const js_queue = @import("../core/js_queue.zig");
+const js_context = @import("../core/js_context.zig");
+const sync = @import("../core/sync.zig");
 const Status = status.Status;
 const fail = status.fail;
 
@@ -96,7 +96,7 @@ pub fn orphaned(entry: js_queue.Entry) void {
     _ = failWith(self, errno_io, ended_message);
 }
 
-const errno_io: c_int = @import("errno.zig").native.EIO;
+const errno_io: c_int = @import("../core/errno.zig").native.EIO;
 
 const Phase = enum { streaming, ended, failed };
 
@@ -675,7 +675,7 @@ test "an async source on the JS thread fails with EDEADLK instead of hanging" {
     var stream: abi.ArrowArrayStream = .empty;
     try testing.expectEqual(Status.ok, create(.array, abi.device_cpu, plan.items, true, 2, &stream));
     var out: abi.ArrowArray = undefined;
-    try testing.expectEqual(@import("errno.zig").native.EDEADLK, stream.get_next.?(&stream, &out));
+    try testing.expectEqual(@import("../core/errno.zig").native.EDEADLK, stream.get_next.?(&stream, &out));
     try testing.expect(std.mem.indexOf(u8, std.mem.span(stream.get_last_error.?(&stream).?), "async") != null);
     // get_schema works on any thread and clears the message's validity.
     var schema: abi.ArrowSchema = .empty;

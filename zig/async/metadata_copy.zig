@@ -4,7 +4,7 @@
 //! no total size: metadata.zig walks its length fields, within limits.
 
 const std = @import("std");
-const metadata = @import("metadata.zig");
+const metadata = @import("../core/metadata.zig");
 
 /// The encoded size of `blob`, or null when its lengths are out of bounds.
 pub fn byteLength(blob: [*]const u8) ?usize {

@@ -19,11 +19,11 @@
 //! consumer that moved a struct out holds its own copy, not the slot).
 
 const std = @import("std");
-const abi = @import("abi.zig");
-const status = @import("status.zig");
+const abi = @import("../core/abi.zig");
+const status = @import("../core/status.zig");
 const keepalive = @import("keepalive.zig");
-const export_array = @import("export_array.zig");
-const export_schema = @import("export_schema.zig");
+const export_array = @import("array.zig");
+const export_schema = @import("schema.zig");
 const tree_block = @import("tree_block.zig");
 const Status = status.Status;
 const fail = status.fail;
@@ -146,7 +146,7 @@ fn releaseContents(slot: *Slot, kind: Kind) void {
 // ---------------------------------------------------------------------------
 
 const testing = std.testing;
-const counters = @import("counters.zig");
+const counters = @import("../core/counters.zig");
 
 fn testTemplate() !*export_schema.Template {
     var leftovers: [64]f64 = undefined; // ids other tests queued

@@ -15,8 +15,8 @@
 //! whoever holds it.
 
 const std = @import("std");
-const abi = @import("abi.zig");
-const status = @import("status.zig");
+const abi = @import("../core/abi.zig");
+const status = @import("../core/status.zig");
 const Status = status.Status;
 const fail = status.fail;
 

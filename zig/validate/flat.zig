@@ -16,9 +16,9 @@
 //! Ownership: reads the caller's structs, writes the caller's table.
 
 const std = @import("std");
-const abi = @import("abi.zig");
-const format = @import("format.zig");
-const metadata = @import("metadata.zig");
+const abi = @import("../core/abi.zig");
+const format = @import("../core/format.zig");
+const metadata = @import("../core/metadata.zig");
 const validate = @import("validate.zig");
 const NodeTable = validate.NodeTable;
 const Level = validate.Level;

@@ -15,14 +15,14 @@
 //! must keep every buffer alive and at the same address.
 
 const std = @import("std");
-const abi = @import("abi.zig");
-const status = @import("status.zig");
-const counters = @import("counters.zig");
+const abi = @import("../core/abi.zig");
+const status = @import("../core/status.zig");
+const counters = @import("../core/counters.zig");
 const keepalive = @import("keepalive.zig");
-const js_context = @import("js_context.zig");
+const js_context = @import("../core/js_context.zig");
 const tree_block = @import("tree_block.zig");
 const tree_image = @import("tree_image.zig");
-const validate = @import("validate.zig");
+const validate = @import("../validate/validate.zig");
 const Status = status.Status;
 const fail = status.fail;
 

@@ -3,9 +3,9 @@
 //! release callbacks only mark the struct released (the arena owns memory).
 
 const std = @import("std");
-const abi = @import("abi.zig");
-const status = @import("status.zig");
-const format = @import("format.zig");
+const abi = @import("../core/abi.zig");
+const status = @import("../core/status.zig");
+const format = @import("../core/format.zig");
 const validate = @import("validate.zig");
 const Status = status.Status;
 const Level = validate.Level;

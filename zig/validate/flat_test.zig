@@ -7,10 +7,10 @@
 //! its seed.
 
 const std = @import("std");
-const abi = @import("abi.zig");
-const status = @import("status.zig");
+const abi = @import("../core/abi.zig");
+const status = @import("../core/status.zig");
 const validate = @import("validate.zig");
-const validate_flat = @import("validate_flat.zig");
+const validate_flat = @import("flat.zig");
 const Level = validate.Level;
 const NodeTable = validate.NodeTable;
 const testing = std.testing;

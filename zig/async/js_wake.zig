@@ -28,8 +28,8 @@
 //! deliberately small and generic so both share it.
 
 const std = @import("std");
-const monotonicNs = @import("js_queue.zig").monotonicNs;
-const js_context = @import("js_context.zig");
+const monotonicNs = @import("../core/js_queue.zig").monotonicNs;
+const js_context = @import("../core/js_context.zig");
 
 /// A void callback that runs `token`'s handler later on the JS thread.
 pub const Notifier = *const fn (token: u32) callconv(.c) void;

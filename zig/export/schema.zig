@@ -13,13 +13,13 @@
 //! reference to the block (tree_block.zig), released exactly once.
 
 const std = @import("std");
-const abi = @import("abi.zig");
-const status = @import("status.zig");
-const counters = @import("counters.zig");
+const abi = @import("../core/abi.zig");
+const status = @import("../core/status.zig");
+const counters = @import("../core/counters.zig");
 const tree_block = @import("tree_block.zig");
 const tree_image = @import("tree_image.zig");
-const validate = @import("validate.zig");
-const format = @import("format.zig");
+const validate = @import("../validate/validate.zig");
+const format = @import("../core/format.zig");
 const Status = status.Status;
 const fail = status.fail;
 

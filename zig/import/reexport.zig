@@ -32,14 +32,14 @@
 //! types (list values, union children, run-end children) are taken whole.
 
 const std = @import("std");
-const abi = @import("abi.zig");
-const status = @import("status.zig");
-const counters = @import("counters.zig");
-const format = @import("format.zig");
-const validate = @import("validate.zig");
+const abi = @import("../core/abi.zig");
+const status = @import("../core/status.zig");
+const counters = @import("../core/counters.zig");
+const format = @import("../core/format.zig");
+const validate = @import("../validate/validate.zig");
 const owner_mod = @import("owner.zig");
-const export_array = @import("export_array.zig");
-const export_schema = @import("export_schema.zig");
+const export_array = @import("../export/array.zig");
+const export_schema = @import("../export/schema.zig");
 const Status = status.Status;
 const Owner = owner_mod.Owner;
 const fail = status.fail;

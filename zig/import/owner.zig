@@ -10,15 +10,15 @@
 //! producer's release callbacks, exactly once, on that thread.
 
 const std = @import("std");
-const abi = @import("abi.zig");
-const status = @import("status.zig");
-const counters = @import("counters.zig");
-const validate = @import("validate.zig");
-const device_sync = @import("device_sync.zig");
-const block_pool = @import("block_pool.zig");
-const js_context = @import("js_context.zig");
-const js_queue = @import("js_queue.zig");
-const export_array = @import("export_array.zig");
+const abi = @import("../core/abi.zig");
+const status = @import("../core/status.zig");
+const counters = @import("../core/counters.zig");
+const validate = @import("../validate/validate.zig");
+const device_sync = @import("../core/device_sync.zig");
+const block_pool = @import("../core/block_pool.zig");
+const js_context = @import("../core/js_context.zig");
+const js_queue = @import("../core/js_queue.zig");
+const export_array = @import("../export/array.zig");
 const Status = status.Status;
 const fail = status.fail;
 

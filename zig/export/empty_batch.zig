@@ -7,11 +7,11 @@
 //! its release; the zeros are static and never written.
 
 const std = @import("std");
-const abi = @import("abi.zig");
-const status = @import("status.zig");
-const format = @import("format.zig");
-const validate = @import("validate.zig");
-const export_array = @import("export_array.zig");
+const abi = @import("../core/abi.zig");
+const status = @import("../core/status.zig");
+const format = @import("../core/format.zig");
+const validate = @import("../validate/validate.zig");
+const export_array = @import("array.zig");
 const Status = status.Status;
 const fail = status.fail;
 
@@ -59,7 +59,7 @@ pub fn build(schema: *const abi.ArrowSchema, out: *abi.ArrowDeviceArray) Status 
 
 test "an empty batch matches its schema and validates" {
     const allocator = std.testing.allocator;
-    const export_schema = @import("export_schema.zig");
+    const export_schema = @import("schema.zig");
     var plan: std.ArrayList(u8) = .empty;
     defer plan.deinit(allocator);
     try export_schema.appendNode(&plan, allocator, "+s", "", null, 0, 3, false);

@@ -15,11 +15,11 @@
 //! would need a read are reported as unknown (-1) and value checks are skipped.
 
 const std = @import("std");
-const abi = @import("abi.zig");
-const format = @import("format.zig");
-const metadata = @import("metadata.zig");
-const status = @import("status.zig");
-const validate_flat = @import("validate_flat.zig");
+const abi = @import("../core/abi.zig");
+const format = @import("../core/format.zig");
+const metadata = @import("../core/metadata.zig");
+const status = @import("../core/status.zig");
+const validate_flat = @import("flat.zig");
 const Status = status.Status;
 const fail = status.fail;
 

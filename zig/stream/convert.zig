@@ -13,10 +13,10 @@
 //! adapter's callbacks, as it may the source's (serialized, per the spec).
 
 const std = @import("std");
-const abi = @import("abi.zig");
-const status = @import("status.zig");
-const counters = @import("counters.zig");
-const device_sync = @import("device_sync.zig");
+const abi = @import("../core/abi.zig");
+const status = @import("../core/status.zig");
+const counters = @import("../core/counters.zig");
+const device_sync = @import("../core/device_sync.zig");
 const Status = status.Status;
 const fail = status.fail;
 

@@ -15,9 +15,9 @@
 //! the producer's callbacks).
 
 const std = @import("std");
-const status = @import("status.zig");
-const Mutex = @import("sync.zig").Mutex;
-const Owner = @import("owner.zig").Owner;
+const status = @import("../core/status.zig");
+const Mutex = @import("../core/sync.zig").Mutex;
+const Owner = @import("../import/owner.zig").Owner;
 const Status = status.Status;
 
 var mutex: Mutex = .{};
@@ -72,8 +72,8 @@ pub fn count() usize {
 // ---------------------------------------------------------------------------
 
 const testing = std.testing;
-const abi = @import("abi.zig");
-const owner_mod = @import("owner.zig");
+const abi = @import("../core/abi.zig");
+const owner_mod = @import("../import/owner.zig");
 
 const CountingProducer = struct {
     var releases: u32 = 0;

@@ -5,11 +5,11 @@
 //! host copy of device data, a host view of an owner).
 
 const std = @import("std");
-const abi = @import("abi.zig");
-const status = @import("status.zig");
-const format = @import("format.zig");
-const validate = @import("validate.zig");
-const export_schema = @import("export_schema.zig");
+const abi = @import("../core/abi.zig");
+const status = @import("../core/status.zig");
+const format = @import("../core/format.zig");
+const validate = @import("../validate/validate.zig");
+const export_schema = @import("schema.zig");
 const Status = status.Status;
 const fail = status.fail;
 

@@ -36,8 +36,8 @@
 
 const std = @import("std");
 const builtin = @import("builtin");
-const abi = @import("abi.zig");
-const status = @import("status.zig");
+const abi = @import("../core/abi.zig");
+const status = @import("../core/status.zig");
 const Status = status.Status;
 const fail = status.fail;
 
@@ -109,7 +109,7 @@ const Linux = struct {
     /// -1: not known yet; 0: process_vm_readv works; 1: use the pipe.
     var use_pipe = std.atomic.Value(i8).init(-1);
     var pipe_fds: [2]i32 = .{ -1, -1 };
-    var pipe_mutex: @import("sync.zig").Mutex = .{};
+    var pipe_mutex: @import("../core/sync.zig").Mutex = .{};
 
     /// This process's pid, cached (a getpid per probe doubles its cost);
     /// a forked child clears it (pthread_atfork) and reads its own.
@@ -252,7 +252,7 @@ const Linux = struct {
 
     /// Executable ranges of /proc/self/maps, cached; re-read when an
     /// address is not in them (code mapped since: a library, JIT code).
-    var exec_mutex: @import("sync.zig").Mutex = .{};
+    var exec_mutex: @import("../core/sync.zig").Mutex = .{};
     var exec_ranges: [2048][2]usize = undefined;
     var exec_count: usize = 0;
     var exec_loaded = false;

@@ -24,9 +24,9 @@
 //! bounded). Nothing is kept: the caller owns the output.
 
 const std = @import("std");
-const abi = @import("abi.zig");
-const format = @import("format.zig");
-const metadata = @import("metadata.zig");
+const abi = @import("../core/abi.zig");
+const format = @import("../core/format.zig");
+const metadata = @import("../core/metadata.zig");
 const schema_info = @import("schema_info.zig");
 const validate = @import("validate.zig");
 

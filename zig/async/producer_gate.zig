@@ -13,7 +13,7 @@
 //! calls made by the thread that closes.
 
 const std = @import("std");
-const sync = @import("sync.zig");
+const sync = @import("../core/sync.zig");
 
 /// Threads that may be inside a producer call at once (the JS thread, the
 /// producer's thread in on_schema, ...). More wait for a free slot.

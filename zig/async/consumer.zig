@@ -34,23 +34,23 @@
 //! callback returns.
 
 const std = @import("std");
-const abi = @import("abi.zig");
-const status = @import("status.zig");
-const counters = @import("counters.zig");
-const sync = @import("sync.zig");
+const abi = @import("../core/abi.zig");
+const status = @import("../core/status.zig");
+const counters = @import("../core/counters.zig");
+const sync = @import("../core/sync.zig");
 const js_wake = @import("js_wake.zig");
 const metadata_copy = @import("metadata_copy.zig");
-const schema_copy = @import("schema_copy.zig");
-const owner_mod = @import("owner.zig");
-const SharedSchema = @import("shared_schema.zig").SharedSchema;
-const validate = @import("validate.zig");
+const schema_copy = @import("../export/schema_copy.zig");
+const owner_mod = @import("../import/owner.zig");
+const SharedSchema = @import("../stream/shared_schema.zig").SharedSchema;
+const validate = @import("../validate/validate.zig");
 const Gate = @import("producer_gate.zig").Gate;
 const Status = status.Status;
 const fail = status.fail;
 
-const EINVAL: c_int = @import("errno.zig").native.EINVAL;
-const ENOMEM: c_int = @import("errno.zig").native.ENOMEM;
-const EPROTO: c_int = @import("errno.zig").native.EPROTO;
+const EINVAL: c_int = @import("../core/errno.zig").native.EINVAL;
+const ENOMEM: c_int = @import("../core/errno.zig").native.ENOMEM;
+const EPROTO: c_int = @import("../core/errno.zig").native.EPROTO;
 
 /// Longest error message kept from a producer; longer ones are cut.
 pub const max_message_bytes = 1 << 16;

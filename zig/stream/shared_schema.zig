@@ -10,7 +10,7 @@
 //! (batches are released on any thread, e.g. a GC thread).
 
 const std = @import("std");
-const abi = @import("abi.zig");
+const abi = @import("../core/abi.zig");
 
 pub const SharedSchema = struct {
     refs: std.atomic.Value(u32),

@@ -6,10 +6,10 @@
 //! (same checksums).
 
 const std = @import("std");
-const abi = @import("abi.zig");
-const status = @import("status.zig");
+const abi = @import("../core/abi.zig");
+const status = @import("../core/status.zig");
 const owner_mod = @import("owner.zig");
-const validate = @import("validate.zig");
+const validate = @import("../validate/validate.zig");
 const Status = status.Status;
 
 /// Report words: buffer count, then per buffer (preorder over the tree):

@@ -9,11 +9,11 @@
 //! and it is guarded by one mutex.
 
 const std = @import("std");
-const counters = @import("counters.zig");
-const Mutex = @import("sync.zig").Mutex;
-const js_queue = @import("js_queue.zig");
-const export_holds = @import("export_holds.zig");
-const js_context = @import("js_context.zig");
+const counters = @import("../core/counters.zig");
+const Mutex = @import("../core/sync.zig").Mutex;
+const js_queue = @import("../core/js_queue.zig");
+const export_holds = @import("holds.zig");
+const js_context = @import("../core/js_context.zig");
 
 /// A void callback (a Bun threadsafe JSCallback) that wakes the JS thread.
 /// At most one call is pending at a time (`wake_pending`), with no lock

@@ -21,16 +21,16 @@
 //! finishes the cleanup once the producer's get_next returns.
 
 const std = @import("std");
-const abi = @import("abi.zig");
-const status = @import("status.zig");
-const counters = @import("counters.zig");
-const owner_mod = @import("owner.zig");
-const validate = @import("validate.zig");
-const js_queue = @import("js_queue.zig");
-const js_context = @import("js_context.zig");
-const stream_export = @import("stream_export.zig");
-const empty_batch = @import("empty_batch.zig");
-const sync = @import("sync.zig");
+const abi = @import("../core/abi.zig");
+const status = @import("../core/status.zig");
+const counters = @import("../core/counters.zig");
+const owner_mod = @import("../import/owner.zig");
+const validate = @import("../validate/validate.zig");
+const js_queue = @import("../core/js_queue.zig");
+const js_context = @import("../core/js_context.zig");
+const stream_export = @import("export.zig");
+const empty_batch = @import("../export/empty_batch.zig");
+const sync = @import("../core/sync.zig");
 const Status = status.Status;
 const Owner = owner_mod.Owner;
 const fail = status.fail;
