@@ -16,6 +16,7 @@ const counters = @import("core/counters.zig");
 const keepalive = @import("export/keepalive.zig");
 const js_context = @import("core/js_context.zig");
 const export_holds = @import("export/holds.zig");
+const owner_holds = @import("import/owner_holds.zig");
 const export_array = @import("export/array.zig");
 const export_schema = @import("export/schema.zig");
 const export_batch = @import("export/batch.zig");
@@ -266,7 +267,7 @@ export fn abd_export_hold_owners(keepalive_id: f64, owners: ?[*]const f64, n: u3
         if (address == 0 or address % @alignOf(Owner) != 0) return code(status.fail(.invalid_argument, "import owner address {d} is not an owner", .{word}));
         slot.* = @ptrFromInt(address);
     }
-    return code(export_holds.hold(@intFromFloat(keepalive_id), list));
+    return code(owner_holds.hold(@intFromFloat(keepalive_id), list));
 }
 
 /// Drops what `abd_export_hold_owners` took for `keepalive_id` (an export

@@ -1,11 +1,9 @@
 //! Root of libarrow_device: pulls in the exported C API and every module's
-//! tests. Layers point one way:
-//!   abi <- format <- validate <- owner/export_* <- consumer/reexport/streams <- c_api
-//!   device/{dynlib, cuda, hip} <- device/runtime <- device/transfer <- c_api
-//!   (async: js_wake, metadata_copy, schema_copy, shared_schema, producer_gate <-
-//!    async_consumer, async_producer <- c_api)
-//!   abi <- move <- c_api
-//!   metadata <- validate; validate <- schema_info <- schema_key <- c_api
+//! tests. The folders are layers, each importing only its own folder and
+//! those before it (CONTRIBUTING.md, "Zig layers"; test/structure/
+//! zig_layers.test.ts checks it):
+//!   core <- validate <- export <- import <- stream <- async <- device
+//!   <- c_api.zig (every exported C symbol), manifest.zig, root.zig
 
 const std = @import("std");
 
@@ -21,6 +19,7 @@ test {
     _ = @import("core/counters.zig");
     _ = @import("manifest.zig");
     _ = @import("core/format.zig");
+    _ = @import("validate/node_table.zig");
     _ = @import("validate/validate.zig");
     _ = @import("validate/validate_test.zig");
     _ = @import("validate/flat_test.zig");
@@ -32,6 +31,7 @@ test {
     _ = @import("export/schema.zig");
     _ = @import("export/batch.zig");
     _ = @import("import/owner.zig");
+    _ = @import("import/owner_holds.zig");
     _ = @import("core/device_sync.zig");
     _ = @import("import/consumer.zig");
     _ = @import("import/reexport.zig");

@@ -17,7 +17,7 @@ const std = @import("std");
 const builtin = @import("builtin");
 const status = @import("../core/status.zig");
 const dynlib = @import("dynlib.zig");
-const runtime = @import("runtime.zig");
+const runtime = @import("ops.zig");
 const Status = status.Status;
 const fail = status.fail;
 

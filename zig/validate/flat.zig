@@ -19,9 +19,9 @@ const std = @import("std");
 const abi = @import("../core/abi.zig");
 const format = @import("../core/format.zig");
 const metadata = @import("../core/metadata.zig");
-const validate = @import("validate.zig");
-const NodeTable = validate.NodeTable;
-const Level = validate.Level;
+const node_table = @import("node_table.zig");
+const NodeTable = node_table.NodeTable;
+const Level = node_table.Level;
 
 /// Validates and describes the tree at (`schema`, `array`) into `table`
 /// (empty, as `validate` gets it) if it is flat and valid at `level`;
@@ -39,7 +39,7 @@ pub fn describe(schema: *const abi.ArrowSchema, array: *const abi.ArrowArray, le
 }
 
 fn describeTree(schema: *const abi.ArrowSchema, array: *const abi.ArrowArray, level: Level, table: *NodeTable) bool {
-    table.addWords(&table.nodes, validate.node_words) catch return false;
+    table.addWords(&table.nodes, node_table.node_words) catch return false;
     const root = nodeType(schema, array) orelse return false;
     if (root.id != .@"struct") {
         if (!isFlat(root.id) or schema.n_children != 0) return false;
@@ -47,7 +47,7 @@ fn describeTree(schema: *const abi.ArrowSchema, array: *const abi.ArrowArray, le
     }
     // A struct root: its children must be flat leaves. The walker counts
     // nodes (root included) against max_nodes.
-    if (schema.n_children < 0 or schema.n_children >= validate.max_nodes) return false;
+    if (schema.n_children < 0 or schema.n_children >= node_table.max_nodes) return false;
     if (!describeNode(schema, array, &root, 0, -1, table)) return false;
     const n: usize = @intCast(schema.n_children);
     const end = array.offset + array.length;
@@ -96,20 +96,20 @@ fn describeNode(schema: *const abi.ArrowSchema, array: *const abi.ArrowArray, ty
     const offset = array.offset;
     const null_count = array.null_count;
     if (length < 0 or offset < 0 or null_count < -1) return false;
-    if (length > validate.max_slots or offset > validate.max_slots - length) return false;
+    if (length > node_table.max_slots or offset > node_table.max_slots - length) return false;
     if (null_count > length) return false;
     const n_buffers = ty.fixedBufferCount();
     if (array.n_buffers != n_buffers or array.buffers == null) return false;
-    if (array.n_children < 0 or schema.n_children < 0 or schema.n_children > validate.max_children) return false;
+    if (array.n_children < 0 or schema.n_children < 0 or schema.n_children > node_table.max_children) return false;
     if (array.n_children != schema.n_children) return false;
     const n_children: usize = @intCast(schema.n_children);
     if (n_children > 0 and (schema.children == null or array.children == null)) return false;
     if (schema.dictionary != null or array.dictionary != null) return false;
 
-    const first_buffer = table.buffers.items.len / validate.buffer_words;
-    table.addWords(&table.buffers, n_buffers * validate.buffer_words) catch return false;
+    const first_buffer = table.buffers.items.len / node_table.buffer_words;
+    table.addWords(&table.buffers, n_buffers * node_table.buffer_words) catch return false;
     const first_child = table.nodeCount();
-    table.addWords(&table.nodes, n_children * validate.node_words) catch return false;
+    table.addWords(&table.nodes, n_children * node_table.node_words) catch return false;
     table.setNode(node_index, .{
         .schema = schema,
         .array = array,
@@ -132,7 +132,7 @@ fn describeNode(schema: *const abi.ArrowSchema, array: *const abi.ArrowArray, ty
         const bits = i == 0 or ty.id == .boolean;
         const element_bytes: u32 = if (bits) 0 else ty.byte_width;
         var size: i64 = if (bits) @divFloor(end + 7, 8) else std.math.mul(i64, end, ty.byte_width) catch return false;
-        if (size > validate.max_slots) return false;
+        if (size > node_table.max_slots) return false;
         if (address == null) {
             if (i == 0) {
                 if (null_count > 0) return false;
