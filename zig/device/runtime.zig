@@ -340,3 +340,17 @@ test "device types map to their runtime" {
     const found = require(abi.device_opencl);
     try std.testing.expectEqual(Status.unknown_device, found[0]);
 }
+
+test "a missing driver library is an explained state" {
+    const cases = [_]struct { ops: Ops, path: []const u8, env_var: []const u8 }{
+        .{ .ops = cuda.ops, .path = "/nonexistent/libcuda.so.1", .env_var = "ARROW_DEVICE_CUDA_LIBRARY" },
+        .{ .ops = hip.ops, .path = "/nonexistent/libamdhip64.so", .env_var = "ARROW_DEVICE_HIP_LIBRARY" },
+    };
+    for (cases) |case| {
+        var info: LoadInfo = .{};
+        try std.testing.expectEqual(Status.device_unavailable, case.ops.load(case.path, &info));
+        const message = std.mem.span(status.lastMessage());
+        try std.testing.expect(std.mem.indexOf(u8, message, case.path) != null);
+        try std.testing.expect(std.mem.indexOf(u8, message, case.env_var) != null);
+    }
+}
