@@ -607,21 +607,28 @@ const TestProducer = struct {
     fn makeTask(index: usize) abi.ArrowAsyncTask {
         return .{ .extract_data = extract, .private_data = @ptrFromInt(index) };
     }
+    /// A fresh producer and a consumer (wakes carry `token`) that this
+    /// producer's handler has handed a null-typed schema to.
+    fn start(token: u32) !*Consumer {
+        instance = .{};
+        var out: ?*Consumer = null;
+        try testing.expectEqual(Status.ok, create(token, &out));
+        const c = out.?;
+        const h = &c.handler;
+        h.producer = &instance.producer;
+        var schema: abi.ArrowSchema = .empty;
+        schema.format = "n";
+        schema.release = releaseSchema;
+        try testing.expectEqual(@as(c_int, 0), h.on_schema.?(h, &schema));
+        try testing.expect(schema.release == null); // moved in
+        return c;
+    }
 };
 
 test "schema, requested tasks, end and release flow through the queue" {
-    TestProducer.instance = .{};
     const before = counters.get(.live_async);
-    var out: ?*Consumer = null;
-    try testing.expectEqual(Status.ok, create(7, &out));
-    const c = out.?;
+    const c = try TestProducer.start(7);
     const h = &c.handler;
-    h.producer = &TestProducer.instance.producer;
-    var schema: abi.ArrowSchema = .empty;
-    schema.format = "n";
-    schema.release = TestProducer.releaseSchema;
-    try testing.expectEqual(@as(c_int, 0), h.on_schema.?(h, &schema));
-    try testing.expect(schema.release == null); // moved in
     try testing.expectEqualSlices(u8, TestProducer.instance.producer.additional_metadata.?[0..14], c.string(.producer_metadata).?);
 
     // Nothing requested yet: a task now is a protocol violation.
@@ -660,16 +667,8 @@ test "schema, requested tasks, end and release flow through the queue" {
 }
 
 test "an unrequested task is refused, and cancel discards the queue once" {
-    TestProducer.instance = .{};
-    var out: ?*Consumer = null;
-    try testing.expectEqual(Status.ok, create(8, &out));
-    const c = out.?;
+    const c = try TestProducer.start(8);
     const h = &c.handler;
-    h.producer = &TestProducer.instance.producer;
-    var schema: abi.ArrowSchema = .empty;
-    schema.format = "n";
-    schema.release = TestProducer.releaseSchema;
-    _ = h.on_schema.?(h, &schema);
     var t1 = TestProducer.makeTask(1);
     try testing.expect(c.request(1));
     try testing.expectEqual(@as(c_int, 0), h.on_next_task.?(h, &t1, null));
@@ -690,18 +689,10 @@ test "an unrequested task is refused, and cancel discards the queue once" {
 }
 
 test "takeMany takes every ready task in one call; a task with metadata ends the call" {
-    TestProducer.instance = .{};
     const before = counters.get(.live_async);
     const owners_before = counters.get(.live_owners);
-    var out: ?*Consumer = null;
-    try testing.expectEqual(Status.ok, create(10, &out));
-    const c = out.?;
+    const c = try TestProducer.start(10);
     const h = &c.handler;
-    h.producer = &TestProducer.instance.producer;
-    var schema: abi.ArrowSchema = .empty;
-    schema.format = "n";
-    schema.release = TestProducer.releaseSchema;
-    _ = h.on_schema.?(h, &schema);
     try testing.expect(c.request(5));
     var tasks: [5]abi.ArrowAsyncTask = undefined;
     for (&tasks, 0..) |*t, i| {

@@ -226,41 +226,53 @@ fn testImage(data: *[2]i32) !*export_array.Image {
     return image.?;
 }
 
+/// A schema template and an array image over `data`, with the live export
+/// counts from before any slot is made.
+const ImageFixture = struct {
+    template: *export_schema.Template,
+    image: *export_array.Image,
+    schemas: i64,
+    arrays: i64,
+
+    fn init(data: *[2]i32) !ImageFixture {
+        const template = try testTemplate();
+        errdefer template.destroy();
+        return .{ .template = template, .image = try testImage(data), .schemas = counters.get(.live_schema_exports), .arrays = counters.get(.live_array_exports) };
+    }
+
+    fn deinit(self: ImageFixture) void {
+        self.image.destroy();
+        self.template.destroy();
+    }
+};
+
 test "a slot from an array image holds the same trees as one from its plan" {
-    const template = try testTemplate();
-    defer template.destroy();
     var data: [2]i32 = .{ 1, 2 };
-    const image = try testImage(&data);
-    defer image.destroy();
-    const schemas = counters.get(.live_schema_exports);
-    const arrays = counters.get(.live_array_exports);
+    const fixture = try ImageFixture.init(&data);
+    defer fixture.deinit();
     for ([_]Kind{ .array, .device_array }, 0..) |kind, i| {
         const id: u64 = 910 + i;
-        const slot = createFrom(template, .{ .image = image }, id, kind).?;
+        const slot = createFrom(fixture.template, .{ .image = fixture.image }, id, kind).?;
         try testing.expectEqual(@as(i64, -1), slot.array.device_id);
         try testing.expectEqual(abi.device_cpu, slot.array.device_type);
         try testing.expectEqual(@intFromPtr(&data), @intFromPtr(slot.array.array.children.?[0].?.buffers.?[1].?));
         try testing.expectEqualStrings("a", std.mem.span(slot.schema.children.?[0].?.name.?));
-        try testing.expectEqual(schemas + 1, counters.get(.live_schema_exports));
-        try testing.expectEqual(arrays + 1, counters.get(.live_array_exports));
+        try testing.expectEqual(fixture.schemas + 1, counters.get(.live_schema_exports));
+        try testing.expectEqual(fixture.arrays + 1, counters.get(.live_array_exports));
         try testing.expectEqual(id, destroy(slot, kind));
     }
-    try testing.expectEqual(schemas, counters.get(.live_schema_exports));
-    try testing.expectEqual(arrays, counters.get(.live_array_exports));
+    try testing.expectEqual(fixture.schemas, counters.get(.live_schema_exports));
+    try testing.expectEqual(fixture.arrays, counters.get(.live_array_exports));
 }
 
 test "the two trees of a slot from an image share one allocation, yet each is released on its own, in either order, its id queued once" {
-    const template = try testTemplate();
-    defer template.destroy();
     var data: [2]i32 = .{ 1, 2 };
-    const image = try testImage(&data);
-    defer image.destroy();
-    const schemas = counters.get(.live_schema_exports);
-    const arrays = counters.get(.live_array_exports);
+    const fixture = try ImageFixture.init(&data);
+    defer fixture.deinit();
     var ids: [4]f64 = undefined;
     for ([_]bool{ false, true }) |array_first| {
         const id: u64 = if (array_first) 921 else 920;
-        const slot = createFrom(template, .{ .image = image }, id, .device_array).?;
+        const slot = createFrom(fixture.template, .{ .image = fixture.image }, id, .device_array).?;
         const schema_block: *tree_block.Block = @ptrCast(@alignCast(slot.schema.private_data.?));
         const array_block: *tree_block.Block = @ptrCast(@alignCast(slot.array.array.private_data.?));
         try testing.expect(schema_block.pair != null and schema_block.pair == array_block.pair);
@@ -278,7 +290,7 @@ test "the two trees of a slot from an image share one allocation, yet each is re
         if (array_first) {
             array.release.?(&array);
             array_child.release.?(&array_child);
-            try testing.expectEqual(arrays, counters.get(.live_array_exports));
+            try testing.expectEqual(fixture.arrays, counters.get(.live_array_exports));
             try testing.expectEqual(@as(usize, 1), keepalive.take(&ids));
             try testing.expectEqual(@as(f64, @floatFromInt(id)), ids[0]);
             try testing.expectEqualStrings("a", std.mem.span(schema_child.name.?)); // the schema half is still there
@@ -287,7 +299,7 @@ test "the two trees of a slot from an image share one allocation, yet each is re
         } else {
             schema.release.?(&schema);
             schema_child.release.?(&schema_child);
-            try testing.expectEqual(schemas, counters.get(.live_schema_exports));
+            try testing.expectEqual(fixture.schemas, counters.get(.live_schema_exports));
             try testing.expectEqual(@as(usize, 0), keepalive.take(&ids));
             try testing.expectEqual(@intFromPtr(&data), @intFromPtr(array_child.buffers.?[1].?)); // the array half is still there
             array_child.release.?(&array_child);
@@ -295,7 +307,7 @@ test "the two trees of a slot from an image share one allocation, yet each is re
             try testing.expectEqual(@as(usize, 1), keepalive.take(&ids));
             try testing.expectEqual(@as(f64, @floatFromInt(id)), ids[0]);
         }
-        try testing.expectEqual(schemas, counters.get(.live_schema_exports));
-        try testing.expectEqual(arrays, counters.get(.live_array_exports));
+        try testing.expectEqual(fixture.schemas, counters.get(.live_schema_exports));
+        try testing.expectEqual(fixture.arrays, counters.get(.live_array_exports));
     }
 }

@@ -130,20 +130,41 @@ const DeviceAsCpu = struct {
     }
 };
 
-/// Moves `source` in and fills `out` with a CPU device stream over it.
-pub fn cpuAsDevice(source: *abi.ArrowArrayStream, out: *abi.ArrowDeviceArrayStream) Status {
-    var moved = source.*;
+/// Moves `source` into `moved` (the caller's struct is left released) and
+/// checks that it is live and has both callbacks; on error what was moved
+/// in has been released.
+fn moveIn(comptime Stream: type, source: *Stream, moved: *Stream) Status {
+    moved.* = source.*;
     source.release = null;
     if (moved.release == null) return fail(.released, "stream is released (its release callback is NULL)", .{});
     if (moved.get_schema == null or moved.get_next == null) {
-        moved.release.?(&moved);
+        moved.release.?(moved);
         return fail(.invalid_argument, "stream has a NULL get_schema or get_next callback", .{});
     }
-    const self = allocator.create(CpuAsDevice) catch {
-        moved.release.?(&moved);
+    return .ok;
+}
+
+/// A new `Adapter` that owns `moved` (counted as a live stream export);
+/// when memory is short, `moved` is released instead.
+fn adapt(comptime Adapter: type, moved: *@FieldType(Adapter, "source"), out: **Adapter) Status {
+    const self = allocator.create(Adapter) catch {
+        moved.release.?(moved);
         return fail(.out_of_memory, "out of memory wrapping a stream", .{});
     };
-    self.* = .{ .source = moved };
+    self.* = .{ .source = moved.* };
+    counters.add(.live_stream_exports, 1);
+    out.* = self;
+    return .ok;
+}
+
+/// Moves `source` in and fills `out` with a CPU device stream over it.
+pub fn cpuAsDevice(source: *abi.ArrowArrayStream, out: *abi.ArrowDeviceArrayStream) Status {
+    var moved: abi.ArrowArrayStream = undefined;
+    const taken = moveIn(abi.ArrowArrayStream, source, &moved);
+    if (taken != .ok) return taken;
+    var self: *CpuAsDevice = undefined;
+    const made = adapt(CpuAsDevice, &moved, &self);
+    if (made != .ok) return made;
     out.* = .{
         .device_type = abi.device_cpu,
         .get_schema = CpuAsDevice.getSchema,
@@ -152,7 +173,6 @@ pub fn cpuAsDevice(source: *abi.ArrowArrayStream, out: *abi.ArrowDeviceArrayStre
         .release = CpuAsDevice.release,
         .private_data = self,
     };
-    counters.add(.live_stream_exports, 1);
     return .ok;
 }
 
@@ -160,23 +180,17 @@ pub fn cpuAsDevice(source: *abi.ArrowArrayStream, out: *abi.ArrowDeviceArrayStre
 /// source's device must be one the host can read (CPU, CUDA_HOST,
 /// ROCM_HOST, CUDA_MANAGED); others are rejected (and released).
 pub fn deviceAsCpu(source: *abi.ArrowDeviceArrayStream, out: *abi.ArrowArrayStream) Status {
-    var moved = source.*;
-    source.release = null;
-    if (moved.release == null) return fail(.released, "stream is released (its release callback is NULL)", .{});
-    if (moved.get_schema == null or moved.get_next == null) {
-        moved.release.?(&moved);
-        return fail(.invalid_argument, "stream has a NULL get_schema or get_next callback", .{});
-    }
+    var moved: abi.ArrowDeviceArrayStream = undefined;
+    const taken = moveIn(abi.ArrowDeviceArrayStream, source, &moved);
+    if (taken != .ok) return taken;
     if (!abi.isHostAccessible(moved.device_type)) {
         const device_type = moved.device_type;
         moved.release.?(&moved);
         return fail(.unsupported, "a stream on device {s} ({d}) cannot be read as a CPU ArrowArrayStream: the host cannot read its memory; copy its batches to the host first", .{ abi.deviceTypeName(device_type) orelse "unknown", device_type });
     }
-    const self = allocator.create(DeviceAsCpu) catch {
-        moved.release.?(&moved);
-        return fail(.out_of_memory, "out of memory wrapping a stream", .{});
-    };
-    self.* = .{ .source = moved };
+    var self: *DeviceAsCpu = undefined;
+    const made = adapt(DeviceAsCpu, &moved, &self);
+    if (made != .ok) return made;
     out.* = .{
         .get_schema = DeviceAsCpu.getSchema,
         .get_next = DeviceAsCpu.getNext,
@@ -184,7 +198,6 @@ pub fn deviceAsCpu(source: *abi.ArrowDeviceArrayStream, out: *abi.ArrowArrayStre
         .release = DeviceAsCpu.release,
         .private_data = self,
     };
-    counters.add(.live_stream_exports, 1);
     return .ok;
 }
 
