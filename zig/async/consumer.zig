@@ -269,6 +269,7 @@ pub const Consumer = struct {
             self.mutex.unlock();
             return fail(.out_of_range, "no task is queued", .{});
         }
+        std.debug.assert(self.head < self.queue.items.len);
         var item = self.queue.items[self.head];
         self.head += 1;
         if (self.head == self.queue.items.len) {
@@ -493,6 +494,7 @@ fn onNextTask(handler: *abi.ArrowAsyncDeviceStreamHandler, task: ?*abi.ArrowAsyn
             break :accept EINVAL;
         }
         self.received += 1;
+        std.debug.assert(self.received <= self.requested);
         if (self.cancelled) {
             // Not wanted any more: let the producer clean up, here and now
             // (on its thread, outside our lock).

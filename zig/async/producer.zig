@@ -216,6 +216,7 @@ pub const Producer = struct {
         if (self.finished) return fail(.released, "the stream already ended", .{});
         if (self.sent >= self.requested) return fail(.out_of_range, "the consumer requested {d} tasks and {d} were sent: no task may be sent now", .{ self.requested, self.sent });
         self.sent += 1;
+        std.debug.assert(self.sent <= self.requested);
         self.publish();
         return .ok;
     }
@@ -224,6 +225,7 @@ pub const Producer = struct {
     fn returnCredit(self: *Producer) void {
         self.mutex.lock();
         defer self.mutex.unlock();
+        std.debug.assert(self.sent > 0); // a credit taken by takeCredit
         self.sent -= 1;
         self.publish();
     }
@@ -319,7 +321,8 @@ pub const Producer = struct {
     }
 
     fn ref(self: *Producer) void {
-        _ = self.refs.fetchAdd(1, .monotonic);
+        const before = self.refs.fetchAdd(1, .monotonic);
+        std.debug.assert(before > 0); // a holder refs it: never a freed producer
     }
 
     /// Any thread (the last task may be extracted anywhere).

@@ -196,6 +196,7 @@ pub fn toDevice(schema: ?*abi.ArrowSchema, array: ?*abi.ArrowDeviceArray, option
     const moved = owner_mod.import(schema, array, .default, &imported);
     if (moved != .ok) return moved;
     const source = imported.?;
+    std.debug.assert(source.refs.load(.monotonic) == 1); // a new owner: ours alone
     // From here on `source` is released exactly once on every path.
     const found = runtime.require(options.device_type);
     if (found[0] != .ok) {

@@ -68,6 +68,10 @@ pub const Owner = struct {
 
     /// Releases the producer's structs and frees the owner, on this thread.
     pub fn destroyNow(self: *Owner) void {
+        // Only the last release gets here (directly, or queued to the JS
+        // thread by `destroy`).
+        std.debug.assert(self.refs.load(.acquire) == 0);
+        std.debug.assert(self.table.bytes_known >= 0);
         counters.add(.imported_bytes_held, -self.table.bytes_known);
         counters.add(.live_owners, -1);
         releaseMovedIn(&self.schema, &self.array.array);
@@ -179,6 +183,10 @@ pub fn import(schema: ?*abi.ArrowSchema, device_array: ?*abi.ArrowDeviceArray, l
         return validated;
     }
     owner.host_readable = host_readable;
+    // A validated tree has its root node, and its buffer sizes add up to
+    // at most max_slots (validate.zig).
+    std.debug.assert(owner.table.nodeCount() >= 1);
+    std.debug.assert(owner.table.bytes_known >= 0 and owner.table.bytes_known <= validate.max_slots);
     counters.add(.live_owners, 1);
     counters.add(.imported_bytes_held, owner.table.bytes_known);
     out.* = owner;

@@ -138,6 +138,7 @@ pub const Imported = struct {
         if (self.ended) return .ok;
         const fetched = self.sharedSchema();
         if (fetched != .ok) return fetched;
+        std.debug.assert(self.schema != null);
         var array: abi.ArrowDeviceArray = .empty;
         const rc = switch (self.kind) {
             .array => self.array_stream.get_next.?(&self.array_stream, &array.array),
@@ -178,6 +179,9 @@ pub const Imported = struct {
     /// live list first, so that its thread's end never releases it again.
     fn forget(self: *Imported) void {
         live.remove(self);
+        // No worker is left to touch this: stopWorker joined or detached
+        // it, or it is the worker itself, finishing a deferred release.
+        std.debug.assert(!self.tracked and self.worker == null);
         if (self.schema) |shared| shared.unref();
         self.clearProducerError();
         if (self.pulled_message) |m| allocator.free(m);
@@ -327,12 +331,9 @@ const Live = struct {
         self.mutex.lock();
         defer self.mutex.unlock();
         if (!imported.tracked) return;
-        for (self.list.items, 0..) |item, i| {
-            if (item == imported) {
-                _ = self.list.swapRemove(i);
-                break;
-            }
-        }
+        const at = std.mem.indexOfScalar(*Imported, self.list.items, imported);
+        std.debug.assert(at != null); // tracked: in the list, once
+        _ = self.list.swapRemove(at.?);
         imported.tracked = false;
     }
 
