@@ -105,7 +105,7 @@ export fn abd_device_array_release(array: ?*abi.ArrowDeviceArray) void {
 // Export: trees over caller-kept memory
 // ---------------------------------------------------------------------------
 
-/// Builds a schema tree from a byte plan (export_schema.zig) into `out`.
+/// Builds a schema tree from a byte plan (export/schema.zig) into `out`.
 /// The tree owns copies of every string; `out` is the caller's.
 export fn abd_schema_build(plan: ?[*]const u8, plan_bytes: usize, out: ?*abi.ArrowSchema) c_int {
     const target = out orelse return code(status.fail(.invalid_argument, "out schema pointer is NULL", .{}));
@@ -114,7 +114,7 @@ export fn abd_schema_build(plan: ?[*]const u8, plan_bytes: usize, out: ?*abi.Arr
 }
 
 /// Builds an ArrowArray tree over the buffers named in `plan`
-/// (export_array.zig). The caller keeps every buffer alive and in place
+/// (export/array.zig). The caller keeps every buffer alive and in place
 /// until `keepalive_id` comes out of `abd_take_released`.
 export fn abd_array_build(plan: ?[*]const f64, plan_words: usize, keepalive_id: f64, out: ?*abi.ArrowArray) c_int {
     const target = out orelse return code(status.fail(.invalid_argument, "out array pointer is NULL", .{}));
@@ -133,7 +133,7 @@ export fn abd_device_array_build(plan: ?[*]const f64, plan_words: usize, keepali
     }, target));
 }
 
-/// Checks and measures a schema plan once (export_schema.zig `Template`);
+/// Checks and measures a schema plan once (export/schema.zig `Template`);
 /// the template is the caller's until `abd_schema_template_free`. NULL on
 /// failure (`abd_last_status` / `abd_last_error` say why).
 export fn abd_schema_template_new(plan: ?[*]const u8, plan_bytes: usize) ?*export_schema.Template {
@@ -154,7 +154,7 @@ export fn abd_schema_template_build(template: ?*export_schema.Template, out: ?*a
     return code(t.instantiate(target));
 }
 
-/// One call for a whole export (export_batch.zig): a new slot holding the
+/// One call for a whole export (export/batch.zig): a new slot holding the
 /// schema built from `template` and, for kind 1 (ArrowArray) or 2 (CPU
 /// ArrowDeviceArray), the array tree of `plan` under `keepalive_id`. The
 /// slot is the caller's until `abd_export_slot_free`. NULL on failure
@@ -182,7 +182,7 @@ export fn abd_export_slot_free(slot: ?*export_batch.Slot, kind: i32) f64 {
     return @floatFromInt(export_batch.destroy(s, which));
 }
 
-/// Checks and builds an array plan once (export_array.zig `Image`); the
+/// Checks and builds an array plan once (export/array.zig `Image`); the
 /// image is the caller's until `abd_array_image_free`. NULL on failure
 /// (`abd_last_status` / `abd_last_error` say why).
 export fn abd_array_image_new(plan: ?[*]const f64, plan_words: usize) ?*export_array.Image {
@@ -848,8 +848,8 @@ export fn abd_metadata_length(blob: ?[*]const u8) f64 {
 
 // ---------------------------------------------------------------------------
 // Streams: JS-produced streams, imported streams, adapters, and
-// the JS work queue they wake JS through. Threads: see stream_export.zig
-// and stream_import.zig; the functions below that answer or drain are for
+// the JS work queue they wake JS through. Threads: see stream/export.zig
+// and stream/import.zig; the functions below that answer or drain are for
 // the JS thread only.
 // ---------------------------------------------------------------------------
 
@@ -900,7 +900,7 @@ export fn abd_set_spin_ns(nanoseconds: f64) void {
 
 /// JS enters (true) or leaves (false) a synchronous native call that may
 /// wait for consumers of JS-produced streams; returns the number of get_next
-/// calls refused so far (stream_export.zig `js_blocked`). JS thread.
+/// calls refused so far (stream/export.zig `js_blocked`). JS thread.
 export fn abd_js_blocking(enter: bool) f64 {
     if (enter) {
         _ = stream_export.js_blocked.fetchAdd(1, .acq_rel);
@@ -1088,8 +1088,8 @@ export fn abd_stream_from_device(source: ?*abi.ArrowDeviceArrayStream, out: ?*ab
 }
 
 // ---------------------------------------------------------------------------
-// Async device streams: js_wake.zig, async_consumer.zig,
-// async_producer.zig. Unless a comment says otherwise, these are called on
+// Async device streams: js_wake.zig, async/consumer.zig,
+// async/producer.zig. Unless a comment says otherwise, these are called on
 // the JS thread; the C peer only ever sees the handler, producer and task
 // structs themselves.
 // ---------------------------------------------------------------------------
@@ -1253,7 +1253,7 @@ export fn abd_async_producer_send_schema(stream: *async_producer.Producer, schem
     return stream.sendSchema(schema);
 }
 
-/// Builds a task over JS memory (an export plan, export_array.zig) and
+/// Builds a task over JS memory (an export plan, export/array.zig) and
 /// calls on_next_task with it; `*rc` receives the consumer's code. Needs a
 /// credit (a requested, unsent task).
 export fn abd_async_producer_send_plan(stream: *async_producer.Producer, plan: ?[*]const f64, plan_words: usize, keepalive_id: f64, blob: ?[*]const u8, rc: *c_int) c_int {
@@ -1287,7 +1287,7 @@ export fn abd_async_producer_release(stream: *async_producer.Producer) void {
 // Device streams from JS: JS-produced streams whose batches are
 // arrays made elsewhere (device copies from toDevice, C producers' arrays),
 // moved whole into get_next's `out`. JS thread only, as the other answers.
-// See stream_export.zig `deliverArray` and schema_match.zig.
+// See stream/export.zig `deliverArray` and schema_match.zig.
 // ---------------------------------------------------------------------------
 
 /// `abd_stream_export_create` with the stream's schema read from the C

@@ -159,7 +159,7 @@ pub const Producer = struct {
     }
 
     /// Builds a CPU device array over JS memory from an export plan
-    /// (export_array.zig) into a new task, and sends it. `rc` receives the
+    /// (export/array.zig) into a new task, and sends it. `rc` receives the
     /// consumer's code.
     pub fn sendPlan(self: *Producer, plan: []const f64, keepalive_id: u64, metadata: ?[*]const u8, rc: *c_int) Status {
         const checked = self.takeCredit();

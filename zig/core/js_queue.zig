@@ -26,10 +26,10 @@ pub const Notifier = *const fn () callconv(.c) void;
 
 pub const Tag = enum(u32) {
     /// A consumer thread waits in get_next of a JS-produced stream
-    /// (stream_export.zig). key: the stream's JS key; address: its Producer.
+    /// (stream/export.zig). key: the stream's JS key; address: its Producer.
     stream_export_request = 1,
     /// A background pull of an imported stream finished
-    /// (stream_import.zig). key: 0; address: the Imported stream.
+    /// (stream/import.zig). key: 0; address: the Imported stream.
     stream_import_pulled = 2,
     /// An import's last reference went on a thread that is not JS (the
     /// collector), and its producer's release callbacks are JS code
@@ -132,7 +132,7 @@ pub fn mine() *Queue {
 }
 
 /// What a queue's owner thread must do with entries left when it ends
-/// (stream_export.zig answers its waiting consumers). Set once.
+/// (stream/export.zig answers its waiting consumers). Set once.
 pub var on_orphan: ?*const fn (entry: Entry) void = null;
 
 /// Posts `entry` for `context`'s JS thread. False when that thread ended

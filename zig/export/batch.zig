@@ -1,6 +1,6 @@
 //! One-call export of a batch: a new slot (ArrowSchema + ArrowArray or
 //! ArrowDeviceArray at a stable address) filled from a schema template
-//! (export_schema.zig) and an array plan (export_array.zig), and one-call
+//! (export/schema.zig) and an array plan (export/array.zig), and one-call
 //! release of that slot. This is the hot path of `exportArray`: one FFI
 //! call to build, one to release, nothing else.
 //!
@@ -70,7 +70,7 @@ fn freeSlot(slot: *Slot) void {
 }
 
 /// Where the array tree of a new slot comes from: a plan (checked while
-/// it is built) or the image of a plan built before (export_array.zig
+/// it is built) or the image of a plan built before (export/array.zig
 /// `Image`: a copy, no plan read).
 pub const ArraySource = union(enum) {
     plan: []const f64,

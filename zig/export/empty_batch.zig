@@ -3,7 +3,7 @@
 //! buffers hold their one required 0). Imported streams use it to describe
 //! their schema where no batch exists (an empty stream read into a table).
 //!
-//! Ownership: the tree is built by export_array.zig in one block, freed by
+//! Ownership: the tree is built by export/array.zig in one block, freed by
 //! its release; the zeros are static and never written.
 
 const std = @import("std");

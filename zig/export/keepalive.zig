@@ -42,7 +42,7 @@ var contexts: [js_context.max_contexts]Context = @splat(.{});
 /// Wakes posted (for tests).
 var wakes_posted: std.atomic.Value(u64) = .init(0);
 /// Set while the JS thread releases an export it holds itself
-/// (export_batch.zig `destroy`): the first id finished on this thread
+/// (export/batch.zig `destroy`): the first id finished on this thread
 /// during that call is handed back to the caller instead of queued, so no
 /// queue, lock or wake is involved. Other ids still go through the queue.
 threadlocal var capture: ?*u64 = null;

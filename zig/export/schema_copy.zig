@@ -58,7 +58,7 @@ fn writeNode(plan: *std.ArrayList(u8), schema: *const abi.ArrowSchema, depth: us
     return .ok;
 }
 
-/// Appends `schema`'s export_schema.zig plan to `plan` (what `copy` builds
+/// Appends `schema`'s export/schema.zig plan to `plan` (what `copy` builds
 /// from; also how a stream keeps the schema of arrays made elsewhere).
 pub fn writePlan(plan: *std.ArrayList(u8), schema: *const abi.ArrowSchema) Status {
     return writeNode(plan, schema, 0);

@@ -1,8 +1,8 @@
 //! A relocatable image of a tree built in one tree block (tree_block.zig),
 //! from which `instantiate` makes any number of equal trees with one
 //! allocation, one memcpy and one add per pointer: no plan to read again.
-//! Schema templates (export_schema.zig) and array images of memoized batch
-//! plans (export_array.zig) are both this, over their own struct type.
+//! Schema templates (export/schema.zig) and array images of memoized batch
+//! plans (export/array.zig) are both this, over their own struct type.
 //!
 //! The image holds a copy of the block's payload (every struct but the
 //! root, the pointer arrays, the strings) with each pointer into the

@@ -5,14 +5,14 @@
 //! without looking at the data.
 //!
 //! Ownership. Each re-export is two independent trees:
-//! - the array tree lives in one tree block (export_array.zig). Every struct
+//! - the array tree lives in one tree block (export/array.zig). Every struct
 //!   of it, dictionaries included, is a fresh struct of that block pointing at
 //!   the producer's buffers; none of the producer's structs is handed out.
 //!   The block holds one owner reference, dropped by its on-free hook when
 //!   the consumer has released the last struct of the tree (base, or a child
 //!   or dictionary it moved out), on whichever thread that happens. So the
 //!   producer's release runs after every re-export is gone, exactly once.
-//! - the schema tree is a copy (export_schema.zig: strings and metadata
+//! - the schema tree is a copy (export/schema.zig: strings and metadata
 //!   copied), so it needs no owner reference.
 //! `device_type`, `device_id` and `sync_event` are the producer's; the event
 //! stays valid because the owner (which holds the producer's array, and so
@@ -283,7 +283,7 @@ fn selectChild(owner: *const Owner, parent: Window, index: i64, out: *Window) St
 
 const OutOfMemory = error{OutOfMemory};
 
-/// Appends the array plan (export_array.zig) of `node` and its subtree; the
+/// Appends the array plan (export/array.zig) of `node` and its subtree; the
 /// root of the plan gets `window`'s offset, length and null count.
 fn appendArrayPlan(plan: *std.ArrayList(f64), table: *const validate.NodeTable, node: usize, window: ?Window) OutOfMemory!void {
     const n_buffers: usize = @intCast(nodeWord(table, node, .n_buffers));
@@ -330,7 +330,7 @@ fn metadataLength(metadata: [*]const u8) ?usize {
     return at;
 }
 
-/// Appends the schema plan (export_schema.zig) of `node` and its subtree,
+/// Appends the schema plan (export/schema.zig) of `node` and its subtree,
 /// copying the producer's format, name, metadata and flags.
 fn appendSchemaPlan(plan: *std.ArrayList(u8), table: *const validate.NodeTable, node: usize) Status {
     const schema: *const abi.ArrowSchema = @ptrFromInt(@as(usize, @intCast(nodeWord(table, node, .schema))));

@@ -7,7 +7,7 @@
 //! is a heap `Producer` that the stream's release frees. The JS source is
 //! kept alive on the JS side under a keepalive id (`js_key`); the release
 //! queues that id (keepalive.zig), and JS then drops the source and closes
-//! its iterator. Batches are built by export_array.zig into the consumer's
+//! its iterator. Batches are built by export/array.zig into the consumer's
 //! `out` and own nothing of the stream: they outlive it.
 //!
 //! Threads. Which thread may call what:
@@ -128,7 +128,7 @@ pub const Producer = struct {
     /// Its JS context (js_context.zig): where requests are queued.
     context: u32,
     source_is_async: bool,
-    /// export_schema.zig plan of the stream's schema (owned).
+    /// export/schema.zig plan of the stream's schema (owned).
     schema_plan: []u8,
     phase: Phase = .streaming,
     request: ?*Request = null,
@@ -316,7 +316,7 @@ fn noRequest() Status {
 }
 
 /// Answers the pending get_next with the batch described by `plan`
-/// (export_array.zig), built zero-copy into the consumer's `out`. If the
+/// (export/array.zig), built zero-copy into the consumer's `out`. If the
 /// build fails, the stream fails with that error and the status is
 /// returned (the caller then forgets `keepalive_id`).
 pub fn deliver(self: *Producer, plan: []const f64, keepalive_id: u64, device_id: i64) Status {

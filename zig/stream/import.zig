@@ -46,7 +46,7 @@ fn copyZ(bytes: []const u8) ?[:0]u8 {
 pub const Kind = abi.StreamKind;
 
 /// The producer's schema, shared by the stream and its batches
-/// (zig/shared_schema.zig: each batch's root is lent, never copied).
+/// (zig/stream/shared_schema.zig: each batch's root is lent, never copied).
 const SharedSchema = @import("shared_schema.zig").SharedSchema;
 
 /// Where a background pull is. Values are part of the C API.
@@ -60,7 +60,7 @@ pub const Imported = struct {
     device_type: abi.DeviceType,
     /// Unique per import, never reused: the key of its queue entries.
     serial: u64,
-    /// In `live` (stream_import.zig's list of JS threads' streams).
+    /// In `live` (stream/import.zig's list of JS threads' streams).
     tracked: bool = false,
     /// The JS thread that imported it (js_context.zig): where finished
     /// pulls are reported.

@@ -1,4 +1,4 @@
-//! validate_flat.zig against the full walker, on random trees: every tree
+//! validate/flat.zig against the full walker, on random trees: every tree
 //! the fast path accepts, the walker accepts with the same node table; a
 //! tree it declines leaves the table empty; and every flat tree the walker
 //! accepts (below level full), the fast path accepts too. Trees mix flat

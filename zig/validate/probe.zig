@@ -393,7 +393,7 @@ pub const max_ranges = 64;
 const Os = switch (builtin.os.tag) {
     .linux => Linux,
     .macos => Darwin,
-    else => @compileError("zig/probe.zig: no fault-safe copy for this OS"),
+    else => @compileError("zig/validate/probe.zig: no fault-safe copy for this OS"),
 };
 
 /// Copies every range (at most `max_ranges`; a NULL or wrapping one counts

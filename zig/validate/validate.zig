@@ -683,7 +683,7 @@ fn readOffsetRange(ty: *const format.Type, offsets: *const anyopaque, start: i64
 /// without reading it, as owner.import does.
 pub fn validate(schema: *const abi.ArrowSchema, array: *const abi.ArrowArray, level: Level, host_readable: bool, table: ?*NodeTable) Status {
     // Flat trees (a record batch of fixed-width columns) first: the same
-    // rules without the walker's bookkeeping (validate_flat.zig). Anything
+    // rules without the walker's bookkeeping (validate/flat.zig). Anything
     // it does not accept is walked, which decides and words any error.
     if (table) |t| {
         if (validate_flat.describe(schema, array, level, t)) return .ok;

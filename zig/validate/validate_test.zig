@@ -90,7 +90,7 @@ fn ptr(p: anytype) ?*const anyopaque {
 }
 
 /// Validates `tree` twice: into a node table (where flat trees take the
-/// fast path, validate_flat.zig) and without one (always walked). Both
+/// fast path, validate/flat.zig) and without one (always walked). Both
 /// must agree; the message is the walk's.
 fn check(tree: Node, level: Level) Status {
     status.clear();
