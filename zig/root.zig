@@ -38,6 +38,8 @@ test {
     _ = @import("export/schema_copy.zig");
     _ = @import("stream/schema_match.zig");
     _ = @import("device/dynlib.zig");
+    _ = @import("device/ops.zig");
+    _ = @import("device/driver.zig");
     _ = @import("device/runtime.zig");
     _ = @import("device/cuda.zig");
     _ = @import("device/hip.zig");
