@@ -1,5 +1,5 @@
 /**
- * What the address probe (zig/probe.zig) adds to an import: the time of
+ * What the address probe (zig/validate/probe.zig) adds to an import: the time of
  * import + dispose of C structs, from this library's own export and from
  * a C producer (test/fixtures/bench_floor.c's bf_fill: one malloc per tree,
  * as a typical producer), at 1, 10 and 100 columns.

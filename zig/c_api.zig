@@ -9,24 +9,25 @@
 //!   marked released, whether or not the call succeeds.
 
 const std = @import("std");
-const abi = @import("abi.zig");
-const status = @import("status.zig");
+const abi = @import("core/abi.zig");
+const status = @import("core/status.zig");
 const manifest = @import("manifest.zig");
-const counters = @import("counters.zig");
-const keepalive = @import("keepalive.zig");
-const js_context = @import("js_context.zig");
-const export_holds = @import("export_holds.zig");
-const export_array = @import("export_array.zig");
-const export_schema = @import("export_schema.zig");
-const export_batch = @import("export_batch.zig");
-const owner_mod = @import("owner.zig");
-const validate = @import("validate.zig");
-const consumer = @import("consumer.zig");
-const move = @import("move.zig");
-const schema_info = @import("schema_info.zig");
-const schema_key = @import("schema_key.zig");
-const metadata = @import("metadata.zig");
-const probe = @import("probe.zig");
+const counters = @import("core/counters.zig");
+const keepalive = @import("export/keepalive.zig");
+const js_context = @import("core/js_context.zig");
+const export_holds = @import("export/holds.zig");
+const owner_holds = @import("import/owner_holds.zig");
+const export_array = @import("export/array.zig");
+const export_schema = @import("export/schema.zig");
+const export_batch = @import("export/batch.zig");
+const owner_mod = @import("import/owner.zig");
+const validate = @import("validate/validate.zig");
+const consumer = @import("import/consumer.zig");
+const move = @import("import/move.zig");
+const schema_info = @import("validate/schema_info.zig");
+const schema_key = @import("validate/schema_key.zig");
+const metadata = @import("core/metadata.zig");
+const probe = @import("validate/probe.zig");
 
 const Status = status.Status;
 const Owner = owner_mod.Owner;
@@ -104,7 +105,7 @@ export fn abd_device_array_release(array: ?*abi.ArrowDeviceArray) void {
 // Export: trees over caller-kept memory
 // ---------------------------------------------------------------------------
 
-/// Builds a schema tree from a byte plan (export_schema.zig) into `out`.
+/// Builds a schema tree from a byte plan (export/schema.zig) into `out`.
 /// The tree owns copies of every string; `out` is the caller's.
 export fn abd_schema_build(plan: ?[*]const u8, plan_bytes: usize, out: ?*abi.ArrowSchema) c_int {
     const target = out orelse return code(status.fail(.invalid_argument, "out schema pointer is NULL", .{}));
@@ -113,7 +114,7 @@ export fn abd_schema_build(plan: ?[*]const u8, plan_bytes: usize, out: ?*abi.Arr
 }
 
 /// Builds an ArrowArray tree over the buffers named in `plan`
-/// (export_array.zig). The caller keeps every buffer alive and in place
+/// (export/array.zig). The caller keeps every buffer alive and in place
 /// until `keepalive_id` comes out of `abd_take_released`.
 export fn abd_array_build(plan: ?[*]const f64, plan_words: usize, keepalive_id: f64, out: ?*abi.ArrowArray) c_int {
     const target = out orelse return code(status.fail(.invalid_argument, "out array pointer is NULL", .{}));
@@ -132,7 +133,7 @@ export fn abd_device_array_build(plan: ?[*]const f64, plan_words: usize, keepali
     }, target));
 }
 
-/// Checks and measures a schema plan once (export_schema.zig `Template`);
+/// Checks and measures a schema plan once (export/schema.zig `Template`);
 /// the template is the caller's until `abd_schema_template_free`. NULL on
 /// failure (`abd_last_status` / `abd_last_error` say why).
 export fn abd_schema_template_new(plan: ?[*]const u8, plan_bytes: usize) ?*export_schema.Template {
@@ -153,7 +154,7 @@ export fn abd_schema_template_build(template: ?*export_schema.Template, out: ?*a
     return code(t.instantiate(target));
 }
 
-/// One call for a whole export (export_batch.zig): a new slot holding the
+/// One call for a whole export (export/batch.zig): a new slot holding the
 /// schema built from `template` and, for kind 1 (ArrowArray) or 2 (CPU
 /// ArrowDeviceArray), the array tree of `plan` under `keepalive_id`. The
 /// slot is the caller's until `abd_export_slot_free`. NULL on failure
@@ -181,7 +182,7 @@ export fn abd_export_slot_free(slot: ?*export_batch.Slot, kind: i32) f64 {
     return @floatFromInt(export_batch.destroy(s, which));
 }
 
-/// Checks and builds an array plan once (export_array.zig `Image`); the
+/// Checks and builds an array plan once (export/array.zig `Image`); the
 /// image is the caller's until `abd_array_image_free`. NULL on failure
 /// (`abd_last_status` / `abd_last_error` say why).
 export fn abd_array_image_new(plan: ?[*]const f64, plan_words: usize) ?*export_array.Image {
@@ -266,7 +267,7 @@ export fn abd_export_hold_owners(keepalive_id: f64, owners: ?[*]const f64, n: u3
         if (address == 0 or address % @alignOf(Owner) != 0) return code(status.fail(.invalid_argument, "import owner address {d} is not an owner", .{word}));
         slot.* = @ptrFromInt(address);
     }
-    return code(export_holds.hold(@intFromFloat(keepalive_id), list));
+    return code(owner_holds.hold(@intFromFloat(keepalive_id), list));
 }
 
 /// Drops what `abd_export_hold_owners` took for `keepalive_id` (an export
@@ -411,7 +412,7 @@ export fn abd_consume_device_array(schema: ?*abi.ArrowSchema, array: ?*abi.Arrow
 // Re-export and relays (reexport.zig)
 // ---------------------------------------------------------------------------
 
-const reexport = @import("reexport.zig");
+const reexport = @import("import/reexport.zig");
 
 fn requestFrom(words: ?[*]const f64, count: u32, out: *reexport.Request) Status {
     const slice: []const f64 = if (words) |w| w[0..count] else &.{};
@@ -847,15 +848,15 @@ export fn abd_metadata_length(blob: ?[*]const u8) f64 {
 
 // ---------------------------------------------------------------------------
 // Streams: JS-produced streams, imported streams, adapters, and
-// the JS work queue they wake JS through. Threads: see stream_export.zig
-// and stream_import.zig; the functions below that answer or drain are for
+// the JS work queue they wake JS through. Threads: see stream/export.zig
+// and stream/import.zig; the functions below that answer or drain are for
 // the JS thread only.
 // ---------------------------------------------------------------------------
 
-const js_queue = @import("js_queue.zig");
-const stream_export = @import("stream_export.zig");
-const stream_import = @import("stream_import.zig");
-const stream_convert = @import("stream_convert.zig");
+const js_queue = @import("core/js_queue.zig");
+const stream_export = @import("stream/export.zig");
+const stream_import = @import("stream/import.zig");
+const stream_convert = @import("stream/convert.zig");
 
 /// The errno-compatible code stream callbacks return for status `raw`.
 export fn abd_status_errno(raw: c_int) c_int {
@@ -899,7 +900,7 @@ export fn abd_set_spin_ns(nanoseconds: f64) void {
 
 /// JS enters (true) or leaves (false) a synchronous native call that may
 /// wait for consumers of JS-produced streams; returns the number of get_next
-/// calls refused so far (stream_export.zig `js_blocked`). JS thread.
+/// calls refused so far (stream/export.zig `js_blocked`). JS thread.
 export fn abd_js_blocking(enter: bool) f64 {
     if (enter) {
         _ = stream_export.js_blocked.fetchAdd(1, .acq_rel);
@@ -1087,16 +1088,16 @@ export fn abd_stream_from_device(source: ?*abi.ArrowDeviceArrayStream, out: ?*ab
 }
 
 // ---------------------------------------------------------------------------
-// Async device streams: js_wake.zig, async_consumer.zig,
-// async_producer.zig. Unless a comment says otherwise, these are called on
+// Async device streams: js_wake.zig, async/consumer.zig,
+// async/producer.zig. Unless a comment says otherwise, these are called on
 // the JS thread; the C peer only ever sees the handler, producer and task
 // structs themselves.
 // ---------------------------------------------------------------------------
 
-const js_wake = @import("js_wake.zig");
-const async_consumer = @import("async_consumer.zig");
-const async_producer = @import("async_producer.zig");
-const schema_copy = @import("schema_copy.zig");
+const js_wake = @import("async/js_wake.zig");
+const async_consumer = @import("async/consumer.zig");
+const async_producer = @import("async/producer.zig");
+const schema_copy = @import("export/schema_copy.zig");
 
 /// Registers the threadsafe callback that wakes JS for a waiting object
 /// (its argument is the object's token).
@@ -1252,7 +1253,7 @@ export fn abd_async_producer_send_schema(stream: *async_producer.Producer, schem
     return stream.sendSchema(schema);
 }
 
-/// Builds a task over JS memory (an export plan, export_array.zig) and
+/// Builds a task over JS memory (an export plan, export/array.zig) and
 /// calls on_next_task with it; `*rc` receives the consumer's code. Needs a
 /// credit (a requested, unsent task).
 export fn abd_async_producer_send_plan(stream: *async_producer.Producer, plan: ?[*]const f64, plan_words: usize, keepalive_id: f64, blob: ?[*]const u8, rc: *c_int) c_int {
@@ -1286,7 +1287,7 @@ export fn abd_async_producer_release(stream: *async_producer.Producer) void {
 // Device streams from JS: JS-produced streams whose batches are
 // arrays made elsewhere (device copies from toDevice, C producers' arrays),
 // moved whole into get_next's `out`. JS thread only, as the other answers.
-// See stream_export.zig `deliverArray` and schema_match.zig.
+// See stream/export.zig `deliverArray` and schema_match.zig.
 // ---------------------------------------------------------------------------
 
 /// `abd_stream_export_create` with the stream's schema read from the C

@@ -12,17 +12,17 @@
 //!  validation levels, stream kinds, JS work-queue tags}
 
 const std = @import("std");
-const abi = @import("abi.zig");
-const Status = @import("status.zig").Status;
-const counters = @import("counters.zig");
-const validate = @import("validate.zig");
-const format = @import("format.zig");
-const reexport = @import("reexport.zig");
+const abi = @import("core/abi.zig");
+const Status = @import("core/status.zig").Status;
+const counters = @import("core/counters.zig");
+const validate = @import("validate/validate.zig");
+const format = @import("core/format.zig");
+const reexport = @import("import/reexport.zig");
 const device_runtime = @import("device/runtime.zig");
-const js_queue = @import("js_queue.zig");
-const async_consumer = @import("async_consumer.zig");
-const async_producer = @import("async_producer.zig");
-const errno = @import("errno.zig");
+const js_queue = @import("core/js_queue.zig");
+const async_consumer = @import("async/consumer.zig");
+const async_producer = @import("async/producer.zig");
+const errno = @import("core/errno.zig");
 
 /// Bumped when the library's own C API changes incompatibly.
 pub const api_version = 1;

@@ -1,11 +1,9 @@
 //! Root of libarrow_device: pulls in the exported C API and every module's
-//! tests. Layers point one way:
-//!   abi <- format <- validate <- owner/export_* <- consumer/reexport/streams <- c_api
-//!   device/{dynlib, cuda, hip} <- device/runtime <- device/transfer <- c_api
-//!   (async: js_wake, metadata_copy, schema_copy, shared_schema, producer_gate <-
-//!    async_consumer, async_producer <- c_api)
-//!   abi <- move <- c_api
-//!   metadata <- validate; validate <- schema_info <- schema_key <- c_api
+//! tests. The folders are layers, each importing only its own folder and
+//! those before it (CONTRIBUTING.md, "Zig layers"; test/structure/
+//! zig_layers.test.ts checks it):
+//!   core <- validate <- export <- import <- stream <- async <- device
+//!   <- c_api.zig (every exported C symbol), manifest.zig, root.zig
 
 const std = @import("std");
 
@@ -14,52 +12,56 @@ comptime {
 }
 
 test {
-    _ = @import("abi.zig");
-    _ = @import("status.zig");
-    _ = @import("errno.zig");
-    _ = @import("sync.zig");
-    _ = @import("counters.zig");
+    _ = @import("core/abi.zig");
+    _ = @import("core/status.zig");
+    _ = @import("core/errno.zig");
+    _ = @import("core/sync.zig");
+    _ = @import("core/counters.zig");
     _ = @import("manifest.zig");
-    _ = @import("format.zig");
-    _ = @import("validate.zig");
-    _ = @import("validate_test.zig");
-    _ = @import("validate_flat_test.zig");
-    _ = @import("block_pool.zig");
-    _ = @import("tree_block.zig");
-    _ = @import("keepalive.zig");
-    _ = @import("export_holds.zig");
-    _ = @import("export_array.zig");
-    _ = @import("export_schema.zig");
-    _ = @import("export_batch.zig");
-    _ = @import("owner.zig");
-    _ = @import("device_sync.zig");
-    _ = @import("consumer.zig");
-    _ = @import("reexport.zig");
-    _ = @import("schema_copy.zig");
-    _ = @import("schema_match.zig");
+    _ = @import("core/format.zig");
+    _ = @import("validate/node_table.zig");
+    _ = @import("validate/validate.zig");
+    _ = @import("validate/validate_test.zig");
+    _ = @import("validate/flat_test.zig");
+    _ = @import("core/block_pool.zig");
+    _ = @import("export/tree_block.zig");
+    _ = @import("export/keepalive.zig");
+    _ = @import("export/holds.zig");
+    _ = @import("export/array.zig");
+    _ = @import("export/schema.zig");
+    _ = @import("export/batch.zig");
+    _ = @import("import/owner.zig");
+    _ = @import("import/owner_holds.zig");
+    _ = @import("core/device_sync.zig");
+    _ = @import("import/consumer.zig");
+    _ = @import("import/reexport.zig");
+    _ = @import("export/schema_copy.zig");
+    _ = @import("stream/schema_match.zig");
     _ = @import("device/dynlib.zig");
+    _ = @import("device/ops.zig");
+    _ = @import("device/driver.zig");
     _ = @import("device/runtime.zig");
     _ = @import("device/cuda.zig");
     _ = @import("device/hip.zig");
     _ = @import("device/releaser.zig");
     _ = @import("device/transfer.zig");
     _ = @import("device/staging.zig");
-    _ = @import("js_wake.zig");
-    _ = @import("metadata_copy.zig");
-    _ = @import("producer_gate.zig");
-    _ = @import("shared_schema.zig");
-    _ = @import("async_consumer.zig");
-    _ = @import("async_producer.zig");
-    _ = @import("move.zig");
-    _ = @import("probe.zig");
-    _ = @import("metadata.zig");
-    _ = @import("schema_info.zig");
-    _ = @import("schema_key.zig");
-    _ = @import("js_queue.zig");
-    _ = @import("js_context.zig");
-    _ = @import("stream_export.zig");
-    _ = @import("stream_import.zig");
-    _ = @import("stream_convert.zig");
-    _ = @import("empty_batch.zig");
+    _ = @import("async/js_wake.zig");
+    _ = @import("async/metadata_copy.zig");
+    _ = @import("async/producer_gate.zig");
+    _ = @import("stream/shared_schema.zig");
+    _ = @import("async/consumer.zig");
+    _ = @import("async/producer.zig");
+    _ = @import("import/move.zig");
+    _ = @import("validate/probe.zig");
+    _ = @import("core/metadata.zig");
+    _ = @import("validate/schema_info.zig");
+    _ = @import("validate/schema_key.zig");
+    _ = @import("core/js_queue.zig");
+    _ = @import("core/js_context.zig");
+    _ = @import("stream/export.zig");
+    _ = @import("stream/import.zig");
+    _ = @import("stream/convert.zig");
+    _ = @import("export/empty_batch.zig");
     _ = @import("c_api.zig");
 }

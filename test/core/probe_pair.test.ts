@@ -1,5 +1,5 @@
 /**
- * The import's address probe (zig/probe.zig) checks a schema and its array
+ * The import's address probe (zig/validate/probe.zig) checks a schema and its array
  * in one native call, and skips the struct memory of the export slot this
  * library adopted last while its handle is live (it allocated that memory
  * and built those trees). What each path refuses is still named per

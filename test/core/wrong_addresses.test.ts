@@ -3,7 +3,7 @@
  * pair, a device stream where an array stream is expected (and the
  * reverse), a released or zeroed struct, and addresses of no struct at all
  * (8, 4096, `{ address: 16 }`, random bytes). Every call that takes a C
- * struct by address checks it with the fault-safe probe (zig/probe.zig)
+ * struct by address checks it with the fault-safe probe (zig/validate/probe.zig)
  * before reading it. The calls run in a child process
  * (test/helpers/wrong_addresses_child.ts), so that a crash fails the test
  * and names the call.

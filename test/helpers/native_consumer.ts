@@ -1,5 +1,5 @@
 /**
- * The library's built-in native consumer (zig/consumer.zig), exposed for
+ * The library's built-in native consumer (zig/import/consumer.zig), exposed for
  * demos, tests and users who want to check what they export: it moves the
  * structs in, validates them, reports every buffer's address, size and
  * FNV-1a checksum as C sees them, and calls release.

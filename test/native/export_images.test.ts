@@ -1,5 +1,5 @@
 /**
- * Array images (zig/export_array.zig `Image`, arrow/export_memo.ts `Batch`):
+ * Array images (zig/export/array.zig `Image`, arrow/export_memo.ts `Batch`):
  * a batch of flat columns exported again is copied from a native image of
  * its memoized plan. The copies must be the trees the plan builds (same
  * buffer addresses, same schema), a batch that changed must not reuse a

@@ -1,5 +1,5 @@
 /**
- * The one-call export path (zig/export_batch.zig, native/exported.ts):
+ * The one-call export path (zig/export/batch.zig, native/exported.ts):
  * pooled native slots, schema templates cached per apache-arrow object, the
  * keepalive id handed back by the release call, and the GC safety net of a
  * handle dropped without release(). Exact counts; bounded GC loops.

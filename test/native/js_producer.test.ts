@@ -1,7 +1,7 @@
 // A producer written in JS (release callbacks are bun:ffi JSCallbacks, not
 // threadsafe) whose imports are collected instead of disposed: the library
 // runs those releases on the importing JS thread, from its event loop,
-// never on the collector's thread or inside a collection (zig/owner.zig).
+// never on the collector's thread or inside a collection (zig/import/owner.zig).
 // Run in a child process, so that a crash fails this test.
 import { expect, test } from "bun:test";
 import { join } from "node:path";

@@ -1,5 +1,5 @@
 // The library on several JS threads at once: each thread's wake-ups and
-// queued work reach that thread (zig/js_context.zig), and streams cross
+// queued work reach that thread (zig/core/js_context.zig), and streams cross
 // threads by address.
 import { describe, expect, test } from "bun:test";
 import { ptr } from "bun:ffi";

@@ -1,5 +1,5 @@
 /**
- * Array plans: apache-arrow Data -> the words zig/export_array.zig builds
+ * Array plans: apache-arrow Data -> the words zig/export/array.zig builds
  * an ArrowArray tree from (one header per node, then its buffer
  * addresses), without copying data buffers. The buffers are the JS typed
  * arrays themselves; every plan lists them (and the import owners under

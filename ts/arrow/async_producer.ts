@@ -1,7 +1,7 @@
 /**
  * This library as the *producer* of an async device stream: batches from
  * JS (an async or sync iterable, a Table, a RecordBatchReader) pushed into
- * a C consumer's `ArrowAsyncDeviceStreamHandler` (zig/async_producer.zig).
+ * a C consumer's `ArrowAsyncDeviceStreamHandler` (zig/async/producer.zig).
  *
  * Threads. The JS thread drives the stream and makes every handler call:
  * on_schema (with `handler->producer` populated first), on_next_task only
@@ -212,7 +212,7 @@ class ProducerDriver {
   readonly token: number;
   readonly signal = new WakeSignal();
   readonly words = new Float64Array(asyncProducerWords);
-  /** The native state words as of their last change (async_producer.zig
+  /** The native state words as of their last change (async/producer.zig
    * `published`), read without a call between sends; never after the
    * producer is released (the memory goes with it). */
   readonly #published: Float64Array;

@@ -20,7 +20,7 @@ function convertOne(imported: ImportedArray, converter: StreamBatchConverter): R
 
 /**
  * The batches of one imported stream as RecordBatches. Every batch of a
- * stream carries the stream's one ArrowSchema (zig/stream_import.zig
+ * stream carries the stream's one ArrowSchema (zig/stream/import.zig
  * shares it with each batch's owner), so the apache-arrow Schema and its
  * types are built once, from the first batch, and every later batch is
  * built with them: no schema strings read, no types made per batch, and

@@ -11,7 +11,7 @@ export const EIO = Errno.EIO;
 
 /**
  * A callback error's own errno (what a C peer reported); a library error's
- * status mapped as the library maps it (zig/status.zig `Status.errno`); an
+ * status mapped as the library maps it (zig/core/status.zig `Status.errno`); an
  * `errno` property of any other exception (Node-style system errors);
  * else EIO. Always positive.
  */

@@ -71,7 +71,7 @@ export type Batch = {
   words: Float64Array;
   retained: unknown[];
   owners: number[];
-  /** The native image of `words` (zig/export_array.zig `Image`), made at
+  /** The native image of `words` (zig/export/array.zig `Image`), made at
    * the memo's first reuse (a batch exported once never pays for it); 0
    * until then. Owned by this memo: freed by `arrayImages` when the memo
    * is collected (its Data was, or a new plan replaced it). Trees never

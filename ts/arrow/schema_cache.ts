@@ -11,7 +11,7 @@ import { schemaOf, typedConversion, type ConvertOptions } from "./types.ts";
 
 /**
  * Schemas built for earlier imports, found by `ImportedArray.schemaKey`
- * (the exact schema bytes and tree, zig/schema_key.zig: a hash picks the
+ * (the exact schema bytes and tree, zig/validate/schema_key.zig: a hash picks the
  * bucket, equal words decide) and the options that shape the types. The
  * entry used last is tried first, with one native comparison
  * (`schemaMatches`) instead of a key copy and a hash. Repeated imports of one

@@ -1,6 +1,6 @@
 /**
  * Schema plans: apache-arrow DataType, Field and Schema -> the byte plan
- * that zig/export_schema.zig turns into an ArrowSchema tree (strings
+ * that zig/export/schema.zig turns into an ArrowSchema tree (strings
  * copied natively), and the cache of native templates built from them
  * (one per source object), which every export of that schema copies.
  */
@@ -111,7 +111,7 @@ function schemaNodeOf(source: SchemaSource): SchemaNode {
   throw arrowKindError("exportSchema", "source", source, schemaKinds);
 }
 
-/** The schema plan of `source` (zig/export_schema.zig), for native code
+/** The schema plan of `source` (zig/export/schema.zig), for native code
  * that builds the schema again later (a stream's get_schema). */
 export function schemaPlan(source: SchemaSource): Uint8Array {
   const plan = new PlanBytes();
@@ -120,7 +120,7 @@ export function schemaPlan(source: SchemaSource): Uint8Array {
 }
 
 /** Encoded schema plans by source object, with the native template built
- * from each (zig/export_schema.zig `Template`: checked and measured once).
+ * from each (zig/export/schema.zig `Template`: checked and measured once).
  * apache-arrow types, fields and schemas are not changed after
  * construction, so a batch stream (every batch shares one Schema) encodes
  * and checks its schema once, and each export then only copies it into a

@@ -1,6 +1,6 @@
 /**
  * apache-arrow sources -> ArrowArrayStream / ArrowDeviceArrayStream that
- * any C consumer can pull (zig/stream_export.zig is the C side).
+ * any C consumer can pull (zig/stream/export.zig is the C side).
  *
  * Sources: a Table (its batches), an array of RecordBatch, a sync or async
  * iterable of RecordBatch, or a RecordBatchReader (sync or async). Each

@@ -1,11 +1,11 @@
 /**
  * Typed errors. Every failure of the native library surfaces as an
  * `ArrowDeviceError` subclass carrying the library's status `code` (see
- * zig/status.zig) and the message the library recorded for the failing
+ * zig/core/status.zig) and the message the library recorded for the failing
  * call (its per-thread last error).
  */
 
-/** Status codes of libarrow_device, as in zig/status.zig and the manifest. */
+/** Status codes of libarrow_device, as in zig/core/status.zig and the manifest. */
 export const Status = {
   ok: 0,
   invalid_argument: 1,

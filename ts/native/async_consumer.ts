@@ -1,6 +1,6 @@
 /**
  * This library as the *consumer* of an async device stream: a native
- * `ArrowAsyncDeviceStreamHandler` (zig/async_consumer.zig) that any C
+ * `ArrowAsyncDeviceStreamHandler` (zig/async/consumer.zig) that any C
  * producer pushes into, read from JS as an async iterable of imported
  * arrays (raw views; arrow/async_stream.ts adds apache-arrow batches).
  *

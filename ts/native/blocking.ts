@@ -4,7 +4,7 @@
  * stream, say) without hanging forever.
  *
  * A JS-produced stream answers get_next from other threads through the JS
- * event loop (zig/stream_export.zig). While the JS thread is blocked inside
+ * event loop (zig/stream/export.zig). While the JS thread is blocked inside
  * a native call, nobody can answer; if that call waits for those get_next
  * calls, it waits forever. Inside `callBlocking`, such get_next calls fail
  * at once with EDEADLK (the consumer sees an error and its message), and

@@ -10,7 +10,7 @@
  *   never frees the memory; `release()` calls the struct's release.
  * - `move(dest?)` is the spec's move: a bitwise copy into `dest` (a new
  *   owned struct when omitted) and `release = NULL` on the source, done
- *   natively (zig/move.zig). The source object stays usable as a released
+ *   natively (zig/import/move.zig). The source object stays usable as a released
  *   struct.
  * - `moveChild(i, dest?)` moves one child out of a live parent; the parent
  *   must be released next (`release()`), and its release skips the moved

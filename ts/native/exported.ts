@@ -13,7 +13,7 @@
  * never the intended path.
  *
  * Handles made by `adoptExportSlot` (arrow/export.ts) wrap a slot that
- * one native call allocated and filled (zig/export_batch.zig); one native
+ * one native call allocated and filled (zig/export/batch.zig); one native
  * call releases and frees it, handing back the keepalive id when the tree
  * finished right there (`forgetReleased`: no queue, no wake). A handle is
  * one object (it keeps its slot's address itself) that joins NativeSlot's
@@ -61,7 +61,7 @@ const labels: Record<ExportedKind, string> = {
   device_array: "exported ArrowDeviceArray",
 };
 
-/** zig/export_batch.zig's slot kinds. */
+/** zig/export/batch.zig's slot kinds. */
 export const exportSlotKinds: Record<ExportedKind, number> = { schema: 0, array: 1, device_array: 2 };
 
 /** Releases and frees an adopted slot of kind `code` in one native call,
@@ -139,7 +139,7 @@ export class ExportedArray<K extends ExportedKind = ExportedKind> implements Dis
   // export), and joins NativeSlot's safety net (a DeferredGuard).
   /** The slot's address; 0 once released. */
   #address: number;
-  /** zig/export_batch.zig's kind for an adopted slot (freed by one native
+  /** zig/export/batch.zig's kind for an adopted slot (freed by one native
    * call); -1 for a slot the constructor allocated. */
   #code: number;
   #label: string | undefined;

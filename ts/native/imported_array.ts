@@ -1,5 +1,5 @@
 /**
- * Imported Arrow data: the handle over a native owner (zig/owner.zig).
+ * Imported Arrow data: the handle over a native owner (zig/import/owner.zig).
  * Its nodes are read in place through RawArray (raw_array.ts); converters
  * reach its tables through batch_source.ts.
  *

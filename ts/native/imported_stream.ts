@@ -1,6 +1,6 @@
 /**
  * Imported streams: an ArrowArrayStream or ArrowDeviceArrayStream moved in
- * from a C producer (zig/stream_import.zig), read batch by batch as
+ * from a C producer (zig/stream/import.zig), read batch by batch as
  * ImportedArray raw views (every Arrow type, every device). The apache-arrow
  * iterators are in arrow/stream_import.ts.
  *
@@ -62,7 +62,7 @@ onJsWork(JsWorkTag.stream_import_pulled, (serial) => {
   return false; // the next pull is JS's to ask for
 });
 
-/** zig/stream_import.zig PullState. */
+/** zig/stream/import.zig PullState. */
 const PullState = { idle: 0, queued: 1, running: 2, ready: 3 } as const;
 
 const words = new Float64Array(4);

@@ -1,5 +1,5 @@
 /**
- * The JS side of the library's work queue (zig/js_queue.zig): how native
+ * The JS side of the library's work queue (zig/core/js_queue.zig): how native
  * threads get work done on the JS thread.
  *
  * A native thread that needs JS (a consumer thread blocked in get_next of
@@ -45,7 +45,7 @@ const scratch = new Float64Array(3 * capacity);
  * bounded, so the event loop is held up by at most this long per wake-up.
  */
 let spinNs = 20_000;
-/** The longest poll window (1 s), as zig/js_queue.zig `max_spin_ns`. */
+/** The longest poll window (1 s), as zig/core/js_queue.zig `max_spin_ns`. */
 const maxJsWorkSpin = 1_000_000_000;
 
 /** Sets the poll window above, for JS and for the native threads that

@@ -1,6 +1,6 @@
 /**
  * Waking the JS thread when native objects change state on other threads
- * (zig/js_wake.zig).
+ * (zig/async/js_wake.zig).
  *
  * Each waiting object registers a handler under a numeric token and hands
  * the token to its native side. Native code calls one threadsafe

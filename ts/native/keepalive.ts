@@ -2,9 +2,9 @@
  * Keeps JS memory that C can see alive until C lets go of it.
  *
  * Exporting JS buffers to C registers them here under a numeric id; the id
- * travels into the native tree block (zig/export_array.zig). The consumer's
+ * travels into the native tree block (zig/export/array.zig). The consumer's
  * release may run on any thread; it only queues the id natively
- * (zig/keepalive.zig). This module drains that queue, on the JS thread,
+ * (zig/export/keepalive.zig). This module drains that queue, on the JS thread,
  * whenever an API call asks and whenever the library wakes it through a
  * threadsafe callback, and only then drops the references. So no JS memory
  * reachable by C is ever collected or moved before C released it.
@@ -19,7 +19,7 @@ import { JSCallback, toArrayBuffer } from "bun:ffi";
 import { check, jsContext, native } from "../core/ffi/library.ts";
 
 /** Ids handed to native code are `base + index`: the high bits name this
- * JS thread (zig/js_context.zig), so a release on any thread reports to
+ * JS thread (zig/core/js_context.zig), so a release on any thread reports to
  * the thread that exported, and ids of different Workers never collide. */
 const base = jsContext * 2 ** 32;
 
@@ -60,7 +60,7 @@ const onRelease = new Map<number, () => void>();
 // the old place — corrupting the JS heap — while JS read zeros here.
 const drainScratch = new Float64Array(512);
 
-// The native count of queued ids (zig/keepalive.zig `queued`): static
+// The native count of queued ids (zig/export/keepalive.zig `queued`): static
 // library memory, never freed (the library is never closed), so the view
 // needs no deallocator. A stale zero only delays a drain to the next call.
 const queued = new Uint32Array(toArrayBuffer(native.abd_keepalive_queued_address()!, 0, 4));
@@ -179,7 +179,7 @@ export function releaseWakesPosted(): number {
 
 // Wakes the JS thread after a release on any thread. Threadsafe callbacks
 // run later on the JS thread and return nothing to C; the library keeps at
-// most one call pending (zig/keepalive.zig), re-armed here before the drain
+// most one call pending (zig/export/keepalive.zig), re-armed here before the drain
 // so that an id queued after it posts a new wake. It is never closed:
 // releases can arrive until the process exits.
 const wake = new JSCallback(() => {

@@ -1,5 +1,5 @@
 /**
- * An import owner's schema, read natively (zig/schema_info.zig): every
+ * An import owner's schema, read natively (zig/validate/schema_info.zig): every
  * node's flags, format, name and metadata decoded with one native call,
  * and the schema key that caches of what is built from a schema compare.
  */
@@ -7,7 +7,7 @@ import { decodeMetadataBytes } from "../core/abi/metadata.ts";
 import { asPointer } from "../core/abi/structs.ts";
 import { native } from "../core/ffi/library.ts";
 
-/** A node's schema fields, decoded once per import (zig/schema_info.zig). */
+/** A node's schema fields, decoded once per import (zig/validate/schema_info.zig). */
 export type NodeSchema = {
   flags: number;
   format: string;

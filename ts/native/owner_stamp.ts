@@ -1,5 +1,5 @@
 /**
- * The ArrayBuffers made over an import owner's memory (zig/owner.zig):
+ * The ArrayBuffers made over an import owner's memory (zig/import/owner.zig):
  * each holds one owner reference, dropped by the native deallocator when
  * it is collected or detached, and carries its owner as a stamp that
  * exports of converted data read (keepalive.ts). This module alone makes
@@ -20,7 +20,7 @@ import { LibraryLoadError } from "../core/errors.ts";
 import { libraryPath, native } from "../core/ffi/library.ts";
 
 /** The native deallocator of every ArrayBuffer over an owner's memory: it
- * drops the owner reference the buffer holds (zig/owner.zig). */
+ * drops the owner reference the buffer holds (zig/import/owner.zig). */
 const deallocator = viewDeallocator();
 
 function viewDeallocator(): Pointer {

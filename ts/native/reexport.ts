@@ -1,7 +1,7 @@
 /**
  * Re-export and relays: imported data handed on to C consumers as new
  * ArrowSchema + ArrowDeviceArray (or ArrowArray) structs, without apache-arrow
- * and without copying or reading the data (zig/reexport.zig).
+ * and without copying or reading the data (zig/import/reexport.zig).
  *
  * Ownership. Each re-export is an `ExportedArray` handle whose array tree
  * holds one reference to the native owner; the schema tree is a copy. A

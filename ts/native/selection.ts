@@ -1,6 +1,6 @@
 /**
  * What part of an imported array a child/slice handle or a re-export covers,
- * encoded as the library's request words (zig/reexport.zig) and resolved
+ * encoded as the library's request words (zig/import/reexport.zig) and resolved
  * natively into a window, so that the rules (struct children under the
  * parent's window, bounds checks, null counts of slices) live in one place.
  */

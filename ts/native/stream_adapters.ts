@@ -1,5 +1,5 @@
 /**
- * Stream adapters, C to C (zig/stream_convert.zig): a CPU ArrowArrayStream
+ * Stream adapters, C to C (zig/stream/convert.zig): a CPU ArrowArrayStream
  * presented as an ArrowDeviceArrayStream and back, without touching any
  * batch. Each moves the source stream in (the caller's struct is left
  * released, success or not) and returns a handle whose `stream` a C

@@ -17,7 +17,7 @@
 //! reservation fail, as if no queue or thread could be created.
 
 const std = @import("std");
-const sync = @import("../sync.zig");
+const sync = @import("../core/sync.zig");
 
 pub const Function = *const fn (context: ?*anyopaque) callconv(.c) void;
 
@@ -33,6 +33,10 @@ pub const Job = struct {
     /// driver call, cannot fail). The job is freed once it has run.
     pub fn post(self: *Job) void {
         mutex.lock();
+        // Posted once: a queued job is the tail or has a successor. The
+        // thread exists: `reserve` started it before making the job.
+        std.debug.assert(self.next == null and tail != self);
+        std.debug.assert(started);
         self.next = null;
         if (tail) |t| t.next = self else head = self;
         tail = self;
@@ -60,12 +64,16 @@ fn main() void {
         while (head == null) wake.wait(&mutex);
         const job = head.?;
         head = job.next;
-        if (head == null) tail = null;
+        if (head == null) {
+            std.debug.assert(tail == job);
+            tail = null;
+        }
         running += 1;
         mutex.unlock();
         job.function(job.context);
         std.heap.c_allocator.destroy(job);
         mutex.lock();
+        std.debug.assert(running > 0);
         running -= 1;
         if (head == null and running == 0) idle.broadcast();
     }

@@ -19,8 +19,8 @@
 //! `live_device_allocations`: they belong to the library, not to an array.
 
 const std = @import("std");
-const status = @import("../status.zig");
-const sync = @import("../sync.zig");
+const status = @import("../core/status.zig");
+const sync = @import("../core/sync.zig");
 const runtime = @import("runtime.zig");
 const Runtime = runtime.Runtime;
 
@@ -71,6 +71,7 @@ pub fn acquire(rt: *Runtime, device: i64, bytes: usize) ?*Block {
         return null;
     }
     pool.allocated += 1;
+    std.debug.assert(pool.allocated <= max_blocks);
     pool.mutex.unlock();
 
     const block = std.heap.c_allocator.create(Block) catch {
@@ -90,6 +91,7 @@ pub fn acquire(rt: *Runtime, device: i64, bytes: usize) ?*Block {
 
 fn forget(pool: *Pool) void {
     pool.mutex.lock();
+    std.debug.assert(pool.allocated > 0); // only a block counted in `allocated` is forgotten
     pool.allocated -= 1;
     pool.mutex.unlock();
 }
@@ -99,6 +101,9 @@ fn forget(pool: *Pool) void {
 pub fn giveBack(block: *Block) void {
     const pool = block.pool;
     pool.mutex.lock();
+    // Lent blocks are off the idle list, and at most max_blocks exist.
+    std.debug.assert(block.next == null and pool.idle != block);
+    std.debug.assert(pool.allocated > 0 and pool.allocated <= max_blocks);
     block.next = pool.idle;
     pool.idle = block;
     pool.mutex.unlock();

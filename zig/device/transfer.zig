@@ -18,14 +18,14 @@
 //! they own to finish before freeing anything.
 
 const std = @import("std");
-const abi = @import("../abi.zig");
-const status = @import("../status.zig");
-const counters = @import("../counters.zig");
-const validate = @import("../validate.zig");
-const format = @import("../format.zig");
-const owner_mod = @import("../owner.zig");
-const export_array = @import("../export_array.zig");
-const schema_copy = @import("../schema_copy.zig");
+const abi = @import("../core/abi.zig");
+const status = @import("../core/status.zig");
+const counters = @import("../core/counters.zig");
+const validate = @import("../validate/validate.zig");
+const format = @import("../core/format.zig");
+const owner_mod = @import("../import/owner.zig");
+const export_array = @import("../export/array.zig");
+const schema_copy = @import("../export/schema_copy.zig");
 const runtime = @import("runtime.zig");
 const releaser = @import("releaser.zig");
 const debug = @import("debug.zig");
@@ -196,6 +196,7 @@ pub fn toDevice(schema: ?*abi.ArrowSchema, array: ?*abi.ArrowDeviceArray, option
     const moved = owner_mod.import(schema, array, .default, &imported);
     if (moved != .ok) return moved;
     const source = imported.?;
+    std.debug.assert(source.refs.load(.monotonic) == 1); // a new owner: ours alone
     // From here on `source` is released exactly once on every path.
     const found = runtime.require(options.device_type);
     if (found[0] != .ok) {

@@ -100,7 +100,7 @@ export function isHostAccessible(deviceType: number): boolean {
 /** ArrowSchema.flags bits. */
 export const Flags = { DICTIONARY_ORDERED: 1, NULLABLE: 2, MAP_KEYS_SORTED: 4 } as const;
 
-/** Validation levels (zig/validate.zig). */
+/** Validation levels (zig/validate/validate.zig). */
 export const ValidationLevel = { none: 0, minimal: 1, default: 2, full: 3 } as const;
 /** A validation level by name: "none", "minimal", "default" or "full"
  * (nanoarrow's levels; "default" never reads out of bounds). */
@@ -119,7 +119,7 @@ export function validationLevelArg(fn: string, options: unknown, known: readonly
 }
 
 
-/** Words of one node record of an owner's node table (zig/validate.zig). */
+/** Words of one node record of an owner's node table (zig/validate/validate.zig). */
 export const NodeWord = {
   schema: 0, array: 1, type_id: 2, length: 3, null_count: 4, offset: 5, n_buffers: 6,
   first_buffer: 7, n_children: 8, first_child: 9, dictionary: 10, parent: 11,
@@ -130,13 +130,13 @@ export const nodeStride = 12;
 export const BufferWord = { address: 0, size_bytes: 1, kind: 2, element_bytes: 3 } as const;
 export const bufferStride = 4;
 
-/** What a physical buffer holds (zig/format.zig BufferKind). */
+/** What a physical buffer holds (zig/core/format.zig BufferKind). */
 export const BufferKind = {
   bits: 0, fixed: 1, offsets32: 2, offsets64: 3, bytes: 4, views: 5, variadic_bytes: 6,
   variadic_sizes: 7, type_ids: 8, view_offsets32: 9, view_offsets64: 10, union_offsets: 11,
 } as const;
 
-/** Type ids of the node table (zig/format.zig TypeId). */
+/** Type ids of the node table (zig/core/format.zig TypeId). */
 export const TypeId = {
   null: 0, boolean: 1, int8: 2, uint8: 3, int16: 4, uint16: 5, int32: 6, uint32: 7, int64: 8,
   uint64: 9, float16: 10, float32: 11, float64: 12, binary: 13, large_binary: 14, binary_view: 15,
@@ -150,13 +150,13 @@ export const TypeId = {
  * "dense_union", ... (one per C Data Interface format). */
 export type TypeIdName = keyof typeof TypeId;
 
-/** Which stream struct a call takes or fills (zig/abi.zig StreamKind). */
+/** Which stream struct a call takes or fills (zig/core/abi.zig StreamKind). */
 export const StreamKind = { array: 0, device: 1 } as const;
 
-/** Tags of the library's JS work queue (zig/js_queue.zig). */
+/** Tags of the library's JS work queue (zig/core/js_queue.zig). */
 export const JsWorkTag = { stream_export_request: 1, stream_import_pulled: 2, owner_release: 3 } as const;
 
-/** Counters, in the library's order (zig/counters.zig). */
+/** Counters, in the library's order (zig/core/counters.zig). */
 export const counterNames = [
   "live_array_exports", "live_schema_exports", "keepalive_pending", "live_owners",
   "live_imported_views", "live_reexports", "imported_bytes_held", "live_stream_exports",
@@ -174,7 +174,7 @@ export const ownerInfoWords = 11;
 
 export const maxNestingDepth = 64;
 
-/** Words of a re-export request (zig/reexport.zig RequestWord). */
+/** Words of a re-export request (zig/import/reexport.zig RequestWord). */
 export const ReexportRequestWord = {
   flags: 0, node: 1, base_offset: 2, base_length: 3, child: 4, slice_offset: 5, slice_length: 6, shape: 7,
 } as const;
@@ -200,7 +200,7 @@ export type CopyDirectionName = keyof typeof CopyDirection;
 export const PointerKind = { host: 0, device: 1, pinned: 2, managed: 3 } as const;
 /** What a pointer query found, by name. */
 export type PointerKindName = keyof typeof PointerKind;
-/** Words of `abd_async_consumer_poll` (zig/async_consumer.zig StateWord). */
+/** Words of `abd_async_consumer_poll` (zig/async/consumer.zig StateWord). */
 export const AsyncConsumerWord = {
   schema_received: 0, queued: 1, ended: 2, errored: 3, released: 4, requested: 5, received: 6,
   taken: 7, discarded: 8, device_type: 9, cancelled: 10, extract_failed: 11, error_code: 12, error_local: 13,
@@ -208,10 +208,10 @@ export const AsyncConsumerWord = {
 } as const;
 export const asyncConsumerWords = 17;
 
-/** Strings of `abd_async_consumer_string` (zig/async_consumer.zig StringId). */
+/** Strings of `abd_async_consumer_string` (zig/async/consumer.zig StringId). */
 export const AsyncConsumerString = { producer_metadata: 0, error_message: 1, error_metadata: 2, task_metadata: 3 } as const;
 
-/** Words of `abd_async_producer_poll` (zig/async_producer.zig StateWord). */
+/** Words of `abd_async_producer_poll` (zig/async/producer.zig StateWord). */
 export const AsyncProducerWord = { credits: 0, requested: 1, sent: 2, cancelled: 3, bad_request: 4, bad_request_n: 5, wakes: 6 } as const;
 export const asyncProducerWords = 7;
 
@@ -384,7 +384,7 @@ export type ErrnoName = "EIO" | "E2BIG" | "EDEADLK" | "ENOMEM" | "ENODEV" | "EIN
 
 /**
  * Their values on the platform the loaded library was built for, read from
- * its manifest (zig/errno.zig), never written here: EDEADLK is 35 on
+ * its manifest (zig/core/errno.zig), never written here: EDEADLK is 35 on
  * Linux, 11 on macOS, 36 on Windows.
  */
 export const Errno: Readonly<Record<ErrnoName, number>> = Object.freeze(

@@ -1,5 +1,5 @@
 /**
- * Fault-safe checks of C structs named by address (zig/probe.zig), run
+ * Fault-safe checks of C structs named by address (zig/validate/probe.zig), run
  * before anything reads them: an address from JS may name the wrong
  * struct, a released one, random bytes or no memory at all, and reading
  * such memory directly would take the process down. The native probe

@@ -1,5 +1,5 @@
 /**
- * The byte plan zig/export_schema.zig builds ArrowSchema trees from, written
+ * The byte plan zig/export/schema.zig builds ArrowSchema trees from, written
  * from plain nodes (format strings, not apache-arrow types), for producers
  * of types apache-arrow cannot express and for raw exports. One node in
  * preorder (children, then dictionary), little-endian:

@@ -119,11 +119,11 @@ const library = open();
 /** The native symbols. Internal: the public API wraps them. */
 export const native = library.symbols;
 
-/** This JS thread's context number (zig/js_context.zig): each JS thread
+/** This JS thread's context number (zig/core/js_context.zig): each JS thread
  * (the main thread, every Worker) that loads the library gets its own, so
  * that its callbacks are called for it alone. Opened before any module
  * registers a callback. The main thread's exports may be imported on
- * other JS threads; a Worker's may not (zig/js_context.zig). */
+ * other JS threads; a Worker's may not (zig/core/js_context.zig). */
 export const jsContext: number = native.abd_js_context_open(Bun.isMainThread);
 if (jsContext === 0) {
   throw new LibraryLoadError(

@@ -1,7 +1,7 @@
 /**
- * bun:ffi declarations of the one-call export path (zig/export_batch.zig,
- * schema templates in zig/export_schema.zig, the queued-id counter in
- * zig/keepalive.zig).
+ * bun:ffi declarations of the one-call export path (zig/export/batch.zig,
+ * schema templates in zig/export/schema.zig, the queued-id counter in
+ * zig/export/keepalive.zig).
  */
 import { FFIType } from "bun:ffi";
 

@@ -1,7 +1,7 @@
 /**
  * bun:ffi declarations of the import area of zig/c_api.zig: moving structs
- * the caller holds (zig/move.zig) and the schema strings of an import in
- * one call (zig/schema_info.zig).
+ * the caller holds (zig/import/move.zig) and the schema strings of an import in
+ * one call (zig/validate/schema_info.zig).
  */
 import { FFIType } from "bun:ffi";
 

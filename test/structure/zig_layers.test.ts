@@ -1,0 +1,132 @@
+/**
+ * zig/ is in layer folders (CONTRIBUTING.md, "Zig layers"):
+ *   core <- validate <- export <- import <- stream <- async <- device <- zig/*.zig
+ * A file imports files of its own folder or of a folder to its left, never
+ * of one to its right; the files at zig/ itself (c_api.zig, the one file
+ * that exports C symbols, manifest.zig and the build root root.zig) may
+ * import any folder. No two files import each other, directly or through
+ * others. This walks every `@import("....zig")` under zig/ and checks both.
+ */
+import { describe, expect, test } from "bun:test";
+import { readdirSync, readFileSync } from "node:fs";
+import { dirname, join, normalize, relative, sep } from "node:path";
+
+const zigRoot = join(import.meta.dir, "../../zig");
+
+/** The layer folders, lowest first. Files at zig/ itself sit above them all. */
+const layers = ["core", "validate", "export", "import", "stream", "async", "device"];
+const top = layers.length;
+
+type Graph = Map<string, string[]>;
+
+/** Every .zig file under zig/, as a path relative to zig/ with "/" separators. */
+function zigFiles(): string[] {
+  const names = readdirSync(zigRoot, { recursive: true }) as string[];
+  return names.filter((name) => name.endsWith(".zig")).map((name) => name.split(sep).join("/")).sort();
+}
+
+/** File -> the files it imports (relative to zig/; "../x" when outside it). */
+function importGraph(): Graph {
+  const graph: Graph = new Map();
+  for (const file of zigFiles()) {
+    const source = readFileSync(join(zigRoot, file), "utf8");
+    const targets = new Set<string>();
+    for (const match of source.matchAll(/@import\("([^"]+\.zig)"\)/g)) {
+      targets.add(normalize(join(dirname(file), match[1]!)).split(sep).join("/"));
+    }
+    graph.set(file, [...targets].sort());
+  }
+  return graph;
+}
+
+/** A file's layer rank: its folder's index, `top` for zig/ itself, -1 for a folder that is not a layer. */
+function rank(file: string): number {
+  const parts = file.split("/");
+  if (parts.length === 1) return top;
+  return parts.length === 2 ? layers.indexOf(parts[0]!) : -1;
+}
+
+/** "a -> b" for every import that leaves the layer order. */
+function layerViolations(graph: Graph): string[] {
+  const problems: string[] = [];
+  for (const [file, targets] of graph) {
+    if (rank(file) < 0) problems.push(`${file} is not in a layer folder (${layers.join(", ")}) or at zig/ itself`);
+    for (const target of targets) {
+      if (!graph.has(target)) problems.push(`${file} -> ${target}: not a file under zig/`);
+      else if (rank(target) > rank(file)) problems.push(`${file} -> ${target}: imports a higher layer`);
+    }
+  }
+  return problems;
+}
+
+/** Every import cycle, as the files of one strongly connected component (Tarjan). */
+function cycles(graph: Graph): string[][] {
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const found: string[][] = [];
+  let next = 0;
+  const visit = (file: string): void => {
+    index.set(file, next);
+    low.set(file, next);
+    next++;
+    stack.push(file);
+    onStack.add(file);
+    for (const target of graph.get(file) ?? []) {
+      if (!graph.has(target)) continue;
+      if (!index.has(target)) {
+        visit(target);
+        low.set(file, Math.min(low.get(file)!, low.get(target)!));
+      } else if (onStack.has(target)) {
+        low.set(file, Math.min(low.get(file)!, index.get(target)!));
+      }
+    }
+    if (low.get(file) !== index.get(file)) return;
+    const component: string[] = [];
+    let member: string;
+    do {
+      member = stack.pop()!;
+      onStack.delete(member);
+      component.push(member);
+    } while (member !== file);
+    if (component.length > 1 || graph.get(file)!.includes(file)) found.push(component.sort());
+  };
+  for (const file of graph.keys()) if (!index.has(file)) visit(file);
+  return found;
+}
+
+describe("zig layers", () => {
+  const graph = importGraph();
+
+  test("the walk finds the sources of every layer", () => {
+    expect(graph.get("c_api.zig")?.length ?? 0).toBeGreaterThan(10);
+    for (const layer of layers) expect([...graph.keys()].some((file) => file.startsWith(`${layer}/`))).toBe(true);
+  });
+
+  test("no file imports a file of a higher layer", () => {
+    expect(layerViolations(graph)).toEqual([]);
+  });
+
+  test("no import cycle between files", () => {
+    expect(cycles(graph)).toEqual([]);
+  });
+
+  test("the checks catch an upward import and a cycle", () => {
+    const broken: Graph = new Map([
+      ["core/abi.zig", ["export/array.zig"]],
+      ["export/array.zig", ["core/abi.zig"]],
+      ["device/cuda.zig", ["device/runtime.zig"]],
+      ["device/runtime.zig", ["device/cuda.zig"]],
+      ["misc/x.zig", []],
+    ]);
+    expect(layerViolations(broken)).toEqual([
+      "core/abi.zig -> export/array.zig: imports a higher layer",
+      "misc/x.zig is not in a layer folder (core, validate, export, import, stream, async, device) or at zig/ itself",
+    ]);
+    expect(cycles(broken)).toEqual([
+      ["core/abi.zig", "export/array.zig"],
+      ["device/cuda.zig", "device/runtime.zig"],
+    ]);
+  });
+});
