@@ -23,6 +23,7 @@ function run(scenario: string, extra: Record<string, string> = {}) {
   const stdout = proc.stdout.toString().trim().split("\n");
   const stderr = proc.stderr.toString();
   expect(stderr).not.toContain("error:");
+  expect(proc.exitCode).toBe(0); // no crash or hang on the way out either
   return JSON.parse(stdout[stdout.length - 1] || "null");
 }
 
@@ -156,7 +157,7 @@ describe("ROCm: sticky errors, teardown and attribute widths", () => {
     expect(result.release).toBeNull(); // a release reports nothing and never throws
   });
 
-  test("a runtime torn down under live memory answers hipErrorDeinitialized; releases stay quiet", () => {
+  test("a runtime torn down under live memory answers hipErrorDeinitialized; releases and exit stay quiet", () => {
     const result = run("strict-teardown");
     const down = "[hipGetDevice][hipErrorDeinitialized] driver shutting down";
     for (const key of ["allocate", "toDevice", "free"]) {

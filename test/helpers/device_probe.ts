@@ -287,11 +287,13 @@ switch (scenario) {
     const rt = deviceRuntime("rocm");
     const before = toDevice(makeVector(Int32Array.of(1, 2, 3)), { device: "rocm" });
     const memory = rt.allocate(64);
+    const liveAtExit = toDevice(makeVector(Int32Array.of(4, 5)), { device: "rocm" });
     f.fake_hip_tear_down();
     out.allocate = errorOf(() => rt.allocate(64));
     out.toDevice = errorOf(() => toDevice(makeVector(Int32Array.of(1, 2, 3)), { device: "rocm" }));
     out.release = errorOf(() => before.release());
     out.free = errorOf(() => memory.free());
+    (globalThis as Record<string, unknown>).kept = liveAtExit; // meets the torn-down runtime at exit
     break;
   }
   case "strict-widths": {
