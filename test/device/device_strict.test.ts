@@ -1,6 +1,6 @@
 /**
- * The fake CUDA driver is as strict as a real one where this library could
- * go wrong, and each mistake it exists to catch is shown caught: the
+ * The fake CUDA driver and HIP runtime are as strict as real ones where
+ * this library could go wrong, and each mistake it exists to catch is shown caught: the
  * library is made to make the mistake through its debug switch
  * (ARROW_DEVICE_DEBUG_MISTAKE, docs/devices.md) and the fake refuses.
  * Each scenario runs in a fresh process (test/helpers/device_probe.ts):
@@ -23,6 +23,7 @@ function run(scenario: string, extra: Record<string, string> = {}) {
   const stdout = proc.stdout.toString().trim().split("\n");
   const stderr = proc.stderr.toString();
   expect(stderr).not.toContain("error:");
+  expect(proc.exitCode).toBe(0); // no crash or hang on the way out either
   return JSON.parse(stdout[stdout.length - 1] || "null");
 }
 
@@ -140,5 +141,50 @@ describe("sticky errors and exit", () => {
     const proc = Bun.spawnSync([process.execPath, probe, "strict-exit"], { env, stdout: "pipe", stderr: "pipe" });
     expect(proc.exitCode).toBe(0);
     expect(proc.stdout.toString()).toContain('{"alive":true}');
+  });
+});
+
+describe("ROCm: sticky errors, teardown and attribute widths", () => {
+  test("after an illegal access every call fails with hipErrorIllegalAddress, naming the call", () => {
+    const result = run("strict-sticky rocm");
+    const illegal = "[hipErrorIllegalAddress] an illegal memory access was encountered";
+    for (const key of ["toDevice", "allocate", "stream", "free", "again"]) {
+      expect(result[key].name).toBe("DeviceError");
+      expect(result[key].message).toStartWith(`[hipGetDevice]${illegal}`);
+    }
+    expect(result.pointer.name).toBe("DeviceError");
+    expect(result.pointer.message).toStartWith(`[hipPointerGetAttribute]${illegal}: memory type of 0x`);
+    expect(result.release).toBeNull(); // a release reports nothing and never throws
+  });
+
+  test("a runtime torn down under live memory answers hipErrorDeinitialized; releases and exit stay quiet", () => {
+    const result = run("strict-teardown");
+    const down = "[hipGetDevice][hipErrorDeinitialized] driver shutting down";
+    for (const key of ["allocate", "toDevice", "free"]) {
+      expect(result[key].name).toBe("DeviceError");
+      expect(result[key].message).toStartWith(down);
+    }
+    expect(result.release).toBeNull();
+  });
+
+  test("a device array alive at exit meets the torn-down runtime quietly", () => {
+    const env = { ...process.env, ARROW_DEVICE_HIP_LIBRARY: fixturePath("fake_hip") };
+    const proc = Bun.spawnSync([process.execPath, probe, "strict-exit", "rocm"], { env, stdout: "pipe", stderr: "pipe" });
+    expect(proc.exitCode).toBe(0);
+    expect(proc.signalCode ?? null).toBeNull();
+    expect(proc.stdout.toString()).toContain('{"alive":true}');
+  });
+
+  test("hipPointerGetAttribute(s) write each value at its real width, and the library reads them right", () => {
+    const result = run("strict-widths");
+    // bool, hipMemoryType and int, size_t: not a byte past them.
+    expect(result.widths).toEqual({ memoryType: 4, isManaged: 1, deviceOrdinal: 4, rangeSize: 8 });
+    // hipPointerAttribute_t: 32 bytes, ROCm 6 numbering (device memory: 2).
+    expect(result.attributesRc).toBe(0);
+    expect(result.attributes).toEqual({ written: 32, type: 2, device: 1, devicePointer: true, hostPointer: 0, isManaged: 0 });
+    expect(result.device).toEqual({ memory: "device", deviceType: 10, deviceId: 1 });
+    expect(result.pinned).toEqual({ memory: "pinned", deviceType: 11, deviceId: 0 });
+    expect(result.managed).toEqual({ memory: "managed", deviceType: 10, deviceId: 0 });
+    expect(result.host).toEqual({ memory: "host", deviceType: 1, deviceId: -1 });
   });
 });

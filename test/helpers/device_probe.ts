@@ -250,23 +250,98 @@ switch (scenario) {
   }
   case "strict-sticky": {
     // After an illegal access every driver call fails with it.
-    const f = openLibrary(cudaFake, { fake_cuda_illegal_access: { args: [], returns: none } }).symbols;
-    process.env.ARROW_DEVICE_CUDA_LIBRARY = cudaFake;
-    const rt = deviceRuntime("cuda");
-    const before = toDevice(makeVector(Int32Array.of(1, 2, 3)), { device: "cuda" });
-    f.fake_cuda_illegal_access();
-    out.toDevice = errorOf(() => toDevice(makeVector(Int32Array.of(1, 2, 3)), { device: "cuda" }));
+    // argv[3]: "cuda" (default) or "rocm".
+    const kind = process.argv[3] === "rocm" ? "rocm" : "cuda";
+    const fake = kind === "rocm" ? hipFake : cudaFake;
+    const prefix = kind === "rocm" ? "fake_hip" : "fake_cuda";
+    const f = openLibrary(fake, { [`${prefix}_illegal_access`]: { args: [], returns: none } }).symbols;
+    process.env[kind === "rocm" ? "ARROW_DEVICE_HIP_LIBRARY" : "ARROW_DEVICE_CUDA_LIBRARY"] = fake;
+    const rt = deviceRuntime(kind);
+    const before = toDevice(makeVector(Int32Array.of(1, 2, 3)), { device: kind });
+    const memory = rt.allocate(64);
+    f[`${prefix}_illegal_access`]!();
+    out.toDevice = errorOf(() => toDevice(makeVector(Int32Array.of(1, 2, 3)), { device: kind }));
     out.allocate = errorOf(() => rt.allocate(64));
     out.pointer = errorOf(() => rt.pointerInfo(addressOf(new Uint8Array(8))));
+    out.stream = errorOf(() => rt.createStream());
     out.release = errorOf(() => before.release());
+    out.free = errorOf(() => memory.free());
+    out.again = errorOf(() => rt.allocate(64));
     break;
   }
   case "strict-exit": {
-    // A device array still alive at exit: the driver answers
-    // CUDA_ERROR_DEINITIALIZED from then on, and the process exits cleanly.
-    process.env.ARROW_DEVICE_CUDA_LIBRARY = cudaFake;
-    (globalThis as Record<string, unknown>).kept = toDevice(makeVector(Int32Array.of(1, 2, 3)), { device: "cuda" });
+    // A device array still alive at exit: the driver answers its
+    // "deinitialized" error from then on, and the process exits cleanly.
+    // argv[3]: "cuda" (default) or "rocm".
+    const kind = process.argv[3] === "rocm" ? "rocm" : "cuda";
+    process.env[kind === "rocm" ? "ARROW_DEVICE_HIP_LIBRARY" : "ARROW_DEVICE_CUDA_LIBRARY"] = kind === "rocm" ? hipFake : cudaFake;
+    (globalThis as Record<string, unknown>).kept = toDevice(makeVector(Int32Array.of(1, 2, 3)), { device: kind });
     out.alive = true;
+    break;
+  }
+  case "strict-teardown": {
+    // The runtime torn down under live memory, as during process exit:
+    // calls fail with hipErrorDeinitialized, releases stay quiet.
+    const f = openLibrary(hipFake, { fake_hip_tear_down: { args: [], returns: none } }).symbols;
+    process.env.ARROW_DEVICE_HIP_LIBRARY = hipFake;
+    const rt = deviceRuntime("rocm");
+    const before = toDevice(makeVector(Int32Array.of(1, 2, 3)), { device: "rocm" });
+    const memory = rt.allocate(64);
+    const liveAtExit = toDevice(makeVector(Int32Array.of(4, 5)), { device: "rocm" });
+    f.fake_hip_tear_down();
+    out.allocate = errorOf(() => rt.allocate(64));
+    out.toDevice = errorOf(() => toDevice(makeVector(Int32Array.of(1, 2, 3)), { device: "rocm" }));
+    out.release = errorOf(() => before.release());
+    out.free = errorOf(() => memory.free());
+    (globalThis as Record<string, unknown>).kept = liveAtExit; // meets the torn-down runtime at exit
+    break;
+  }
+  case "strict-widths": {
+    // hipPointerGetAttribute(s) write each value at its real width: the
+    // bytes after it keep the caller's 0x5A. And the library's reading of
+    // those values is right for every kind of memory.
+    const f = openLibrary(hipFake, {
+      hipPointerGetAttribute: { args: [ptr, i32, ptr], returns: i32 },
+      hipPointerGetAttributes: { args: [ptr, ptr], returns: i32 },
+      hipMallocManaged: { args: [ptr, i64, i32], returns: i32 },
+      hipFree: { args: [ptr], returns: i32 },
+    }).symbols;
+    process.env.ARROW_DEVICE_HIP_LIBRARY = hipFake;
+    const rt = deviceRuntime("rocm");
+    const device = rt.allocate(64, { id: 1 });
+    const pinned = rt.allocate(64, { memory: "pinned" });
+    // The library allocates no managed memory on ROCm (no Arrow device
+    // type): a C producer's, from the runtime itself.
+    const slot = new BigUint64Array(1);
+    f.hipMallocManaged(addressOf(slot), 64, 1);
+    const managed = { address: Number(slot[0]), free: () => f.hipFree(Number(slot[0]) as unknown as Pointer) };
+    const widths: Record<string, number> = {};
+    const written = (bytes: Uint8Array) => bytes.length - bytes.toReversed().findIndex((b) => b !== 0x5a);
+    for (const [name, attribute] of [["memoryType", 2], ["isManaged", 8], ["deviceOrdinal", 9], ["rangeSize", 12]] as const) {
+      const data = new Uint8Array(16).fill(0x5a);
+      const rc = f.hipPointerGetAttribute(addressOf(data), attribute, managed.address as unknown as Pointer);
+      widths[name] = rc === 0 ? written(data) : -rc;
+    }
+    out.widths = widths;
+    const struct = new Uint8Array(48).fill(0x5a);
+    out.attributesRc = f.hipPointerGetAttributes(addressOf(struct), device.address as unknown as Pointer);
+    const view = new DataView(struct.buffer);
+    out.attributes = {
+      written: written(struct),
+      type: view.getUint32(0, true),
+      device: view.getInt32(4, true),
+      devicePointer: Number(view.getBigUint64(8, true)) === device.address,
+      hostPointer: Number(view.getBigUint64(16, true)),
+      isManaged: view.getInt32(24, true),
+    };
+    const host = new Uint8Array(64);
+    out.device = rt.pointerInfo(device.address);
+    out.pinned = rt.pointerInfo(pinned.address);
+    out.managed = rt.pointerInfo(managed.address);
+    out.host = rt.pointerInfo(addressOf(host));
+    device.free();
+    pinned.free();
+    managed.free();
     break;
   }
   default:
