@@ -1,7 +1,7 @@
 /**
  * Async device streams against a synchronous baseline, in one process.
  *
- *   node_modules/.bin/bun bench/async.ts [--quick]
+ *   bun run bench -- --section async-streams [--quick]
  *
  * Needs the C peers of the tests (build/fixtures/libasync_peer.so, built by
  * scripts/setup.sh). The baseline is a same-process synchronous loop doing

@@ -25,7 +25,7 @@
  *   contender of every group once, groups and contenders in reversed order
  *   every other round.
  * - modules: compare/cases.ts (contenders), compare/runner.ts (rounds),
- *   compare/targets.ts (issue rows), compare/report.ts (output),
+ *   compare/targets.ts (the targets), compare/report.ts (output),
  *   compare/floor.ts (C side), compare/pyarrow.ts (Python side).
  */
 import { drainReleased, nonZeroCounters } from "../ts/diagnostics.ts";
@@ -148,7 +148,7 @@ const method = [
   "of k batches; ours = ImportedStream.fromArrayStream + recordBatches, pyarrow = RecordBatchReader._import_from_c",
   "+ read_next_batch. \"ours, read\" (imports, streams, IPC) also reads every column's values and validity once: a",
   "batch built through a plan makes its buffer views on first read (ts/arrow/lazy_data.ts), and the JS floors make them.",
-  "Row 6 runs in processes of its own (compare/own_process.ts): ours with pyarrow, then ours reading every column with",
+  "The full cycle runs in processes of its own (compare/own_process.ts): ours with pyarrow, then ours reading every column with",
   "the JS floor, at 10 x 1e3 and 10 x 1e7, interleaved as above; the shared process's ratio is printed beside it.",
   "Async: bench/async.ts's comparison (C thread producing or consuming). IPC = tableToIPC +",
   "tableFromIPC against export + import + construct + dispose + release, each column its own memory. The library and the C fixtures must be",
@@ -162,7 +162,7 @@ console.log(tables);
 console.log("");
 console.log("TARGETS");
 console.log(targetTable(targets));
-for (const t of targets.filter((x) => x.note)) console.log(`  row ${t.row}: ${t.note}`);
+for (const t of targets.filter((x) => x.note)) console.log(`  ${t.group}: ${t.note}`);
 console.log("");
 console.log(method);
 

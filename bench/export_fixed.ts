@@ -5,7 +5,7 @@
  * `--against <checkout>` it also times another checkout's ts/index.ts
  * (its own library) in the same rounds, for before/after comparisons.
  *
- *   node_modules/.bin/bun bench/export_fixed.ts [--against /work/main] [--rounds N]
+ *   bun run bench -- --section export-fixed-cost [--against <checkout>] [--rounds N]
  *
  * Prints, per shape and variant: median and mean ns per cycle (GC included
  * in the mean), and ns per non-NULL C buffer. `--cpu` times with the

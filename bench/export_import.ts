@@ -2,7 +2,7 @@
  * Zero-copy export and import against apache-arrow's IPC round trip (the
  * copy a user would do today), in one process.
  *
- *   node_modules/.bin/bun bench/export_import.ts [--quick]
+ *   bun run bench -- --section export-import [--quick]
  *
  * Tables of {1, 100} nullable int32 columns x {1e3, 1e6, 1e7} rows whose
  * columns share one column's memory (a 1e7 x 100 table of distinct memory

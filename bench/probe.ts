@@ -4,7 +4,7 @@
  * a C producer (test/fixtures/bench_floor.c's bf_fill: one malloc per tree,
  * as a typical producer), at 1, 10 and 100 columns.
  *
- *   node_modules/.bin/bun bench/probe.ts [--rounds N]
+ *   bun run bench -- --section address-probe [--rounds N]
  *
  * Each round measures every case once (blocks of k imports, median of the
  * rounds), so that cases and checkouts compare within one noisy moment;

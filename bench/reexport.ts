@@ -4,7 +4,7 @@
  *   batch from apache-arrow (+ release), the library's other way out;
  * - relay of a C producer's batch vs. importing it into an ImportedArray
  *   and disposing it (what a relay saves over a JS round trip).
- * Prints ns/op and ratios. Not a test: `bun bench/reexport.ts`.
+ * Prints ns/op and ratios. Not a test: `bun run bench -- --section reexport`.
  */
 import { makeVector, RecordBatch, Table, vectorFromArray, Utf8 } from "apache-arrow";
 import { exportArray } from "../ts/index.ts";

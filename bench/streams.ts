@@ -5,7 +5,7 @@
  * loop pulling a native C stream of the same shape, in one process.
  *
  *   bash scripts/setup.sh   # builds build/fixtures/libstream_peer.so
- *   node_modules/.bin/bun bench/streams.ts [--quick]
+ *   bun run bench -- --section streams [--quick]
  *
  * Batches: struct<a: int32, b: float64 (every 4th null)> of 1, 1,000 and
  * 100,000 rows. Every batch of a run is the same memory (zero-copy: the row

@@ -91,7 +91,7 @@ export function exportGroup(shape: Shape, ctx: Context): Built {
 // --- import -----------------------------------------------------------------
 
 /** Each column its own memory up to 1e7 values (40 MB), and always for 10
- * columns (row 6 of the issue: 10 distinct columns of 1e7 rows, 400 MB);
+ * columns (the full-cycle target: 10 distinct columns of 1e7 rows, 400 MB);
  * else every column shares one column's memory. */
 export const distinctLimit = 1e7;
 export const isDistinct = (shape: Shape) => shape.columns * shape.rows <= distinctLimit || shape.columns === 10;

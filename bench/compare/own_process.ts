@@ -31,7 +31,7 @@ import type { Summary } from "./stats.ts";
 export type Variant = "ours" | "read";
 export type Mode = "smoke" | "quick" | "full";
 
-/** The contenders each variant keeps, and the sample each row-6 figure
+/** The contenders each variant keeps, and the sample each full-cycle figure
  * reads (a cycle: the C produce + what the contender does). */
 export const variants: Record<Variant, { keep: string[]; figures: Record<string, string> }> = {
   ours: { keep: ["ours", "pyarrow"], figures: { ours: "ours.cycle", pyarrow: "pyarrow.cycle" } },
@@ -84,9 +84,9 @@ export function row6InOwnProcesses(mode: Mode, log?: (line: string) => void): Re
     for (const variant of Object.keys(variants) as Variant[]) {
       const file = join(dir, `${variant}.json`);
       const child = Bun.spawnSync([process.execPath, import.meta.path, "--variant", variant, "--mode", mode, "--json", file], { stdout: "pipe", stderr: "pipe" });
-      if (child.exitCode !== 0) throw new Error(`row 6 (${variant}) in its own process exited ${child.exitCode}:\n${child.stdout.toString()}\n${child.stderr.toString()}`);
+      if (child.exitCode !== 0) throw new Error(`the full cycle (${variant}) in its own process exited ${child.exitCode}:\n${child.stdout.toString()}\n${child.stderr.toString()}`);
       out[variant] = JSON.parse(readFileSync(file, "utf8")) as OwnProcessResult;
-      log?.(`row 6 (${variant}) in its own process: ${out[variant].rounds} rounds`);
+      log?.(`the full cycle (${variant}) in its own process: ${out[variant].rounds} rounds`);
     }
     return out;
   } finally {

@@ -8,7 +8,7 @@
  */
 import { readFileSync } from "node:fs";
 
-type TargetRow = { row: number; measure: string; value: number; target: string; holds: boolean | null };
+type TargetRow = { group: string; measure: string; value: number; target: string; holds: boolean | null };
 type Run = { meta: Record<string, unknown>; targets: TargetRow[] };
 
 const files = process.argv.slice(2);
@@ -22,12 +22,12 @@ const verdict = (holds: boolean | null) => (holds === null ? "n/a" : holds ? "ho
 const cell = (row: TargetRow | undefined) => (row === undefined ? "-" : `${row.value.toFixed(2)}x ${verdict(row.holds)}`);
 
 const lines = [
-  `| # | measure | target | ${runs.map((_, i) => `run ${i + 1}`).join(" | ")} | every run |`,
+  `| target | measure | limit | ${runs.map((_, i) => `run ${i + 1}`).join(" | ")} | every run |`,
   `|---|---|---|${runs.map(() => "---:").join("|")}|---|`,
 ];
 runs[0].targets.forEach((first, i) => {
   const rows = runs.map((run) => run.targets[i]);
   const all = rows.every((row) => row?.holds === true) ? "**HOLDS**" : rows.some((row) => row?.holds === true) ? "varies" : "FAILS";
-  lines.push(`| ${first.row} | ${first.measure} | ${first.target} | ${rows.map(cell).join(" | ")} | ${all} |`);
+  lines.push(`| ${first.group} | ${first.measure} | ${first.target} | ${rows.map(cell).join(" | ")} | ${all} |`);
 });
 console.log(lines.join("\n"));

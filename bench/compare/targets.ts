@@ -1,7 +1,7 @@
 /**
  * The rows of the performance target table, computed from the groups'
- * samples. Medians per cycle decide every row but row 6, which is about means (GC included);
- * each row also shows what it compares.
+ * samples. Medians per cycle decide every target but the full cycle, which is about means (GC included);
+ * each target also shows what it compares.
  */
 import { find, fmt, ratio, stat, type Target } from "./report.ts";
 import type { Built } from "./cases.ts";
@@ -25,23 +25,23 @@ export function computeTargets(groups: Built[], t: TargetInputs): Target[] {
 
   /** A row comparing two contenders of group `id` per buffer (medians),
    * passing when ours / theirs <= limit. */
-  const perBufferRow = (row: number, measure: string, id: string, oursName: string, theirName: string, limit: number, target: string) => {
+  const perBufferRow = (group: string, measure: string, id: string, oursName: string, theirName: string, limit: number, target: string) => {
     const n = buffers(id);
     const ours = per(stat(groups, id, oursName), n);
     const theirs = per(stat(groups, id, theirName), n);
     out.push({
-      row, measure, ours: `${fmt(ours)} (mean ${fmt(perMean(stat(groups, id, oursName), n))})`,
+      group, measure, ours: `${fmt(ours)} (mean ${fmt(perMean(stat(groups, id, oursName), n))})`,
       peer: `${theirName} ${fmt(theirs)} (mean ${fmt(perMean(stat(groups, id, theirName), n))})`,
       value: ours / theirs, target, holds: verdict(ours / theirs, (v) => v <= limit),
     });
   };
 
-  // 1-2: export ns per buffer vs pyarrow.
-  perBufferRow(1, `export ns/buffer, 1 column, ${t.rows} rows`, exp(1), "ours", "pyarrow", 1, "<= 1.0x pyarrow");
-  perBufferRow(2, `export ns/buffer, 1000 columns, ${t.rows} rows`, exp(1000), "ours", "pyarrow", 1, "<= 1.0x pyarrow");
-  perBufferRow(2, `export ns/buffer, nested (struct, list, utf8, dictionary), ${t.rows} rows`, exp("nested"), "ours", "pyarrow", 1, "<= 1.0x pyarrow");
+  // Export ns per buffer vs pyarrow.
+  perBufferRow("export per buffer", `export ns/buffer, 1 column, ${t.rows} rows`, exp(1), "ours", "pyarrow", 1, "<= 1.0x pyarrow");
+  perBufferRow("export per buffer", `export ns/buffer, 1000 columns, ${t.rows} rows`, exp(1000), "ours", "pyarrow", 1, "<= 1.0x pyarrow");
+  perBufferRow("export per buffer", `export ns/buffer, nested (struct, list, utf8, dictionary), ${t.rows} rows`, exp("nested"), "ours", "pyarrow", 1, "<= 1.0x pyarrow");
 
-  // 3: fixed cost per batch = T(1 column) - 2 x slope, slope per buffer
+  // Export fixed cost per batch = T(1 column) - 2 x slope, slope per buffer
   // from the 100- and 1000-column batches.
   const fixed = (name: string, pick: (s: Summary | undefined) => number) => {
     const t1 = pick(stat(groups, exp(1), name));
@@ -54,22 +54,22 @@ export function computeTargets(groups: Built[], t: TargetInputs): Target[] {
   const oursFixed = fixed("ours", med);
   const floorFixed = fixed("C floor", med);
   out.push({
-    row: 3, measure: "export fixed cost per batch", ours: `${fmt(oursFixed)} (mean ${fmt(fixed("ours", (s) => s?.mean ?? NaN))})`,
+    group: "export fixed cost", measure: "export fixed cost per batch", ours: `${fmt(oursFixed)} (mean ${fmt(fixed("ours", (s) => s?.mean ?? NaN))})`,
     peer: `C floor ${fmt(floorFixed)}; pyarrow ${fmt(fixed("pyarrow", med))}`, value: oursFixed / floorFixed,
     target: "<= 300 ns", holds: verdict(oursFixed, (v) => v <= 300),
     note: "fixed = time of a 1-column batch minus its 2 buffers x the per-buffer slope between the 100- and 1000-column batches (medians); value = ours / C floor",
   });
 
-  // 4: import + construction per buffer vs pyarrow's import (+ release).
+  // Import + construction per buffer vs pyarrow's import (+ release).
   // "every column read": the same with each column's buffers read once (a
   // batch makes its views on first read; the JS floor makes them).
-  for (const cols of [10, 100]) perBufferRow(4, `import + construct ns/buffer, ${cols} columns x ${t.rows}`, imp(cols), "ours", "pyarrow", 1, "<= 1.0x pyarrow");
-  for (const cols of [10, 100]) perBufferRow(4, `import + construct ns/buffer, ${cols} columns x ${t.rows}, every column read`, imp(cols), "ours, read", "pyarrow", 1, "<= 1.0x pyarrow");
-  // 5: construction alone vs the JS floor.
-  for (const cols of [10, 100]) perBufferRow(5, `construction ns/buffer, ${cols} columns x ${t.rows}`, imp(cols), "ours.construct", "JS floor", 1.3, "<= 1.3x floor");
-  for (const cols of [10, 100]) perBufferRow(5, `construction ns/buffer, ${cols} columns x ${t.rows}, every column read`, imp(cols), "ours, read.construct", "JS floor", 1.3, "<= 1.3x floor");
+  for (const cols of [10, 100]) perBufferRow("import + construct", `import + construct ns/buffer, ${cols} columns x ${t.rows}`, imp(cols), "ours", "pyarrow", 1, "<= 1.0x pyarrow");
+  for (const cols of [10, 100]) perBufferRow("import + construct", `import + construct ns/buffer, ${cols} columns x ${t.rows}, every column read`, imp(cols), "ours, read", "pyarrow", 1, "<= 1.0x pyarrow");
+  // Construction: construction alone vs the JS floor.
+  for (const cols of [10, 100]) perBufferRow("construction", `construction ns/buffer, ${cols} columns x ${t.rows}`, imp(cols), "ours.construct", "JS floor", 1.3, "<= 1.3x floor");
+  for (const cols of [10, 100]) perBufferRow("construction", `construction ns/buffer, ${cols} columns x ${t.rows}, every column read`, imp(cols), "ours, read.construct", "JS floor", 1.3, "<= 1.3x floor");
 
-  // 6: full cycle mean, large ÷ small, 10 distinct columns: measured in
+  // Full cycle: the mean, large ÷ small, 10 distinct columns: measured in
   // processes of their own (compare/own_process.ts says why); the same
   // ratio in the shared process is printed beside it.
   {
@@ -82,7 +82,7 @@ export function computeTargets(groups: Built[], t: TargetInputs): Target[] {
     const rowsText = own ? `${own.ours.large} rows / ${own.ours.small} rows` : `${t.largeRows} rows / ${t.rows} rows`;
     const ours = figure("ours", "ours"), py = figure("ours", "pyarrow");
     out.push({
-      row: 6, measure: `full cycle MEAN ${rowsText}, 10 distinct columns, own process`,
+      group: "full cycle", measure: `full cycle MEAN ${rowsText}, 10 distinct columns, own process`,
       ours: ours ? `${fmt(ours.large.mean)} / ${fmt(ours.small.mean)}` : "-",
       peer: `pyarrow ${ratio(ratioOf(py))}${py ? ` (${fmt(py.large.mean)} / ${fmt(py.small.mean)})` : ""}; in the shared process ${ratio(shared)}`,
       value: ratioOf(ours), target: "<= 1.5x", holds: verdict(ratioOf(ours), (v) => v <= 1.5),
@@ -90,28 +90,28 @@ export function computeTargets(groups: Built[], t: TargetInputs): Target[] {
     });
     const read = figure("read", "ours"), jsFloor = figure("read", "floor");
     out.push({
-      row: 6, measure: `full cycle MEAN ${rowsText}, 10 distinct columns, own process, every column read`,
+      group: "full cycle", measure: `full cycle MEAN ${rowsText}, 10 distinct columns, own process, every column read`,
       ours: read ? `${fmt(read.large.mean)} / ${fmt(read.small.mean)}` : "-",
       peer: `JS floor ${ratio(ratioOf(jsFloor))}${jsFloor ? ` (${fmt(jsFloor.large.mean)} / ${fmt(jsFloor.small.mean)})` : ""}; in the shared process ${ratio(sharedRead)}`,
       value: ratioOf(read), target: "<= 1.5x", holds: verdict(ratioOf(read), (v) => v <= 1.5),
     });
   }
 
-  // 7: stream per batch.
+  // Stream per batch.
   for (const name of ["ours", "ours, read"]) {
     const id = "stream 2 columns x 1000 rows";
     const ours = stat(groups, id, name)?.median ?? NaN;
     const py = stat(groups, id, "pyarrow")?.median ?? NaN;
     const jsFloor = stat(groups, id, "JS floor");
     out.push({
-      row: 7, measure: `stream per batch, 2 columns x 1000 rows, C -> JS${name === "ours" ? "" : ", every column read"}`, ours: `${fmt(ours)} (mean ${fmt(stat(groups, id, name)?.mean ?? NaN)})`,
+      group: "stream per batch", measure: `stream per batch, 2 columns x 1000 rows, C -> JS${name === "ours" ? "" : ", every column read"}`, ours: `${fmt(ours)} (mean ${fmt(stat(groups, id, name)?.mean ?? NaN)})`,
       peer: `pyarrow ${fmt(py)} (mean ${fmt(stat(groups, id, "pyarrow")?.mean ?? NaN)}); JS floor ${fmt(jsFloor?.median ?? NaN)} (mean ${fmt(jsFloor?.mean ?? NaN)}) = ${((jsFloor?.median ?? NaN) / py).toFixed(2)}x pyarrow`,
       value: ours / py, target: "<= 2x pyarrow", holds: verdict(ours / py, (v) => v <= 2),
       note: name === "ours" ? "JS floor = the least any Bun consumer does per batch: one FFI get_next, one external ArrayBuffer + deallocator + typed array per buffer, apache-arrow Data objects and the batch object; no validation or ownership bookkeeping. \"every column read\" rows: each column's values and validity read once (a batch built through a plan makes its buffer views on first read; the JS floors make them always)" : undefined,
     });
   }
 
-  // 8: async / sync throughput (per-batch time sync / async).
+  // Async hand-off: async / sync throughput (per-batch time sync / async).
   for (const role of ["consumer", "producer"]) {
     const id = `async ${role} ${t.asyncRows} rows`;
     const sync = stat(groups, id, "sync")?.median ?? NaN;
@@ -124,14 +124,14 @@ export function computeTargets(groups: Built[], t: TargetInputs): Target[] {
       const floorSync = stat(groups, id, "C floor sync")?.median;
       const floorText = floorAsync && floorSync ? `; C floor producer ${fmt(floorAsync)}/batch (its sync ${fmt(floorSync)}, ${(floorSync / floorAsync).toFixed(2)}x); ceiling ${(sync / floorAsync).toFixed(2)}x` : "";
       out.push({
-        row: 8, measure: `async / sync throughput, ${role}, depth ${depth}, ${t.asyncRows}-row batches`, ours: `${fmt(a)}/batch`, peer: `sync ${fmt(sync)}/batch${floorText}`,
+        group: "async hand-off", measure: `async / sync throughput, ${role}, depth ${depth}, ${t.asyncRows}-row batches`, ours: `${fmt(a)}/batch`, peer: `sync ${fmt(sync)}/batch${floorText}`,
         value: sync / a, target: `>= ${want.toFixed(1)}x`, holds: verdict(sync / a, (v) => v >= want),
         note: floorText && depth === t.depths[0] ? "C floor producer = a C producer sending ready-made batches of the same values (atomic credits, no export, no allocation) to the same C consumer: its time per batch is the consumer thread's own cycle (its work plus its hand-off), and its sync is that work alone. ceiling = our sync / that cycle: the ratio ours would reach if our tasks cost the consumer's thread no more than the floor's and JS always kept ahead of it" : undefined,
       });
     }
   }
 
-  // 9: speedup over the IPC round trip.
+  // IPC round trip: the speedup over it.
   for (const [cols, name] of [[1, "ours"], [1, "ours, read"], [100, "ours"], [100, "ours, read"]] as const) {
     const id = `ipc ${cols} columns x ${t.rows} rows`;
     const ours = stat(groups, id, name)?.median ?? NaN;
@@ -145,7 +145,7 @@ export function computeTargets(groups: Built[], t: TargetInputs): Target[] {
     const pyIpc = stat(groups, id, "pyarrow IPC")?.median;
     const pyText = py && pyIpc ? `; pyarrow ${fmt(py)} = ${(ipc / py).toFixed(1)}x (over its own IPC, ${fmt(pyIpc)}: ${(pyIpc / py).toFixed(1)}x)` : "";
     out.push({
-      row: 9, measure: `speedup over IPC round trip, ${cols} column(s) x ${t.rows}${name === "ours" ? "" : ", every column read"}`, ours: `${fmt(ours)} (mean ${fmt(stat(groups, id, name)?.mean ?? NaN)})`,
+      group: "IPC round trip", measure: `speedup over IPC round trip, ${cols} column(s) x ${t.rows}${name === "ours" ? "" : ", every column read"}`, ours: `${fmt(ours)} (mean ${fmt(stat(groups, id, name)?.mean ?? NaN)})`,
       peer: `IPC ${fmt(ipc)} (mean ${fmt(stat(groups, id, "IPC")?.mean ?? NaN)}); floors ${fmt(floors)} = ${(ipc / floors).toFixed(1)}x${pyText}`,
       value: ipc / ours, target: ">= 20x", holds: verdict(ipc / ours, (v) => v >= 20),
       note: cols === 1 && name === "ours" ? "floors = the C floor of the export (one FFI call fills the structs) + the JS floor of the import (one external ArrayBuffer + typed array per buffer, detached): the most any Bun library could gain over IPC at this shape, before apache-arrow objects and any checks. pyarrow = Arrow C++ making the same round trip of the same batch through the C Device Data Interface (export into a C slot, import, drop), timed in Python; \"over its own IPC\" divides pyarrow's IPC stream round trip of that batch by it" : undefined,

@@ -1,5 +1,6 @@
 /**
- * bench/compare.ts (`bun run bench`) runs end to end: its smallest mode
+ * bench/run.ts (`bun run bench`) lists and runs its sections, and its
+ * default section, bench/compare.ts, runs end to end: its smallest mode
  * (--smoke: 1e3 and 1e4 rows, two rounds) prints every row of the
  * performance target table with a verdict and writes the same figures as
  * JSON, with pyarrow and without it. No timing is asserted: the figures of a smoke run
@@ -10,10 +11,11 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { testRoot } from "../helpers/paths.ts";
+import { plan, sections } from "../../bench/run.ts";
 
 const root = resolve(testRoot, "..");
 
-type Target = { row: number; measure: string; value: number; holds: boolean | null };
+type Target = { group: string; measure: string; value: number; holds: boolean | null };
 type Cycle = { small: { mean: number; cycles: number }; large: { mean: number; cycles: number } };
 type OwnProcess = Record<"ours" | "read", { small: number; large: number; figures: Record<string, Cycle> }>;
 type Result = { meta: { mode: string; pyarrow: string }; targets: Target[]; ownProcess: OwnProcess; groups: Record<string, { k: number; samples: Record<string, { median: number; mean: number; cycles: number }> }> };
@@ -34,18 +36,21 @@ function runSmoke(env: Record<string, string> = {}): { exitCode: number | null; 
   }
 }
 
-/** The nine target rows: (row, how many lines the script prints for it;
- * rows 4, 5, 6, 7 and 9 also with every column read). */
-const rowLines: [number, number][] = [[1, 1], [2, 2], [3, 1], [4, 4], [5, 4], [6, 2], [7, 2], [8, 4], [9, 4]];
+/** The targets: (group, how many lines the script prints for it; most
+ * also with every column read). */
+const groupLines: [string, number][] = [
+  ["export per buffer", 3], ["export fixed cost", 1], ["import + construct", 4], ["construction", 4],
+  ["full cycle", 2], ["stream per batch", 2], ["async hand-off", 4], ["IPC round trip", 4],
+];
 
 function expectEveryRow(run: ReturnType<typeof runSmoke>): void {
   const { stdout, result } = run;
-  expect(result.targets.map((t) => t.row)).toEqual(rowLines.flatMap(([row, n]) => Array<number>(n).fill(row)));
+  expect(result.targets.map((t) => t.group)).toEqual(groupLines.flatMap(([group, n]) => Array<string>(n).fill(group)));
   const printed = stdout.slice(stdout.indexOf("TARGETS\n"));
   for (const t of result.targets) {
     const line = printed.split("\n").find((l) => l.includes(t.measure));
     expect(line, t.measure).toBeDefined();
-    expect(line!.trimStart().startsWith(String(t.row))).toBe(true);
+    expect(line!.trimStart().startsWith(t.group)).toBe(true);
     expect(line).toMatch(t.holds === null ? / n\/a$/ : t.holds ? / HOLDS$/ : / FAILS$/);
   }
   expect(stdout).not.toContain("still alive after the run");
@@ -86,9 +91,9 @@ describe("bench/compare.ts --smoke", () => {
       expect([variant.small, variant.large]).toEqual([1000, 10000]);
       for (const f of Object.values(variant.figures)) for (const at of [f.small, f.large]) expect(at.cycles).toBeGreaterThanOrEqual(2);
     }
-    const [row6, row6Read] = run.result.targets.filter((t) => t.row === 6);
-    expect(row6.value).toBeCloseTo(own.ours.figures.ours.large.mean / own.ours.figures.ours.small.mean, 6);
-    expect(row6Read.value).toBeCloseTo(own.read.figures.ours.large.mean / own.read.figures.ours.small.mean, 6);
+    const [cycle, cycleRead] = run.result.targets.filter((t) => t.group === "full cycle");
+    expect(cycle.value).toBeCloseTo(own.ours.figures.ours.large.mean / own.ours.figures.ours.small.mean, 6);
+    expect(cycleRead.value).toBeCloseTo(own.read.figures.ours.large.mean / own.read.figures.ours.small.mean, 6);
     for (const group of Object.values(run.result.groups)) {
       for (const s of Object.values(group.samples)) {
         expect(s.cycles).toBeGreaterThanOrEqual(2 * group.k); // two rounds, nothing skipped
@@ -103,10 +108,46 @@ describe("bench/compare.ts --smoke", () => {
     expect(run.stdout).toStartWith("pyarrow is unavailable, so only our side and the floors run: pyarrow could not be loaded: ");
     expectEveryRow(run);
     expect(run.result.meta.pyarrow).toBe("unavailable");
-    const againstPyarrow = new Set([1, 2, 4, 7]);
-    for (const t of run.result.targets) expect(t.holds === null, t.measure).toBe(againstPyarrow.has(t.row));
+    const againstPyarrow = new Set(["export per buffer", "import + construct", "stream per batch"]);
+    for (const t of run.result.targets) expect(t.holds === null, t.measure).toBe(againstPyarrow.has(t.group));
     expect(Object.keys(run.result.groups["export 1 x 1000"].samples).sort()).toEqual(["C floor", "ours"]);
     expect(run.result.groups["import nested x 1000"]).toBeUndefined();
     expect(Object.keys(run.result.ownProcess.ours.figures)).toEqual(["ours"]); // its child found no pyarrow either
   }, 60_000);
+});
+
+describe("bun run bench (bench/run.ts)", () => {
+  const bench = (args: string[]) => Bun.spawnSync([process.execPath, join(root, "bench", "run.ts"), ...args], { cwd: root, stdout: "pipe", stderr: "pipe" });
+
+  test("package.json's bench script is the entry point, and every section's script exists", () => {
+    expect(JSON.parse(readFileSync(join(root, "package.json"), "utf8")).scripts.bench).toBe("bun bench/run.ts");
+    for (const section of sections) expect(Bun.file(join(root, "bench", section.script)).size).toBeGreaterThan(0);
+    expect(new Set(sections.map((s) => s.name)).size).toBe(sections.length);
+  });
+
+  test("--list names every section; an unknown section is a usage error (exit 2)", () => {
+    const list = bench(["--list"]);
+    expect(list.exitCode).toBe(0);
+    expect(list.stdout.toString().trim().split("\n").map((line) => line.split(/\s+/)[0])).toEqual(sections.map((s) => s.name));
+    const wrong = bench(["--section", "row-3"]);
+    expect(wrong.exitCode).toBe(2);
+    expect(wrong.stderr.toString()).toStartWith('bench: no section "row-3"\nusage: bun run bench');
+  });
+
+  test("the plan: compare by default; --quick adds each section's short arguments; other arguments pass through", () => {
+    expect(plan([])).toEqual({ runs: [{ section: sections[0]!, args: [] }] });
+    expect(plan(["--quick", "--json", "x.json"])).toEqual({ runs: [{ section: sections[0]!, args: ["--quick", "--json", "x.json"] }] });
+    const probe = sections.find((s) => s.name === "address-probe")!;
+    const reexport = sections.find((s) => s.name === "reexport")!;
+    expect(plan(["--section", "address-probe,reexport", "--quick"])).toEqual({ runs: [{ section: probe, args: ["--rounds", "3"] }, { section: reexport, args: [] }] });
+    expect("runs" in plan(["--all"]) && (plan(["--all"]) as { runs: unknown[] }).runs.length).toBe(sections.length);
+    expect(plan(["--section"])).toEqual({ error: "--section needs a section name" });
+  });
+
+  test("one section runs through the entry point", () => {
+    const run = bench(["--section", "address-probe", "--quick"]);
+    expect(run.stderr.toString()).toBe("");
+    expect(run.exitCode).toBe(0);
+    expect(run.stdout.toString()).toContain("C producer: import + dispose, 10 column(s) x 1000");
+  }, 120_000);
 });

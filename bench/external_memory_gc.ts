@@ -4,7 +4,7 @@
  * `toArrayBuffer(ptr, 0, bytes, context, deallocator)` over one malloc'd
  * region (the deallocator is libc's `sched_yield`, a harmless no-op).
  *
- *   node_modules/.bin/bun bench/repro/external_memory_gc.ts [--quick]
+ *   bun run bench -- --section external-memory-gc [--quick]
  *
  * Part 1 counts JSC's collections per 1000 cycles (it re-runs itself with
  * BUN_JSC_logGC=1 and counts the "START" lines between markers) for a

@@ -1,5 +1,5 @@
 /**
- * Row 8, producer role: where an async batch's time goes. exportAsyncStream
+ * The async hand-off, producer role: where an async batch's time goes. exportAsyncStream
  * into test/fixtures/async_peer.c's sink (a worker thread that requests
  * `depth`, extracts, adds up and releases each task, requests one more, and
  * sleeps on its condition variable when its queue is empty) against the
@@ -20,13 +20,13 @@
  * the worker on the waker's CPU when the other one is busy, and the pair
  * then takes turns on one core.
  *
- * Usage: bun bench/repro/async_producer.ts [batches=2000] [rounds=11]
+ * Usage: bun run bench -- --section async-producer-stages [batches=2000] [rounds=11]
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { tableFromArrays, type RecordBatch } from "apache-arrow";
-import { exportArray } from "../../ts/index.ts";
-import { exportAsyncStream } from "../../ts/device.ts";
-import { asyncPeer, CSink } from "../../test/helpers/async_peer.ts";
+import { exportArray } from "../ts/index.ts";
+import { exportAsyncStream } from "../ts/device.ts";
+import { asyncPeer, CSink } from "../test/helpers/async_peer.ts";
 
 const rows = 1000;
 const k = Number(process.argv[2] ?? 2000);

@@ -1,5 +1,5 @@
 /**
- * Row 6 of the target table (bench/compare/targets.ts) measured with ours
+ * The full-cycle target (bench/compare/targets.ts) measured with ours
  * alone in the process: the mean cycle (C produces a 10-column batch,
  * ImportedArray.fromDeviceArray + importRecordBatch + dispose) at 1e7 rows over
  * the mean at 1e3 rows, with the batch not read ("lazy") and with every
@@ -7,11 +7,11 @@
  * JS floor and the read variant, whose 400 MB of external ArrayBuffers per
  * cycle start collections that land in every contender's cycles.
  *
- *   bun bench/repro/lazy_cycle.ts [seconds per case, default 3]
+ *   bun run bench -- --section lazy-cycle [seconds per case, default 3]
  */
-import { Columns, SlotPool, floor } from "../compare/floor.ts";
-import { importRecordBatch } from "../../ts/index.ts";
-import { ImportedArray } from "../../ts/raw.ts";
+import { Columns, SlotPool, floor } from "./compare/floor.ts";
+import { importRecordBatch } from "../ts/index.ts";
+import { ImportedArray } from "../ts/raw.ts";
 
 const seconds = Number(process.argv[2] ?? 3);
 const pool = new SlotPool(1);

@@ -3,14 +3,14 @@
  * test/fixtures/stream_peer.c's repeat source: struct<a: int32, b: float64>,
  * 3 non-null buffers per batch), split by stage, next to the JS floor (one
  * external ArrayBuffer + typed array per buffer, as an import must make).
- * Usage: bun bench/repro/stream_batch.ts [rows=1000] [batches=200] [rounds=40]
+ * Usage: bun run bench -- --section stream-batch-stages [rows=1000] [batches=200] [rounds=40]
  */
 import { toArrayBuffer, type Pointer } from "bun:ffi";
-import { recordBatches } from "../../ts/index.ts";
-import { ImportedStream, type StructPointer } from "../../ts/raw.ts";
-import { streamPeer } from "../../test/helpers/fixtures.ts";
-import { floor } from "../compare/floor.ts";
-import { pullTransient } from "../../ts/native/batch_source.ts";
+import { recordBatches } from "../ts/index.ts";
+import { ImportedStream, type StructPointer } from "../ts/raw.ts";
+import { streamPeer } from "../test/helpers/fixtures.ts";
+import { floor } from "./compare/floor.ts";
+import { pullTransient } from "../ts/native/batch_source.ts";
 
 const rows = Number(process.argv[2] ?? 1000);
 const batches = Number(process.argv[3] ?? 200);

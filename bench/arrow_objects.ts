@@ -2,10 +2,10 @@
  * What the apache-arrow objects of an import cost on their own, against
  * bench/compare's JS floor of the same import (a view per buffer: one
  * toArrayBuffer with a C deallocator, a typed array, transfer(0)), for the
- * "every column read" rows 4 and 5 of the target table: once every view is made,
+ * "every column read" import and construction targets: once every view is made,
  * the floor is spent, and the objects come on top.
  *
- *   bun bench/repro/arrow_objects.ts [columns=10] [rounds=200]
+ *   bun run bench -- --section arrow-objects [columns=10] [rounds=200]
  *
  * Per batch of `columns` int32 columns x 1000 rows with validity, over
  * typed arrays made once (no views made here), interleaved with the floor:
@@ -13,12 +13,12 @@
  *               makeData of the struct, new RecordBatch(schema, data)
  *   lean        the least any library can build: new Data(...) directly
  *               and a RecordBatch made without its constructor (as the
- *               floor of bench/compare's row 7 builds its batches)
+ *               floor of bench/compare's stream-per-batch target builds its batches)
  * Prints medians per batch and each one's ratio to the floor.
  */
 import { Data, Field, Int32, RecordBatch, Schema, Struct, makeData } from "apache-arrow";
-import { Columns } from "../compare/floor.ts";
-import { jsFloor } from "../compare/cases.ts";
+import { Columns } from "./compare/floor.ts";
+import { jsFloor } from "./compare/cases.ts";
 
 const columnCount = Number(process.argv[2] ?? 10);
 const rounds = Number(process.argv[3] ?? 200);
