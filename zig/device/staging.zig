@@ -16,8 +16,9 @@
 //! Ownership. The pool owns its blocks. A block is lent to one transfer and
 //! given back by `giveBack` once the copies touching it are done, from any
 //! thread, including a driver's host callback (giving back calls no driver
-//! function). `trim` frees the idle blocks. Blocks are not counted in
-//! `live_device_allocations`: they belong to the library, not to an array.
+//! function). `trim` frees the idle blocks. Blocks and their events are not
+//! counted in `live_device_allocations` / `live_device_events`: they
+//! belong to the library, not to an array.
 
 const std = @import("std");
 const status = @import("../core/status.zig");
@@ -132,7 +133,7 @@ pub fn trim(rt: *Runtime) usize {
         while (list) |block| {
             list = block.next;
             // An idle block's event has completed: nothing waits on it.
-            if (block.event != null) _ = rt.eventDestroy(@intCast(device), block.event);
+            if (block.event != null) _ = rt.ops.eventDestroy(@intCast(device), block.event);
             _ = rt.ops.free(@intCast(device), .pinned, block.address);
             std.heap.c_allocator.destroy(block);
             forget(pool);

@@ -117,7 +117,8 @@ const Stage = struct {
         if (self.chunks == 1) return .ok;
         const b = self.block(k);
         if (b.event == null) {
-            const created = rt.eventCreate(device, &b.event);
+            // The block's own event, uncounted like the block (staging.zig).
+            const created = rt.ops.eventCreate(@intCast(device), &b.event);
             if (created != .ok) return created;
         }
         return rt.eventRecord(device, b.event, stream);
