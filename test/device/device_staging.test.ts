@@ -85,3 +85,33 @@ for (const kind of kinds) {
     });
   });
 }
+
+for (const kind of kinds) {
+  describe(`${kind} (fake driver): toHost result memory`, () => {
+    test("a released result's memory is reused by the next result of the same size, never while alive", () => {
+      const d = fake(kind);
+      stagingPool(kind, true); // also frees idle result memory
+      const values = new Float64Array(100_000);
+      for (let i = 0; i < values.length; i += 1) values[i] = i;
+      const handle = toDevice(makeVector(values), { device: kind });
+      d.drain();
+      const imported = ImportedArray.fromDeviceArray(handle.schema, handle.array);
+      handle.release();
+      const first = imported.toHost();
+      const second = imported.toHost(); // the first is alive: fresh memory
+      const a = first.root.bufferAddress(1);
+      const b = second.root.bufferAddress(1);
+      expect(b).not.toBe(a);
+      first.dispose(); // its memory goes back to the pool
+      const third = imported.toHost();
+      expect(third.root.bufferAddress(1)).toBe(a);
+      for (const host of [second, third]) {
+        const data = host.root.buffer(1);
+        expect(Buffer.compare(Buffer.from(data.buffer, data.byteOffset, data.byteLength), Buffer.from(values.buffer))).toBe(0);
+      }
+      second.dispose();
+      third.dispose();
+      imported.dispose();
+    });
+  });
+}

@@ -30,6 +30,7 @@ const runtime = @import("runtime.zig");
 const releaser = @import("releaser.zig");
 const debug = @import("debug.zig");
 const staging = @import("staging.zig");
+const host_pool = @import("host_pool.zig");
 const Status = status.Status;
 const fail = status.fail;
 const Owner = owner_mod.Owner;
@@ -592,9 +593,10 @@ fn resolveSizes(rt: *Runtime, device: i64, stream: runtime.Stream, table: *const
     return .ok;
 }
 
-/// The host memory of a `toHost` copy, freed by the copy's last release.
+/// The host memory of a `toHost` copy (host_pool.zig), given back to the
+/// pool by the copy's last release, on whatever thread runs it.
 fn finishHostCopy(context: ?*anyopaque) callconv(.c) void {
-    std.c.free(context);
+    host_pool.giveBack(@ptrCast(context.?));
 }
 
 fn deviceToHost(rt: *Runtime, owner: *Owner, stream: runtime.Stream, out_schema: *abi.ArrowSchema, out_array: *abi.ArrowDeviceArray) Status {
@@ -615,12 +617,12 @@ fn deviceToHost(rt: *Runtime, owner: *Owner, stream: runtime.Stream, out_schema:
 
     var placement = Placement.init(sizes) orelse return fail(.out_of_memory, "out of memory planning a copy of {d} buffers", .{n});
     defer placement.deinit();
-    var block: ?*anyopaque = null;
-    if (std.c.posix_memalign(&block, buffer_alignment, @max(placement.total, buffer_alignment)) != 0)
+    // Reused result memory: warm pages for repeated same-size batches.
+    const block: ?*anyopaque = host_pool.acquire(@max(placement.total, buffer_alignment)) orelse
         return fail(.out_of_memory, "out of memory allocating {d} bytes for a host copy", .{placement.total});
     const base = @intFromPtr(block.?);
     const addresses = std.heap.c_allocator.alloc(usize, n) catch {
-        std.c.free(block);
+        host_pool.giveBack(@ptrCast(block.?));
         return fail(.out_of_memory, "out of memory planning a copy", .{});
     };
     defer std.heap.c_allocator.free(addresses);
@@ -636,7 +638,7 @@ fn deviceToHost(rt: *Runtime, owner: *Owner, stream: runtime.Stream, out_schema:
             const copied = rt.copy(device, .device_to_host, addresses[i], original, @intCast(size), stream, true);
             if (copied != .ok) {
                 const kept = drainAfter(copied, rt, device, stream);
-                std.c.free(block);
+                host_pool.giveBack(@ptrCast(block.?));
                 return kept;
             }
         }
@@ -657,7 +659,7 @@ fn deviceToHost(rt: *Runtime, owner: *Owner, stream: runtime.Stream, out_schema:
                 if (copied != .ok) {
                     const kept = drainAfter(copied, rt, device, stream);
                     stage.giveBack();
-                    std.c.free(block);
+                    host_pool.giveBack(@ptrCast(block.?));
                     return kept;
                 }
             }
@@ -665,7 +667,7 @@ fn deviceToHost(rt: *Runtime, owner: *Owner, stream: runtime.Stream, out_schema:
             if (recorded != .ok) {
                 const kept = drainAfter(recorded, rt, device, stream);
                 stage.giveBack();
-                std.c.free(block);
+                host_pool.giveBack(@ptrCast(block.?));
                 return kept;
             }
         }
@@ -682,12 +684,12 @@ fn deviceToHost(rt: *Runtime, owner: *Owner, stream: runtime.Stream, out_schema:
     var schema: abi.ArrowSchema = .empty;
     const schema_copied = schema_copy.copy(&owner.schema, &schema);
     if (schema_copied != .ok) {
-        std.c.free(block);
+        host_pool.giveBack(@ptrCast(block.?));
         return schema_copied;
     }
     const built = buildFromTable(table, addresses, .{ .on_free = finishHostCopy, .on_free_context = block }, .{}, out_array);
     if (built != .ok) {
-        std.c.free(block);
+        host_pool.giveBack(@ptrCast(block.?));
         schema.release.?(&schema);
         return built;
     }
