@@ -520,6 +520,7 @@ fn releaseInputs(schema: ?*abi.ArrowSchema, array: ?*abi.ArrowArray) void {
 const device_runtime = @import("device/runtime.zig");
 const device_transfer = @import("device/transfer.zig");
 const device_staging = @import("device/staging.zig");
+const device_host_pool = @import("device/host_pool.zig");
 
 fn runtimeFor(device_type: i32) ?*device_runtime.Runtime {
     const found = device_runtime.require(device_type);
@@ -735,6 +736,8 @@ export fn abd_device_staging(device_type: i32, trim: c_int, out: [*]f64) c_int {
     const rt = runtimeFor(device_type) orelse return code(status.lastStatus());
     out[0] = @floatFromInt(device_staging.allocated(rt));
     out[1] = if (trim != 0 and rt.isLoaded()) @floatFromInt(device_staging.trim(rt)) else 0;
+    // Trimming also frees the idle toHost result memory (device/host_pool.zig).
+    if (trim != 0) _ = device_host_pool.trim();
     out[2] = @floatFromInt(device_staging.block_bytes);
     return 0;
 }

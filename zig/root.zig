@@ -46,6 +46,7 @@ test {
     _ = @import("device/releaser.zig");
     _ = @import("device/transfer.zig");
     _ = @import("device/staging.zig");
+    _ = @import("device/host_pool.zig");
     _ = @import("async/js_wake.zig");
     _ = @import("async/metadata_copy.zig");
     _ = @import("async/producer_gate.zig");

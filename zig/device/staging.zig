@@ -9,14 +9,16 @@
 //! Bounds. Blocks are `block_bytes` each, allocated on first use with the
 //! runtime's pinned allocator (cuMemAllocHost_v2 / hipHostMalloc) and kept
 //! for reuse: at most `max_blocks` per device and runtime. A batch larger
-//! than a block, or one arriving while every block is in flight, is copied
-//! directly from its own memory instead (the pageable path).
+//! than a block goes through one or two blocks in block-sized chunks
+//! (transfer.zig). A batch arriving while every block is in flight is
+//! copied directly from its own memory instead (the pageable path).
 //!
 //! Ownership. The pool owns its blocks. A block is lent to one transfer and
 //! given back by `giveBack` once the copies touching it are done, from any
 //! thread, including a driver's host callback (giving back calls no driver
-//! function). `trim` frees the idle blocks. Blocks are not counted in
-//! `live_device_allocations`: they belong to the library, not to an array.
+//! function). `trim` frees the idle blocks. Blocks and their events are not
+//! counted in `live_device_allocations` / `live_device_events`: they
+//! belong to the library, not to an array.
 
 const std = @import("std");
 const status = @import("../core/status.zig");
@@ -32,6 +34,10 @@ pub const max_blocks = 4;
 pub const Block = struct {
     pool: *Pool,
     address: usize,
+    /// Recorded after the last copy touching the block, so that a transfer
+    /// holding it can wait before packing it again (chunked batches).
+    /// Created on first use by the transfer; destroyed with the block.
+    event: runtime.Event = null,
     next: ?*Block = null,
 };
 
@@ -126,6 +132,8 @@ pub fn trim(rt: *Runtime) usize {
         pool.mutex.unlock();
         while (list) |block| {
             list = block.next;
+            // An idle block's event has completed: nothing waits on it.
+            if (block.event != null) _ = rt.ops.eventDestroy(@intCast(device), block.event);
             _ = rt.ops.free(@intCast(device), .pinned, block.address);
             std.heap.c_allocator.destroy(block);
             forget(pool);

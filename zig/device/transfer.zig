@@ -30,6 +30,7 @@ const runtime = @import("runtime.zig");
 const releaser = @import("releaser.zig");
 const debug = @import("debug.zig");
 const staging = @import("staging.zig");
+const host_pool = @import("host_pool.zig");
 const Status = status.Status;
 const fail = status.fail;
 const Owner = owner_mod.Owner;
@@ -70,6 +71,93 @@ const Placement = struct {
         return base + self.offsets[i];
     }
 };
+
+/// The staging blocks one transfer holds (staging.zig): none (the pageable
+/// path), one, or two for a batch larger than a block. The packed batch
+/// (`Placement`, gaps included) goes through them in block-sized chunks,
+/// chunk `k` in block `k % count`; a block is packed again only after the
+/// copy of its previous chunk, waited on through the block's event, so
+/// that with two blocks the host packs or unpacks one chunk while the copy
+/// engine moves the other.
+const Stage = struct {
+    blocks: [2]?*staging.Block = .{ null, null },
+    count: usize = 0,
+    chunks: usize = 0,
+
+    fn acquire(rt: *Runtime, device: i64, total: usize) Stage {
+        var stage: Stage = .{};
+        const first = staging.acquire(rt, device, @min(total, staging.block_bytes)) orelse return stage;
+        stage.blocks[0] = first;
+        stage.count = 1;
+        stage.chunks = std.math.divCeil(usize, total, staging.block_bytes) catch unreachable;
+        if (stage.chunks > 1) {
+            if (staging.acquire(rt, device, staging.block_bytes)) |second| {
+                stage.blocks[1] = second;
+                stage.count = 2;
+            }
+        }
+        std.debug.assert(stage.chunks >= 1 and stage.count <= stage.chunks);
+        return stage;
+    }
+
+    fn block(self: *const Stage, k: usize) *staging.Block {
+        std.debug.assert(self.count > 0 and k < self.chunks);
+        return self.blocks[k % self.count].?;
+    }
+
+    /// Bytes [lo, hi) of the packed batch that chunk `k` carries.
+    fn range(self: *const Stage, k: usize, total: usize) [2]usize {
+        _ = self;
+        const lo = k * staging.block_bytes;
+        return .{ lo, @min(total, lo + staging.block_bytes) };
+    }
+
+    /// Records the event of chunk `k`'s block after its copies (only when a
+    /// block carries several chunks: otherwise nothing waits on it).
+    fn recordAfter(self: *const Stage, rt: *Runtime, device: i64, stream: runtime.Stream, k: usize) Status {
+        if (self.chunks == 1) return .ok;
+        const b = self.block(k);
+        if (b.event == null) {
+            // The block's own event, uncounted like the block (staging.zig).
+            const created = rt.ops.eventCreate(@intCast(device), &b.event);
+            if (created != .ok) return created;
+        }
+        return rt.eventRecord(device, b.event, stream);
+    }
+
+    /// Waits for the copies recorded last on chunk `k`'s block.
+    fn waitFor(self: *const Stage, rt: *Runtime, device: i64, k: usize) Status {
+        return rt.eventSynchronize(device, self.block(k).event);
+    }
+
+    /// Gives every block back now (nothing in flight touches them).
+    fn giveBack(self: *const Stage) void {
+        for (self.blocks[0..self.count]) |b| staging.giveBack(b.?);
+    }
+
+    /// Gives every block back once the copies queued on `stream` are done
+    /// (a host callback that only links it into the pool: no driver call).
+    fn giveBackAfter(self: *const Stage, rt: *Runtime, device: i64, stream: runtime.Stream) void {
+        for (self.blocks[0..self.count]) |b| {
+            if (rt.launchHostFn(device, stream, staging.giveBackCallback, b.?) != .ok) {
+                _ = rt.streamSynchronize(device, stream);
+                staging.giveBack(b.?);
+            }
+        }
+    }
+};
+
+/// The part [s, e) of buffer `i` (placed at `offsets[i]`) inside the packed
+/// bytes [lo, hi), or null.
+fn overlap(placement: *const Placement, size: i64, i: usize, lo: usize, hi: usize) ?[2]usize {
+    if (size <= 0) return null;
+    const start = placement.offsets[i];
+    const end = start + @as(usize, @intCast(size));
+    const s = @max(lo, start);
+    const e = @min(hi, end);
+    if (s >= e) return null;
+    return .{ s, e };
+}
 
 /// Writes an export_array plan for the tree `table` describes, with buffer
 /// `i` at `addresses[i]`.
@@ -247,21 +335,22 @@ pub fn toDevice(schema: ?*abi.ArrowSchema, array: ?*abi.ArrowDeviceArray, option
     }
     // Ordinary host memory going to device memory is packed into a pinned
     // staging block and moved with one asynchronous copy (staging.zig);
-    // pinned sources (by device type, or CPU arrays over pinned or
-    // registered memory), pinned or managed targets and batches larger
-    // than a block are copied buffer by buffer from where they are.
-    const stage: ?*staging.Block = if (memory == .device and source.array.device_type == abi.device_cpu and !alreadyPinned(rt, table, sizes))
-        staging.acquire(rt, device, placement.total)
+    // (in block-sized chunks when larger than a block); pinned sources (by
+    // device type, or CPU arrays over pinned or registered memory), pinned
+    // or managed targets, and batches arriving while every block is lent
+    // are copied buffer by buffer from where they are.
+    var stage: Stage = if (memory == .device and source.array.device_type == abi.device_cpu and !alreadyPinned(rt, table, sizes))
+        Stage.acquire(rt, device, placement.total)
     else
-        null;
+        .{};
     var event: ?*runtime.EventBox = null;
-    const result = copyAndExport(rt, device, memory, stream, source, sizes, &placement, base, stage, options.device_type, &event, out_array);
+    const result = copyAndExport(rt, device, memory, stream, source, sizes, &placement, base, &stage, options.device_type, &event, out_array);
     if (result != .ok) {
         const saved = SavedError.capture(result);
         _ = rt.streamSynchronize(device, stream);
         if (event) |e| _ = e.destroy();
         _ = rt.free(device, memory, base);
-        if (stage) |block| staging.giveBack(block);
+        stage.giveBack();
         source.release();
         return saved.restore();
     }
@@ -269,15 +358,11 @@ pub fn toDevice(schema: ?*abi.ArrowSchema, array: ?*abi.ArrowDeviceArray, option
     // caller, and the source keeps only its array.
     out_schema.* = source.schema;
     source.schema.release = null;
-    if (stage) |block| {
-        // The source was read by the host memcpy into the block: it goes
-        // now; the block comes back once the copy out of it is done (the
-        // callback only links it into the pool: no driver call).
+    if (stage.count > 0) {
+        // The source was read by the host memcpys into the blocks: it goes
+        // now; the blocks come back once the copies out of them are done.
         source.release();
-        if (rt.launchHostFn(device, stream, staging.giveBackCallback, block) != .ok) {
-            _ = rt.streamSynchronize(device, stream);
-            staging.giveBack(block);
-        }
+        stage.giveBackAfter(rt, device, stream);
     } else {
         // Without a reserved job or a launched callback, this thread waits
         // for the copies and releases the source itself.
@@ -309,7 +394,7 @@ fn alreadyPinned(rt: *Runtime, table: *const validate.NodeTable, sizes: []const 
     return false;
 }
 
-fn copyAndExport(rt: *Runtime, device: i64, memory: runtime.MemoryKind, stream: runtime.Stream, source: *Owner, sizes: []const i64, placement: *const Placement, base: usize, stage: ?*staging.Block, device_type: abi.DeviceType, event_out: *?*runtime.EventBox, out_array: *abi.ArrowDeviceArray) Status {
+fn copyAndExport(rt: *Runtime, device: i64, memory: runtime.MemoryKind, stream: runtime.Stream, source: *Owner, sizes: []const i64, placement: *const Placement, base: usize, stage: *const Stage, device_type: abi.DeviceType, event_out: *?*runtime.EventBox, out_array: *abi.ArrowDeviceArray) Status {
     const table = &source.table;
     const addresses = std.heap.c_allocator.alloc(usize, sizes.len) catch return fail(.out_of_memory, "out of memory planning a copy", .{});
     defer std.heap.c_allocator.free(addresses);
@@ -327,20 +412,28 @@ fn copyAndExport(rt: *Runtime, device: i64, memory: runtime.MemoryKind, stream: 
     for (sizes, 0..) |size, i| {
         const original = table.bufferAddress(i);
         addresses[i] = placement.address(base, original, size, i);
-        if (size <= 0) continue;
-        if (stage) |block| {
-            const from: [*]const u8 = @ptrFromInt(original);
-            const to: [*]u8 = @ptrFromInt(block.address + placement.offsets[i]);
-            @memcpy(to[0..@intCast(size)], from[0..@intCast(size)]);
-        } else {
-            const copied = rt.copy(device, .host_to_device, addresses[i], original, @intCast(size), stream, true);
-            if (copied != .ok) return copied;
-        }
-    }
-    if (stage) |block| {
-        // One copy for the whole batch, gaps between buffers included.
-        const copied = rt.copy(device, .host_to_device, base, block.address, placement.total, stream, true);
+        if (size <= 0 or stage.count > 0) continue;
+        const copied = rt.copy(device, .host_to_device, addresses[i], original, @intCast(size), stream, true);
         if (copied != .ok) return copied;
+    }
+    // Staged: one copy per chunk, gaps between buffers included.
+    for (0..stage.chunks) |k| {
+        const lo, const hi = stage.range(k, placement.total);
+        if (k >= stage.count) {
+            const waited = stage.waitFor(rt, device, k);
+            if (waited != .ok) return waited;
+        }
+        const block = stage.block(k);
+        for (sizes, 0..) |size, i| {
+            const s, const e = overlap(placement, size, i, lo, hi) orelse continue;
+            const from: [*]const u8 = @ptrFromInt(table.bufferAddress(i) + (s - placement.offsets[i]));
+            const to: [*]u8 = @ptrFromInt(block.address + (s - lo));
+            @memcpy(to[0 .. e - s], from[0 .. e - s]);
+        }
+        const copied = rt.copy(device, .host_to_device, base + lo, block.address, hi - lo, stream, true);
+        if (copied != .ok) return copied;
+        const recorded = stage.recordAfter(rt, device, stream, k);
+        if (recorded != .ok) return recorded;
     }
     if (!early) {
         const recorded = rt.eventRecord(device, box.handle, stream);
@@ -500,9 +593,10 @@ fn resolveSizes(rt: *Runtime, device: i64, stream: runtime.Stream, table: *const
     return .ok;
 }
 
-/// The host memory of a `toHost` copy, freed by the copy's last release.
+/// The host memory of a `toHost` copy (host_pool.zig), given back to the
+/// pool by the copy's last release, on whatever thread runs it.
 fn finishHostCopy(context: ?*anyopaque) callconv(.c) void {
-    std.c.free(context);
+    host_pool.giveBack(@ptrCast(context.?));
 }
 
 fn deviceToHost(rt: *Runtime, owner: *Owner, stream: runtime.Stream, out_schema: *abi.ArrowSchema, out_array: *abi.ArrowDeviceArray) Status {
@@ -523,49 +617,79 @@ fn deviceToHost(rt: *Runtime, owner: *Owner, stream: runtime.Stream, out_schema:
 
     var placement = Placement.init(sizes) orelse return fail(.out_of_memory, "out of memory planning a copy of {d} buffers", .{n});
     defer placement.deinit();
-    var block: ?*anyopaque = null;
-    if (std.c.posix_memalign(&block, buffer_alignment, @max(placement.total, buffer_alignment)) != 0)
+    // Reused result memory: warm pages for repeated same-size batches.
+    const block: ?*anyopaque = host_pool.acquire(@max(placement.total, buffer_alignment)) orelse
         return fail(.out_of_memory, "out of memory allocating {d} bytes for a host copy", .{placement.total});
     const base = @intFromPtr(block.?);
     const addresses = std.heap.c_allocator.alloc(usize, n) catch {
-        std.c.free(block);
+        host_pool.giveBack(@ptrCast(block.?));
         return fail(.out_of_memory, "out of memory planning a copy", .{});
     };
     defer std.heap.c_allocator.free(addresses);
-    // Device memory comes back into a pinned staging block when the batch
-    // fits one (staging.zig), then is copied into the result by the host.
-    const stage = staging.acquire(rt, device, placement.total);
+    // Device memory comes back through pinned staging blocks (in
+    // block-sized chunks when the batch is larger than one; staging.zig),
+    // then is copied into the result by the host; without a block, straight
+    // into the result.
+    const stage = Stage.acquire(rt, device, placement.total);
     for (sizes, 0..) |size, i| {
         const original = table.bufferAddress(i);
         addresses[i] = placement.address(base, original, size, i);
-        if (size > 0) {
-            const landing = if (stage) |s| s.address + placement.offsets[i] else addresses[i];
-            const copied = rt.copy(device, .device_to_host, landing, original, @intCast(size), stream, true);
+        if (size > 0 and stage.count == 0) {
+            const copied = rt.copy(device, .device_to_host, addresses[i], original, @intCast(size), stream, true);
             if (copied != .ok) {
                 const kept = drainAfter(copied, rt, device, stream);
-                if (stage) |s| staging.giveBack(s);
-                std.c.free(block);
+                host_pool.giveBack(@ptrCast(block.?));
                 return kept;
             }
         }
     }
-    const synced = rt.streamSynchronize(device, stream);
-    if (synced != .ok) return synced; // copies may be in flight: `block` and the stage are leaked, not freed under them
-    if (stage) |s| {
-        const from: [*]const u8 = @ptrFromInt(s.address);
-        const to: [*]u8 = @ptrCast(block.?);
-        @memcpy(to[0..placement.total], from[0..placement.total]);
-        staging.giveBack(s);
+    if (stage.count == 0) {
+        const synced = rt.streamSynchronize(device, stream);
+        if (synced != .ok) return synced; // copies may be in flight: `block` is leaked, not freed under them
     }
+    // Chunk k is unpacked while chunk k + 1 (in the other block) is copied.
+    var issued: usize = 0;
+    for (0..stage.chunks) |k| {
+        while (issued < stage.chunks and issued < k + stage.count) : (issued += 1) {
+            const lo, const hi = stage.range(issued, placement.total);
+            const landing = stage.block(issued).address;
+            for (sizes, 0..) |size, i| {
+                const s, const e = overlap(&placement, size, i, lo, hi) orelse continue;
+                const copied = rt.copy(device, .device_to_host, landing + (s - lo), table.bufferAddress(i) + (s - placement.offsets[i]), e - s, stream, true);
+                if (copied != .ok) {
+                    const kept = drainAfter(copied, rt, device, stream);
+                    stage.giveBack();
+                    host_pool.giveBack(@ptrCast(block.?));
+                    return kept;
+                }
+            }
+            const recorded = stage.recordAfter(rt, device, stream, issued);
+            if (recorded != .ok) {
+                const kept = drainAfter(recorded, rt, device, stream);
+                stage.giveBack();
+                host_pool.giveBack(@ptrCast(block.?));
+                return kept;
+            }
+        }
+        // Copies may be in flight after a failed wait: `block` and the
+        // stage are leaked, not freed under them.
+        const waited = if (stage.chunks == 1) rt.streamSynchronize(device, stream) else stage.waitFor(rt, device, k);
+        if (waited != .ok) return waited;
+        const lo, const hi = stage.range(k, placement.total);
+        const from: [*]const u8 = @ptrFromInt(stage.block(k).address);
+        const to: [*]u8 = @ptrFromInt(base + lo);
+        @memcpy(to[0 .. hi - lo], from[0 .. hi - lo]);
+    }
+    stage.giveBack();
     var schema: abi.ArrowSchema = .empty;
     const schema_copied = schema_copy.copy(&owner.schema, &schema);
     if (schema_copied != .ok) {
-        std.c.free(block);
+        host_pool.giveBack(@ptrCast(block.?));
         return schema_copied;
     }
     const built = buildFromTable(table, addresses, .{ .on_free = finishHostCopy, .on_free_context = block }, .{}, out_array);
     if (built != .ok) {
-        std.c.free(block);
+        host_pool.giveBack(@ptrCast(block.?));
         schema.release.?(&schema);
         return built;
     }
