@@ -184,6 +184,24 @@ describe("lazy Data of an imported batch", () => {
     expect(counters().live_owners).toBe(0);
   });
 
+  test("disposing a handle whose batch nobody read empties the batch without making a view of it", () => {
+    const emptied: Data[] = [];
+    for (let i = 0; i < 2; i++) {
+      using exported = exportArray(mixedBatch());
+      const imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
+      const batch = importRecordBatch(imported);
+      imported.dispose();
+      expect(batch.numRows).toBe(0);
+      emptied.push(batch.getChildAt(0)!.data[0]!);
+    }
+    // Made without reading: the one shared empty view of each kind, not a
+    // view per buffer filled first and then replaced.
+    expect(emptied[0]!.values).toBe(emptied[1]!.values);
+    expect(emptied[0]!.nullBitmap).toBe(emptied[1]!.nullBitmap);
+    expect(emptied[0]!.values.length).toBe(0);
+    expect(counters().live_owners).toBe(0);
+  });
+
   test("releaseToGC leaves converted objects whole: their memory is the GC's", () => {
     using exported = exportArray(mixedBatch());
     const imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);

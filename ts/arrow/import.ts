@@ -19,7 +19,7 @@ import { argumentError, oneOfArg } from "../core/args.ts";
 import { InvalidArgumentError, Status } from "../core/errors.ts";
 import { ImportedArray, type ImportOptions, type RawArray } from "../native/imported.ts";
 import { noteConverted, onDisposeEmpty } from "../native/batch_source.ts";
-import { disposedBuffer, type ViewConstructor } from "./lazy_data.ts";
+import { disposedBuffer, emptyUnread, type ViewConstructor } from "./lazy_data.ts";
 import { takeStructs, type StructRef } from "../native/c_structs.ts";
 import { branded, type StructName } from "../core/abi/pointers.ts";
 import { isArrayProducer, type ArrayProducer, type ArrowCapsule } from "../native/protocol/symbols.ts";
@@ -50,14 +50,17 @@ function disposedView<T extends NodeJS.TypedArray | undefined>(view: T): T {
  * converted object reads as once its handle is disposed (its views of the
  * producer's memory are detached; apache-arrow would throw slicing them). */
 function emptyData(data: Data): void {
-  // Reading a lazy Data's buffers fills them first (detached views).
   const fields = data as unknown as {
     length: number; offset: number; _nullCount: number; values: NodeJS.TypedArray | undefined; valueOffsets: NodeJS.TypedArray | undefined;
     nullBitmap: Uint8Array | undefined; typeIds: Int8Array | undefined; variadicBuffers: unknown[];
   };
-  fields.values = disposedView(fields.values);
-  fields.valueOffsets = disposedView(fields.valueOffsets);
-  fields.nullBitmap = disposedView(fields.nullBitmap);
+  // A lazy Data nobody read is emptied without making its views (reading
+  // its buffers here would fill them first, at the cost of a read).
+  if (!emptyUnread(data)) {
+    fields.values = disposedView(fields.values);
+    fields.valueOffsets = disposedView(fields.valueOffsets);
+    fields.nullBitmap = disposedView(fields.nullBitmap);
+  }
   if (fields.typeIds !== undefined) fields.typeIds = disposedView(fields.typeIds);
   if (fields.variadicBuffers !== undefined && fields.variadicBuffers.length > 0) fields.variadicBuffers = [];
   fields.length = 0;
