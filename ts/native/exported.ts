@@ -220,13 +220,18 @@ export class ExportedArray<K extends ExportedKind = ExportedKind> implements Dis
 
   /** Releases what no consumer moved, and frees the slot. Idempotent. */
   release(): void {
-    const address = this.#address;
-    if (address === 0) return;
+    if (this.#address !== 0) this.#end(this.#address);
+  }
+
+  /** The one release of the slot at `address` (this handle's, not yet
+   * released): the handle ends first, so a re-entrant release sees it
+   * released; then what no consumer moved is released with the slot. */
+  #end(address: number): void {
     this.#address = 0;
     if (address === lastSlot) lastSlot = 0;
     endHandle(this, this.#registered, this.#token);
-    if (this.#code !== -1) freeExportSlot(address, this.#code);
-    else freeAllocatedSlot(address, this.kind);
+    if (this.#code === -1) freeAllocatedSlot(address, this.kind);
+    else freeExportSlot(address, this.#code);
   }
 
   [Symbol.dispose](): void {
