@@ -8,7 +8,9 @@ import { FFIType, type Pointer } from "bun:ffi";
 import { openLibrary } from "../../ts/core/ffi/bun_ffi.ts";
 import { ArrowSchemaLayout } from "../../ts/core/abi/layout.ts";
 import { native } from "../../ts/core/ffi/library.ts";
-import { fixturePath } from "./fixtures.ts";
+import { nonZeroCounters } from "../../ts/diagnostics.ts";
+import { fixturePath, peer } from "./fixtures.ts";
+import { collectUntil } from "./gc.ts";
 
 const { ptr, i32, i64, u64, void: none, cstring } = FFIType;
 
@@ -38,6 +40,17 @@ export const owners = openLibrary(fixturePath("owners_peer"), {
 
 /** Native memory for a producer's ArrowSchema + ArrowDeviceArray (whose
  * first member is its ArrowArray), at a stable address. */
+/** After each owner test: collects first (a release a late GC runs
+ * belongs to the test that made it), then checks that nothing is left
+ * live, and resets the peers' counts. */
+export async function expectOwnersSettled(): Promise<boolean> {
+  const clean = await collectUntil(() => Object.keys(nonZeroCounters()).length === 0);
+  const roots = owners.owners_roots_live();
+  peer.peer_reset_counts();
+  owners.owners_reset();
+  return clean && roots === 0n;
+}
+
 export class ProducerSlot implements Disposable {
   readonly address: number;
   constructor() {

@@ -13,17 +13,13 @@ import { ImportedArray } from "../../ts/raw.ts";
 import { counters, nonZeroCounters } from "../../ts/diagnostics.ts";
 import { peer } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";
-import { ProducerSlot, deviceFields, heldSignature, owners, render, signature } from "../helpers/owners.ts";
+import { ProducerSlot, deviceFields, expectOwnersSettled, heldSignature, owners, render, signature } from "../helpers/owners.ts";
 
 const A = ArrowArrayLayout.fields;
 const D = ArrowDeviceArrayLayout.fields;
 
 afterEach(async () => {
-  // Collect first: a release that a late GC runs belongs to this test.
-  expect(await collectUntil(() => Object.keys(nonZeroCounters()).length === 0)).toBe(true);
-  expect(owners.owners_roots_live()).toBe(0n);
-  peer.peer_reset_counts();
-  owners.owners_reset();
+  expect(await expectOwnersSettled()).toBe(true);
 });
 
 /** Producer releases seen by the c_peer interceptor wrapped around it. */

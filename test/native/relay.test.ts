@@ -12,20 +12,14 @@ import { manifestText } from "../../ts/core/ffi/library.ts";
 import { type ExportedArray } from "../../ts/index.ts";
 import { InvalidArgumentError, InvalidLayoutError, ReleasedError, UnsupportedError } from "../../ts/core/errors.ts";
 import { structPointer, ImportedArray } from "../../ts/raw.ts";
-import { nonZeroCounters } from "../../ts/diagnostics.ts";
 import { relay, relayArray } from "../../ts/raw.ts";
-import { fixtureText, peer } from "../helpers/fixtures.ts";
-import { collectUntil } from "../helpers/gc.ts";
-import { ProducerSlot, deviceFields, heldSignature, owners, render, signature } from "../helpers/owners.ts";
+import { fixtureText } from "../helpers/fixtures.ts";
+import { ProducerSlot, deviceFields, expectOwnersSettled, heldSignature, owners, render, signature } from "../helpers/owners.ts";
 
 const A = ArrowArrayLayout.fields;
 
 afterEach(async () => {
-  // Collect first: a release that a late GC runs belongs to this test.
-  expect(await collectUntil(() => Object.keys(nonZeroCounters()).length === 0)).toBe(true);
-  expect(owners.owners_roots_live()).toBe(0n);
-  peer.peer_reset_counts();
-  owners.owners_reset();
+  expect(await expectOwnersSettled()).toBe(true);
 });
 
 function releases(): number {
