@@ -24,6 +24,7 @@ import { addresses, fingerprint, withoutAddresses, type Fingerprint } from "../h
 import { jsonBatchCount, jsonOnlyCases, produceJsonBatch } from "../helpers/gold_json_arrays.ts";
 import { disposeProduced, producerBuffer, producerClean } from "../helpers/producer.ts";
 import { compareBatches, unsharedBuffers } from "../helpers/arrow_compare.ts";
+import { Rng } from "../fuzz/generate.ts";
 
 const EIO = 5;
 const EPROTO = 71;
@@ -618,14 +619,8 @@ describe("back-pressure", () => {
 
 /** A small seeded PRNG (mulberry32): failures reproduce from the seed. */
 function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const rng = new Rng(seed);
+  return () => rng.next();
 }
 
 describe("stress", () => {

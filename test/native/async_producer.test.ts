@@ -24,6 +24,7 @@ import { disposeProduced, producerBuffer, producerClean } from "../helpers/produ
 import { compareBatches, unsharedBuffers } from "../helpers/arrow_compare.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { goldReader, readableGoldFiles } from "../helpers/gold_batches.ts";
+import { Rng } from "../fuzz/generate.ts";
 
 const EINVAL = 22;
 const EOPNOTSUPP = 95;
@@ -707,14 +708,8 @@ describe("JS -> C ABI -> JS (both roles of this library)", () => {
 
 /** A small seeded PRNG (mulberry32): failures reproduce from the seed. */
 function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const rng = new Rng(seed);
+  return () => rng.next();
 }
 
 describe("stress", () => {
