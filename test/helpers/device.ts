@@ -59,6 +59,8 @@ const knobSymbols = {
   streams_live: { args: [], returns: i64 },
   live_registrations: { args: [], returns: i64 },
   registrations: { args: [], returns: i64 },
+  calls: { args: [ptr, usize], returns: i64 },
+  calls_reset: { args: [], returns: none },
 } as const;
 type Knobs = NativeSymbols<typeof knobSymbols>;
 
@@ -133,6 +135,9 @@ export type FakeDriver = {
   /** Host ranges registered and not unregistered; registrations ever made. */
   liveRegistrations(): number;
   registrations(): number;
+  /** Every driver call since the last `resetCalls`, by name. */
+  calls(): Record<string, number>;
+  resetCalls(): void;
 };
 
 function open(kind: DeviceKind): FakeDriver {
@@ -168,6 +173,18 @@ function open(kind: DeviceKind): FakeDriver {
     produce: (device, k, length, withEvent, schema, array) => knobs.produce(device, k, length, withEvent ? 1 : 0, schema, array),
     produceStream: (k, batches, rows, devices, failAt, out) => knobs.produce_stream(k, batches, rows, devices, failAt, out),
     streamsLive: () => Number(knobs.streams_live()),
+    calls: () => {
+      const out = new Uint8Array(16384);
+      knobs.calls(out, out.length);
+      const text = new TextDecoder().decode(out.subarray(0, out.indexOf(0)));
+      const counts: Record<string, number> = {};
+      for (const line of text.split("\n")) {
+        const [name, count] = line.split(" ");
+        if (name && count) counts[name] = Number(count);
+      }
+      return counts;
+    },
+    resetCalls: () => knobs.calls_reset(),
   };
 }
 
