@@ -520,6 +520,7 @@ fn releaseInputs(schema: ?*abi.ArrowSchema, array: ?*abi.ArrowArray) void {
 const device_runtime = @import("device/runtime.zig");
 const device_transfer = @import("device/transfer.zig");
 const device_staging = @import("device/staging.zig");
+const device_pool = @import("device/pool.zig");
 const device_host_pool = @import("device/host_pool.zig");
 
 fn runtimeFor(device_type: i32) ?*device_runtime.Runtime {
@@ -731,9 +732,30 @@ export fn abd_device_host_unregister(device_type: i32, device_id: i32, address: 
 
 /// The pinned staging pool of `device_type`'s runtime (zig/device/staging.zig):
 /// `out[0]` = blocks allocated (idle and lent) before, `out[1]` = idle
-/// blocks freed when `trim` is non-zero, `out[2]` = the block size.
+/// blocks freed when `trim` is non-zero, `out[2]` = the block size; the
+/// memory pool (zig/device/pool.zig), counted before the trim: `out[3]` /
+/// `out[4]` = device blocks held / high-water mark, `out[5]` / `out[6]` =
+/// pinned blocks held / high-water mark, `out[7]` = its block size, `out[8]`
+/// = its blocks freed by the trim, `out[9 + d]` / `out[73 + d]` = its
+/// blocks (device and pinned) / their live ranges on device `d`, `out[137]`
+/// / `out[138]` = live device / pinned ranges. `out` holds 139 numbers.
 export fn abd_device_staging(device_type: i32, trim: c_int, out: [*]f64) c_int {
     const rt = runtimeFor(device_type) orelse return code(status.lastStatus());
+    const on_device = device_pool.stats(rt, .device);
+    const pinned = device_pool.stats(rt, .pinned);
+    out[3] = @floatFromInt(on_device.blocks);
+    out[4] = @floatFromInt(on_device.high_water);
+    out[5] = @floatFromInt(pinned.blocks);
+    out[6] = @floatFromInt(pinned.high_water);
+    out[7] = @floatFromInt(device_pool.block_bytes);
+    for (0..device_pool.max_devices) |d| {
+        const on = device_pool.blocksOn(rt, @intCast(d));
+        out[9 + d] = @floatFromInt(on.blocks);
+        out[9 + device_pool.max_devices + d] = @floatFromInt(on.ranges);
+    }
+    out[137] = @floatFromInt(on_device.ranges);
+    out[138] = @floatFromInt(pinned.ranges);
+    out[8] = if (trim != 0 and rt.isLoaded()) @floatFromInt(device_pool.trim(rt)) else 0;
     out[0] = @floatFromInt(device_staging.allocated(rt));
     out[1] = if (trim != 0 and rt.isLoaded()) @floatFromInt(device_staging.trim(rt)) else 0;
     // Trimming also frees the idle toHost result memory (device/host_pool.zig).

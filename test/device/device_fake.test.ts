@@ -427,11 +427,17 @@ for (const kind of kinds) {
   describe(`${kind} (fake driver): every failure is explained and leaks nothing`, () => {
     const source = () => vectorFromArray(Array.from({ length: 100 }, (_, i) => `v${i}`), new Utf8());
 
-    test("allocation failure", () => {
+    test("allocation failure (the memory pool's block, then the batch's own allocation)", () => {
+      stagingPool(kind, true); // no pooled block to take a range of
+      for (const message of [OutOfMemoryError, `[${d.alloc}][${d.oomName}]`]) {
+        fake(kind).inject(d.alloc, d.oom);
+        fake(kind).inject(d.alloc, d.oom);
+        expect(() => toDevice(source(), { device: kind })).toThrow(message);
+      }
+      // A failed block allocation alone falls back to the batch's own.
       fake(kind).inject(d.alloc, d.oom);
-      expect(() => toDevice(source(), { device: kind })).toThrow(OutOfMemoryError);
-      fake(kind).inject(d.alloc, d.oom);
-      expect(() => toDevice(source(), { device: kind })).toThrow(`[${d.alloc}][${d.oomName}]`);
+      toDevice(source(), { device: kind }).release();
+      expect(stagingPool(kind).poolDeviceBlocks).toBe(0);
       fake(kind).inject(d.alloc, d.oom);
       expect(() => rt().allocate(64)).toThrow(`[${d.alloc}][${d.oomName}] out of memory: 64 bytes on device 0`);
     });

@@ -44,7 +44,7 @@ const kinds: DeviceKind[] = ["cuda", "rocm"];
 const threads = [{ name: "on the JS thread", threaded: false }, { name: "on a consumer thread", threaded: true }];
 const deviceTypes: Record<DeviceKind, number> = { cuda: DeviceType.CUDA, rocm: DeviceType.ROCM };
 const pinnedTypes: Record<DeviceKind, number> = { cuda: DeviceType.CUDA_HOST, rocm: DeviceType.ROCM_HOST };
-const allocName: Record<DeviceKind, string> = { cuda: "cuMemAlloc_v2", rocm: "hipMalloc" };
+const copyName: Record<DeviceKind, string> = { cuda: "cuMemcpyHtoDAsync_v2", rocm: "hipMemcpyAsync" };
 const other = (kind: DeviceKind): DeviceKind => (kind === "cuda" ? "rocm" : "cuda");
 const EINVAL = 22;
 const EIO = 5;
@@ -395,13 +395,15 @@ for (const kind of kinds) {
     test("a device copy that fails while pulling fails the stream with the driver's error; nothing leaks", async () => {
       const table = sampleTable(3, 8);
       using stream = exportStream(table, { device: { device: kind } });
-      fake(kind).inject(allocName[kind], 2, 1); // the second batch's allocation
+      // The second batch's one copy (its device memory is a range of a
+      // pooled block, which the first batch allocated).
+      fake(kind).inject(copyName[kind], 700, 1);
       const { job, summary } = await consumeInC(1, stream.stream, { threaded: true, flags: SP_CHECK_ERROR_TWICE });
       streamPeer.sp_job_free(job);
       expect(summary.batches).toBe(1);
       expect(summary.error).toBeGreaterThan(0);
       expect(summary.repeatError).toBe(summary.error);
-      expect(summary.message).toContain(allocName[kind]);
+      expect(summary.message).toContain(copyName[kind]);
       expect(fake(kind).liveAllocations(0)).toBe(0);
     });
   });

@@ -110,8 +110,12 @@ export type FakeDriver = {
   resumeAfterMs(ms: number): void;
   pending(): number;
   drain(): void;
-  /** kind: 0 device, 1 pinned, 2 managed. */
+  /** kind: 0 device, 1 pinned, 2 managed; the blocks of the library's
+   * memory pool (zig/device/pool.zig) are replaced by their live ranges
+   * (one per export or result over them, as without the pool). */
   liveAllocations(kind: number): number;
+  /** The same, the pool's blocks included. */
+  rawLiveAllocations(kind: number): number;
   liveAllocationsOn(device: number): number;
   liveEvents(): number;
   liveStreams(): number;
@@ -151,8 +155,16 @@ function open(kind: DeviceKind): FakeDriver {
     resumeAfterMs: (ms) => knobs.resume_after_ms(ms),
     pending: () => knobs.pending(),
     drain: () => knobs.drain(),
-    liveAllocations: (k) => Number(knobs.live_allocations(k)),
-    liveAllocationsOn: (d) => Number(knobs.live_allocations_on(d)),
+    liveAllocations: (k) => {
+      const pool = stagingPool(kind);
+      const raw = Number(knobs.live_allocations(k));
+      return k === 0 ? raw - pool.poolDeviceBlocks + pool.poolDeviceRanges : k === 1 ? raw - pool.poolPinnedBlocks + pool.poolPinnedRanges : raw;
+    },
+    liveAllocationsOn: (d) => {
+      const pool = stagingPool(kind);
+      return Number(knobs.live_allocations_on(d)) - (pool.poolBlocksOn[d] ?? 0) + (pool.poolRangesOn[d] ?? 0);
+    },
+    rawLiveAllocations: (k) => Number(knobs.live_allocations(k)),
     liveEvents: () => Number(knobs.live_events()),
     liveStreams: () => Number(knobs.live_streams()),
     copies: () => Number(knobs.copies()),
@@ -209,7 +221,7 @@ export function fakeLeaks(kind: DeviceKind): Record<string, number> {
   d.drain();
   stagingPool(kind, true); // the library's own pinned blocks are not a test's leak
   const counts = {
-    device: d.liveAllocations(0), pinned: d.liveAllocations(1), managed: d.liveAllocations(2),
+    device: d.rawLiveAllocations(0), pinned: d.rawLiveAllocations(1), managed: d.rawLiveAllocations(2),
     events: d.liveEvents(), streams: d.liveStreams(), produced: d.producedLive(), producedStreams: d.streamsLive(),
     registrations: d.liveRegistrations(),
   };
@@ -218,10 +230,22 @@ export function fakeLeaks(kind: DeviceKind): Record<string, number> {
 
 /** The library's pinned staging pool for `kind` (zig/device/staging.zig):
  * blocks allocated before the call, idle blocks freed when `trim`, and the
- * block size. */
-export function stagingPool(kind: DeviceKind, trim = false): { blocks: number; freed: number; blockBytes: number } {
-  const out = new Float64Array(3);
+ * block size; and its memory pool (zig/device/pool.zig): device and pinned
+ * blocks held and their high-water marks (before the trim), its block
+ * size, and its blocks freed by the trim. */
+export function stagingPool(kind: DeviceKind, trim = false): {
+  blocks: number; freed: number; blockBytes: number;
+  poolDeviceBlocks: number; poolDeviceHighWater: number; poolPinnedBlocks: number; poolPinnedHighWater: number;
+  poolBlockBytes: number; poolFreed: number; poolBlocksOn: number[]; poolRangesOn: number[];
+  poolDeviceRanges: number; poolPinnedRanges: number;
+} {
+  const out = new Float64Array(139);
   const status = native.abd_device_staging(kind === "cuda" ? 2 : 10, trim ? 1 : 0, out);
   if (status !== 0) throw new Error(`abd_device_staging failed: ${status}`);
-  return { blocks: out[0], freed: out[1], blockBytes: out[2] };
+  return {
+    blocks: out[0], freed: out[1], blockBytes: out[2],
+    poolDeviceBlocks: out[3], poolDeviceHighWater: out[4], poolPinnedBlocks: out[5], poolPinnedHighWater: out[6],
+    poolBlockBytes: out[7], poolFreed: out[8], poolBlocksOn: Array.from(out.subarray(9, 73)),
+    poolRangesOn: Array.from(out.subarray(73, 137)), poolDeviceRanges: out[137], poolPinnedRanges: out[138],
+  };
 }

@@ -31,6 +31,7 @@ const releaser = @import("releaser.zig");
 const debug = @import("debug.zig");
 const staging = @import("staging.zig");
 const host_pool = @import("host_pool.zig");
+const pool = @import("pool.zig");
 const Status = status.Status;
 const fail = status.fail;
 const Owner = owner_mod.Owner;
@@ -233,14 +234,23 @@ const DeviceExport = struct {
     device_id: i64,
     memory: runtime.MemoryKind,
     base: usize,
+    /// Set when `base` is a range of the device pool (pool.zig) rather
+    /// than an allocation of its own.
+    range: ?pool.Range,
     event: *runtime.EventBox,
 };
+
+/// Gives back the device memory of a `toDevice` copy: its pool range, or
+/// its own allocation. Only once nothing queued touches it.
+fn releaseDeviceMemory(rt: *Runtime, device: i64, memory: runtime.MemoryKind, base: usize, range: ?pool.Range) void {
+    if (range) |r| pool.end(r) else _ = rt.free(device, memory, base);
+}
 
 fn finishDeviceExport(context: ?*anyopaque) callconv(.c) void {
     const state: *DeviceExport = @ptrCast(@alignCast(context.?));
     // Nothing is freed before the copies into it are done.
     _ = state.rt.eventSynchronize(state.device_id, state.event.handle);
-    _ = state.rt.free(state.device_id, state.memory, state.base);
+    releaseDeviceMemory(state.rt, state.device_id, state.memory, state.base, state.range);
     _ = state.event.destroy();
     std.heap.c_allocator.destroy(state);
 }
@@ -327,11 +337,15 @@ pub fn toDevice(schema: ?*abi.ArrowSchema, array: ?*abi.ArrowDeviceArray, option
     };
     defer placement.deinit();
 
-    var base: usize = 0;
-    const allocated = rt.alloc(device, memory, @max(placement.total, buffer_alignment), &base);
-    if (allocated != .ok) {
-        source.release();
-        return allocated;
+    // Small batches take a range of a pooled device block (pool.zig).
+    const range: ?pool.Range = if (memory == .device) pool.acquire(rt, device, .device, @max(placement.total, buffer_alignment)) else null;
+    var base: usize = if (range) |r| r.address else 0;
+    if (range == null) {
+        const allocated = rt.alloc(device, memory, @max(placement.total, buffer_alignment), &base);
+        if (allocated != .ok) {
+            source.release();
+            return allocated;
+        }
     }
     // Ordinary host memory going to device memory is packed into a pinned
     // staging block and moved with one asynchronous copy (staging.zig);
@@ -344,12 +358,12 @@ pub fn toDevice(schema: ?*abi.ArrowSchema, array: ?*abi.ArrowDeviceArray, option
     else
         .{};
     var event: ?*runtime.EventBox = null;
-    const result = copyAndExport(rt, device, memory, stream, source, sizes, &placement, base, &stage, options.device_type, &event, out_array);
+    const result = copyAndExport(rt, device, memory, stream, source, sizes, &placement, base, range, &stage, options.device_type, &event, out_array);
     if (result != .ok) {
         const saved = SavedError.capture(result);
         _ = rt.streamSynchronize(device, stream);
         if (event) |e| _ = e.destroy();
-        _ = rt.free(device, memory, base);
+        releaseDeviceMemory(rt, device, memory, base, range);
         stage.giveBack();
         source.release();
         return saved.restore();
@@ -394,7 +408,7 @@ fn alreadyPinned(rt: *Runtime, table: *const validate.NodeTable, sizes: []const 
     return false;
 }
 
-fn copyAndExport(rt: *Runtime, device: i64, memory: runtime.MemoryKind, stream: runtime.Stream, source: *Owner, sizes: []const i64, placement: *const Placement, base: usize, stage: *const Stage, device_type: abi.DeviceType, event_out: *?*runtime.EventBox, out_array: *abi.ArrowDeviceArray) Status {
+fn copyAndExport(rt: *Runtime, device: i64, memory: runtime.MemoryKind, stream: runtime.Stream, source: *Owner, sizes: []const i64, placement: *const Placement, base: usize, range: ?pool.Range, stage: *const Stage, device_type: abi.DeviceType, event_out: *?*runtime.EventBox, out_array: *abi.ArrowDeviceArray) Status {
     const table = &source.table;
     const addresses = std.heap.c_allocator.alloc(usize, sizes.len) catch return fail(.out_of_memory, "out of memory planning a copy", .{});
     defer std.heap.c_allocator.free(addresses);
@@ -446,6 +460,7 @@ fn copyAndExport(rt: *Runtime, device: i64, memory: runtime.MemoryKind, stream: 
         .device_id = device,
         .memory = memory,
         .base = base,
+        .range = range,
         .event = box,
     };
     const built = buildFromTable(table, addresses, .{ .on_free = finishDeviceExport, .on_free_context = state }, .{
