@@ -45,6 +45,7 @@ const threads = [{ name: "on the JS thread", threaded: false }, { name: "on a co
 const deviceTypes: Record<DeviceKind, number> = { cuda: DeviceType.CUDA, rocm: DeviceType.ROCM };
 const pinnedTypes: Record<DeviceKind, number> = { cuda: DeviceType.CUDA_HOST, rocm: DeviceType.ROCM_HOST };
 const copyName: Record<DeviceKind, string> = { cuda: "cuMemcpyHtoDAsync_v2", rocm: "hipMemcpyAsync" };
+const allocName: Record<DeviceKind, string> = { cuda: "cuMemAlloc_v2", rocm: "hipMalloc" };
 const other = (kind: DeviceKind): DeviceKind => (kind === "cuda" ? "rocm" : "cuda");
 const EINVAL = 22;
 const EIO = 5;
