@@ -18,6 +18,13 @@ import { nonZeroCounters } from "../../ts/diagnostics.ts";
 if (!isFake) throw new Error("test/device/device_calls.test.ts needs the fake drivers");
 
 const kinds: DeviceKind[] = ["cuda", "rocm"];
+/** Most driver calls per batch: CUDA pushes and pops a context once per
+ * operation, HIP gets and sets the device (and its pointer query is three
+ * calls of hipPointerGetAttribute). */
+const bounds: Record<DeviceKind, { toDevice: number; toHost: number }> = {
+  cuda: { toDevice: 11, toHost: 5 },
+  rocm: { toDevice: 15, toHost: 6 },
+};
 const rows = 1000;
 const warmUp = 4;
 const measured = 8;
@@ -85,7 +92,7 @@ for (const kind of kinds) {
       expect(matching(calls, allocations)).toBe(0);
       expect(matching(calls, hostToDevice)).toBe(1);
       expect(matching(calls, records)).toBe(1);
-      expect(sum(calls)).toBeLessThanOrEqual(12);
+      expect(sum(calls)).toBeLessThanOrEqual(bounds[kind].toDevice);
     });
 
     test("toHost: no allocation, one device-to-host copy, one wait", () => {
@@ -101,7 +108,7 @@ for (const kind of kinds) {
       expect(matching(calls, allocations)).toBe(0);
       expect(matching(calls, deviceToHost)).toBe(1);
       expect(matching(calls, waits)).toBe(1);
-      expect(sum(calls)).toBeLessThanOrEqual(8);
+      expect(sum(calls)).toBeLessThanOrEqual(bounds[kind].toHost);
     });
 
     /** A device stream over `batches`, imported back. */
@@ -122,36 +129,46 @@ for (const kind of kinds) {
       expect(matching(calls, allocations)).toBe(0);
       expect(matching(calls, hostToDevice)).toBe(1);
       expect(matching(calls, records)).toBe(1);
-      expect(sum(calls)).toBeLessThanOrEqual(12);
+      expect(sum(calls)).toBeLessThanOrEqual(bounds[kind].toDevice);
     });
 
     test("an async pull of the same stream: each hand-off costs no more driver calls than get_next", async () => {
+      // Whole streams, end included, so that read-ahead does not shift
+      // copies between measured windows; the pools are warm.
+      const d = fake(kind);
+      toDevice(batches[0], { device: kind }).release();
+      d.drain();
       const sync = deviceStream();
-      const syncCalls = perBatch(kind, () => {
-        sync.stream.next()!.dispose();
-      });
+      d.resetCalls();
+      let pulled = 0;
+      for (let batch = sync.stream.next(); batch; batch = sync.stream.next()) {
+        batch.dispose();
+        d.drain();
+        pulled++;
+      }
       sync.stream.release();
       sync.exported.release();
+      d.drain();
+      const syncCalls = Object.fromEntries(Object.entries(d.calls()).map(([n, c]) => [n, c / pulled]));
 
       const { exported, stream } = deviceStream();
-      const d = fake(kind);
+      d.resetCalls();
       let seen = 0;
-      let asyncCalls: Record<string, number> = {};
       for await (const imported of stream) {
         imported.dispose();
         d.drain();
         seen++;
-        if (seen === warmUp) d.resetCalls();
-        if (seen === warmUp + measured) {
-          asyncCalls = Object.fromEntries(Object.entries(d.calls()).map(([n, c]) => [n, c / measured]));
-          break;
-        }
       }
       exported.release();
-      report(kind, "async hand-off", asyncCalls);
-      expect(seen).toBe(warmUp + measured);
+      d.drain();
+      const asyncCalls = Object.fromEntries(Object.entries(d.calls()).map(([n, c]) => [n, c / seen]));
+      report(kind, "device stream, whole, sync", syncCalls);
+      report(kind, "device stream, whole, async hand-offs", asyncCalls);
+      expect(seen).toBe(batches.length);
+      expect(pulled).toBe(batches.length);
       expect(matching(asyncCalls, allocations)).toBe(0);
       expect(matching(asyncCalls, hostToDevice)).toBe(1);
+      expect(matching(asyncCalls, records)).toBe(1);
       expect(sum(asyncCalls)).toBeLessThanOrEqual(sum(syncCalls));
     });
 

@@ -255,7 +255,8 @@ for (const kind of kinds) {
     test("a vector lands on the requested device and comes back from it", () => {
       const vector = makeVector(Int32Array.from({ length: 10 }, (_, i) => i));
       const handles = toDevice(vector, { device: kind, id: 1 });
-      expect(fake(kind).liveAllocationsOn(1)).toBe(2); // the copy, and the staging block it came through
+      expect(fake(kind).liveAllocationsOn(1)).toBe(1); // the copy
+      expect(stagingPool(kind).poolBlocksOn[1]).toBe(2); // the pool's device block, and its pinned one it came through
       expect(fake(kind).liveAllocations(0)).toBe(1);
       expect(fake(kind).liveAllocationsOn(0)).toBe(0);
       const imported = ImportedArray.fromDeviceArray(handles.schema, handles.array);
@@ -294,26 +295,30 @@ for (const kind of kinds) {
   describe(`${kind} (fake driver): pinned staging of ordinary host memory`, () => {
     const strings = () => vectorFromArray(Array.from({ length: 100 }, (_, i) => `s${i}`), new Utf8());
 
-    test("a batch of JS memory goes to the device through one pinned block, in one copy; the block is reused", () => {
+    test("a batch of JS memory goes to the device through one range of the pinned pool, in one copy, and comes back in one", () => {
       const d = fake(kind);
       stagingPool(kind, true);
       const before = d.copies();
       const handle = toDevice(strings(), { device: kind });
       d.drain();
       expect(d.copies() - before).toBe(1); // offsets and characters together
-      expect(stagingPool(kind).blocks).toBe(1);
-      expect(d.liveAllocations(1)).toBe(1);
+      expect(stagingPool(kind)).toMatchObject({ blocks: 0, poolPinnedBlocks: 1, poolDeviceBlocks: 1 });
+      expect(d.liveAllocations(1)).toBe(0); // the pool's blocks are the library's
       const imported = ImportedArray.fromDeviceArray(handle.schema, handle.array);
       handle.release();
-      const host = imported.toHost(); // back through the same block
+      const back = d.copies();
+      const host = imported.toHost(); // the batch's whole range, in one copy, into the pinned pool
+      expect(d.copies() - back).toBe(1);
       expect(host.root.buffer(2)).toEqual(new TextEncoder().encode(Array.from({ length: 100 }, (_, i) => `s${i}`).join("")));
       host.dispose();
       imported.dispose();
       toDevice(strings(), { device: kind }).release();
       d.drain();
-      expect(stagingPool(kind).blocks).toBe(1);
-      expect(stagingPool(kind, true).freed).toBe(1);
-      expect(d.liveAllocations(1)).toBe(0);
+      const pool = stagingPool(kind);
+      expect(pool).toMatchObject({ blocks: 0, poolPinnedBlocks: 1, poolDeviceBlocks: 1 });
+      expect(pool.poolPinnedHighWater).toBeGreaterThanOrEqual(1);
+      expect(stagingPool(kind, true).poolFreed).toBe(2);
+      expect(d.rawLiveAllocations(0) + d.rawLiveAllocations(1)).toBe(0);
     });
 
     test("pinned targets and pinned sources are copied from where they are, without a staging block", () => {
@@ -461,17 +466,28 @@ for (const kind of kinds) {
     });
 
     test("a copy error in toHost, then a retry that works", () => {
+      // A toDevice copy (in one pooled range): its one copy back fails.
       const handle = toDevice(source(), { device: kind });
       const imported = ImportedArray.fromDeviceArray(handle.schema, handle.array);
       handle.release();
-      fake(kind).inject(d.d2h, d.illegal, 0); // the probe of the last offset
+      fake(kind).inject(d.d2h, d.illegal, 0);
       expect(() => imported.toHost()).toThrow(`[${d.d2h}][${d.illegalName}]`);
-      fake(kind).inject(d.d2h, d.illegal, 2); // a buffer copy
-      expect(() => imported.toHost()).toThrow(DeviceError);
       const host = imported.toHost();
       expect(host.root.length).toBe(100);
       host.dispose();
       imported.dispose();
+      // A C producer's array (its own allocations): buffer by buffer.
+      const produced = produce(kind, { length: 40 });
+      const theirs = ImportedArray.fromDeviceArray(produced.schema, produced.array);
+      produced.free();
+      fake(kind).inject(d.d2h, d.illegal, 0); // the probe of the last offset
+      expect(() => theirs.toHost()).toThrow(`[${d.d2h}][${d.illegalName}]`);
+      fake(kind).inject(d.d2h, d.illegal, 2); // a buffer copy
+      expect(() => theirs.toHost()).toThrow(DeviceError);
+      const copy = theirs.toHost();
+      expect(copy.root.length).toBe(40);
+      copy.dispose();
+      theirs.dispose();
     });
 
     test("a wrapped array with the wrong buffers is refused before anyone sees it", () => {

@@ -171,19 +171,32 @@ fn primaryContext(device: i32) struct { Status, CUcontext } {
     return .{ .ok, ctx };
 }
 
-/// Makes `device`'s primary context current on this thread until `leave`.
+/// Makes `device`'s primary context current on this thread until `leave`
+/// (nothing to do while the thread holds it: `holding`).
 pub fn enter(device: i32) Status {
-    if (debug.makes(.@"no-context-push")) return .ok;
-    const found = primaryContext(device);
-    if (found[0] != .ok) return found[0];
-    return check(api.cuCtxPushCurrent_v2(found[1]), "cuCtxPushCurrent_v2", "device {d}", .{device});
+    return holding.enter(device);
 }
 
 pub fn leave() void {
-    if (debug.makes(.@"no-context-push")) return;
-    var popped: CUcontext = null;
-    _ = api.cuCtxPopCurrent_v2(&popped);
+    holding.leave();
 }
+
+pub const holding = driver.Holding(struct {
+    pub fn enterRaw(device: i32) Status {
+        if (debug.makes(.@"no-context-push")) return .ok;
+        const found = primaryContext(device);
+        if (found[0] != .ok) return found[0];
+        return check(api.cuCtxPushCurrent_v2(found[1]), "cuCtxPushCurrent_v2", "device {d}", .{device});
+    }
+    pub fn leaveRaw() void {
+        if (debug.makes(.@"no-context-push")) return;
+        var popped: CUcontext = null;
+        _ = api.cuCtxPopCurrent_v2(&popped);
+    }
+    // Pushed contexts are a stack: nothing to keep aside.
+    pub fn saveHeld() void {}
+    pub fn restoreHeld() void {}
+});
 
 /// Runs with the device current (driver.zig enters around it).
 fn alloc(device: i32, kind: device_ops.MemoryKind, size: usize, out: *usize) Status {

@@ -49,6 +49,66 @@ fn symbolOf(comptime Api: type, comptime job: []const u8) [:0]const u8 {
     @compileError(@typeName(Api) ++ " declares no symbol for " ++ job);
 }
 
+/// Keeps one device current on a thread across several driver calls
+/// (`hold` ... `unhold`), so that each call's enter and leave cost no
+/// driver call while it is held. `Raw` declares `enterRaw(device)`,
+/// `leaveRaw()`, and `saveHeld()` / `restoreHeld()`, which keep what
+/// `leaveRaw` restores aside while the hold lasts (nested enters of other
+/// devices overwrite it). Calls are strictly nested on a thread: an enter
+/// is always followed by its leave before the enclosing one's.
+pub fn Holding(comptime Raw: type) type {
+    return struct {
+        threadlocal var held: i32 = -1;
+        /// One bit per nesting level: set when that enter was skipped.
+        threadlocal var skipped: u64 = 0;
+        threadlocal var depth: u8 = 0;
+
+        pub fn enter(device: i32) Status {
+            if (held == device) {
+                mark(true);
+                return .ok;
+            }
+            const entered = Raw.enterRaw(device);
+            if (entered == .ok) mark(false);
+            return entered;
+        }
+
+        fn mark(skip: bool) void {
+            std.debug.assert(depth < 64);
+            if (skip) skipped |= @as(u64, 1) << @intCast(depth) else skipped &= ~(@as(u64, 1) << @intCast(depth));
+            depth += 1;
+        }
+
+        pub fn leave() void {
+            std.debug.assert(depth > 0);
+            depth -= 1;
+            if (skipped & (@as(u64, 1) << @intCast(depth)) != 0) return;
+            Raw.leaveRaw();
+        }
+
+        /// Makes `device` current until `unhold`; false (nothing to undo)
+        /// when this thread already holds a device or entering failed (the
+        /// calls then enter one by one, and report a failure themselves).
+        pub fn hold(device: i32) bool {
+            if (held != -1 or device < 0) return false;
+            if (Raw.enterRaw(device) != .ok) {
+                status.clear();
+                return false;
+            }
+            Raw.saveHeld();
+            held = device;
+            return true;
+        }
+
+        pub fn unhold() void {
+            std.debug.assert(held != -1);
+            held = -1;
+            Raw.restoreHeld();
+            Raw.leaveRaw();
+        }
+    };
+}
+
 /// A driver call's result (CUresult, hipError_t): a C int in both.
 pub const Result = c_int;
 
@@ -276,6 +336,8 @@ pub fn Driver(comptime Vendor: type) type {
                 .pointerQuery = own.pointerQuery,
                 .hostRegister = hostRegister,
                 .hostUnregister = hostUnregister,
+                .hold = Vendor.holding.hold,
+                .unhold = Vendor.holding.unhold,
             };
         }
     };

@@ -128,15 +128,35 @@ const check = calls.check;
 /// The thread's device before `enter`, restored by `leave`.
 threadlocal var saved_device: c_int = 0;
 
+/// The thread's device before a `holding.hold`, restored by its unhold.
+threadlocal var held_saved_device: c_int = 0;
+
+/// Makes `device` current on this thread until `leave` (nothing to do
+/// while the thread holds it: `holding`).
 pub fn enter(device: i32) Status {
-    const got = check(api.hipGetDevice(&saved_device), "hipGetDevice", "selecting device {d}", .{device});
-    if (got != .ok) return got;
-    return check(api.hipSetDevice(device), "hipSetDevice", "device {d}", .{device});
+    return holding.enter(device);
 }
 
 pub fn leave() void {
-    _ = api.hipSetDevice(saved_device);
+    holding.leave();
 }
+
+pub const holding = driver.Holding(struct {
+    pub fn enterRaw(device: i32) Status {
+        const got = check(api.hipGetDevice(&saved_device), "hipGetDevice", "selecting device {d}", .{device});
+        if (got != .ok) return got;
+        return check(api.hipSetDevice(device), "hipSetDevice", "device {d}", .{device});
+    }
+    pub fn leaveRaw() void {
+        _ = api.hipSetDevice(saved_device);
+    }
+    pub fn saveHeld() void {
+        held_saved_device = saved_device;
+    }
+    pub fn restoreHeld() void {
+        saved_device = held_saved_device;
+    }
+});
 
 /// Runs with the device current (driver.zig enters around it).
 fn alloc(device: i32, kind: device_ops.MemoryKind, size: usize, out: *usize) Status {

@@ -88,6 +88,12 @@ pub const Ops = struct {
     pointerQuery: *const fn (address: usize, out: *PointerInfo) Status,
     /// Page-locks `size` bytes of host memory at `address` (allocated by
     /// someone else) for `device`'s copies; undone by `hostUnregister`.
+    /// Keeps `device` current on this thread until `unhold`, so that the
+    /// calls between cost no enter and leave of their own. False: nothing
+    /// held (the thread holds another device, or entering failed), and
+    /// `unhold` must not run.
+    hold: *const fn (device: i32) bool,
+    unhold: *const fn () void,
     hostRegister: *const fn (device: i32, address: usize, size: usize) Status,
     hostUnregister: *const fn (device: i32, address: usize) Status,
 };

@@ -19,8 +19,9 @@
 //!
 //! Trimming. `trim` frees every empty block now. Blocks left empty for
 //! `idle_limit_ns` are freed by the next `acquire` of the same pool.
-//! Blocks are not counted in `live_device_allocations` (a range is, from
-//! `acquire` to `end`); `stats` gives the pool's bytes and high-water mark.
+//! Blocks are not counted in `live_device_allocations` (a device range is,
+//! from `acquire` to `end`); `stats` gives the pool's blocks and high-water
+//! mark.
 
 const std = @import("std");
 const status = @import("../core/status.zig");
@@ -199,7 +200,7 @@ pub fn acquire(rt: *Runtime, device: i64, kind: Kind, size: usize) ?Range {
 
 fn finish(pool: *Pool, block: *Block, address: ?usize, bytes: usize) ?Range {
     const a = address orelse return null; // no memory to note the range: not pooled
-    counters.add(.live_device_allocations, 1);
+    if (isDevicePool(pool)) counters.add(.live_device_allocations, 1);
     return .{ .pool = pool, .block = block, .address = a, .size = bytes };
 }
 
@@ -251,7 +252,18 @@ pub fn end(range: Range) void {
         }
     }
     pool.mutex.unlock();
-    counters.add(.live_device_allocations, -1);
+    if (isDevicePool(pool)) counters.add(.live_device_allocations, -1);
+}
+
+/// Whether `p` is a pool of device memory (its ranges are counted in
+/// `live_device_allocations`; pinned ranges, staging and `toHost` results,
+/// are the library's own, like the staging blocks).
+fn isDevicePool(p: *Pool) bool {
+    for (&pools) |*by_kind| {
+        const devices = &by_kind[@intFromEnum(Kind.device)];
+        if (@intFromPtr(p) >= @intFromPtr(&devices[0]) and @intFromPtr(p) <= @intFromPtr(&devices[devices.len - 1])) return true;
+    }
+    return false;
 }
 
 /// Frees every empty block (and the current block when it is empty) of
@@ -284,14 +296,15 @@ pub fn trim(rt: *Runtime) usize {
 
 pub const max_devices = runtime.max_devices;
 
-/// Blocks of both kinds held on `device` of `rt`, and their live ranges.
+/// Blocks of both kinds held on `device` of `rt`, and the live ranges of
+/// its device blocks.
 pub fn blocksOn(rt: *Runtime, device: i64) Stats {
     var out: Stats = .{};
     for ([_]Kind{ .device, .pinned }) |kind| {
         const p = poolOf(rt, device, kind) orelse return out;
         p.mutex.lock();
         out.blocks += p.blocks;
-        out.ranges += liveRanges(p);
+        if (kind == .device) out.ranges += liveRanges(p);
         p.mutex.unlock();
     }
     return out;

@@ -248,6 +248,9 @@ fn releaseDeviceMemory(rt: *Runtime, device: i64, memory: runtime.MemoryKind, ba
 
 fn finishDeviceExport(context: ?*anyopaque) callconv(.c) void {
     const state: *DeviceExport = @ptrCast(@alignCast(context.?));
+    const rt = state.rt; // `state` is freed before the hold ends
+    const held = rt.ops.hold(@intCast(state.device_id));
+    defer if (held) rt.ops.unhold();
     // Nothing is freed before the copies into it are done.
     _ = state.rt.eventSynchronize(state.device_id, state.event.handle);
     releaseDeviceMemory(state.rt, state.device_id, state.memory, state.base, state.range);
@@ -314,6 +317,9 @@ pub fn toDevice(schema: ?*abi.ArrowSchema, array: ?*abi.ArrowDeviceArray, option
         source.release();
         return checked;
     }
+    // One enter and leave for every driver call of this copy.
+    const held = rt.ops.hold(@intCast(device));
+    defer if (held) rt.ops.unhold();
     const memory = rt.memoryKindOf(options.device_type);
     const table = &source.table;
     const n = table.buffers.items.len / validate.buffer_words;
@@ -353,17 +359,19 @@ pub fn toDevice(schema: ?*abi.ArrowSchema, array: ?*abi.ArrowDeviceArray, option
     // device type, or CPU arrays over pinned or registered memory), pinned
     // or managed targets, and batches arriving while every block is lent
     // are copied buffer by buffer from where they are.
-    var stage: Stage = if (memory == .device and source.array.device_type == abi.device_cpu and !alreadyPinned(rt, table, sizes))
-        Stage.acquire(rt, device, placement.total)
-    else
-        .{};
+    // A small batch is packed into a range of the pinned pool (pool.zig)
+    // rather than a whole staging block.
+    const stageable = memory == .device and source.array.device_type == abi.device_cpu and !alreadyPinned(rt, table, sizes);
+    const small: ?*pool.Range = if (stageable) stagingRange(rt, device, placement.total) else null;
+    var stage: Stage = if (stageable and small == null) Stage.acquire(rt, device, placement.total) else .{};
     var event: ?*runtime.EventBox = null;
-    const result = copyAndExport(rt, device, memory, stream, source, sizes, &placement, base, range, &stage, options.device_type, &event, out_array);
+    const result = copyAndExport(rt, device, memory, stream, source, sizes, &placement, base, range, small, &stage, options.device_type, &event, out_array);
     if (result != .ok) {
         const saved = SavedError.capture(result);
         _ = rt.streamSynchronize(device, stream);
         if (event) |e| _ = e.destroy();
         releaseDeviceMemory(rt, device, memory, base, range);
+        if (small) |r| endStagingRange(r);
         stage.giveBack();
         source.release();
         return saved.restore();
@@ -372,7 +380,16 @@ pub fn toDevice(schema: ?*abi.ArrowSchema, array: ?*abi.ArrowDeviceArray, option
     // caller, and the source keeps only its array.
     out_schema.* = source.schema;
     source.schema.release = null;
-    if (stage.count > 0) {
+    if (small) |r| {
+        // The source was read by the host memcpys into the range: it goes
+        // now; the range ends once the copy out of it is done (a host
+        // callback that calls no driver function).
+        source.release();
+        if (rt.launchHostFn(device, stream, endStagingRangeCallback, r) != .ok) {
+            _ = rt.streamSynchronize(device, stream);
+            endStagingRange(r);
+        }
+    } else if (stage.count > 0) {
         // The source was read by the host memcpys into the blocks: it goes
         // now; the blocks come back once the copies out of them are done.
         source.release();
@@ -392,6 +409,29 @@ pub fn toDevice(schema: ?*abi.ArrowSchema, array: ?*abi.ArrowDeviceArray, option
     return .ok;
 }
 
+/// A range of the pinned pool for staging `bytes`, boxed for a host
+/// callback's context, or null (too large, or none to be had).
+fn stagingRange(rt: *Runtime, device: i64, bytes: usize) ?*pool.Range {
+    if (bytes == 0) return null;
+    const r = pool.acquire(rt, device, .pinned, bytes) orelse return null;
+    const box = std.heap.c_allocator.create(pool.Range) catch {
+        pool.end(r);
+        return null;
+    };
+    box.* = r;
+    return box;
+}
+
+fn endStagingRange(box: *pool.Range) void {
+    pool.end(box.*);
+    std.heap.c_allocator.destroy(box);
+}
+
+/// A driver host callback (`launchHostFn`) that ends a staging range.
+fn endStagingRangeCallback(context: ?*anyopaque) callconv(.c) void {
+    endStagingRange(@ptrCast(@alignCast(context.?)));
+}
+
 /// Whether a CPU array's first non-empty buffer is memory the runtime
 /// already knows (pinned, registered or managed): one pointer query. A
 /// failed query counts as ordinary memory.
@@ -408,7 +448,7 @@ fn alreadyPinned(rt: *Runtime, table: *const validate.NodeTable, sizes: []const 
     return false;
 }
 
-fn copyAndExport(rt: *Runtime, device: i64, memory: runtime.MemoryKind, stream: runtime.Stream, source: *Owner, sizes: []const i64, placement: *const Placement, base: usize, range: ?pool.Range, stage: *const Stage, device_type: abi.DeviceType, event_out: *?*runtime.EventBox, out_array: *abi.ArrowDeviceArray) Status {
+fn copyAndExport(rt: *Runtime, device: i64, memory: runtime.MemoryKind, stream: runtime.Stream, source: *Owner, sizes: []const i64, placement: *const Placement, base: usize, range: ?pool.Range, small: ?*pool.Range, stage: *const Stage, device_type: abi.DeviceType, event_out: *?*runtime.EventBox, out_array: *abi.ArrowDeviceArray) Status {
     const table = &source.table;
     const addresses = std.heap.c_allocator.alloc(usize, sizes.len) catch return fail(.out_of_memory, "out of memory planning a copy", .{});
     defer std.heap.c_allocator.free(addresses);
@@ -427,7 +467,18 @@ fn copyAndExport(rt: *Runtime, device: i64, memory: runtime.MemoryKind, stream: 
         const original = table.bufferAddress(i);
         addresses[i] = placement.address(base, original, size, i);
         if (size <= 0 or stage.count > 0) continue;
+        if (small) |r| {
+            const from: [*]const u8 = @ptrFromInt(original);
+            const to: [*]u8 = @ptrFromInt(r.address + placement.offsets[i]);
+            @memcpy(to[0..@intCast(size)], from[0..@intCast(size)]);
+            continue;
+        }
         const copied = rt.copy(device, .host_to_device, addresses[i], original, @intCast(size), stream, true);
+        if (copied != .ok) return copied;
+    }
+    // Packed: one copy of the whole batch, gaps between buffers included.
+    if (small) |r| {
+        const copied = rt.copy(device, .host_to_device, base, r.address, placement.total, stream, true);
         if (copied != .ok) return copied;
     }
     // Staged: one copy per chunk, gaps between buffers included.
@@ -519,9 +570,14 @@ const Probe = struct {
     at: usize,
 };
 
+/// A host copy of the device bytes [device, device + size), already made:
+/// sizes are read from it instead of from the device.
+const Mirror = struct { device: usize, host: usize, size: usize };
+
 /// Sizes of every buffer of `table`, reading from the device what only the
-/// device knows: one batch of copies, one synchronization.
-fn resolveSizes(rt: *Runtime, device: i64, stream: runtime.Stream, table: *const validate.NodeTable, sizes: []i64) Status {
+/// device knows: one batch of copies, one synchronization (or, given a
+/// `mirror` of the bytes, no driver call).
+fn resolveSizes(rt: *Runtime, device: i64, stream: runtime.Stream, table: *const validate.NodeTable, sizes: []i64, mirror: ?Mirror) Status {
     for (sizes, 0..) |*size, i| size.* = table.bufferSize(i);
     var probes: std.ArrayList(Probe) = .empty;
     defer probes.deinit(std.heap.c_allocator);
@@ -576,13 +632,22 @@ fn resolveSizes(rt: *Runtime, device: i64, stream: runtime.Stream, table: *const
     defer if (!scratch_in_flight) std.heap.c_allocator.free(scratch);
     for (probes.items) |probe| {
         if (probe.source == 0) return fail(.invalid_layout, "a variadic sizes buffer is NULL", .{});
+        if (mirror) |m| {
+            if (probe.source < m.device or probe.source + probe.bytes > m.device + m.size)
+                return fail(.invalid_layout, "a size at 0x{x} lies outside the device range of its array's other buffers", .{probe.source});
+            const from: [*]const u8 = @ptrFromInt(m.host + (probe.source - m.device));
+            @memcpy(scratch[probe.at..][0..probe.bytes], from[0..probe.bytes]);
+            continue;
+        }
         const copied = rt.copy(device, .device_to_host, @intFromPtr(scratch.ptr) + probe.at, probe.source, probe.bytes, stream, true);
         if (copied != .ok) return drainAfter(copied, rt, device, stream);
     }
-    const synced = rt.streamSynchronize(device, stream);
-    if (synced != .ok) {
-        scratch_in_flight = true;
-        return synced;
+    if (mirror == null) {
+        const synced = rt.streamSynchronize(device, stream);
+        if (synced != .ok) {
+            scratch_in_flight = true;
+            return synced;
+        }
     }
 
     for (0..table.nodeCount()) |node| {
@@ -614,10 +679,104 @@ fn finishHostCopy(context: ?*anyopaque) callconv(.c) void {
     host_pool.giveBack(@ptrCast(context.?));
 }
 
+/// The pinned pool range (pool.zig) of a pooled `toHost` result, ended by
+/// the result's last release, on whatever thread runs it.
+fn finishPooledHostCopy(context: ?*anyopaque) callconv(.c) void {
+    const range: *pool.Range = @ptrCast(@alignCast(context.?));
+    pool.end(range.*);
+    std.heap.c_allocator.destroy(range);
+}
+
+/// `toHost` of an array whose buffers all lie in one range of the device
+/// pool (a `toDevice` copy made by this library, or a view of one): one
+/// copy of the whole range into a range of the pinned pool, one
+/// synchronization, the unknown sizes read from the copy, and the result's
+/// buffers point into it. Null when the array is not in one pooled range
+/// or no pinned range can be had (the caller copies buffer by buffer).
+/// The producer's event has been waited on (on `stream`) by the caller.
+fn pooledToHost(rt: *Runtime, owner: *Owner, stream: runtime.Stream, out_schema: *abi.ArrowSchema, out_array: *abi.ArrowDeviceArray) ?Status {
+    const device = owner.array.device_id;
+    const table = &owner.table;
+    const n = table.buffers.items.len / validate.buffer_words;
+    var first: usize = 0;
+    for (0..n) |i| {
+        first = table.bufferAddress(i);
+        if (first != 0) break;
+    }
+    if (first == 0) return null;
+    const span = pool.find(rt, device, first) orelse return null;
+    const lo = span[0];
+    const hi = span[0] + span[1];
+    for (0..n) |i| {
+        const address = table.bufferAddress(i);
+        if (address == 0) continue;
+        const size = table.bufferSize(i);
+        if (address < lo or address >= hi or (size > 0 and address + @as(usize, @intCast(size)) > hi)) return null;
+    }
+    const host = pool.acquire(rt, device, .pinned, span[1]) orelse return null;
+    const context = std.heap.c_allocator.create(pool.Range) catch {
+        pool.end(host);
+        return null;
+    };
+    context.* = host;
+    return copyPooled(rt, device, stream, owner, lo, hi, host, context, out_schema, out_array);
+}
+
+fn copyPooled(rt: *Runtime, device: i64, stream: runtime.Stream, owner: *Owner, lo: usize, hi: usize, host: pool.Range, context: *pool.Range, out_schema: *abi.ArrowSchema, out_array: *abi.ArrowDeviceArray) Status {
+    const table = &owner.table;
+    const n = table.buffers.items.len / validate.buffer_words;
+    const copied = rt.copy(device, .device_to_host, host.address, lo, hi - lo, stream, true);
+    if (copied != .ok) {
+        // Nothing of this copy may still write into the range once it is ended.
+        const kept = drainAfter(copied, rt, device, stream);
+        pool.end(host);
+        std.heap.c_allocator.destroy(context);
+        return kept;
+    }
+    // After a failed wait the copy may be in flight: the range is kept
+    // (never reused), not ended under it.
+    const synced = rt.streamSynchronize(device, stream);
+    if (synced != .ok) {
+        std.heap.c_allocator.destroy(context);
+        return synced;
+    }
+    // From here on the range is ended on every path but the export's.
+    var exported = false;
+    defer if (!exported) {
+        pool.end(host);
+        std.heap.c_allocator.destroy(context);
+    };
+    const sizes = std.heap.c_allocator.alloc(i64, n) catch return fail(.out_of_memory, "out of memory sizing {d} buffers", .{n});
+    defer std.heap.c_allocator.free(sizes);
+    const sized = resolveSizes(rt, device, stream, table, sizes, .{ .device = lo, .host = host.address, .size = hi - lo });
+    if (sized != .ok) return sized;
+    const addresses = std.heap.c_allocator.alloc(usize, n) catch return fail(.out_of_memory, "out of memory planning a copy", .{});
+    defer std.heap.c_allocator.free(addresses);
+    for (sizes, addresses, 0..) |size, *a, i| {
+        const original = table.bufferAddress(i);
+        if (original != 0 and original + @as(usize, @intCast(size)) > hi)
+            return fail(.invalid_layout, "buffer {d} ({d} bytes at 0x{x}) runs past the device range of its array's other buffers", .{ i, size, original });
+        a.* = if (original == 0) 0 else host.address + (original - lo);
+    }
+    var schema: abi.ArrowSchema = .empty;
+    const schema_copied = schema_copy.copy(&owner.schema, &schema);
+    if (schema_copied != .ok) return schema_copied;
+    const built = buildFromTable(table, addresses, .{ .on_free = finishPooledHostCopy, .on_free_context = context }, .{}, out_array);
+    if (built != .ok) {
+        schema.release.?(&schema);
+        return built;
+    }
+    exported = true;
+    out_schema.* = schema;
+    return .ok;
+}
+
 fn deviceToHost(rt: *Runtime, owner: *Owner, stream: runtime.Stream, out_schema: *abi.ArrowSchema, out_array: *abi.ArrowDeviceArray) Status {
     const device = owner.array.device_id;
     const checked = rt.checkDevice(device);
     if (checked != .ok) return checked;
+    const held = rt.ops.hold(@intCast(device));
+    defer if (held) rt.ops.unhold();
     if (if (debug.makes(.@"no-stream-wait")) null else owner.array.sync_event) |event| {
         const handle: *const runtime.Event = @ptrCast(@alignCast(event));
         const waited = rt.streamWaitEvent(device, stream, handle.*);
@@ -627,7 +786,8 @@ fn deviceToHost(rt: *Runtime, owner: *Owner, stream: runtime.Stream, out_schema:
     const n = table.buffers.items.len / validate.buffer_words;
     const sizes = std.heap.c_allocator.alloc(i64, n) catch return fail(.out_of_memory, "out of memory sizing {d} buffers", .{n});
     defer std.heap.c_allocator.free(sizes);
-    const sized = resolveSizes(rt, device, stream, table, sizes);
+    if (pooledToHost(rt, owner, stream, out_schema, out_array)) |done| return done;
+    const sized = resolveSizes(rt, device, stream, table, sizes, null);
     if (sized != .ok) return sized;
 
     var placement = Placement.init(sizes) orelse return fail(.out_of_memory, "out of memory planning a copy of {d} buffers", .{n});
