@@ -242,9 +242,16 @@ pub fn end(range: Range) void {
     std.debug.assert(block.live > 0);
     block.live -= 1;
     if (block.live == 0) {
+        // Empty: onto the empty list (the next acquire takes it back first),
+        // where the idle limit applies to it.
         block.used = 0;
         block.ranges.clearRetainingCapacity();
-        if (pool.current != block) {
+        if (pool.current == block) {
+            pool.current = null;
+            block.empty_since = now();
+            block.next = pool.empty;
+            pool.empty = block;
+        } else {
             unlink(&pool.busy, block);
             block.empty_since = now();
             block.next = pool.empty;
@@ -266,23 +273,15 @@ fn isDevicePool(p: *Pool) bool {
     return false;
 }
 
-/// Frees every empty block (and the current block when it is empty) of
-/// every device of `rt`. Returns how many were freed.
+/// Frees every empty block of every device of `rt`. Returns how many were freed.
 pub fn trim(rt: *Runtime) usize {
     var total: usize = 0;
     for ([_]Kind{ .device, .pinned }) |kind| {
         for (0..runtime.max_devices) |device| {
             const pool = poolOf(rt, @intCast(device), kind).?;
             pool.mutex.lock();
-            var list = pool.empty;
+            const list = pool.empty;
             pool.empty = null;
-            if (pool.current) |c| {
-                if (c.live == 0) {
-                    pool.current = null;
-                    c.next = list;
-                    list = c;
-                }
-            }
             pool.mutex.unlock();
             var count: usize = 0;
             var it = list;
