@@ -6,7 +6,12 @@
  *   bytes in the same process (the baseline), as a ratio;
  * - raw memcpy from pageable (JS) memory against pinned memory;
  * - per-batch overhead: a table of many small batches, one event per batch,
- *   against one raw copy of the same bytes.
+ *   against one raw copy of the same bytes;
+ * - small batches (10 columns x 1,000 rows, nulls and strings): the wall
+ *   time of toDevice + release (which waits for the batch's event) and of
+ *   toHost, beside one pinned copy of the batch's bytes through the same
+ *   runtime; the library's own time per call is the difference. Under a
+ *   fake driver, also its driver calls per batch (the fakes count them).
  *
  *   bun bench/device.ts                 every runtime that loads
  *   ARROW_DEVICE_BENCH_MB=64,512 ...    column sizes in MiB
@@ -16,7 +21,9 @@
  * record them as such. Real figures come from scripts/gpu-suite.sh --bench
  * on a machine with a GPU.
  */
-import { makeVector } from "apache-arrow";
+import { FFIType } from "bun:ffi";
+import { Float64, Int32, RecordBatch, Table, Utf8, makeVector, vectorFromArray } from "apache-arrow";
+import { openLibrary } from "../ts/core/ffi/bun_ffi.ts";
 import { ImportedArray } from "../ts/raw.ts";
 import { deviceAvailability, deviceRuntime, toDevice, type DeviceKind, type DeviceRuntime } from "../ts/device.ts";
 import { gbPerSecond as gbps, timeMedian as time } from "../ts/cli/measure.ts";
@@ -74,6 +81,61 @@ function perBatch(rt: DeviceRuntime, batches: number, rowsPerBatch: number) {
   console.log(`  ${batches} batches x ${rowsPerBatch} rows: toDevice per batch ${(batched / 1e6).toFixed(2)} ms, one raw copy of the same bytes ${(raw / 1e6).toFixed(2)} ms, overhead ${perBatchUs.toFixed(1)} us per batch (ratio ${fmt(batched / raw)})`);
 }
 
+/** Ten columns (ints, doubles, strings; every one with nulls), `rows` rows. */
+function wideBatch(rows: number, seed: number): RecordBatch {
+  const columns: Record<string, ReturnType<typeof vectorFromArray>> = {};
+  for (let c = 0; c < 10; c++) {
+    const values = Array.from({ length: rows }, (_, i) => (i % (c + 3) === 1 ? null : seed * 10_000 + i * (c + 1)));
+    if (c % 3 === 0) columns[`s${c}`] = vectorFromArray(values.map((v) => (v === null ? null : `v${v}`)), new Utf8());
+    else if (c % 3 === 1) columns[`i${c}`] = vectorFromArray(values, new Int32());
+    else columns[`f${c}`] = vectorFromArray(values.map((v) => (v === null ? null : v / 4)), new Float64());
+  }
+  return new Table(columns).batches[0];
+}
+
+/** The fake driver's call counter (fake_gpu.h), or null for a real driver. */
+function fakeCalls(kind: DeviceKind, library: string, isFake: boolean): { reset(): void; total(): number; jitter(us: number): void } | null {
+  if (!isFake) return null;
+  const prefix = kind === "cuda" ? "fake_cuda" : "fake_hip";
+  const f = openLibrary(library, {
+    [`${prefix}_calls`]: { args: [FFIType.ptr, FFIType.usize], returns: FFIType.i64 },
+    [`${prefix}_calls_reset`]: { args: [], returns: FFIType.void },
+    [`${prefix}_set_jitter_us`]: { args: [FFIType.i32], returns: FFIType.void },
+  }).symbols;
+  const none = new Uint8Array(1);
+  return {
+    reset: () => f[`${prefix}_calls_reset`]!(),
+    total: () => Number(f[`${prefix}_calls`]!(none, 0)),
+    jitter: (us) => f[`${prefix}_set_jitter_us`]!(us),
+  };
+}
+
+function smallBatches(rt: DeviceRuntime, calls: ReturnType<typeof fakeCalls>, rows: number, repeats: number) {
+  const batch = wideBatch(rows, 1);
+  const bytes = batch.data.children.reduce((n, child) => n + child.buffers.reduce((m, b) => m + (b?.byteLength ?? 0), 0), 0);
+  using device = rt.allocate(bytes);
+  using pinned = rt.allocate(bytes, { memory: "pinned" });
+  const rawCopy = time(repeats, () => rt.copy("host_to_device", device, pinned));
+  const rawBack = time(repeats, () => rt.copy("device_to_host", pinned, device));
+  for (let i = 0; i < 20; i++) toDevice(batch, { device: rt.kind }).release(); // warm the pools
+  calls?.reset();
+  const toDeviceNs = time(repeats, () => toDevice(batch, { device: rt.kind }).release());
+  const toDeviceCalls = calls ? calls.total() / repeats : null;
+  const handle = toDevice(batch, { device: rt.kind });
+  const imported = ImportedArray.fromDeviceArray(handle.schema, handle.array);
+  handle.release();
+  for (let i = 0; i < 20; i++) imported.toHost().dispose();
+  calls?.reset();
+  const toHostNs = time(repeats, () => imported.toHost().dispose());
+  const toHostCalls = calls ? calls.total() / repeats : null;
+  imported.dispose();
+  const us = (ns: number) => `${(ns / 1000).toFixed(1).padStart(7)} us`;
+  const perCall = (n: number | null) => (n === null ? "" : `  driver calls per batch ${n.toFixed(1)}`);
+  console.log(`  10 columns x ${rows} rows (${bytes} bytes of buffers), median of ${repeats}:`);
+  console.log(`    toDevice + release ${us(toDeviceNs)}  one pinned copy ${us(rawCopy)}  library's own time ${us(toDeviceNs - rawCopy)}${perCall(toDeviceCalls)}`);
+  console.log(`    toHost             ${us(toHostNs)}  one pinned copy ${us(rawBack)}  library's own time ${us(toHostNs - rawBack)}${perCall(toHostCalls)}`);
+}
+
 console.log(`bun-arrow-device GPU transfer benchmark (Bun ${Bun.version}, ${process.platform}-${process.arch})`);
 let ran = 0;
 for (const kind of kinds) {
@@ -90,6 +152,17 @@ for (const kind of kinds) {
   const sizes = (process.env.ARROW_DEVICE_BENCH_MB ?? (isFake ? "1,16" : "16,256,1024")).split(",").map(Number);
   for (const megabytes of sizes) transfers(rt, megabytes);
   perBatch(rt, isFake ? 64 : 1000, 1024);
+  const calls = fakeCalls(kind, availability.library, isFake);
+  smallBatches(rt, calls, 1000, isFake ? 200 : 1000);
+  if (calls) {
+    // The fake's random delay per queued operation (0-20 us, on a worker
+    // thread per stream) stands in for a GPU's latencies; without it, what
+    // remains is the library's time plus the fake's thread hand-offs.
+    console.log("  the same without the fake's random delay per operation:");
+    calls.jitter(0);
+    smallBatches(rt, calls, 1000, 200);
+    calls.jitter(20);
+  }
   ran++;
 }
 if (ran === 0) console.log("\nno GPU runtime is available here: nothing was measured.");
