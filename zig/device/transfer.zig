@@ -381,19 +381,20 @@ pub fn toDevice(schema: ?*abi.ArrowSchema, array: ?*abi.ArrowDeviceArray, option
     out_schema.* = source.schema;
     source.schema.release = null;
     if (small) |r| {
-        // The source was read by the host memcpys into the range: it goes
-        // now; the range ends once the copy out of it is done (a host
-        // callback that calls no driver function).
-        source.release();
+        // The range ends once the copy out of it is done (a host callback
+        // that calls no driver function). The source was read by the host
+        // memcpys into the range: it goes now, after this call's last
+        // driver call (its release is the producer's code).
         if (rt.launchHostFn(device, stream, endStagingRangeCallback, r) != .ok) {
             _ = rt.streamSynchronize(device, stream);
             endStagingRange(r);
         }
-    } else if (stage.count > 0) {
-        // The source was read by the host memcpys into the blocks: it goes
-        // now; the blocks come back once the copies out of them are done.
         source.release();
+    } else if (stage.count > 0) {
+        // The blocks come back once the copies out of them are done; the
+        // source, read by the host memcpys into them, goes now.
         stage.giveBackAfter(rt, device, stream);
+        source.release();
     } else {
         // Without a reserved job or a launched callback, this thread waits
         // for the copies and releases the source itself.
