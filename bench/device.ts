@@ -22,7 +22,7 @@
  * on a machine with a GPU.
  */
 import { FFIType } from "bun:ffi";
-import { Float64, Int32, RecordBatch, Table, Utf8, makeVector, vectorFromArray } from "apache-arrow";
+import { Float64, Int32, RecordBatch, Table, Utf8, makeVector, vectorFromArray, type Vector } from "apache-arrow";
 import { openLibrary } from "../ts/core/ffi/bun_ffi.ts";
 import { ImportedArray } from "../ts/raw.ts";
 import { deviceAvailability, deviceRuntime, toDevice, type DeviceKind, type DeviceRuntime } from "../ts/device.ts";
@@ -83,7 +83,7 @@ function perBatch(rt: DeviceRuntime, batches: number, rowsPerBatch: number) {
 
 /** Ten columns (ints, doubles, strings; every one with nulls), `rows` rows. */
 function wideBatch(rows: number, seed: number): RecordBatch {
-  const columns: Record<string, ReturnType<typeof vectorFromArray>> = {};
+  const columns: Record<string, Vector> = {};
   for (let c = 0; c < 10; c++) {
     const values = Array.from({ length: rows }, (_, i) => (i % (c + 3) === 1 ? null : seed * 10_000 + i * (c + 1)));
     if (c % 3 === 0) columns[`s${c}`] = vectorFromArray(values.map((v) => (v === null ? null : `v${v}`)), new Utf8());
@@ -112,7 +112,7 @@ function fakeCalls(kind: DeviceKind, library: string, isFake: boolean): { reset(
 
 function smallBatches(rt: DeviceRuntime, calls: ReturnType<typeof fakeCalls>, rows: number, repeats: number) {
   const batch = wideBatch(rows, 1);
-  const bytes = batch.data.children.reduce((n, child) => n + child.buffers.reduce((m, b) => m + (b?.byteLength ?? 0), 0), 0);
+  const bytes = batch.data.children.reduce((n, child) => n + (child.values?.byteLength ?? 0) + (child.valueOffsets?.byteLength ?? 0) + (child.nullBitmap?.byteLength ?? 0), 0);
   using device = rt.allocate(bytes);
   using pinned = rt.allocate(bytes, { memory: "pinned" });
   const rawCopy = time(repeats, () => rt.copy("host_to_device", device, pinned));

@@ -7,7 +7,7 @@
  * printed, and the bounds asserted are the ones docs/devices.md states.
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { Float64, Int32, RecordBatch, Table, Utf8, vectorFromArray } from "apache-arrow";
+import { Float64, Int32, RecordBatch, Table, Utf8, vectorFromArray, type Vector } from "apache-arrow";
 import { fake, fakeLeaks, isFake, stagingPool } from "../helpers/device.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { exportStream } from "../../ts/index.ts";
@@ -38,7 +38,7 @@ afterEach(async () => {
 
 /** Ten columns (numbers and strings, every one with nulls), `rows` rows. */
 function wideBatch(seed: number): RecordBatch {
-  const columns: Record<string, ReturnType<typeof vectorFromArray>> = {};
+  const columns: Record<string, Vector> = {};
   for (let c = 0; c < 10; c++) {
     const values = Array.from({ length: rows }, (_, i) => (i % (c + 3) === 1 ? null : seed * 10_000 + i * (c + 1)));
     if (c % 3 === 0) columns[`s${c}`] = vectorFromArray(values.map((v) => (v === null ? null : `v${v}`)), new Utf8());
