@@ -116,6 +116,32 @@ for (const kind of kinds) {
       n.dispose();
     });
 
+    test("an export taken and released by a Worker ends its range on the Worker's thread", async () => {
+      stagingPool(kind, true);
+      const handle = toDevice(makeVector(values(9)), { device: kind });
+      const probe = ImportedArray.fromDeviceArray(handle.schema, handle.array);
+      const start = valuesAddress(probe);
+      probe.dispose();
+      const sent = toDevice(makeVector(values(10)), { device: kind });
+      const worker = new Worker(new URL("../fixtures/workers/device_range.ts", import.meta.url));
+      try {
+        const answer = new Promise<{ values: number[] }>((resolve) => {
+          worker.onmessage = (event) => resolve(event.data);
+        });
+        worker.postMessage({ schema: sent.schema, array: sent.array });
+        expect((await answer).values).toEqual(Array.from(values(10)));
+      } finally {
+        worker.terminate();
+      }
+      sent.release(); // moved out by the Worker: nothing left here
+      expect(counters().live_device_allocations).toBe(0);
+      const next = toDevice(makeVector(values(11)), { device: kind });
+      const n = ImportedArray.fromDeviceArray(next.schema, next.array);
+      next.release();
+      expect(valuesAddress(n)).toBe(start); // the block emptied: reused from its start
+      n.dispose();
+    });
+
     test("a toHost result of a pooled array lives in a pinned range until its release, past the device array's", () => {
       stagingPool(kind, true);
       const handle = toDevice(makeVector(values(8)), { device: kind });
