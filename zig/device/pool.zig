@@ -124,9 +124,19 @@ fn takeExpired(pool: *Pool, t: u64) ?*Block {
     return null;
 }
 
-/// Carves `bytes` from `block` (locked).
-fn carve(block: *Block, bytes: usize) ?usize {
-    block.ranges.append(std.heap.c_allocator, .{ block.address + block.used, bytes }) catch return null;
+/// Carves `bytes` from `block` (locked), or null when the range cannot be
+/// noted (no host memory): an unused current block then goes back to the
+/// empty list, so that no current block is ever without a live range.
+fn carve(pool: *Pool, block: *Block, bytes: usize) ?usize {
+    block.ranges.append(std.heap.c_allocator, .{ block.address + block.used, bytes }) catch {
+        if (block.live == 0 and pool.current == block) {
+            pool.current = null;
+            block.empty_since = now();
+            block.next = pool.empty;
+            pool.empty = block;
+        }
+        return null;
+    };
     const address = block.address + block.used;
     block.used += bytes;
     block.live += 1;
@@ -188,11 +198,11 @@ pub fn acquire(rt: *Runtime, device: i64, kind: Kind, size: usize) ?Range {
             pool.current = fresh;
             block = fresh;
         }
-        const address = carve(block.?, bytes);
+        const address = carve(pool, block.?, bytes);
         pool.mutex.unlock();
         return finish(pool, block.?, address, bytes);
     }
-    const address = carve(block.?, bytes);
+    const address = carve(pool, block.?, bytes);
     pool.mutex.unlock();
     freeBlocks(rt, device, kind, pool, expired);
     return finish(pool, block.?, address, bytes);
