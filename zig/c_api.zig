@@ -738,7 +738,9 @@ export fn abd_device_host_unregister(device_type: i32, device_id: i32, address: 
 /// pinned blocks held / high-water mark, `out[7]` = its block size, `out[8]`
 /// = its blocks freed by the trim, `out[9 + d]` / `out[73 + d]` = its
 /// blocks (device and pinned) / their live ranges on device `d`, `out[137]`
-/// / `out[138]` = live device / pinned ranges. `out` holds 139 numbers.
+/// / `out[138]` = live device / pinned ranges; `out[139]` = completed
+/// events kept for reuse (zig/device/runtime.zig), counted before the trim,
+/// which destroys them. `out` holds 140 numbers.
 export fn abd_device_staging(device_type: i32, trim: c_int, out: [*]f64) c_int {
     const rt = runtimeFor(device_type) orelse return code(status.lastStatus());
     const on_device = device_pool.stats(rt, .device);
@@ -755,6 +757,8 @@ export fn abd_device_staging(device_type: i32, trim: c_int, out: [*]f64) c_int {
     }
     out[137] = @floatFromInt(on_device.ranges);
     out[138] = @floatFromInt(pinned.ranges);
+    out[139] = @floatFromInt(device_runtime.cachedEvents(rt));
+    if (trim != 0 and rt.isLoaded()) _ = device_runtime.trimEvents(rt);
     out[8] = if (trim != 0 and rt.isLoaded()) @floatFromInt(device_pool.trim(rt)) else 0;
     out[0] = @floatFromInt(device_staging.allocated(rt));
     out[1] = if (trim != 0 and rt.isLoaded()) @floatFromInt(device_staging.trim(rt)) else 0;

@@ -22,8 +22,8 @@ const kinds: DeviceKind[] = ["cuda", "rocm"];
  * operation, HIP gets and sets the device (and its pointer query is three
  * calls of hipPointerGetAttribute). */
 const bounds: Record<DeviceKind, { toDevice: number; toHost: number }> = {
-  cuda: { toDevice: 11, toHost: 5 },
-  rocm: { toDevice: 15, toHost: 6 },
+  cuda: { toDevice: 9, toHost: 5 },
+  rocm: { toDevice: 13, toHost: 6 },
 };
 const rows = 1000;
 const warmUp = 4;

@@ -159,6 +159,31 @@ for (const kind of kinds) {
       expect(stagingPool(kind).poolPinnedBlocks).toBe(0);
     });
 
+    test("a completed copy's event is kept for the next copy, never a live one; a trim destroys the kept ones", () => {
+      const d = fake(kind);
+      stagingPool(kind, true);
+      const first = toDevice(makeVector(values(1)), { device: kind });
+      const second = toDevice(makeVector(values(2)), { device: kind }); // the first's event is live: a new one
+      expect(d.liveEvents()).toBe(2);
+      expect(stagingPool(kind).cachedEvents).toBe(0);
+      first.release(); // waits for its event, then keeps it
+      expect(stagingPool(kind).cachedEvents).toBe(1);
+      expect(counters().live_device_events).toBe(1);
+      d.resetCalls();
+      const third = toDevice(makeVector(values(3)), { device: kind });
+      expect(Object.keys(d.calls()).filter((name) => /EventCreate/.test(name))).toEqual([]);
+      expect(stagingPool(kind).cachedEvents).toBe(0);
+      const imported = ImportedArray.fromDeviceArray(third.schema, third.array);
+      third.release();
+      expectValues(imported, 3); // waits on the reused event, recorded after this copy
+      imported.dispose();
+      second.release();
+      expect(stagingPool(kind).cachedEvents).toBe(2);
+      expect(d.rawLiveEvents()).toBe(2);
+      stagingPool(kind, true);
+      expect(d.rawLiveEvents()).toBe(0);
+    });
+
     test("batches larger than a pool range get their own allocation", () => {
       stagingPool(kind, true);
       const big = new Float64Array(200_000); // 1.6 MB

@@ -118,7 +118,9 @@ export type FakeDriver = {
   /** The same, the pool's blocks included. */
   rawLiveAllocations(kind: number): number;
   liveAllocationsOn(device: number): number;
+  /** Less the completed events the library keeps for reuse. */
   liveEvents(): number;
+  rawLiveEvents(): number;
   liveStreams(): number;
   copies(): number;
   bytesCopied(): number;
@@ -166,7 +168,8 @@ function open(kind: DeviceKind): FakeDriver {
       return Number(knobs.live_allocations_on(d)) - (pool.poolBlocksOn[d] ?? 0) + (pool.poolRangesOn[d] ?? 0);
     },
     rawLiveAllocations: (k) => Number(knobs.live_allocations(k)),
-    liveEvents: () => Number(knobs.live_events()),
+    liveEvents: () => Number(knobs.live_events()) - stagingPool(kind).cachedEvents,
+    rawLiveEvents: () => Number(knobs.live_events()),
     liveStreams: () => Number(knobs.live_streams()),
     copies: () => Number(knobs.copies()),
     bytesCopied: () => Number(knobs.bytes_copied()),
@@ -223,7 +226,7 @@ export function fakeLeaks(kind: DeviceKind): Record<string, number> {
   stagingPool(kind, true); // the library's own pinned blocks are not a test's leak
   const counts = {
     device: d.rawLiveAllocations(0), pinned: d.rawLiveAllocations(1), managed: d.rawLiveAllocations(2),
-    events: d.liveEvents(), streams: d.liveStreams(), produced: d.producedLive(), producedStreams: d.streamsLive(),
+    events: d.rawLiveEvents(), streams: d.liveStreams(), produced: d.producedLive(), producedStreams: d.streamsLive(),
     registrations: d.liveRegistrations(),
   };
   return Object.fromEntries(Object.entries(counts).filter(([, v]) => v !== 0));
@@ -238,15 +241,15 @@ export function stagingPool(kind: DeviceKind, trim = false): {
   blocks: number; freed: number; blockBytes: number;
   poolDeviceBlocks: number; poolDeviceHighWater: number; poolPinnedBlocks: number; poolPinnedHighWater: number;
   poolBlockBytes: number; poolFreed: number; poolBlocksOn: number[]; poolRangesOn: number[];
-  poolDeviceRanges: number; poolPinnedRanges: number;
+  poolDeviceRanges: number; poolPinnedRanges: number; cachedEvents: number;
 } {
-  const out = new Float64Array(139);
+  const out = new Float64Array(140);
   const status = native.abd_device_staging(kind === "cuda" ? 2 : 10, trim ? 1 : 0, out);
   if (status !== 0) throw new Error(`abd_device_staging failed: ${status}`);
   return {
     blocks: out[0], freed: out[1], blockBytes: out[2],
     poolDeviceBlocks: out[3], poolDeviceHighWater: out[4], poolPinnedBlocks: out[5], poolPinnedHighWater: out[6],
     poolBlockBytes: out[7], poolFreed: out[8], poolBlocksOn: Array.from(out.subarray(9, 73)),
-    poolRangesOn: Array.from(out.subarray(73, 137)), poolDeviceRanges: out[137], poolPinnedRanges: out[138],
+    poolRangesOn: Array.from(out.subarray(73, 137)), poolDeviceRanges: out[137], poolPinnedRanges: out[138], cachedEvents: out[139],
   };
 }

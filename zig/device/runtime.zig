@@ -321,6 +321,53 @@ pub const EventBox = extern struct {
         return destroyed;
     }
 
+    /// `create`, taking a handle of `recycle`'s cache when one is there
+    /// (no driver call). For events recorded once by this library.
+    pub fn createReused(rt: *Runtime, device: i64, out: **EventBox) Status {
+        const cache = cacheOf(rt, device) orelse return create(rt, device, out);
+        cache.mutex.lock();
+        const handle: ?Event = if (cache.count > 0) blk: {
+            cache.count -= 1;
+            break :blk cache.handles[cache.count];
+        } else null;
+        cache.mutex.unlock();
+        const h = handle orelse return create(rt, device, out);
+        const box = std.heap.c_allocator.create(EventBox) catch {
+            _ = rt.ops.eventDestroy(@intCast(device), h);
+            return fail(.out_of_memory, "out of memory allocating an event", .{});
+        };
+        box.* = .{ .handle = h, .device_type = rt.device_type, .device_id = @intCast(device) };
+        counters.add(.live_device_events, 1);
+        out.* = box;
+        return .ok;
+    }
+
+    /// `destroy` for an event of `createReused` known to have completed
+    /// (waited on successfully): its handle goes to the cache of its
+    /// runtime and device (up to `max_cached_events`) instead of the
+    /// driver. Cached handles are the library's own: not counted in
+    /// `live_device_events`; `trimEvents` destroys them.
+    pub fn recycle(self: *EventBox) void {
+        const rt = forDeviceType(self.device_type).?;
+        const cache = cacheOf(rt, self.device_id) orelse {
+            _ = self.destroy();
+            return;
+        };
+        cache.mutex.lock();
+        const kept = cache.count < max_cached_events;
+        if (kept) {
+            cache.handles[cache.count] = self.handle;
+            cache.count += 1;
+        }
+        cache.mutex.unlock();
+        if (!kept) {
+            _ = self.destroy();
+            return;
+        }
+        counters.add(.live_device_events, -1);
+        std.heap.c_allocator.destroy(self);
+    }
+
     pub fn syncEvent(self: *EventBox) *anyopaque {
         return @ptrCast(&self.handle);
     }
@@ -328,6 +375,52 @@ pub const EventBox = extern struct {
 
 comptime {
     std.debug.assert(@offsetOf(EventBox, "handle") == 0);
+}
+
+/// Most completed event handles kept per runtime and device for reuse.
+pub const max_cached_events = 64;
+
+const EventCache = struct {
+    mutex: sync.Mutex = .{},
+    handles: [max_cached_events]Event = undefined,
+    count: usize = 0,
+};
+
+var event_caches: [2][max_devices]EventCache = @splat(@splat(.{}));
+
+fn cacheOf(rt: *Runtime, device: i64) ?*EventCache {
+    if (device < 0 or device >= max_devices) return null;
+    const r: usize = if (rt == &cuda_runtime) 0 else if (rt == &rocm_runtime) 1 else return null;
+    return &event_caches[r][@intCast(device)];
+}
+
+/// Destroys every cached event handle of `rt`; returns how many.
+pub fn trimEvents(rt: *Runtime) usize {
+    var total: usize = 0;
+    for (0..max_devices) |device| {
+        const cache = cacheOf(rt, @intCast(device)).?;
+        cache.mutex.lock();
+        var handles: [max_cached_events]Event = undefined;
+        const n = cache.count;
+        @memcpy(handles[0..n], cache.handles[0..n]);
+        cache.count = 0;
+        cache.mutex.unlock();
+        for (handles[0..n]) |h| _ = rt.ops.eventDestroy(@intCast(device), h);
+        total += n;
+    }
+    return total;
+}
+
+/// Cached event handles of `rt`, every device.
+pub fn cachedEvents(rt: *Runtime) usize {
+    var total: usize = 0;
+    for (0..max_devices) |device| {
+        const cache = cacheOf(rt, @intCast(device)).?;
+        cache.mutex.lock();
+        total += cache.count;
+        cache.mutex.unlock();
+    }
+    return total;
 }
 
 test "device types map to their runtime" {

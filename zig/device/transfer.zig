@@ -252,9 +252,10 @@ fn finishDeviceExport(context: ?*anyopaque) callconv(.c) void {
     const held = rt.ops.hold(@intCast(state.device_id));
     defer if (held) rt.ops.unhold();
     // Nothing is freed before the copies into it are done.
-    _ = state.rt.eventSynchronize(state.device_id, state.event.handle);
+    const waited = state.rt.eventSynchronize(state.device_id, state.event.handle);
     releaseDeviceMemory(state.rt, state.device_id, state.memory, state.base, state.range);
-    _ = state.event.destroy();
+    // A completed event is kept for the next copy; any other is destroyed.
+    if (waited == .ok) state.event.recycle() else _ = state.event.destroy();
     std.heap.c_allocator.destroy(state);
 }
 
@@ -454,7 +455,7 @@ fn copyAndExport(rt: *Runtime, device: i64, memory: runtime.MemoryKind, stream: 
     const addresses = std.heap.c_allocator.alloc(usize, sizes.len) catch return fail(.out_of_memory, "out of memory planning a copy", .{});
     defer std.heap.c_allocator.free(addresses);
     var box: *runtime.EventBox = undefined;
-    const created = runtime.EventBox.create(rt, device, &box);
+    const created = runtime.EventBox.createReused(rt, device, &box);
     if (created != .ok) return created;
     event_out.* = box;
     // The event is recorded after the copies, so that it fires once the
