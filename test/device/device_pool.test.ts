@@ -159,6 +159,23 @@ for (const kind of kinds) {
       expect(stagingPool(kind).poolPinnedBlocks).toBe(0);
     });
 
+    test("a staging range is not handed out again while the copy out of it is queued", () => {
+      const d = fake(kind);
+      stagingPool(kind, true);
+      const stale = d.staleSources();
+      d.pause(true); // no copy runs until resumed
+      const handles = [1, 2, 3].map((seed) => toDevice(makeVector(values(seed)), { device: kind }));
+      d.pause(false);
+      d.drain();
+      // The fake hashes a pinned source at the call and again when the
+      // copy reads it: no batch's bytes were overwritten by the next one.
+      expect(d.staleSources()).toBe(stale);
+      const imports = handles.map((h) => ImportedArray.fromDeviceArray(h.schema, h.array));
+      for (const h of handles) h.release();
+      imports.forEach((imported, i) => expectValues(imported, i + 1));
+      for (const imported of imports) imported.dispose();
+    });
+
     test("a completed copy's event is kept for the next copy, never a live one; a trim destroys the kept ones", () => {
       const d = fake(kind);
       stagingPool(kind, true);

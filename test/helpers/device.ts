@@ -61,6 +61,7 @@ const knobSymbols = {
   registrations: { args: [], returns: i64 },
   calls: { args: [ptr, usize], returns: i64 },
   calls_reset: { args: [], returns: none },
+  stale_sources: { args: [], returns: i64 },
 } as const;
 type Knobs = NativeSymbols<typeof knobSymbols>;
 
@@ -145,6 +146,9 @@ export type FakeDriver = {
   /** Every driver call since the last `resetCalls`, by name. */
   calls(): Record<string, number>;
   resetCalls(): void;
+  /** Asynchronous copies whose pinned host source changed between the
+   * call and the copy (the host overwrote memory a queued copy reads). */
+  staleSources(): number;
 };
 
 function open(kind: DeviceKind): FakeDriver {
@@ -201,6 +205,7 @@ function open(kind: DeviceKind): FakeDriver {
       return counts;
     },
     resetCalls: () => knobs.calls_reset(),
+    staleSources: () => Number(knobs.stale_sources()),
   };
 }
 
