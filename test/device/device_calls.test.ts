@@ -11,8 +11,9 @@ import { Float64, Int32, RecordBatch, Table, Utf8, vectorFromArray, type Vector 
 import { fake, fakeLeaks, isFake, stagingPool } from "../helpers/device.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { exportStream } from "../../ts/index.ts";
-import { ImportedArray, ImportedStream } from "../../ts/raw.ts";
-import { toDevice, type DeviceKind } from "../../ts/device.ts";
+import { AsyncStreamConsumer, ImportedArray, ImportedStream } from "../../ts/raw.ts";
+import { exportAsyncStream, toDevice, type DeviceKind } from "../../ts/device.ts";
+import { DeviceType } from "../../ts/index.ts";
 import { nonZeroCounters } from "../../ts/diagnostics.ts";
 
 if (!isFake) throw new Error("test/device/device_calls.test.ts needs the fake drivers");
@@ -170,6 +171,40 @@ for (const kind of kinds) {
       expect(matching(asyncCalls, hostToDevice)).toBe(1);
       expect(matching(asyncCalls, records)).toBe(1);
       expect(sum(asyncCalls)).toBeLessThanOrEqual(sum(syncCalls));
+    });
+
+    test("an async device stream (ArrowAsyncDeviceStreamHandler), JS to JS: per batch no more driver calls than toDevice + release", async () => {
+      const d = fake(kind);
+      toDevice(batches[0], { device: kind }).release();
+      d.drain();
+      const direct = perBatch(kind, (i) => {
+        toDevice(batches[i % batches.length], { device: kind }).release();
+      });
+      async function handOffs() {
+        const consumer = new AsyncStreamConsumer({ queueDepth: 4 });
+        async function* source() {
+          for (const batch of batches) yield toDevice(batch, { device: kind });
+        }
+        d.resetCalls();
+        const run = exportAsyncStream(source(), consumer.handler, { deviceType: kind === "cuda" ? DeviceType.CUDA : DeviceType.ROCM });
+        let seen = 0;
+        for await (const { array } of consumer.arrays()) {
+          array.dispose();
+          d.drain();
+          seen++;
+        }
+        expect((await run.done).outcome).toBe("ended");
+        d.drain();
+        expect(seen).toBe(batches.length);
+        return Object.fromEntries(Object.entries(d.calls()).map(([n, c]) => [n, c / seen]));
+      }
+      await handOffs(); // warm-up: up to queueDepth batches in flight, each with its event
+      const asyncCalls = await handOffs();
+      report(kind, "async device stream hand-off", asyncCalls);
+      expect(matching(asyncCalls, allocations)).toBe(0);
+      expect(matching(asyncCalls, hostToDevice)).toBe(1);
+      expect(matching(asyncCalls, records)).toBe(1);
+      expect(sum(asyncCalls)).toBeLessThanOrEqual(sum(direct));
     });
 
     test("the counters themselves: every call is counted by name, and a reset clears them", () => {
