@@ -40,6 +40,8 @@ const structToken = Symbol("CStruct");
 import { InvalidArgumentError, OutOfMemoryError, OutOfRangeError, ReleasedError, Status } from "../core/errors.ts";
 import { check, native } from "../core/ffi/library.ts";
 import { reportLeak, track, untrack } from "./debug.ts";
+import { inspectCustom } from "./inspect.ts";
+import { showCStruct } from "./inspect_handles.ts";
 
 /** A C `struct K` named by its typed address (`structPointer`), or by an
  * object with one (the classes below, for the kinds they cover). */
@@ -255,6 +257,9 @@ export abstract class CStruct implements Disposable {
       native.abd_free(asPointer(slot.address));
     }
   }
+
+  /** What console.log and Bun.inspect print (native/inspect.ts). */
+  [inspectCustom](): string { return showCStruct(this); }
 
   [Symbol.dispose](): void {
     this.dispose();

@@ -51,6 +51,8 @@ import { reexport, type ReexportOptions } from "./reexport.ts";
 import { selectWindow, type SliceRange, type Window } from "./selection.ts";
 import { importedArrayCapsule, importedSchemaCapsule } from "./protocol/handle_methods.ts";
 import { ArrowCArray, ArrowCDeviceArray, ArrowCSchema, isArrayProducer, type ArrayProducer, type ArrowCapsule, type ProtocolOptions } from "./protocol/symbols.ts";
+import { inspectCustom } from "./inspect.ts";
+import { showImportedArray } from "./inspect_handles.ts";
 
 export { type ImportOptions } from "./import_structs.ts";
 export { type ToHostOptions } from "./to_host.ts";
@@ -577,6 +579,9 @@ export class ImportedArray implements Disposable {
       native.abd_owner_release(asPointer(this.#owner));
     }
   }
+
+  /** What console.log and Bun.inspect print (native/inspect.ts). */
+  [inspectCustom](): string { return showImportedArray(this); }
 
   [Symbol.dispose](): void {
     this.dispose();
