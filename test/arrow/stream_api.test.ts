@@ -41,6 +41,27 @@ describe("the async forms", () => {
     expect(exported.streamReleased).toBe(false); // refused before it was moved in
   });
 
+  test("importTable and recordBatches refuse another object by listing every source they accept", () => {
+    using exported = exportArray(table().batches[0]!);
+    using imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
+    for (const bad of [imported, {}, "x", null]) {
+      let error: unknown = null;
+      try {
+        importTable(bad as never);
+      } catch (caught) {
+        error = caught;
+      }
+      expect(error).toBeInstanceOf(InvalidArgumentError);
+      const message = (error as Error).message;
+      for (const accepted of ["an ImportedStream", "a stream producer or capsule", "an ArrowDeviceArrayStream address", "an iterable of ImportedArray batches", "[imported], or importRecordBatch(imported)"]) {
+        expect({ message, accepted: message.includes(accepted) }).toEqual({ message, accepted: true });
+      }
+    }
+    expect(() => recordBatches(imported as never, { as: "stream" })).toThrow("recordBatches: source must be one of: an ImportedStream; a stream producer or capsule");
+    expect(() => recordBatches(imported as never, { as: "stream" })).toThrow("an ArrowArrayStream address (for an ImportedArray: importRecordBatch(imported)), not an ImportedArray");
+    expect(importTable([imported]).numRows).toBe(3);
+  });
+
   test("a single batch or vector given to exportStream is named, not streamed as rows", () => {
     expect(() => exportStream(table().batches[0] as never)).toThrow("(a RecordBatch is one array: export it with exportArray, or stream it as [batch]), not a RecordBatch");
     expect(() => exportStream(vectorFromArray([1, 2]) as never)).toThrow("(a Vector is one array: export it with exportArray), not a Vector");

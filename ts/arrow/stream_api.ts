@@ -94,6 +94,24 @@ type Opened = { stream: ImportedStream; list: null; read: StreamConvertOptions }
  * when reading then fails), a producer's stream imported. `lists`: an
  * iterable of ImportedArray is accepted too (importTable). A stream the
  * host cannot read is refused here, and released, unless `toHost`. */
+/** Whether `source` is meant as a stream struct: an address, a C struct
+ * view or an object with an `address`. */
+function structLike(source: unknown): boolean {
+  return typeof source === "number" || typeof source === "bigint" || (typeof source === "object" && source !== null && "address" in source);
+}
+
+/** Every source `open` accepts, for the error that refuses another. */
+function acceptedSources(as: StreamKind, lists: boolean): string {
+  const accepted = [
+    "an ImportedStream",
+    'a stream producer or capsule (Symbol.for("__arrow_c_stream__") or "__arrow_c_device_stream__", docs/protocol.md)',
+    as === "stream" ? "an ArrowArrayStream address" : 'an ArrowDeviceArrayStream address (an ArrowArrayStream one with { as: "stream" })',
+  ];
+  if (lists) accepted.push("an iterable of ImportedArray batches");
+  const single = lists ? "for one ImportedArray: [imported], or importRecordBatch(imported)" : "for an ImportedArray: importRecordBatch(imported)";
+  return `one of: ${accepted.join("; ")} (${single})`;
+}
+
 function open(fn: string, source: unknown, options: ImportStreamOptions<StreamKind, boolean> | undefined, lists: boolean): Opened {
   const checked = optionsArg(fn, "options", options, streamOptionKeys);
   const as = oneOfArg(fn, "options.as", checked.as ?? "device_stream", ["stream", "device_stream"]);
@@ -125,6 +143,7 @@ function open(fn: string, source: unknown, options: ImportStreamOptions<StreamKi
     });
     return { stream: null, list: list as ImportedArray[], read };
   }
+  if (!structLike(source)) throw argumentError(fn, "source", acceptedSources(as, lists), source);
   const address = structAddress(fn, "source", source as StructPointer<"ArrowArrayStream">, null, false);
   // Probed here, so that a wrong address is reported as `fn`'s.
   probeStruct(fn, "source", as === "stream" ? "ArrowArrayStream" : "ArrowDeviceArrayStream", address, true);
