@@ -218,15 +218,46 @@ describe("the installed CLI: every subcommand, with the package's version", () =
     expect(readFileSync(svg, "utf8")).toContain(`bun-arrow-device ${version()}, Bun ${Bun.version}`);
   });
 
-  test("Node.js gets an error that says the package needs Bun", () => {
+  test("Node.js gets the \"runs on Bun only\" error for every name of every entry point (named imports link)", () => {
     const node = Bun.which("node");
     if (node === null) {
       console.log("no node on PATH: the Node.js message is not checked here");
       return;
     }
-    const result = run([node, "--input-type=module", "-e", 'import("bun-arrow-device").catch((e) => console.log(e.message))'], app);
-    expect(result.output).toStartWith("bun-arrow-device runs on Bun (https://bun.sh) only");
+    // The run-time names of each entry point, from the API snapshot.
+    const snapshot = readFileSync(join(root, "test", "structure", "public_api.txt"), "utf8");
+    const entries = [...snapshot.matchAll(/^## (\S+) \(ts\/[\w/]+\.ts\)[\s\S]*?^run time:\n((?:  .*\n?)*)/gm)].map((m) => ({
+      specifier: m[1] === "." ? "bun-arrow-device" : `bun-arrow-device/${m[1]!.slice(2)}`,
+      names: m[2]!.split("\n").filter((line) => line.startsWith("  ")).map((line) => line.trim().split(":")[0]!),
+    }));
+    const manifest = JSON.parse(readFileSync(join(app, "node_modules", "bun-arrow-device", "package.json"), "utf8")) as { exports: Record<string, unknown> };
+    expect(entries.map((e) => e.specifier).sort()).toEqual(Object.keys(manifest.exports).filter((k) => k !== "./package.json").map((k) => k === "." ? "bun-arrow-device" : `bun-arrow-device/${k.slice(2)}`).sort());
+    for (const { specifier, names } of entries) {
+      expect(names.length).toBeGreaterThan(5);
+      const named = run([node, "--input-type=module", "-e", `import { ${names.join(", ")} } from "${specifier}"; console.log(${names[0]});`], app);
+      expect({ specifier, output: named.output.split("\n").find((line) => line.startsWith("Error: ") || line.startsWith("SyntaxError")) }).toEqual({ specifier, output: "Error: bun-arrow-device runs on Bun (https://bun.sh) only: it loads its native library through bun:ffi, which Node.js does not have. Run this app with `bun`." });
+      expect(named.exitCode).not.toBe(0);
+      const dynamic = run([node, "--input-type=module", "-e", `import("${specifier}").catch((e) => console.log(e.message));`], app);
+      expect({ specifier, output: dynamic.output }).toEqual({ specifier, output: expect.stringContaining("runs on Bun (https://bun.sh) only") });
+    }
+    const defaulted = run([node, "--input-type=module", "-e", 'import abd from "bun-arrow-device"; console.log(abd);'], app);
+    expect(defaulted.output).toContain("Error: bun-arrow-device runs on Bun (https://bun.sh) only");
   });
+
+  test("npm installs a package with the packed manifest's engines under Node.js without a word (npm checks engines.node and engines.npm only)", () => {
+    const manifest = JSON.parse(mustRun(["tar", "xzOf", made.main!, "package/package.json"], work)) as { engines: Record<string, string> };
+    expect(Object.keys(manifest.engines)).toEqual(["bun"]);
+    const pkg = join(work, "engines-only");
+    mkdirSync(pkg, { recursive: true });
+    writeFileSync(join(pkg, "package.json"), JSON.stringify({ name: "engines-only", version: "1.0.0", engines: manifest.engines }));
+    const tarball = join(pkg, mustRun(["npm", "pack", "--silent"], pkg).split("\n").at(-1)!);
+    const dir = mkdtempSync(join(work, "npm-app-"));
+    writeFileSync(join(dir, "package.json"), JSON.stringify({ name: "npm-app", private: true }));
+    for (const strict of [[], ["--engine-strict"]]) {
+      const result = run(["npm", "install", "--offline", "--no-audit", "--no-fund", ...strict, tarball], dir);
+      expect({ strict, exitCode: result.exitCode, engineWord: /engine/i.test(result.output) }).toEqual({ strict, exitCode: 0, engineWord: false });
+    }
+  }, 120_000);
 });
 
 describe("the shipped examples run from node_modules/bun-arrow-device/examples", () => {
