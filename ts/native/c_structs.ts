@@ -97,9 +97,17 @@ export function takeStructs(fn: string, refs: [param: string, ref: unknown, kind
     }
   }
   if (error) {
-    refs.forEach(([, , kind], i) => {
-      if (addresses[i]) releaseAt(kind, addresses[i]);
+    const released: string[] = [];
+    refs.forEach(([param, , kind], i) => {
+      if (addresses[i]) {
+        releaseAt(kind, addresses[i]);
+        released.push(param);
+      }
     });
+    // Said in the error: a retry with the same structs cannot work.
+    if (released.length > 0 && error instanceof Error) {
+      error.message += `; the ${released.join(" and ")} given ${released.length > 1 ? "were" : "was"} released all the same (${fn} owns what it is given, even when it fails: a retry needs new structs from the producer)`;
+    }
     throw error;
   }
   return addresses;
