@@ -547,9 +547,10 @@ export class ImportedArray implements Disposable {
 
   /** Detaches every ArrayBuffer made over owner memory, which releases the
    * producer's data now, unless an export of converted data still holds it
-   * (then its consumer's release does). Views read as empty afterwards,
-   * and apache-arrow objects converted from the handle (`importRecordBatch`,
-   * `importVector`, `importData`, `importTable`) have no rows (length 0). Idempotent. */
+   * (then its consumer's release does). Views read as empty afterwards;
+   * apache-arrow objects converted from the handle (`importRecordBatch`,
+   * `importVector`, `importData`, `importTable`) keep their lengths, and a
+   * read of their memory throws ReleasedError saying where this ran. Idempotent. */
   dispose(): void {
     if (this.#disposed) return;
     this.#disposed = true;
@@ -565,13 +566,15 @@ export class ImportedArray implements Disposable {
     const deferred = this.#deferred;
     this.#deferred = null;
     deferred?.kill();
-    // What was converted from the handle now reads as empty (no rows).
+    // What was converted from the handle now refuses reads of the
+    // released memory, saying where this ran (`site`).
     const converted = this.#converted;
     this.#converted = null;
     if (converted !== null && emptyConverted !== null) {
+      const site = new Error("disposed here");
       for (const ref of converted) {
         const object = ref.deref();
-        if (object !== undefined) emptyConverted(object);
+        if (object !== undefined) emptyConverted(object, site);
       }
     }
     if (this.#plainReference) {
