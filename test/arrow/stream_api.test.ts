@@ -13,6 +13,9 @@ import { ImportedArray, ImportedStream } from "../../ts/raw.ts";
 import { nonZeroCounters } from "../../ts/diagnostics.ts";
 import { liveStreamSources } from "../../ts/arrow/stream_export.ts";
 import { collectUntil } from "../helpers/gc.ts";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { repoRoot } from "../helpers/cli_run.ts";
 
 afterEach(async () => {
   expect(await collectUntil(() => Object.keys(nonZeroCounters()).length === 0 && liveStreamSources() === 0, 200)).toBe(true);
@@ -128,5 +131,26 @@ describe("one import per kind", () => {
       stream.release();
       imported.dispose();
     }
+  });
+});
+
+describe("dictionary ids across batches", () => {
+  const dictionaryTable = (): Table => {
+    const one = tableFromArrays({ s: ["a", "b", "a"] });
+    return one.concat(tableFromArrays({ s: ["b", "c"] }));
+  };
+
+  test("importRecordBatch gives each batch its own ids (as its doc says); importTable and recordBatches of the stream share them", () => {
+    const source = dictionaryTable();
+    expect(source.batches.length).toBe(2);
+    const singles = source.batches.map((batch) => {
+      using exported = exportArray(batch);
+      return importRecordBatch(exported.schema, exported.array);
+    });
+    expect(() => new Table(singles)).toThrow();
+    expect(new Table([...recordBatches(exportStream(source).stream)]).getChild("s")!.toArray()).toEqual(["a", "b", "a", "b", "c"]);
+    expect(importTable(exportStream(source).stream).getChild("s")!.toArray()).toEqual(["a", "b", "a", "b", "c"]);
+    const doc = readFileSync(join(repoRoot, "ts", "arrow", "import_api.ts"), "utf8");
+    expect(doc).toContain("its dictionary fields get dictionary\n * ids of their own, so `new Table(batches)` of batches imported one by\n * one refuses dictionary columns.");
   });
 });

@@ -468,6 +468,21 @@ describe("bundlers", () => {
     expect(run([bun, join(out, "quick_start.js")], elsewhere, bareEnv())).toEqual({ exitCode: 0, output: quickstartOutput });
   }, 120_000);
 
+  test("the bun build commands of docs/packaging.md: --outdir and --compile --outfile work; --outfile alone stops as the docs say", () => {
+    const docs = readFileSync(join(root, "docs", "packaging.md"), "utf8");
+    expect(docs).toContain("**`bun build --target bun app.ts --outdir out`**");
+    expect(docs).toContain("**`bun build --compile app.ts --outfile app`**");
+    const dir = mkdtempSync(join(work, "docs-build-"));
+    mustRun([bun, "build", "--target", "bun", "quick_start.ts", "--outdir", join(dir, "out")], app, bareEnv());
+    mustRun([bun, "build", "--compile", "quick_start.ts", "--outfile", join(dir, "app")], app, bareEnv());
+    expect(run([join(dir, "app")], dir, bareEnv())).toEqual({ exitCode: 0, output: quickstartOutput });
+    const single = run([bun, "build", "--target", "bun", "quick_start.ts", "--outfile", join(dir, "one.js")], app, bareEnv());
+    expect(single.exitCode).not.toBe(0);
+    const message = single.output.split("\n").find((line) => line.startsWith("error: "))!.slice("error: ".length).trim();
+    expect(message).toBe("cannot write multiple output files without an output directory");
+    expect(docs.replace(/\s+/g, " ")).toContain(`"${message}"`);
+  }, 120_000);
+
   test("bun build --compile: the executable embeds the library and runs from another folder, without node_modules", () => {
     const binary = join(work, "compiled", "quickstart");
     mustRun([bun, "build", "--compile", "quick_start.ts", "--outfile", binary], app, bareEnv());
