@@ -3,22 +3,26 @@
  * per prebuilt library, and the main `bun-arrow-device` package that picks
  * one through optionalDependencies (docs/packaging.md).
  *
- *   bun scripts/pack.ts [--out DIR] [--host-only]
+ *   bun scripts/pack.ts [--out DIR] [--dist DIR] [--host-only]
+ *   bun scripts/pack.ts --sources-digest   (what build-dist.sh records)
  *
  * Platform packages are generated into npm/<platform-id>/ (package.json
  * with os/cpu/libc, index.js, index.d.ts, README.md: committed; the library
  * file: git-ignored) from dist/native/<platform-id>/ (scripts/build-dist.sh).
- * A platform whose library is not built is skipped, except that the host's
- * falls back to this checkout's development build, so that the package
- * smoke test runs without a full cross-build. --host-only packs just the
- * host's. The main package is staged in build/pack/bun-arrow-device/ with
+ * Each library must be the build of the current native sources, decided
+ * by content (a digest that build-dist.sh records, never file times): one
+ * missing or built from other sources stops the pack, naming each, before
+ * anything is written. --host-only packs just the host's, and falls back
+ * to this checkout's development build (saying so), so that the package
+ * smoke test runs without a full cross-build. --dist DIR reads the
+ * libraries from DIR instead of dist/native. The main package is staged in build/pack/bun-arrow-device/ with
  * the publish manifest: package.json's fields plus optionalDependencies
  * pinned to this exact version (they stay out of the repository's
  * package.json, where `npm ci` would try to fetch them).
  *
  * Prints one tarball path per line on stdout.
  */
-import { copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { libraryFileName, platformId, platformIds, platformPackage } from "../ts/core/ffi/platform.ts";
 
@@ -91,31 +95,61 @@ export function writePlatformPackage(id: string, version: string): string {
   return dir;
 }
 
-/** The newest modification time of the native sources (zig/, build.zig,
- * the C header): a library built before it may lack symbols the JS needs. */
-function nativeSourcesTime(): number {
-  const files = [join(root, "build.zig"), join(root, "lib", "include", "arrow_device.h")];
-  for (const name of readdirSync(join(root, "zig"), { recursive: true }) as string[]) {
-    if (name.endsWith(".zig")) files.push(join(root, "zig", name));
+/** The native sources a library is built from: zig/, native/ (the
+ * CPython shim), build.zig, the C header and the pinned toolchain. */
+function nativeSourceFiles(): string[] {
+  const files = ["build.zig", join("lib", "include", "arrow_device.h"), join("scripts", "toolchain.env")];
+  for (const dir of ["zig", "native"]) {
+    for (const name of readdirSync(join(root, dir), { recursive: true }) as string[]) {
+      if (/\.(zig|c|h)$/.test(name)) files.push(join(dir, name));
+    }
   }
-  return Math.max(...files.filter((f) => existsSync(f)).map((f) => statSync(f).mtimeMs));
+  return files.filter((file) => existsSync(join(root, file))).sort();
 }
 
-/** The built library for `id`: dist/native/<id>/, or for the host the
- * development build under lib/. A dist build older than the native
- * sources is stale (a later change to zig/ was not cross-built): it is
- * skipped with a message, never packed. */
-function builtLibrary(id: string): string | undefined {
-  const file = libraryFileName(platformFields(id).os);
-  const dist = join(root, "dist", "native", id, file);
-  const candidates: string[] = [];
-  if (existsSync(dist) && statSync(dist).mtimeMs < nativeSourcesTime()) {
-    console.error(`pack: ${dist} is older than the native sources; run bash scripts/build-dist.sh to rebuild it`);
-  } else {
-    candidates.push(dist);
+/** A digest of the native sources' names and contents (never their
+ * times: a fresh clone or a warm Zig cache changes times, not builds).
+ * scripts/build-dist.sh records it in dist/native/sources.sha256. */
+export function nativeSourcesDigest(): string {
+  const hash = new Bun.CryptoHasher("sha256");
+  for (const file of nativeSourceFiles()) {
+    hash.update(`${file}\0`);
+    hash.update(readFileSync(join(root, file)));
+    hash.update("\0");
   }
-  if (id === platformId()) candidates.push(join(root, "lib", id, file), join(root, "lib", `${process.platform}-${process.arch}`, file));
-  return candidates.find((path) => existsSync(path));
+  return hash.digest("hex");
+}
+
+/** The file under a dist folder (dist/native) that records the digest its
+ * libraries were built from. */
+export const digestFile = "sources.sha256";
+
+/** Why `dist` holds no library of these native sources for `id` (null:
+ * it does). `digest` is nativeSourcesDigest()'s. */
+export function distProblem(dist: string, id: string, digest: string): string | null {
+  const file = join(dist, id, libraryFileName(platformFields(id).os));
+  if (!existsSync(file)) return `no ${file} (run bash scripts/build-dist.sh)`;
+  const recorded = existsSync(join(dist, digestFile)) ? readFileSync(join(dist, digestFile), "utf8").trim() : null;
+  if (recorded === null) return `${join(dist, digestFile)} is missing, so ${file} cannot be matched to the native sources (run bash scripts/build-dist.sh)`;
+  if (recorded !== digest) return `${file} was built from other native sources (recorded ${recorded.slice(0, 12)}, sources now ${digest.slice(0, 12)}): run bash scripts/build-dist.sh`;
+  return null;
+}
+
+/** The library to pack for `id`: dist's, when it was built from these
+ * sources; for --host-only, else this checkout's development build (said
+ * on stderr). Throws, naming the problem, rather than pack another. */
+function builtLibrary(dist: string, id: string, digest: string, hostOnly: boolean): string {
+  const problem = distProblem(dist, id, digest);
+  if (problem === null) return join(dist, id, libraryFileName(platformFields(id).os));
+  if (hostOnly && id === platformId()) {
+    const file = libraryFileName(platformFields(id).os);
+    const development = [join(root, "lib", id, file), join(root, "lib", `${process.platform}-${process.arch}`, file)].find((path) => existsSync(path));
+    if (development !== undefined) {
+      console.error(`pack: --host-only: packing the development build ${development} (${problem})`);
+      return development;
+    }
+  }
+  throw new Error(`pack: ${platformPackage(id)}: ${problem}`);
 }
 
 /** The publish manifest of the main package. */
@@ -134,20 +168,37 @@ function npmPack(dir: string, out: string): string {
   return join(out, name);
 }
 
-if (import.meta.main) {
+if (import.meta.main && process.argv.includes("--sources-digest")) {
+  console.log(nativeSourcesDigest());
+} else if (import.meta.main) {
   const args = process.argv.slice(2);
   const outIndex = args.indexOf("--out");
   const out = resolve(outIndex >= 0 ? args[outIndex + 1]! : join(root, "build", "pack", "tarballs"));
-  const ids = args.includes("--host-only") ? [platformId()] : [...platformIds];
+  const distIndex = args.indexOf("--dist");
+  const dist = resolve(distIndex >= 0 ? args[distIndex + 1]! : join(root, "dist", "native"));
+  const hostOnly = args.includes("--host-only");
+  const ids = hostOnly ? [platformId()] : [...platformIds];
+  // Every library is chosen before anything is written: one that is not
+  // the build of these sources stops the pack, naming each problem.
+  const digest = nativeSourcesDigest();
+  const libraries = new Map<string, string>();
+  const problems: string[] = [];
+  for (const id of ids) {
+    try {
+      libraries.set(id, builtLibrary(dist, id, digest, hostOnly));
+    } catch (error) {
+      problems.push((error as Error).message);
+    }
+  }
+  if (problems.length > 0) {
+    console.error(problems.join("\n"));
+    process.exit(1);
+  }
   mkdirSync(out, { recursive: true });
   const tarballs: string[] = [];
   for (const id of ids) {
     const dir = writePlatformPackage(id, manifest.version);
-    const library = builtLibrary(id);
-    if (!library) {
-      console.error(`pack: skipping ${platformPackage(id)}: no dist/native/${id}/ (run bash scripts/build-dist.sh)`);
-      continue;
-    }
+    const library = libraries.get(id)!;
     const os = platformFields(id).os;
     copyFileSync(library, join(dir, libraryFileName(os)));
     // The repository's LICENSE, copied at pack time (git-ignored there).
