@@ -10,7 +10,8 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { tableFromArrays, Table, Int32, Field, makeData, Struct, Schema, RecordBatch } from "apache-arrow";
 import { exportArray, exportSchema, exportStream } from "../../ts/index.ts";
-import { CArray, CDeviceArray, CSchema, ImportedArray, ImportedStream } from "../../ts/raw.ts";
+import { exportAsyncStream } from "../../ts/device.ts";
+import { AsyncStreamConsumer, CArray, CDeviceArray, CSchema, ImportedArray, ImportedStream } from "../../ts/raw.ts";
 import { repoRoot } from "../helpers/cli_run.ts";
 
 const stored = join(repoRoot, "test", "data", "inspect", "handles.txt");
@@ -66,11 +67,23 @@ function printed(): string {
   big.dispose();
   imported.dispose();
   show("ImportedArray, disposed", imported);
-  return sections.join("\n\n") + "\n";
+  return sections;
 }
 
-test("every handle class prints its format, length, nulls, device and children (stored text)", () => {
-  const text = printed();
+/** An async consumer before and after it read one table's batches. */
+async function printedAsync(): Promise<string[]> {
+  const consumer = new AsyncStreamConsumer({ queueDepth: 2 });
+  const sections = [`## AsyncStreamConsumer, new\n${Bun.inspect(consumer)}`];
+  const run = exportAsyncStream(table(), consumer.handler);
+  for await (const item of consumer.arrays()) item.array.dispose();
+  await run.done;
+  await consumer.closed;
+  sections.push(`## AsyncStreamConsumer, read to the end\n${Bun.inspect(consumer)}`);
+  return sections;
+}
+
+test("every handle class prints its format, length, nulls, device and children (stored text)", async () => {
+  const text = [...printed(), ...(await printedAsync())].join("\n\n") + "\n";
   if (process.env.UPDATE_INSPECT === "1") writeFileSync(stored, text);
   expect(text).toBe(readFileSync(stored, "utf8"));
   // One screen: no handle takes more than 24 lines.

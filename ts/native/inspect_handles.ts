@@ -5,6 +5,7 @@
  * and null counts are the struct's (a slice's for a window).
  */
 import { CArray, CDeviceArray, CSchema, type CStruct } from "./c_structs.ts";
+import type { AsyncStreamConsumer } from "./async_consumer.ts";
 import type { ExportedArray } from "./exported.ts";
 import type { ExportedStream } from "./exported_stream.ts";
 import type { ImportedArray } from "./imported_array.ts";
@@ -127,5 +128,14 @@ export function showImportedStream(stream: ImportedStream): string {
   return readOr(() => {
     const schema = CSchema.at(stream.schemaAddress as never);
     return renderTree(`${head}, schema${named(schema.name)} ${formatText(schema.format)}`, schemaChildren(schema));
+  });
+}
+
+/** An async consumer (or AsyncRecordBatchStream): its queue and counts;
+ * its schema arrives with `ready()`, its batches as they are read. */
+export function showAsyncConsumer(consumer: AsyncStreamConsumer): string {
+  return readOr(() => {
+    const stats = consumer.stats;
+    return `${consumer.constructor.name} queue depth ${consumer.queueDepth}: batches requested ${stats.requested}, received ${stats.received}, taken ${stats.taken}, read ${stats.read}, discarded ${stats.discarded}`;
   });
 }
