@@ -27,7 +27,7 @@ function wide(): RecordBatch {
   return new RecordBatch(new Schema(fields), makeData({ type: new Struct(fields), length: 1, children }));
 }
 
-function printed(): string {
+function printed(): string[] {
   const sections: string[] = [];
   const show = (title: string, handle: unknown) => sections.push(`## ${title}\n${Bun.inspect(handle)}`);
   const t = table();
