@@ -108,6 +108,17 @@ describe("the shipped docs", () => {
     expect(broken).toEqual([]);
   });
 
+  test("the README's table of supported types names every format family of the C Data Interface", () => {
+    const readme = readFileSync(join(root, "README.md"), "utf8");
+    const section = readme.slice(readme.indexOf("### Supported types"), readme.indexOf("###", readme.indexOf("### Supported types") + 4));
+    const formats = [...section.matchAll(/`([^`]+)`/g)].map((m) => m[1]!);
+    const families = ["n", "b", "c", "C", "s", "S", "i", "I", "l", "L", "e", "f", "g", "d:p,s[,bits]", "tdD", "tdm", "tt?", "ts?:tz", "tD?", "tiM", "tiD", "tin",
+      "u", "z", "U", "Z", "w:n", "vu", "vz", "+l", "+L", "+w:n", "+s", "+m", "+ud:ids", "+us:ids", "+vl", "+vL", "+r"];
+    expect(families.filter((format) => !formats.includes(format))).toEqual([]);
+    expect(section).toContain("| extension types |");
+    expect(section).toContain("dictionary-encoded");
+  });
+
   test("docs/cli.md names the bin package.json declares", () => {
     const bin = (JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { bin: Record<string, string> }).bin["bun-arrow-device"]!;
     expect(readFileSync(join(root, "docs", "cli.md"), "utf8")).toContain(`The package's \`bin\` is \`${bin.replace(/^\.\//, "")}\``);
