@@ -56,12 +56,11 @@ describe("the async forms", () => {
       }
       expect(error).toBeInstanceOf(InvalidArgumentError);
       const message = (error as Error).message;
-      for (const accepted of ["an ImportedStream", "a stream producer or capsule", "an ArrowDeviceArrayStream address", "an iterable of ImportedArray batches", "[imported], or importRecordBatch(imported)"]) {
+      for (const accepted of ["an ImportedStream", "a stream producer or capsule (docs/protocol.md)", "an ArrowDeviceArrayStream address", "a list of ImportedArray batches", "(one batch: importRecordBatch)"]) {
         expect({ message, accepted: message.includes(accepted) }).toEqual({ message, accepted: true });
       }
     }
-    expect(() => recordBatches(imported as never, { as: "stream" })).toThrow("recordBatches: source must be one of: an ImportedStream; a stream producer or capsule");
-    expect(() => recordBatches(imported as never, { as: "stream" })).toThrow("an ArrowArrayStream address (for an ImportedArray: importRecordBatch(imported)), not an ImportedArray");
+    expect(() => recordBatches(imported as never, { as: "stream" })).toThrow("recordBatches: source must be an ImportedStream, a stream producer or capsule (docs/protocol.md), or an ArrowArrayStream address (an ImportedArray: importRecordBatch), not an ImportedArray");
     expect(importTable([imported]).numRows).toBe(3);
   });
 

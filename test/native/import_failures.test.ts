@@ -71,7 +71,7 @@ describe("an import refused on one argument", () => {
     }
     expect((error as { code?: string }).code).toBe("invalid_argument");
     expect((error as Error).message).toStartWith("ImportedArray.fromDeviceArray: schema: 0x8 is not readable memory");
-    expect((error as Error).message).toEndWith("; the deviceArray given was released all the same (ImportedArray.fromDeviceArray owns what it is given, even when it fails: a retry needs new structs from the producer)");
+    expect((error as Error).message).toEndWith("; the deviceArray given was released too (a failed import owns its structs: retry with new ones)");
     expect(produced.array.released).toBe(true);
     expect(fx.fx_array_releases()).toBe(1n);
     expect(fx.fx_schema_releases()).toBe(0n);

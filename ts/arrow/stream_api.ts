@@ -102,14 +102,10 @@ function structLike(source: unknown): boolean {
 
 /** Every source `open` accepts, for the error that refuses another. */
 function acceptedSources(as: StreamKind, lists: boolean): string {
-  const accepted = [
-    "an ImportedStream",
-    'a stream producer or capsule (Symbol.for("__arrow_c_stream__") or "__arrow_c_device_stream__", docs/protocol.md)',
-    as === "stream" ? "an ArrowArrayStream address" : 'an ArrowDeviceArrayStream address (an ArrowArrayStream one with { as: "stream" })',
-  ];
-  if (lists) accepted.push("an iterable of ImportedArray batches");
-  const single = lists ? "for one ImportedArray: [imported], or importRecordBatch(imported)" : "for an ImportedArray: importRecordBatch(imported)";
-  return `one of: ${accepted.join("; ")} (${single})`;
+  const struct = as === "stream" ? "an ArrowArrayStream address" : 'an ArrowDeviceArrayStream address (ArrowArrayStream with { as: "stream" })';
+  return lists
+    ? `an ImportedStream, a stream producer or capsule (docs/protocol.md), ${struct}, or a list of ImportedArray batches (one batch: importRecordBatch)`
+    : `an ImportedStream, a stream producer or capsule (docs/protocol.md), or ${struct} (an ImportedArray: importRecordBatch)`;
 }
 
 function open(fn: string, source: unknown, options: ImportStreamOptions<StreamKind, boolean> | undefined, lists: boolean): Opened {

@@ -106,7 +106,7 @@ export function takeStructs(fn: string, refs: [param: string, ref: unknown, kind
     });
     // Said in the error: a retry with the same structs cannot work.
     if (released.length > 0 && error instanceof Error) {
-      error.message += `; the ${released.join(" and ")} given ${released.length > 1 ? "were" : "was"} released all the same (${fn} owns what it is given, even when it fails: a retry needs new structs from the producer)`;
+      error.message += `; the ${released.join(" and ")} given ${released.length > 1 ? "were" : "was"} released too (a failed import owns its structs: retry with new ones)`;
     }
     throw error;
   }
