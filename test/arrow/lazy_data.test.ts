@@ -374,3 +374,19 @@ describe("lazy Data of an imported batch", () => {
     expect(makeData({ type: new Int32(), length: 2, data: batch.data.children[0].values.subarray(2, 4) }).values[1]).toBe(4);
   });
 });
+
+describe("the handle's own reads after dispose", () => {
+  test("say where dispose() ran when the handle had converted objects, and how to learn it otherwise", () => {
+    using exported = exportArray(mixedBatch());
+    const imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
+    const raw = imported.root.child(0);
+    importRecordBatch(imported);
+    imported.dispose();
+    expect(() => raw.buffer(1)).toThrow(ReleasedError);
+    expect(() => imported.root).toThrow(/^this imported array was disposed at .*lazy_data\.test\.ts:\d+:\d+\)?; its memory is released$/);
+    using again = exportArray(mixedBatch());
+    const plain = ImportedArray.fromDeviceArray(again.schema, again.array);
+    plain.dispose();
+    expect(() => plain.root).toThrow("this imported array was disposed (ARROW_DEVICE_DEBUG=1 records where); its memory is released");
+  });
+});

@@ -19,6 +19,7 @@ import { argumentError, oneOfArg } from "../core/args.ts";
 import { InvalidArgumentError, ReleasedError, Status } from "../core/errors.ts";
 import { ImportedArray, type ImportOptions, type RawArray } from "../native/imported.ts";
 import { noteConverted, onDisposeEmpty } from "../native/batch_source.ts";
+import { disposalSite } from "../native/debug.ts";
 import { takeStructs, type StructRef } from "../native/c_structs.ts";
 import { branded, type StructName } from "../core/abi/pointers.ts";
 import { isArrayProducer, type ArrayProducer, type ArrowCapsule } from "../native/protocol/symbols.ts";
@@ -39,14 +40,6 @@ export function toData(raw: RawArray, options: ConvertOptions = {}): Data {
   return data;
 }
 
-/** Where `site` (made by ImportedArray.dispose) says the handle was
- * disposed: the first frame outside the handle's own module. */
-function disposedWhere(site: Error): string {
-  const frames = (site.stack ?? "").split("\n").map((line) => line.trim()).filter((line) => line.startsWith("at "));
-  const caller = frames.find((frame) => !/imported_array\.(ts|js)/.test(frame));
-  return caller === undefined ? "" : ` ${caller}`;
-}
-
 /** The fields of a Data that read the producer's memory. */
 const memoryFields = ["values", "valueOffsets", "nullBitmap", "typeIds", "variadicBuffers"] as const;
 
@@ -57,7 +50,7 @@ const memoryFields = ["values", "valueOffsets", "nullBitmap", "typeIds", "variad
  * never makes its views: its own accessors shadow the lazy ones. */
 function releaseData(data: Data, site: Error): void {
   const released = (): never => {
-    throw new ReleasedError(Status.released, `this ${data.type} data was converted from an ImportedArray that was disposed${disposedWhere(site)}, which released its memory: read it before dispose() (before the end of a using block), or call releaseToGC() instead of dispose() to leave its memory to the garbage collector`);
+    throw new ReleasedError(Status.released, `this ${data.type} data was converted from an ImportedArray that was disposed${disposalSite(site)}, which released its memory: read it before dispose() (before the end of a using block), or call releaseToGC() instead of dispose() to leave its memory to the garbage collector`);
   };
   for (const field of memoryFields) Object.defineProperty(data, field, { get: released, set: released, configurable: true, enumerable: false });
   for (const child of data.children) releaseData(child, site);

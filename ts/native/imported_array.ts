@@ -37,7 +37,7 @@ import { addressArg, argumentError, booleanArg, integerArg, isPlainObject, strin
 import { native } from "../core/ffi/library.ts";
 import { type StructRef } from "./c_structs.ts";
 import { importDeviceStructs, importFromProducer, importStructs, type ImportOptions } from "./import_structs.ts";
-import { track, untrack, unwatch, watch } from "./debug.ts";
+import { debugEnabled, disposalSite, track, untrack, unwatch, watch } from "./debug.ts";
 import { DeferredViews } from "./deferred_views.ts";
 import { type ExportedArray } from "./exported.ts";
 import { hostAccessError } from "./host_access.ts";
@@ -94,6 +94,8 @@ export class ImportedArray implements Disposable {
    * once at distinct addresses (`#prefetchDistinct`) and never looks. */
   #byAddress: Map<number, ArrayBuffer> | null = null;
   #disposed = false;
+  /** Where `dispose()` ran: recorded with converted objects, or in debug mode. */
+  #disposedAt: Error | null = null;
   /** The deferred views every batch converted lazily from this handle
    * shares (arrow/import.ts; made by the first), killed by `dispose()`:
    * they hold references of their own, which `releaseToGC()` leaves to
@@ -244,7 +246,7 @@ export class ImportedArray implements Disposable {
   }
 
   #live(): void {
-    if (this.#disposed) throw new ReleasedError(Status.released, "this imported array was disposed; its memory is released");
+    if (this.#disposed) throw new ReleasedError(Status.released, `this imported array was disposed${disposalSite(this.#disposedAt)}; its memory is released`);
   }
 
   /** True once `dispose()` ran: the handle's views are detached. */
@@ -570,8 +572,9 @@ export class ImportedArray implements Disposable {
     // released memory, saying where this ran (`site`).
     const converted = this.#converted;
     this.#converted = null;
-    if (converted !== null && emptyConverted !== null) {
-      const site = new Error("disposed here");
+    const site = converted !== null || debugEnabled ? new Error("disposed here") : null;
+    this.#disposedAt = site;
+    if (converted !== null && site !== null && emptyConverted !== null) {
       for (const ref of converted) {
         const object = ref.deref();
         if (object !== undefined) emptyConverted(object, site);
