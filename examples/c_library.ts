@@ -5,18 +5,26 @@
  *   bun examples/c_library.ts [path/to/libdoubler.so]
  *
  * The C side is examples/c/doubler.c (built by `zig build` into
- * build/examples/ in a checkout; elsewhere build it as the README shows
- * and pass its path): `doubler_run(input, output)` reads a table from one
- * ArrowArrayStream and fills another with a column "doubled" = 2 * x.
+ * build/examples/ in a checkout; in an app, build it as the README shows:
+ * ./libdoubler.so is found without an argument): `doubler_run(input,
+ * output)` reads a table from one ArrowArrayStream and fills another with
+ * a column "doubled" = 2 * x.
  */
 import { dlopen, FFIType, ptr, suffix } from "bun:ffi";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { Float64, Table, vectorFromArray } from "apache-arrow";
 import { exportStream, importTable } from "bun-arrow-device";
 import { structPointer } from "bun-arrow-device/raw";
 
 // 1. Open the C library (any library speaking the Arrow C stream interface).
-const libraryFile = process.argv[2] ?? join(import.meta.dir, "..", "build", "examples", `libdoubler.${suffix}`);
+//    Given, or built in this folder as the README shows, or in a checkout.
+const candidates = [join(process.cwd(), `libdoubler.${suffix}`), join(import.meta.dir, "..", "build", "examples", `libdoubler.${suffix}`)];
+const libraryFile = process.argv[2] ?? candidates.find((file) => existsSync(file));
+if (libraryFile === undefined || !existsSync(libraryFile)) {
+  console.error(`c_library.ts needs libdoubler.${suffix}, built from the package's examples/c/doubler.c: cc -std=c11 -O2 -shared -fPIC -I node_modules/bun-arrow-device/lib/include node_modules/bun-arrow-device/examples/c/doubler.c -o libdoubler.${suffix} (then run this again, or pass the library's path)`);
+  process.exit(2);
+}
 const doubler = dlopen(libraryFile, {
   doubler_run: { args: [FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
   doubler_last_error: { args: [], returns: FFIType.cstring },

@@ -8,7 +8,8 @@
  * place. DuckDB -> JS: each result batch (ArrowSchema + ArrowArray) is moved
  * into `importRecordBatch`: apache-arrow vectors over DuckDB's memory,
  * released when the GC collects them. The binding (examples/duckdb_c.ts)
- * loads libduckdb from the npm package @duckdb/node-bindings-<platform>.
+ * loads libduckdb from the npm package @duckdb/node-bindings-<platform>,
+ * installed in the app (or a checkout), or from DUCKDB_LIBRARY.
  *
  * Threads: this runs the query on the JS thread, so DuckDB must call the
  * streams' get_next on that thread too: `threads: "1"`. With more threads,
@@ -20,7 +21,14 @@ import { ptr } from "bun:ffi";
 import { Table, tableFromArrays, vectorFromArray, Utf8, type RecordBatch } from "apache-arrow";
 import { ArrowDeviceError, exportStream, importRecordBatch } from "bun-arrow-device";
 import { callBlocking } from "bun-arrow-device/raw";
-import { DuckDB } from "./duckdb_c.ts";
+import { existsSync } from "node:fs";
+import { DuckDB, duckdbLibraryPath, duckdbPackage } from "./duckdb_c.ts";
+
+// DuckDB's C library comes from npm (or DUCKDB_LIBRARY): say so in one line.
+if (!existsSync(duckdbLibraryPath())) {
+  console.error(`duckdb.ts needs DuckDB's C library: bun add ${duckdbPackage} in this app (or set DUCKDB_LIBRARY to libduckdb's path); not found: ${duckdbLibraryPath()}`);
+  process.exit(2);
+}
 
 const orders = tableFromArrays({
   id: Int32Array.from({ length: 10_000 }, (_, i) => i),

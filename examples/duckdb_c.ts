@@ -22,17 +22,31 @@
  */
 import { CString, FFIType, dlopen, type Pointer } from "bun:ffi";
 import { existsSync } from "node:fs";
-import { resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { CArray, CSchema } from "bun-arrow-device/raw";
 
 const { ptr, i32, cstring, void: none } = FFIType;
 
-/** Where npm installs libduckdb.so for this platform (a devDependency). */
+/** The npm package that ships libduckdb for this platform. */
+export const duckdbPackage = `@duckdb/node-bindings-${process.platform}-${process.arch}`;
+
+/** Where libduckdb is: DUCKDB_LIBRARY, else the first node_modules that
+ * holds `duckdbPackage`, from the app's folder (the working directory)
+ * up, then from this file's folder up (a checkout's devDependency). */
 export function duckdbLibraryPath(): string {
   const fromEnv = process.env.DUCKDB_LIBRARY;
   if (fromEnv) return fromEnv;
-  const platform = `${process.platform}-${process.arch}`;
-  return resolve(import.meta.dir, "..", "node_modules", "@duckdb", `node-bindings-${platform}`, process.platform === "darwin" ? "libduckdb.dylib" : process.platform === "win32" ? "duckdb.dll" : "libduckdb.so");
+  const file = process.platform === "darwin" ? "libduckdb.dylib" : process.platform === "win32" ? "duckdb.dll" : "libduckdb.so";
+  const tried: string[] = [];
+  for (const start of [process.cwd(), import.meta.dir]) {
+    for (let dir = resolve(start); ; dir = dirname(dir)) {
+      const path = join(dir, "node_modules", duckdbPackage, file);
+      if (existsSync(path)) return path;
+      tried.push(path);
+      if (dirname(dir) === dir) break;
+    }
+  }
+  return tried[0]!;
 }
 
 const symbols = {
@@ -62,7 +76,7 @@ let opened: ReturnType<typeof dlopen<typeof symbols>> | null = null;
 export function duckdbSymbols(): ReturnType<typeof dlopen<typeof symbols>>["symbols"] {
   if (!opened) {
     const path = duckdbLibraryPath();
-    if (!existsSync(path)) throw new Error(`libduckdb not found at ${path}: run npm ci (devDependency @duckdb/node-bindings-${process.platform}-${process.arch}) or set DUCKDB_LIBRARY`);
+    if (!existsSync(path)) throw new Error(`libduckdb not found (${path}): this example needs DuckDB's C library: install it in the app (bun add ${duckdbPackage}) or set DUCKDB_LIBRARY to libduckdb's path`);
     opened = dlopen(path, symbols);
   }
   return opened.symbols;

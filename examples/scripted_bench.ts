@@ -10,9 +10,9 @@
  *
  * Under a fake driver the figures are marked fake: never GPU figures.
  */
-import { existsSync, mkdtempSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 
 /** The fields of the bench JSON (docs/cli.md) this script reads. */
 type BenchResult = {
@@ -22,12 +22,15 @@ type BenchResult = {
   realGpu: boolean;
 };
 
-// The CLI beside this example: the sources in a checkout, the compiled one
-// in the installed package (node_modules/bun-arrow-device/examples/).
-const source = join(import.meta.dir, "..", "ts", "cli.ts");
-const cli = existsSync(source) ? source : join(import.meta.dir, "..", "dist", "js", "cli.js");
+// The package's CLI, wherever this script is (a copy in an app, the
+// installed package's examples/, a checkout): its compiled bin, or the
+// sources in a checkout.
+const packageDir = dirname(Bun.resolveSync("bun-arrow-device/package.json", import.meta.dir));
+const source = join(packageDir, "ts", "cli.ts");
+const cli = existsSync(source) ? source : join(packageDir, "dist", "js", "cli.js");
 const args = process.argv.slice(2);
 const outDir = args.find((a) => !a.startsWith("--")) ?? mkdtempSync(join(tmpdir(), "arrow-device-bench-"));
+mkdirSync(outDir, { recursive: true });
 const requireGpu = args.includes("--require-gpu") ? ["--require-gpu"] : [];
 const jsonFile = join(outDir, "bench.json");
 const svgFile = join(outDir, "bench.svg");

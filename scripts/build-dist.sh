@@ -31,5 +31,8 @@ done
 rm -rf dist/native
 mv "$stage/lib" dist/native
 rm -rf "$stage"
+# What the libraries were built from, by content: scripts/pack.ts packs
+# them only while the native sources still have this digest.
+"$BUN" scripts/pack.ts --sources-digest > dist/native/sources.sha256
 (cd dist/native && find . -type f -printf '%P %s bytes\n' | sort)
 "$BUN" scripts/native-check.ts dist/native

@@ -11,4 +11,7 @@ rm -rf dist/js
 # the declarations; do it there too, so that every moduleResolution
 # (NodeNext included) finds the .d.ts beside each .js.
 find dist/js -name '*.d.ts' -exec sed -i -E 's#(["'"'"'])(\.\.?/[^"'"'"']*)\.ts(["'"'"'])#\1\2.js\3#g' {} +
+# Node.js's stand-in module gets every entry point's names (it throws
+# "runs on Bun only" before any is used).
+"$BUN" scripts/node-entry.ts
 echo "dist/js: $(find dist/js -name '*.js' | wc -l) modules, $(find dist/js -name '*.d.ts' | wc -l) declarations"

@@ -113,7 +113,7 @@ describe("lazy Data of an imported batch", () => {
     expect(counters().live_imported_views).toBe(made); // no new views
     imported.dispose();
     expect(counters().live_owners).toBe(0);
-    expect(batches[49].data.children[2].values.byteLength).toBe(0);
+    expect(() => batches[49].data.children[2].values).toThrow(ReleasedError);
   });
 
   test("a wide batch nobody reads costs no view beyond the handle's anchor", () => {
@@ -129,7 +129,7 @@ describe("lazy Data of an imported batch", () => {
     expect(counters().live_imported_views).toBe(1 + 100); // + all 100 buffers
   });
 
-  test("disposed before the first read: every buffer reads as empty (no view of the producer's memory is made), and exports refuse it", () => {
+  test("disposed before the first read: every buffer read is a ReleasedError (no view of the producer's memory is made), and exports refuse it", () => {
     using exported = exportArray(mixedBatch());
     const imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
     const batch = importRecordBatch(imported);
@@ -137,15 +137,14 @@ describe("lazy Data of an imported batch", () => {
     expect(counters().live_owners).toBe(0);
     expect(counters().live_imported_views).toBe(0);
     const int32 = batch.data.children[0];
-    expect(int32.values.byteLength).toBe(0);
-    expect(int32.values).toBeInstanceOf(Int32Array);
-    expect(int32.nullBitmap!.byteLength).toBe(0);
-    expect(batch.data.children[3].valueOffsets.byteLength).toBe(0);
+    expect(() => int32.values).toThrow(ReleasedError);
+    expect(() => int32.nullBitmap).toThrow(ReleasedError);
+    expect(() => batch.data.children[3].valueOffsets).toThrow(ReleasedError);
     expect(counters().live_imported_views).toBe(0); // nothing made after the end
     expect(() => exportArray(batch)).toThrow(ReleasedError);
   });
 
-  test("disposed after the first read: the views made are detached", () => {
+  test("disposed after the first read: the views made are detached, and the Data refuse reads", () => {
     using exported = exportArray(mixedBatch());
     const imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
     const batch = importRecordBatch(imported);
@@ -154,10 +153,10 @@ describe("lazy Data of an imported batch", () => {
     imported.dispose();
     expect(counters().live_owners).toBe(0);
     expect(values.byteLength).toBe(0);
-    expect(batch.data.children[0].values.byteLength).toBe(0);
+    expect(() => batch.data.children[0].values).toThrow(ReleasedError);
   });
 
-  test("after dispose, what was converted from the handle has no rows (read before or not), never rows of empty objects", () => {
+  test("after dispose, a read of what was converted from the handle is a ReleasedError that says where it was disposed (read before or not)", () => {
     for (const readFirst of [false, true]) {
       using exported = exportArray(mixedBatch());
       const imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
@@ -168,37 +167,44 @@ describe("lazy Data of an imported batch", () => {
       const vector = importVector(imported);
       const column = importData(imported.root.child(0));
       const table = importTable([imported]);
+      const child = batch.getChildAt(0)!;
       expect([vector.length, column.length, table.numRows]).toEqual([rows, rows, rows]);
       imported.dispose();
-      expect(batch.numRows).toBe(0);
-      expect(batch.toArray()).toEqual([]);
-      expect([...batch]).toEqual([]);
-      expect(batch.getChildAt(0)!.length).toBe(0);
-      expect(vector.length).toBe(0);
-      expect([...vector]).toEqual([]);
-      expect(column.length).toBe(0);
-      expect(table.numRows).toBe(0);
-      expect(table.toArray()).toEqual([]);
-      expect(() => exportArray(batch)).toThrow(ReleasedError);
+      const reads: [string, () => unknown][] = [
+        ["batch.getChildAt(0).toArray()", () => batch.getChildAt(0)!.toArray()],
+        ["a child taken before", () => child.get(0)],
+        ["[...batch][0].toJSON()", () => [...batch][0]!.toJSON()],
+        ["vector", () => vector.data[0]!.nullBitmap],
+        ["importData", () => column.values],
+        ["table.getChildAt(0).toArray()", () => table.getChildAt(0)!.toArray()],
+        ["exportArray(batch)", () => exportArray(batch)],
+      ];
+      for (const [what, read] of reads) {
+        let error: unknown = null;
+        try {
+          read();
+        } catch (caught) {
+          error = caught;
+        }
+        expect({ what, code: (error as { code?: string } | null)?.code }).toEqual({ what, code: "released" });
+        expect((error as Error).message).toContain("was converted from an ImportedArray that was disposed at ");
+        expect((error as Error).message).toMatch(/disposed at .*lazy_data\.test\.ts:\d+:\d+/);
+        expect((error as Error).message).toContain("call releaseToGC() instead of dispose()");
+      }
+      // The lengths are not the memory: they stay.
+      expect([batch.numRows, vector.length, column.length, table.numRows]).toEqual([rows, rows, rows, rows]);
     }
     expect(counters().live_owners).toBe(0);
   });
 
-  test("disposing a handle whose batch nobody read empties the batch without making a view of it", () => {
-    const emptied: Data[] = [];
-    for (let i = 0; i < 2; i++) {
-      using exported = exportArray(mixedBatch());
-      const imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
-      const batch = importRecordBatch(imported);
-      imported.dispose();
-      expect(batch.numRows).toBe(0);
-      emptied.push(batch.getChildAt(0)!.data[0]!);
-    }
-    // Made without reading: the one shared empty view of each kind, not a
-    // view per buffer filled first and then replaced.
-    expect(emptied[0]!.values).toBe(emptied[1]!.values);
-    expect(emptied[0]!.nullBitmap).toBe(emptied[1]!.nullBitmap);
-    expect(emptied[0]!.values.length).toBe(0);
+  test("disposing a handle whose batch nobody read makes no view of it, even when the batch is read after", () => {
+    using exported = exportArray(mixedBatch());
+    const imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
+    const batch = importRecordBatch(imported);
+    imported.dispose();
+    expect(counters().live_imported_views).toBe(0);
+    expect(() => batch.getChild("i")!.get(0)).toThrow(ReleasedError);
+    expect(counters().live_imported_views).toBe(0);
     expect(counters().live_owners).toBe(0);
   });
 
@@ -366,5 +372,21 @@ describe("lazy Data of an imported batch", () => {
     expect([...table.getChild("s")!].slice(3, 7)).toEqual(["", "ccc", "a", "bb"]);
     expect(new RecordBatch(new Schema(batch.schema.fields), batch.data).getChild("f")!.get(4)).toBe(4.5);
     expect(makeData({ type: new Int32(), length: 2, data: batch.data.children[0].values.subarray(2, 4) }).values[1]).toBe(4);
+  });
+});
+
+describe("the handle's own reads after dispose", () => {
+  test("say where dispose() ran when the handle had converted objects, and how to learn it otherwise", () => {
+    using exported = exportArray(mixedBatch());
+    const imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
+    const raw = imported.root.child(0);
+    importRecordBatch(imported);
+    imported.dispose();
+    expect(() => raw.buffer(1)).toThrow(ReleasedError);
+    expect(() => imported.root).toThrow(/^this imported array was disposed at .*lazy_data\.test\.ts:\d+:\d+\)?; its memory is released$/);
+    using again = exportArray(mixedBatch());
+    const plain = ImportedArray.fromDeviceArray(again.schema, again.array);
+    plain.dispose();
+    expect(() => plain.root).toThrow("this imported array was disposed (ARROW_DEVICE_DEBUG=1 records where); its memory is released");
   });
 });

@@ -13,6 +13,9 @@ import { ImportedArray, ImportedStream } from "../../ts/raw.ts";
 import { nonZeroCounters } from "../../ts/diagnostics.ts";
 import { liveStreamSources } from "../../ts/arrow/stream_export.ts";
 import { collectUntil } from "../helpers/gc.ts";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { repoRoot } from "../helpers/cli_run.ts";
 
 afterEach(async () => {
   expect(await collectUntil(() => Object.keys(nonZeroCounters()).length === 0 && liveStreamSources() === 0, 200)).toBe(true);
@@ -39,6 +42,26 @@ describe("the async forms", () => {
     using exported = exportStream(table());
     await expect(importTable(exported.stream, { async: true, toHost: 1 as never })).rejects.toThrow("importTable: options.toHost");
     expect(exported.streamReleased).toBe(false); // refused before it was moved in
+  });
+
+  test("importTable and recordBatches refuse another object by listing every source they accept", () => {
+    using exported = exportArray(table().batches[0]!);
+    using imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
+    for (const bad of [imported, {}, "x", null]) {
+      let error: unknown = null;
+      try {
+        importTable(bad as never);
+      } catch (caught) {
+        error = caught;
+      }
+      expect(error).toBeInstanceOf(InvalidArgumentError);
+      const message = (error as Error).message;
+      for (const accepted of ["an ImportedStream", "a stream producer or capsule (docs/protocol.md)", "an ArrowDeviceArrayStream address", "a list of ImportedArray batches", "(one batch: importRecordBatch)"]) {
+        expect({ message, accepted: message.includes(accepted) }).toEqual({ message, accepted: true });
+      }
+    }
+    expect(() => recordBatches(imported as never, { as: "stream" })).toThrow("recordBatches: source must be an ImportedStream, a stream producer or capsule (docs/protocol.md), or an ArrowArrayStream address (an ImportedArray: importRecordBatch), not an ImportedArray");
+    expect(importTable([imported]).numRows).toBe(3);
   });
 
   test("a single batch or vector given to exportStream is named, not streamed as rows", () => {
@@ -73,7 +96,7 @@ describe("the readers", () => {
       const joined = importTable(arrays);
       expect(joined.numRows).toBe(6);
       arrays[1]!.dispose();
-      expect(joined.batches[1]!.numRows).toBe(0); // its handle emptied it
+      expect(() => joined.batches[1]!.data.nullBitmap).toThrow("was converted from an ImportedArray that was disposed"); // its handle released it
     } finally {
       for (const imported of arrays) imported.dispose();
     }
@@ -90,8 +113,8 @@ describe("one import per kind", () => {
     expect(vector.length).toBe(3);
     expect(() => importVector(imported, { validation: "full" } as never)).toThrow('importVector: options has an unknown key "validation"');
     imported.dispose();
-    expect(batch.numRows).toBe(0);
-    expect(vector.length).toBe(0);
+    expect(() => batch.getChildAt(0)!.toArray()).toThrow("was converted from an ImportedArray that was disposed");
+    expect(() => vector.data[0]!.nullBitmap).toThrow("was converted from an ImportedArray that was disposed");
   });
 
   test("importSchema reads an ImportedStream, an ImportedArray and a RawArray alike", () => {
@@ -107,5 +130,26 @@ describe("one import per kind", () => {
       stream.release();
       imported.dispose();
     }
+  });
+});
+
+describe("dictionary ids across batches", () => {
+  const dictionaryTable = (): Table => {
+    const one = tableFromArrays({ s: ["a", "b", "a"] });
+    return one.concat(tableFromArrays({ s: ["b", "c"] }));
+  };
+
+  test("importRecordBatch gives each batch its own ids (as its doc says); importTable and recordBatches of the stream share them", () => {
+    const source = dictionaryTable();
+    expect(source.batches.length).toBe(2);
+    const singles = source.batches.map((batch) => {
+      using exported = exportArray(batch);
+      return importRecordBatch(exported.schema, exported.array);
+    });
+    expect(() => new Table(singles)).toThrow();
+    expect(new Table([...recordBatches(exportStream(source).stream)]).getChild("s")!.toArray()).toEqual(["a", "b", "a", "b", "c"]);
+    expect(importTable(exportStream(source).stream).getChild("s")!.toArray()).toEqual(["a", "b", "a", "b", "c"]);
+    const doc = readFileSync(join(repoRoot, "ts", "arrow", "import_api.ts"), "utf8");
+    expect(doc).toContain("its dictionary fields get dictionary\n * ids of their own, so `new Table(batches)` of batches imported one by\n * one refuses dictionary columns.");
   });
 });

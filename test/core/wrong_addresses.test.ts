@@ -69,9 +69,9 @@ describe("wrong addresses, in a child process", () => {
   });
 
   test("the message names the call, the parameter and why", () => {
-    expect(byName.get("importRecordBatch schema <- 8")?.message).toBe("importRecordBatch: schemaPtr: 0x8 is not readable memory for an ArrowSchema (72 bytes)");
+    expect(byName.get("importRecordBatch schema <- 8")?.message).toBe("importRecordBatch: schemaPtr: 0x8 is not readable memory for an ArrowSchema (72 bytes); the arrayPtr given was released too (a failed import owns its structs: retry with new ones)");
     expect(byName.get("ImportedStream.fromArrayStream <- 4096")?.message).toBe("ImportedStream.fromArrayStream: stream: 0x1000 is not readable memory for an ArrowArrayStream (40 bytes)");
-    expect(byName.get("importRecordBatch deviceArray <- { address: 16 }")?.message).toBe("importRecordBatch: arrayPtr: 0x10 is not readable memory for an ArrowDeviceArray (128 bytes)");
+    expect(byName.get("importRecordBatch deviceArray <- { address: 16 }")?.message).toBe("importRecordBatch: arrayPtr: 0x10 is not readable memory for an ArrowDeviceArray (128 bytes); the schemaPtr given was released too (a failed import owns its structs: retry with new ones)");
     expect(byName.get("CSchema.at <- random bytes")?.message).toMatch(/^CSchema\.at: address: 0x[0-9a-f]+ is not a live ArrowSchema: /);
   });
 

@@ -58,3 +58,27 @@ describe("a buffer too large for JS", () => {
     expect(fx.fx_array_releases()).toBe(2n);
   });
 });
+
+describe("an import refused on one argument", () => {
+  test("releases the other, valid struct once, and its error says so (a retry needs new structs)", () => {
+    fx.fx_reset_counts();
+    const produced = produceDevice({ format: "i", length: 2, nullCount: 0, buffers: [null, new Int32Array([1, 2])] });
+    let error: unknown = null;
+    try {
+      ImportedArray.fromDeviceArray(8 as never, produced.array);
+    } catch (caught) {
+      error = caught;
+    }
+    expect((error as { code?: string }).code).toBe("invalid_argument");
+    expect((error as Error).message).toStartWith("ImportedArray.fromDeviceArray: schema: 0x8 is not readable memory");
+    expect((error as Error).message).toEndWith("; the deviceArray given was released too (a failed import owns its structs: retry with new ones)");
+    expect(produced.array.released).toBe(true);
+    expect(fx.fx_array_releases()).toBe(1n);
+    expect(fx.fx_schema_releases()).toBe(0n);
+    // The producer's schema was never given: the caller still owns it.
+    expect(produced.schema.released).toBe(false);
+    produced.schema.dispose();
+    produced.array.dispose();
+    expect(fx.fx_schema_releases()).toBe(1n);
+  });
+});

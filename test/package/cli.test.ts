@@ -155,8 +155,10 @@ describe("CLI info", () => {
       expect(runtime.devices).toEqual([]);
     }
     const text = runCli(["info"], "none");
-    expect(text.stdout).toContain("cuda          not available: CUDA is not available");
-    expect(text.stdout).toContain("rocm          not available: ROCm is not available");
+    // Said once: "not available: the driver library could not be loaded".
+    expect(text.stdout).toContain("cuda          not available: the driver library could not be loaded (tried ");
+    expect(text.stdout).toContain("rocm          not available: the HIP runtime could not be loaded (tried ");
+    expect(text.stdout.match(/not available/g)?.length).toBe(2);
   }, 60_000);
 
   test("a library that cannot be loaded is exit code 1 with the loader's message", () => {
@@ -232,6 +234,15 @@ describe("CLI bench", () => {
     expect(run.stdout).toContain("* fake driver: a CPU stand-in for tests; these are NOT GPU figures.");
   }, 120_000);
 
+  test("with no driver, as text: each runtime's reason once, on stdout only", () => {
+    const run = runCli(["bench", ...quickBench], "none");
+    expect(run.exitCode).toBe(0);
+    expect(run.stdout).toContain("cuda: not available: the driver library could not be loaded (tried ");
+    expect(run.stdout).toContain("rocm: not available: the HIP runtime could not be loaded (tried ");
+    expect(run.stdout.match(/not available/g)?.length).toBe(2);
+    expect(run.stderr).not.toContain("not available");
+  }, 120_000);
+
   test("with no driver: host figures only, each runtime's reason in the JSON", () => {
     const run = runCli(["bench", "--json", "--quiet", ...quickBench], "none");
     expect(run.exitCode).toBe(0);
@@ -248,7 +259,7 @@ describe("CLI bench", () => {
       expect(run.exitCode).toBe(3);
       expect(run.stdout).toBe("");
       expect(run.stderr).toStartWith("bench: --require-gpu: no real GPU is usable here\n");
-      expect(run.stderr).toContain(drivers === "fake" ? `cuda: ${fakePaths.cuda} is a fake driver (a test stand-in), not a GPU` : "cuda: not available: CUDA is not available");
+      expect(run.stderr).toContain(drivers === "fake" ? `cuda: ${fakePaths.cuda} is a fake driver (a test stand-in), not a GPU` : "cuda: not available: the driver library could not be loaded");
       expect(run.stderr).not.toContain("[1/");
     }, 60_000);
   }

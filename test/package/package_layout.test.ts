@@ -6,8 +6,8 @@
  * an optional dependency and ships no build inputs.
  */
 import { describe, expect, test } from "bun:test";
-import { readFileSync, readdirSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
+import { join, relative, resolve } from "node:path";
 import { mainManifest, platformFields, platformPackageFiles } from "../../scripts/pack.ts";
 import { platformIds, platformPackage, unsupportedPlatform } from "../../ts/core/ffi/platform.ts";
 import { testRoot } from "../helpers/paths.ts";
@@ -88,5 +88,47 @@ describe("the main package", () => {
     expect(manifest.files).toContain("dist/js");
     expect(manifest.files).toContain("lib/include");
     for (const input of ["zig", "scripts", "build.zig", "ts", "lib", "test", "bench"]) expect(manifest.files).not.toContain(input);
+  });
+});
+
+describe("the shipped docs", () => {
+  const docs = readdirSync(join(root, "docs")).filter((file) => file.endsWith(".md"));
+  const shipped = (path: string): boolean => manifest.files.some((entry) => path === entry || path.startsWith(`${entry}/`));
+
+  test("every relative link of docs/ points to a file the package ships", () => {
+    const broken: string[] = [];
+    for (const doc of docs) {
+      const text = readFileSync(join(root, "docs", doc), "utf8");
+      for (const [, link] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+        if (/^[a-z]+:/.test(link!) || link!.startsWith("#")) continue;
+        const target = relative(root, resolve(root, "docs", link!.split("#")[0]!));
+        if (!shipped(target) || !existsSync(join(root, target))) broken.push(`docs/${doc}: ${link}`);
+      }
+    }
+    expect(broken).toEqual([]);
+  });
+
+  test("the README's table of supported types names every format family of the C Data Interface", () => {
+    const readme = readFileSync(join(root, "README.md"), "utf8");
+    const section = readme.slice(readme.indexOf("### Supported types"), readme.indexOf("###", readme.indexOf("### Supported types") + 4));
+    const formats = [...section.matchAll(/`([^`]+)`/g)].map((m) => m[1]!);
+    const families = ["n", "b", "c", "C", "s", "S", "i", "I", "l", "L", "e", "f", "g", "d:p,s[,bits]", "tdD", "tdm", "tt?", "ts?:tz", "tD?", "tiM", "tiD", "tin",
+      "u", "z", "U", "Z", "w:n", "vu", "vz", "+l", "+L", "+w:n", "+s", "+m", "+ud:ids", "+us:ids", "+vl", "+vL", "+r"];
+    expect(families.filter((format) => !formats.includes(format))).toEqual([]);
+    expect(section).toContain("| extension types |");
+    expect(section).toContain("dictionary-encoded");
+  });
+
+  test("docs/cli.md names the bin package.json declares", () => {
+    const bin = (JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { bin: Record<string, string> }).bin["bun-arrow-device"]!;
+    expect(readFileSync(join(root, "docs", "cli.md"), "utf8")).toContain(`The package's \`bin\` is \`${bin.replace(/^\.\//, "")}\``);
+  });
+
+  test("no doc states a count of the C header's functions other than the header's", () => {
+    const count = new Set(readFileSync(join(root, "lib", "include", "arrow_device.h"), "utf8").match(/\babd_\w+(?=\()/g)).size;
+    for (const doc of docs) {
+      const stated = [...readFileSync(join(root, "docs", doc), "utf8").matchAll(/(\d+)\s+(?:today|functions)\b/g)].map((m) => Number(m[1]));
+      expect({ doc, wrong: stated.filter((n) => n !== count && n > 50) }).toEqual({ doc, wrong: [] });
+    }
   });
 });

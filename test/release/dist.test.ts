@@ -10,6 +10,7 @@ import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { checkPlatform, exportsOf, headerFunctions, platforms } from "../../scripts/native-check.ts";
+import { nativeSourcesDigest } from "../../scripts/pack.ts";
 import { ZIG } from "../helpers/toolchain.ts";
 import { testRoot } from "../helpers/paths.ts";
 
@@ -36,6 +37,8 @@ describe("release libraries (scripts/build-dist.sh)", () => {
     if (built.exitCode !== 0) console.error(built.output);
     expect(built.exitCode).toBe(0);
     for (const platform of platforms) expect(built.output).toContain(`${platform.id}: ${platform.format} ${platform.machine},`);
+    // What scripts/pack.ts matches the libraries to the sources by.
+    expect(readFileSync(join(dist, "sources.sha256"), "utf8")).toBe(`${nativeSourcesDigest()}\n`);
   }, 1_800_000);
 
   for (const platform of platforms) {

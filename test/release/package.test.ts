@@ -136,7 +136,7 @@ describe("packages", () => {
   });
 
   test("this platform's package ships its library and says where it runs (os, cpu, libc)", () => {
-    expect(tarballFiles(made.platform!)).toEqual(["LICENSE", "README.md", "index.d.ts", "index.js", libraryFileName(), pythonShimFileName(process.platform), "package.json"].sort());
+    expect(tarballFiles(made.platform!)).toEqual(["LICENSE", "README.md", "index.d.ts", "index.js", libraryFileName(), pythonShimFileName(process.platform), "python.d.ts", "python.js", "package.json"].sort());
     const manifest = JSON.parse(mustRun(["tar", "xzOf", made.platform!, "package/package.json"], work)) as { name: string; os: string[]; cpu: string[]; libc?: string[] };
     expect(manifest.name).toBe(platformPackage(platformId()));
     expect(manifest.os).toEqual([process.platform]);
@@ -218,15 +218,46 @@ describe("the installed CLI: every subcommand, with the package's version", () =
     expect(readFileSync(svg, "utf8")).toContain(`bun-arrow-device ${version()}, Bun ${Bun.version}`);
   });
 
-  test("Node.js gets an error that says the package needs Bun", () => {
+  test("Node.js gets the \"runs on Bun only\" error for every name of every entry point (named imports link)", () => {
     const node = Bun.which("node");
     if (node === null) {
       console.log("no node on PATH: the Node.js message is not checked here");
       return;
     }
-    const result = run([node, "--input-type=module", "-e", 'import("bun-arrow-device").catch((e) => console.log(e.message))'], app);
-    expect(result.output).toStartWith("bun-arrow-device runs on Bun (https://bun.sh) only");
+    // The run-time names of each entry point, from the API snapshot.
+    const snapshot = readFileSync(join(root, "test", "structure", "public_api.txt"), "utf8");
+    const entries = [...snapshot.matchAll(/^## (\S+) \(ts\/[\w/]+\.ts\)[\s\S]*?^run time:\n((?:  .*\n?)*)/gm)].map((m) => ({
+      specifier: m[1] === "." ? "bun-arrow-device" : `bun-arrow-device/${m[1]!.slice(2)}`,
+      names: m[2]!.split("\n").filter((line) => line.startsWith("  ")).map((line) => line.trim().split(":")[0]!),
+    }));
+    const manifest = JSON.parse(readFileSync(join(app, "node_modules", "bun-arrow-device", "package.json"), "utf8")) as { exports: Record<string, unknown> };
+    expect(entries.map((e) => e.specifier).sort()).toEqual(Object.keys(manifest.exports).filter((k) => k !== "./package.json").map((k) => k === "." ? "bun-arrow-device" : `bun-arrow-device/${k.slice(2)}`).sort());
+    for (const { specifier, names } of entries) {
+      expect(names.length).toBeGreaterThan(5);
+      const named = run([node, "--input-type=module", "-e", `import { ${names.join(", ")} } from "${specifier}"; console.log(${names[0]});`], app);
+      expect({ specifier, output: named.output.split("\n").find((line) => line.startsWith("Error: ") || line.startsWith("SyntaxError")) }).toEqual({ specifier, output: "Error: bun-arrow-device runs on Bun (https://bun.sh) only: it loads its native library through bun:ffi, which Node.js does not have. Run this app with `bun`." });
+      expect(named.exitCode).not.toBe(0);
+      const dynamic = run([node, "--input-type=module", "-e", `import("${specifier}").catch((e) => console.log(e.message));`], app);
+      expect({ specifier, output: dynamic.output }).toEqual({ specifier, output: expect.stringContaining("runs on Bun (https://bun.sh) only") });
+    }
+    const defaulted = run([node, "--input-type=module", "-e", 'import abd from "bun-arrow-device"; console.log(abd);'], app);
+    expect(defaulted.output).toContain("Error: bun-arrow-device runs on Bun (https://bun.sh) only");
   });
+
+  test("npm installs a package with the packed manifest's engines under Node.js without a word (npm checks engines.node and engines.npm only)", () => {
+    const manifest = JSON.parse(mustRun(["tar", "xzOf", made.main!, "package/package.json"], work)) as { engines: Record<string, string> };
+    expect(Object.keys(manifest.engines)).toEqual(["bun"]);
+    const pkg = join(work, "engines-only");
+    mkdirSync(pkg, { recursive: true });
+    writeFileSync(join(pkg, "package.json"), JSON.stringify({ name: "engines-only", version: "1.0.0", engines: manifest.engines }));
+    const tarball = join(pkg, mustRun(["npm", "pack", "--silent"], pkg).split("\n").at(-1)!);
+    const dir = mkdtempSync(join(work, "npm-app-"));
+    writeFileSync(join(dir, "package.json"), JSON.stringify({ name: "npm-app", private: true }));
+    for (const strict of [[], ["--engine-strict"]]) {
+      const result = run(["npm", "install", "--offline", "--no-audit", "--no-fund", ...strict, tarball], dir);
+      expect({ strict, exitCode: result.exitCode, engineWord: /engine/i.test(result.output) }).toEqual({ strict, exitCode: 0, engineWord: false });
+    }
+  }, 120_000);
 });
 
 describe("the shipped examples run from node_modules/bun-arrow-device/examples", () => {
@@ -252,6 +283,55 @@ describe("the shipped examples run from node_modules/bun-arrow-device/examples",
     expect(result.exitCode).toBe(0);
     expect(result.output).toContain("real GPU figures: no");
     expect(readFileSync(join(dir, "bench.svg"), "utf8")).toContain(`bun-arrow-device ${version()}`);
+  }, 120_000);
+
+  test("scripted_bench.ts copied into the app runs the installed CLI, into an output folder it makes", () => {
+    copyFileSync(join(examples(), "scripted_bench.ts"), join(app, "scripted_bench.ts"));
+    const dir = join(work, "copied-bench", "not-yet");
+    const env = { ...bareEnv(), ARROW_DEVICE_CUDA_LIBRARY: join(work, "no-such-libcuda.so"), ARROW_DEVICE_HIP_LIBRARY: join(work, "no-such-libhip.so") };
+    const result = run([bun, "scripted_bench.ts", dir], app, env);
+    expect(result.exitCode).toBe(0);
+    expect(readFileSync(join(dir, "bench.svg"), "utf8")).toContain(`bun-arrow-device ${version()}`);
+  }, 120_000);
+
+  test("c_library.ts with no argument: one line saying what to build, then it finds ./libdoubler.so", () => {
+    const dir = mkdtempSync(join(work, "c-example-"));
+    const missing = run([bun, join(examples(), "c_library.ts")], dir, bareEnv());
+    expect(missing.exitCode).toBe(2);
+    expect(missing.output.split("\n")).toHaveLength(1);
+    expect(missing.output).toStartWith(`c_library.ts needs libdoubler.${process.platform === "darwin" ? "dylib" : "so"}, built from the package's examples/c/doubler.c: cc -std=c11`);
+    const cc = Bun.which("cc");
+    if (cc === null) {
+      console.log("no cc on PATH: c_library.ts with a built ./libdoubler is not run here");
+      return;
+    }
+    mustRun([cc, "-std=c11", "-O2", "-shared", "-fPIC", "-I", join(app, "node_modules", "bun-arrow-device", "lib", "include"), join(examples(), "c", "doubler.c"), "-o", join(app, `libdoubler.${process.platform === "darwin" ? "dylib" : "so"}`)], app);
+    const built = run([bun, join(examples(), "c_library.ts")], app, bareEnv());
+    expect(built.exitCode).toBe(0);
+    expect(built.output).toContain("doubled = [3,null,6,8.5,20,40]");
+  });
+
+  test("duckdb.ts: one line naming the package to add, and it runs with the app's DuckDB library", () => {
+    const missing = run([bun, join(examples(), "duckdb.ts")], app, bareEnv());
+    expect(missing.exitCode).toBe(2);
+    expect(missing.output.split("\n")).toHaveLength(1);
+    expect(missing.output).toStartWith(`duckdb.ts needs DuckDB's C library: bun add @duckdb/node-bindings-${process.platform}-${process.arch} in this app`);
+    // The app's own copy of the library, where bun add would put it.
+    const library = join(root, "node_modules", "@duckdb", `node-bindings-${process.platform}-${process.arch}`, "libduckdb.so");
+    if (!existsSync(library)) {
+      console.log("no libduckdb in this checkout's node_modules: duckdb.ts is not run here");
+      return;
+    }
+    const installed = join(app, "node_modules", "@duckdb", `node-bindings-${process.platform}-${process.arch}`);
+    mkdirSync(installed, { recursive: true });
+    symlinkSync(library, join(installed, "libduckdb.so"));
+    try {
+      const result = run([bun, join(examples(), "duckdb.ts")], app, bareEnv());
+      expect(result.exitCode).toBe(0);
+      expect(result.output).toContain("result read in place from DuckDB's memory: true");
+    } finally {
+      rmSync(installed, { recursive: true, force: true });
+    }
   }, 120_000);
 });
 
@@ -388,6 +468,21 @@ describe("bundlers", () => {
     expect(run([bun, join(out, "quick_start.js")], elsewhere, bareEnv())).toEqual({ exitCode: 0, output: quickstartOutput });
   }, 120_000);
 
+  test("the bun build commands of docs/packaging.md: --outdir and --compile --outfile work; --outfile alone stops as the docs say", () => {
+    const docs = readFileSync(join(root, "docs", "packaging.md"), "utf8");
+    expect(docs).toContain("**`bun build --target bun app.ts --outdir out`**");
+    expect(docs).toContain("**`bun build --compile app.ts --outfile app`**");
+    const dir = mkdtempSync(join(work, "docs-build-"));
+    mustRun([bun, "build", "--target", "bun", "quick_start.ts", "--outdir", join(dir, "out")], app, bareEnv());
+    mustRun([bun, "build", "--compile", "quick_start.ts", "--outfile", join(dir, "app")], app, bareEnv());
+    expect(run([join(dir, "app")], dir, bareEnv())).toEqual({ exitCode: 0, output: quickstartOutput });
+    const single = run([bun, "build", "--target", "bun", "quick_start.ts", "--outfile", join(dir, "one.js")], app, bareEnv());
+    expect(single.exitCode).not.toBe(0);
+    const message = single.output.split("\n").find((line) => line.startsWith("error: "))!.slice("error: ".length).trim();
+    expect(message).toBe("cannot write multiple output files without an output directory");
+    expect(docs.replace(/\s+/g, " ")).toContain(`"${message}"`);
+  }, 120_000);
+
   test("bun build --compile: the executable embeds the library and runs from another folder, without node_modules", () => {
     const binary = join(work, "compiled", "quickstart");
     mustRun([bun, "build", "--compile", "quick_start.ts", "--outfile", binary], app, bareEnv());
@@ -397,4 +492,36 @@ describe("bundlers", () => {
     rmSync(join(work, "compiled"), { recursive: true, force: true });
     expect(run([moved], elsewhere, bareEnv())).toEqual({ exitCode: 0, output: quickstartOutput });
   }, 120_000);
+
+  test("bun build --compile of an app that uses bun-arrow-device/python embeds the shim and runs Python from another folder", () => {
+    const pyarrow = readdirSync(join(root, ".toolchain")).filter((dir) => dir.startsWith("pyarrow-")).map((dir) => join(root, ".toolchain", dir));
+    // The README's Python recipe.
+    writeFileSync(join(app, "python_app.ts"), [
+      'import { tableFromArrays } from "apache-arrow";',
+      'import { importTable } from "bun-arrow-device";',
+      'import { type ImportedStream } from "bun-arrow-device/raw";',
+      'import { fromPython, loadPython, toPython } from "bun-arrow-device/python";',
+      "const py = loadPython();",
+      'py.exec("import pyarrow as pa, pyarrow.compute as pc");',
+      "using t = toPython(tableFromArrays({ x: Float64Array.of(1.5, 2.5) }));",
+      `using doubled = py.eval("pa.table({'y': pc.multiply(pa.table(t)['x'], 2)})", { t });`,
+      "console.log(JSON.stringify(importTable(fromPython(doubled) as ImportedStream).toArray()));",
+    ].join("\n"));
+    const binary = join(work, "compiled-python", "pyapp");
+    mustRun([bun, "build", "--compile", "python_app.ts", "--outfile", binary], app, bareEnv());
+    const elsewhere = mkdtempSync(join(work, "run-python-"));
+    const moved = join(elsewhere, "pyapp");
+    cpSync(binary, moved);
+    rmSync(join(work, "compiled-python"), { recursive: true, force: true });
+    // Without a Python the error is about Python, never about the shim.
+    const none = run([moved], elsewhere, { ...bareEnv(), ARROW_DEVICE_LIBPYTHON: join(work, "no-such-libpython.so") });
+    expect(none.exitCode).not.toBe(0);
+    expect(none.output).not.toContain("shim");
+    if (pyarrow.length === 0) {
+      console.log("no pyarrow in .toolchain (bash scripts/setup.sh --test installs it): the compiled Python app is not run here");
+      return;
+    }
+    const result = run([moved], elsewhere, { ...bareEnv(), PATH: `${bareEnv().PATH}${delimiter}${process.env.PATH}`, PYTHONPATH: pyarrow.join(delimiter) });
+    expect(result).toEqual({ exitCode: 0, output: '[{"y":3},{"y":5}]' });
+  }, 180_000);
 });

@@ -26,7 +26,6 @@ import { maxNestingDepth } from "../core/abi/layout.ts";
 import { InvalidArgumentError, ReleasedError, Status, TooDeepError, UnsupportedError } from "../core/errors.ts";
 import { retainWithOwners } from "../native/keepalive.ts";
 import { importOwnerOf } from "../native/imported.ts";
-import { disposedBuffer } from "./lazy_data.ts";
 import { batchAgain, imageOf, leafHolds, leaves, rememberBatch, viewFacts, type Batch, type ViewFacts } from "./export_memo.ts";
 import { nullCountOf, shiftBits, slotBytes, unsetBits } from "./export_bits.ts";
 
@@ -89,7 +88,7 @@ class ArrayPlanner {
     }
     // Reading `view.buffer` also pins its bytes (see addressOf).
     const buffer = view.buffer as ArrayBuffer;
-    if (buffer.detached || buffer === disposedBuffer) throw new ReleasedError(Status.released, "cannot export data converted from an import that was disposed: its buffers are detached");
+    if (buffer.detached) throw new ReleasedError(Status.released, "cannot export data converted from an import that was disposed: its buffers are detached");
     const owner = importOwnerOf(buffer);
     if (owner !== undefined && !this.owners.includes(owner)) this.owners.push(owner);
     if (view.byteLength === 0) return null;

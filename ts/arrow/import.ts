@@ -16,10 +16,10 @@ import {
   Data, RecordBatch, Struct, Table, Vector,
 } from "apache-arrow";
 import { argumentError, oneOfArg } from "../core/args.ts";
-import { InvalidArgumentError, Status } from "../core/errors.ts";
+import { InvalidArgumentError, ReleasedError, Status } from "../core/errors.ts";
 import { ImportedArray, type ImportOptions, type RawArray } from "../native/imported.ts";
 import { noteConverted, onDisposeEmpty } from "../native/batch_source.ts";
-import { disposedBuffer, emptyUnread, type ViewConstructor } from "./lazy_data.ts";
+import { disposalSite } from "../native/debug.ts";
 import { takeStructs, type StructRef } from "../native/c_structs.ts";
 import { branded, type StructName } from "../core/abi/pointers.ts";
 import { isArrayProducer, type ArrayProducer, type ArrowCapsule } from "../native/protocol/symbols.ts";
@@ -40,49 +40,31 @@ export function toData(raw: RawArray, options: ConvertOptions = {}): Data {
   return data;
 }
 
-/** An empty view of the same kind as `view` over `disposedBuffer`. */
-function disposedView<T extends NodeJS.TypedArray | undefined>(view: T): T {
-  if (view === undefined || view === null) return view;
-  return new (view.constructor as ViewConstructor)(disposedBuffer, 0, 0) as T;
-}
+/** The fields of a Data that read the producer's memory. */
+const memoryFields = ["values", "valueOffsets", "nullBitmap", "typeIds", "variadicBuffers"] as const;
 
-/** `data` and its children with no rows and empty buffers: what a
- * converted object reads as once its handle is disposed (its views of the
- * producer's memory are detached; apache-arrow would throw slicing them). */
-function emptyData(data: Data): void {
-  const fields = data as unknown as {
-    length: number; offset: number; _nullCount: number; values: NodeJS.TypedArray | undefined; valueOffsets: NodeJS.TypedArray | undefined;
-    nullBitmap: Uint8Array | undefined; typeIds: Int8Array | undefined; variadicBuffers: unknown[];
+/** `data` and its children, once their handle is disposed (its views of
+ * the producer's memory are detached): every field that reads that
+ * memory throws ReleasedError, saying where the handle was disposed;
+ * the lengths stay (they are not the memory). A lazy Data nobody read
+ * never makes its views: its own accessors shadow the lazy ones. */
+function releaseData(data: Data, site: Error): void {
+  const released = (): never => {
+    throw new ReleasedError(Status.released, `this ${data.type} data was converted from an ImportedArray that was disposed${disposalSite(site)}, which released its memory: read it before dispose() (before the end of a using block), or call releaseToGC() instead of dispose() to leave its memory to the garbage collector`);
   };
-  // A lazy Data nobody read is emptied without making its views (reading
-  // its buffers here would fill them first, at the cost of a read).
-  if (!emptyUnread(data)) {
-    fields.values = disposedView(fields.values);
-    fields.valueOffsets = disposedView(fields.valueOffsets);
-    fields.nullBitmap = disposedView(fields.nullBitmap);
-  }
-  if (fields.typeIds !== undefined) fields.typeIds = disposedView(fields.typeIds);
-  if (fields.variadicBuffers !== undefined && fields.variadicBuffers.length > 0) fields.variadicBuffers = [];
-  fields.length = 0;
-  fields.offset = 0;
-  fields._nullCount = 0;
-  for (const child of data.children) emptyData(child);
+  for (const field of memoryFields) Object.defineProperty(data, field, { get: released, set: released, configurable: true, enumerable: false });
+  for (const child of data.children) releaseData(child, site);
 }
 
-/** Empties an object converted from a handle (ImportedArray.dispose). A
- * Vector and a Table also cache their chunk offsets (and a Vector its
- * length): those are reset with it. */
-function emptyConverted(converted: object): void {
-  if (converted instanceof Data) return emptyData(converted);
-  if (converted instanceof RecordBatch) return emptyData(converted.data);
+/** Releases an object converted from a handle (ImportedArray.dispose). */
+function releaseConverted(converted: object, site: Error): void {
+  if (converted instanceof Data) return releaseData(converted, site);
+  if (converted instanceof RecordBatch) return releaseData(converted.data, site);
   if (converted instanceof Vector || converted instanceof Table) {
-    for (const data of converted.data) emptyData(data);
-    const cached = converted as unknown as { _offsets: ArrayLike<number>; length?: number };
-    cached._offsets = new Uint32Array(converted.data.length + 1);
-    if (converted instanceof Vector) cached.length = 0;
+    for (const data of converted.data) releaseData(data, site);
   }
 }
-onDisposeEmpty(emptyConverted);
+onDisposeEmpty(releaseConverted);
 
 function rawDataOf(raw: RawArray, options: ConvertOptions): Data {
   const type = typedConversion(raw, () => dataTypeOf(raw, options));

@@ -54,6 +54,12 @@ export function importVector(source: AnyRef | ArrayProducer | ArrowCapsule | Imp
  * From `schemaPtr` + `deviceArrayPtr` (an `ArrowDeviceArray*` by default;
  * `{ as: "array" }` for an `ArrowArray*`), or from a protocol producer or
  * array capsule, as `importVector` takes them.
+ *
+ * Each call is one batch on its own: its dictionary fields get dictionary
+ * ids of their own, so `new Table(batches)` of batches imported one by
+ * one refuses dictionary columns. For the batches of one stream, use
+ * `importTable` or `recordBatches`, which share the ids, or
+ * `importTable(handles)` for ImportedArray batches.
  */
 export function importRecordBatch(schemaPtr: StructRef<"ArrowSchema">, deviceArrayPtr: StructRef<"ArrowDeviceArray">, options?: ImportConvertOptions & { as?: "device_array" }): RecordBatch;
 /** `importRecordBatch` from an `ArrowArray*` (`{ as: "array" }`). */
@@ -62,7 +68,7 @@ export function importRecordBatch(schemaPtr: StructRef<"ArrowSchema">, arrayPtr:
  * (docs/protocol.md), preferring its device method. */
 export function importRecordBatch(source: ArrayProducer | ArrowCapsule, options?: ImportConvertOptions): RecordBatch;
 /** An ImportedArray, which stays the caller's: its `dispose()` releases
- * the memory now and empties the RecordBatch. */
+ * the memory now, and a read of the RecordBatch then throws ReleasedError. */
 export function importRecordBatch(imported: ImportedArray, options?: ConvertOptions): RecordBatch;
 export function importRecordBatch(source: AnyRef | ArrayProducer | ArrowCapsule | ImportedArray, deviceArrayPtr?: AnyRef | ImportConvertOptions, options: ImportConvertOptions = {}): RecordBatch {
   if (source instanceof ImportedArray) return toRecordBatch(source, convertOptionsArg("importRecordBatch", deviceArrayPtr));

@@ -22,8 +22,8 @@
  * producer's memory stays until every Data of the batch and every typed
  * array made from it is gone (each view holds its own reference). After
  * the handle the batch came from is disposed, the views are detached and
- * the batch is emptied (arrow/import.ts `emptyConverted`: no rows, empty
- * typed arrays), never the freed memory.
+ * the batch's Data refuse reads (arrow/import.ts `releaseConverted`: a
+ * ReleasedError, with no view made), never the freed memory.
  *
  * Shape. A LazyData is a Data (same prototype chain, `instanceof Data`),
  * with the three buffer properties as accessors over backing fields; a
@@ -139,34 +139,6 @@ export function emptyBytes(): Uint8Array {
   return new Uint8Array(0);
 }
 
-/** The one empty ArrayBuffer under every buffer of an apache-arrow object
- * emptied when the handle it was converted from was disposed
- * (arrow/import.ts `emptyConverted`): readable as no values, where a
- * detached view would make apache-arrow's slicing throw; exports refuse
- * it as released, as they refuse a detached view. */
-export const disposedBuffer = new ArrayBuffer(0);
-
-/** The empty view of each kind over `disposedBuffer`, shared by every
- * emptied lazy Data: a view of no elements over a buffer of no bytes
- * holds nothing to change. */
-const disposedViews = new Map<ViewConstructor, NodeJS.TypedArray>();
-
-function disposedView<T extends NodeJS.TypedArray>(Ctor: ViewConstructor<T>): T {
-  let view = disposedViews.get(Ctor);
-  if (view === undefined) disposedViews.set(Ctor, view = new Ctor(disposedBuffer, 0, 0));
-  return view as T;
-}
-
-/** Empties `data` if it is a lazy Data whose views were never made
- * (`LazyBatch.empty`), without making them; false for any other Data. */
-export function emptyUnread(data: Data): boolean {
-  if (!(data instanceof LazyDataObject)) return false;
-  const lazy = data._lz;
-  if (lazy === null) return false;
-  lazy.empty(data);
-  return true;
-}
-
 /** An empty typed array over a detached buffer: what a view of a disposed
  * import reads as (exports refuse it as released). */
 function detached<T extends NodeJS.TypedArray>(Ctor: ViewConstructor<T>): T {
@@ -219,30 +191,6 @@ export class LazyBatch {
     const pending = this.#pending;
     this.#pending = [];
     for (const data of pending) if (data._lz !== null) this.#fill(data, views);
-  }
-
-  /** Gives `data` (one of this batch's Data, not filled yet) the empty
-   * views over `disposedBuffer` that emptying a filled one leaves, of the
-   * kinds `#fill` would make, without making any view of the batch's
-   * memory; a later `materialize` leaves it as it is. */
-  empty(data: LazyFields): void {
-    const node = data._lzNode;
-    const kind = this.plan.kinds[node];
-    data._nullBitmap = disposedView(Uint8Array);
-    switch (kind) {
-      case LazyKind.fixed:
-        data._values = disposedView(this.plan.ctors[node]!);
-        break;
-      case LazyKind.boolean:
-        data._values = disposedView(Uint8Array);
-        break;
-      case LazyKind.struct:
-        break;
-      default:
-        data._valueOffsets = disposedView((kind === LazyKind.largeBinary ? BigInt64Array : Int32Array) as ViewConstructor);
-        data._values = disposedView(Uint8Array);
-    }
-    data._lz = null;
   }
 
   #fill(data: LazyFields, views: readonly (ArrayBuffer | undefined)[] | null): void {

@@ -94,6 +94,20 @@ type Opened = { stream: ImportedStream; list: null; read: StreamConvertOptions }
  * when reading then fails), a producer's stream imported. `lists`: an
  * iterable of ImportedArray is accepted too (importTable). A stream the
  * host cannot read is refused here, and released, unless `toHost`. */
+/** Whether `source` is meant as a stream struct: an address, a C struct
+ * view or an object with an `address`. */
+function structLike(source: unknown): boolean {
+  return typeof source === "number" || typeof source === "bigint" || (typeof source === "object" && source !== null && "address" in source);
+}
+
+/** Every source `open` accepts, for the error that refuses another. */
+function acceptedSources(as: StreamKind, lists: boolean): string {
+  const struct = as === "stream" ? "an ArrowArrayStream address" : 'an ArrowDeviceArrayStream address (ArrowArrayStream with { as: "stream" })';
+  return lists
+    ? `an ImportedStream, a stream producer or capsule (docs/protocol.md), ${struct}, or a list of ImportedArray batches (one batch: importRecordBatch)`
+    : `an ImportedStream, a stream producer or capsule (docs/protocol.md), or ${struct} (an ImportedArray: importRecordBatch)`;
+}
+
 function open(fn: string, source: unknown, options: ImportStreamOptions<StreamKind, boolean> | undefined, lists: boolean): Opened {
   const checked = optionsArg(fn, "options", options, streamOptionKeys);
   const as = oneOfArg(fn, "options.as", checked.as ?? "device_stream", ["stream", "device_stream"]);
@@ -125,6 +139,7 @@ function open(fn: string, source: unknown, options: ImportStreamOptions<StreamKi
     });
     return { stream: null, list: list as ImportedArray[], read };
   }
+  if (!structLike(source)) throw argumentError(fn, "source", acceptedSources(as, lists), source);
   const address = structAddress(fn, "source", source as StructPointer<"ArrowArrayStream">, null, false);
   // Probed here, so that a wrong address is reported as `fn`'s.
   probeStruct(fn, "source", as === "stream" ? "ArrowArrayStream" : "ArrowDeviceArrayStream", address, true);

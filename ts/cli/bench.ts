@@ -42,7 +42,7 @@ import { gbPerSecond, median, sizeLabel, timeLabel, timeRuns, wallSamples, type 
 import { apacheArrowVersion, machineInfo, packageVersion, type MachineInfo } from "./platform.ts";
 import { Progress } from "./progress.ts";
 import { openRawDriver, rawCallNames, type RawDriver } from "./raw_driver.ts";
-import { isRealGpu, runtimeReport, type RuntimeReport } from "./runtimes.ts";
+import { isRealGpu, runtimeReport, unavailableText, type RuntimeReport } from "./runtimes.ts";
 import { totalmem } from "node:os";
 
 /** One timed operation: what ran, how it was timed, its time per run
@@ -270,10 +270,8 @@ export function runBench(options: BenchOptions): BenchResult {
 
   const figures: Figure[] = [];
   for (const report of runtimes) {
-    if (!report.available) {
-      progress.note(`${report.kind}: not available: ${report.reason}`);
-      continue;
-    }
+    // Said once, in the result (benchText, the JSON's reason), not here too.
+    if (!report.available) continue;
     if (report.fake) {
       const warning = `${report.kind}: ${report.library} is a FAKE driver (a CPU stand-in for tests): its figures are NOT GPU figures`;
       warnings.push(warning);
@@ -319,7 +317,7 @@ export function benchText(result: BenchResult): string {
   for (const r of result.runtimes) {
     lines.push(r.available
       ? `${r.kind}: ${r.devices.map((d) => d.name).join(", ")}; driver ${r.driverVersionText} (${r.library})${r.fake ? "  *** FAKE DRIVER: not GPU figures ***" : ""}`
-      : `${r.kind}: not available: ${r.reason}`);
+      : `${r.kind}: ${unavailableText(r)}`);
   }
   lines.push("", "suite          operation         runtime  size        ours (min-max)                baseline (min-max)            ours/raw (min-max)     GB/s ours/base  baseline");
   const time = (m: Measurement) => `${timeLabel(m.medianNs)} (${timeLabel(m.minNs)}-${timeLabel(m.maxNs)})`;

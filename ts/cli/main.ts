@@ -113,7 +113,7 @@ async function info(json: boolean): Promise<number> {
   await loadLibrary();
   const { libraryPath } = await import("../core/ffi/library.ts");
   const { platformId, packageVersion, apacheArrowVersion } = await import("./platform.ts");
-  const { deviceKinds, runtimeReport } = await import("./runtimes.ts");
+  const { deviceKinds, runtimeReport, unavailableText } = await import("./runtimes.ts");
   const report = {
     package: packageVersion(), platform: platformId(), bun: Bun.version, library: libraryPath(),
     apacheArrow: apacheArrowVersion(), runtimes: deviceKinds.map(runtimeReport),
@@ -130,7 +130,7 @@ async function info(json: boolean): Promise<number> {
   ];
   for (const r of report.runtimes) {
     if (!r.available) {
-      lines.push(`${r.kind.padEnd(13)} not available: ${r.reason}`);
+      lines.push(`${r.kind.padEnd(13)} ${unavailableText(r)}`);
       continue;
     }
     const fake = r.fake ? " FAKE driver (a test stand-in, not a GPU)," : "";
@@ -170,11 +170,11 @@ async function bench(args: ReturnType<typeof parseArgs>): Promise<number> {
   // Before measuring: a run that cannot save its result is refused at once.
   if (out !== undefined) checkWritable(out, "the result to");
   await loadLibrary();
-  const { runtimeReport, isRealGpu } = await import("./runtimes.ts");
+  const { runtimeReport, isRealGpu, unavailableText } = await import("./runtimes.ts");
   if (args.flags.has("require-gpu")) {
     const reports = options.kinds.map(runtimeReport);
     if (!reports.some(isRealGpu)) {
-      const why = reports.map((r) => `  ${r.kind}: ${!r.available ? `not available: ${r.reason}` : r.fake ? `${r.library} is a fake driver (a test stand-in), not a GPU` : "no device"}`);
+      const why = reports.map((r) => `  ${r.kind}: ${!r.available ? unavailableText(r) : r.fake ? `${r.library} is a fake driver (a test stand-in), not a GPU` : "no device"}`);
       console.error(`bench: --require-gpu: no real GPU is usable here\n${why.join("\n")}`);
       return 3;
     }

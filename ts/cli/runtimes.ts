@@ -47,6 +47,14 @@ function versionText(kind: DeviceKind, version: number): string {
   return `${Math.floor(version / 1e7)}.${Math.floor(version / 1e5) % 100}`;
 }
 
+/** "not available: <why>" for an unavailable runtime, said once: the
+ * reason's own "CUDA is not available: " lead is not repeated. */
+export function unavailableText(report: RuntimeReport): string {
+  const reason = report.reason ?? "no reason given";
+  const lead = /^\S+ is (not available[^:]*): /.exec(reason);
+  return lead === null ? `not available: ${reason}` : `${lead[1]}: ${reason.slice(lead[0].length)}`;
+}
+
 export function runtimeReport(kind: DeviceKind): RuntimeReport {
   const availability = deviceAvailability(kind);
   if (!availability.available) {

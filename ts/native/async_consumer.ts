@@ -51,6 +51,8 @@ import { WakeSignal, holdEventLoop, registerWake, unregisterWake } from "./js_wa
 import { jsWorkSpin } from "./js_queue.ts";
 import { integerArg, optionsArg } from "../core/args.ts";
 import { validationLevelArg } from "../core/abi/layout.ts";
+import { inspectCustom } from "./inspect.ts";
+import { showAsyncConsumer } from "./inspect_handles.ts";
 
 /** Batches kept in flight when `AsyncConsumerOptions.queueDepth` is not given. */
 export const defaultQueueDepth = 4;
@@ -538,6 +540,9 @@ export class AsyncStreamConsumer implements AsyncDisposable {
     this.#core.finish();
     await this.#core.whenClosed();
   }
+
+  /** What console.log and Bun.inspect print (native/inspect.ts). */
+  [inspectCustom](): string { return showAsyncConsumer(this); }
 
   async [Symbol.asyncDispose](): Promise<void> {
     await this.cancel();

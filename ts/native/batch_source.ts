@@ -85,8 +85,8 @@ export function schemaMatchesKey(imported: ImportedArray, key: Int32Array): "sam
 /**
  * Records `converted` (an apache-arrow object made from `imported`'s
  * memory by `importRecordBatch`, `importVector`, `importData`, `importTable`...), so that
- * `imported.dispose()` makes it read as empty: no rows, not only detached
- * buffers. Held weakly; `releaseToGC()` forgets them (their memory is then
+ * `imported.dispose()` makes its reads of the released memory throw
+ * ReleasedError (saying where), not read detached buffers as empty. Held weakly; `releaseToGC()` forgets them (their memory is then
  * the GC's, never detached).
  */
 export function noteConverted(imported: ImportedArray, converted: object): void {

@@ -40,6 +40,8 @@ const structToken = Symbol("CStruct");
 import { InvalidArgumentError, OutOfMemoryError, OutOfRangeError, ReleasedError, Status } from "../core/errors.ts";
 import { check, native } from "../core/ffi/library.ts";
 import { reportLeak, track, untrack } from "./debug.ts";
+import { inspectCustom } from "./inspect.ts";
+import { showCStruct } from "./inspect_handles.ts";
 
 /** A C `struct K` named by its typed address (`structPointer`), or by an
  * object with one (the classes below, for the kinds they cover). */
@@ -95,9 +97,17 @@ export function takeStructs(fn: string, refs: [param: string, ref: unknown, kind
     }
   }
   if (error) {
-    refs.forEach(([, , kind], i) => {
-      if (addresses[i]) releaseAt(kind, addresses[i]);
+    const released: string[] = [];
+    refs.forEach(([param, , kind], i) => {
+      if (addresses[i]) {
+        releaseAt(kind, addresses[i]);
+        released.push(param);
+      }
     });
+    // Said in the error: a retry with the same structs cannot work.
+    if (released.length > 0 && error instanceof Error) {
+      error.message += `; the ${released.join(" and ")} given ${released.length > 1 ? "were" : "was"} released too (a failed import owns its structs: retry with new ones)`;
+    }
     throw error;
   }
   return addresses;
@@ -255,6 +265,9 @@ export abstract class CStruct implements Disposable {
       native.abd_free(asPointer(slot.address));
     }
   }
+
+  /** What console.log and Bun.inspect print (native/inspect.ts). */
+  [inspectCustom](): string { return showCStruct(this); }
 
   [Symbol.dispose](): void {
     this.dispose();

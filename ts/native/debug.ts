@@ -21,6 +21,16 @@ export function track(kind: string): number {
   return token;
 }
 
+/** " at <frame>": where `site` (an Error made by a handle's dispose())
+ * says the handle was disposed, its first frame outside the library's
+ * handle modules; "" for no site (set ARROW_DEVICE_DEBUG=1 to record it). */
+export function disposalSite(site: Error | null): string {
+  if (site === null) return debugEnabled ? "" : " (ARROW_DEVICE_DEBUG=1 records where)";
+  const frames = (site.stack ?? "").split("\n").map((line) => line.trim()).filter((line) => line.startsWith("at "));
+  const caller = frames.find((frame) => !/imported_array\.(ts|js)/.test(frame));
+  return caller === undefined ? "" : ` ${caller}`;
+}
+
 export function untrack(token: number): void {
   if (token) live.delete(token);
 }

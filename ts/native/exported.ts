@@ -31,6 +31,8 @@ import { drainReleased, forgetReleased } from "./keepalive.ts";
 import { exportedCapsule } from "./protocol/handle_methods.ts";
 import { ArrowCArray, ArrowCDeviceArray, ArrowCSchema, type ArrowCapsule, type ProtocolOptions } from "./protocol/symbols.ts";
 import { oneOfArg, stringArg } from "../core/args.ts";
+import { inspectCustom } from "./inspect.ts";
+import { showExportedArray } from "./inspect_handles.ts";
 
 /** What the slot holds besides the schema: nothing ("schema"), an
  * ArrowArray ("array") or an ArrowDeviceArray ("device_array"). */
@@ -233,6 +235,9 @@ export class ExportedArray<K extends ExportedKind = ExportedKind> implements Dis
     if (this.#code === -1) freeAllocatedSlot(address, this.kind);
     else freeExportSlot(address, this.#code);
   }
+
+  /** What console.log and Bun.inspect print (native/inspect.ts). */
+  [inspectCustom](): string { return showExportedArray(this); }
 
   [Symbol.dispose](): void {
     this.release();

@@ -20,6 +20,8 @@ import { NativeSlot } from "./native_slot.ts";
 import { exportedCapsule } from "./protocol/handle_methods.ts";
 import { ArrowCDeviceStream, ArrowCStream, type ArrowCapsule, type ProtocolOptions } from "./protocol/symbols.ts";
 import { oneOfArg, stringArg } from "../core/args.ts";
+import { inspectCustom } from "./inspect.ts";
+import { showExportedStream } from "./inspect_handles.ts";
 
 /** "stream": struct ArrowArrayStream; "device_stream": struct
  * ArrowDeviceArrayStream. */
@@ -81,6 +83,9 @@ export class ExportedStream<K extends StreamKind = StreamKind> implements Dispos
   release(): void {
     this.#slot.release();
   }
+
+  /** What console.log and Bun.inspect print (native/inspect.ts). */
+  [inspectCustom](): string { return showExportedStream(this); }
 
   [Symbol.dispose](): void {
     this.release();

@@ -62,12 +62,13 @@ export function grantStreamAccess(access: StreamAccess): void {
 }
 
 /** Set by the arrow layer (`onDisposeEmpty`): makes one converted object
- * read as empty (this layer knows no apache-arrow type). */
-export let emptyConverted: ((converted: object) => void) | null = null;
+ * refuse reads of the released memory, saying where `site` (an Error made
+ * by dispose()) was made (this layer knows no apache-arrow type). */
+export let emptyConverted: ((converted: object, site: Error) => void) | null = null;
 
-/** Sets how the arrow layer empties an object converted from a handle
+/** Sets how the arrow layer releases an object converted from a handle
  * when the handle is disposed. */
-export function onDisposeEmpty(empty: (converted: object) => void): void {
+export function onDisposeEmpty(empty: (converted: object, site: Error) => void): void {
   emptyConverted = empty;
 }
 

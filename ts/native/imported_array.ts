@@ -37,7 +37,7 @@ import { addressArg, argumentError, booleanArg, integerArg, isPlainObject, strin
 import { native } from "../core/ffi/library.ts";
 import { type StructRef } from "./c_structs.ts";
 import { importDeviceStructs, importFromProducer, importStructs, type ImportOptions } from "./import_structs.ts";
-import { track, untrack, unwatch, watch } from "./debug.ts";
+import { debugEnabled, disposalSite, track, untrack, unwatch, watch } from "./debug.ts";
 import { DeferredViews } from "./deferred_views.ts";
 import { type ExportedArray } from "./exported.ts";
 import { hostAccessError } from "./host_access.ts";
@@ -51,6 +51,8 @@ import { reexport, type ReexportOptions } from "./reexport.ts";
 import { selectWindow, type SliceRange, type Window } from "./selection.ts";
 import { importedArrayCapsule, importedSchemaCapsule } from "./protocol/handle_methods.ts";
 import { ArrowCArray, ArrowCDeviceArray, ArrowCSchema, isArrayProducer, type ArrayProducer, type ArrowCapsule, type ProtocolOptions } from "./protocol/symbols.ts";
+import { inspectCustom } from "./inspect.ts";
+import { showImportedArray } from "./inspect_handles.ts";
 
 export { type ImportOptions } from "./import_structs.ts";
 export { type ToHostOptions } from "./to_host.ts";
@@ -92,6 +94,8 @@ export class ImportedArray implements Disposable {
    * once at distinct addresses (`#prefetchDistinct`) and never looks. */
   #byAddress: Map<number, ArrayBuffer> | null = null;
   #disposed = false;
+  /** Where `dispose()` ran: recorded with converted objects, or in debug mode. */
+  #disposedAt: Error | null = null;
   /** The deferred views every batch converted lazily from this handle
    * shares (arrow/import.ts; made by the first), killed by `dispose()`:
    * they hold references of their own, which `releaseToGC()` leaves to
@@ -242,7 +246,7 @@ export class ImportedArray implements Disposable {
   }
 
   #live(): void {
-    if (this.#disposed) throw new ReleasedError(Status.released, "this imported array was disposed; its memory is released");
+    if (this.#disposed) throw new ReleasedError(Status.released, `this imported array was disposed${disposalSite(this.#disposedAt)}; its memory is released`);
   }
 
   /** True once `dispose()` ran: the handle's views are detached. */
@@ -545,9 +549,10 @@ export class ImportedArray implements Disposable {
 
   /** Detaches every ArrayBuffer made over owner memory, which releases the
    * producer's data now, unless an export of converted data still holds it
-   * (then its consumer's release does). Views read as empty afterwards,
-   * and apache-arrow objects converted from the handle (`importRecordBatch`,
-   * `importVector`, `importData`, `importTable`) have no rows (length 0). Idempotent. */
+   * (then its consumer's release does). Views read as empty afterwards;
+   * apache-arrow objects converted from the handle (`importRecordBatch`,
+   * `importVector`, `importData`, `importTable`) keep their lengths, and a
+   * read of their memory throws ReleasedError saying where this ran. Idempotent. */
   dispose(): void {
     if (this.#disposed) return;
     this.#disposed = true;
@@ -563,13 +568,16 @@ export class ImportedArray implements Disposable {
     const deferred = this.#deferred;
     this.#deferred = null;
     deferred?.kill();
-    // What was converted from the handle now reads as empty (no rows).
+    // What was converted from the handle now refuses reads of the
+    // released memory, saying where this ran (`site`).
     const converted = this.#converted;
     this.#converted = null;
-    if (converted !== null && emptyConverted !== null) {
+    const site = converted !== null || debugEnabled ? new Error("disposed here") : null;
+    this.#disposedAt = site;
+    if (converted !== null && site !== null && emptyConverted !== null) {
       for (const ref of converted) {
         const object = ref.deref();
-        if (object !== undefined) emptyConverted(object);
+        if (object !== undefined) emptyConverted(object, site);
       }
     }
     if (this.#plainReference) {
@@ -577,6 +585,9 @@ export class ImportedArray implements Disposable {
       native.abd_owner_release(asPointer(this.#owner));
     }
   }
+
+  /** What console.log and Bun.inspect print (native/inspect.ts). */
+  [inspectCustom](): string { return showImportedArray(this); }
 
   [Symbol.dispose](): void {
     this.dispose();

@@ -40,6 +40,8 @@ import { withStreamCapsule } from "./protocol/consume.ts";
 import { importedStreamCapsule } from "./protocol/handle_methods.ts";
 import { ArrowCDeviceStream, ArrowCStream, isStreamProducer, type ArrowCapsule, type ProtocolOptions, type StreamProducer } from "./protocol/symbols.ts";
 import { addressArg, argumentError, internalConstruction } from "../core/args.ts";
+import { inspectCustom } from "./inspect.ts";
+import { showImportedStream } from "./inspect_handles.ts";
 
 /** Only this module constructs an ImportedStream. */
 const streamToken = Symbol("ImportedStream");
@@ -454,6 +456,9 @@ export class ImportedStream implements Disposable, Iterable<ImportedArray>, Asyn
     }
     native.abd_stream_import_release(held.handle as Pointer);
   }
+
+  /** What console.log and Bun.inspect print (native/inspect.ts). */
+  [inspectCustom](): string { return showImportedStream(this); }
 
   [Symbol.dispose](): void {
     this.release();

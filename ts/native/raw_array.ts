@@ -11,6 +11,8 @@ import { bufferWordOf, nodeSchemaOf, nodeWordOf } from "./batch_source.ts";
 import { hostAccessError } from "./host_access.ts";
 import { ImportedArray } from "./imported_array.ts";
 import { type Window } from "./selection.ts";
+import { inspectCustom } from "./inspect.ts";
+import { showRawArray } from "./inspect_handles.ts";
 
 const typeIdNames = Object.fromEntries(Object.entries(TypeId).map(([k, v]) => [v, k])) as Record<number, TypeIdName>;
 
@@ -209,6 +211,9 @@ export class RawArray {
   get buffers(): TypedBuffer[] {
     return Array.from({ length: this.nBuffers }, (_, i) => this.buffer(i));
   }
+
+  /** What console.log and Bun.inspect print (native/inspect.ts). */
+  [inspectCustom](): string { return showRawArray(this); }
 
   /** A plain description, reading no buffer (safe for device memory). */
   describe(): object {

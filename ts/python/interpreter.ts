@@ -12,7 +12,6 @@
  * with the GIL).
  */
 import { type Pointer } from "bun:ffi";
-import { libraryPath } from "../core/ffi/library.ts";
 import { InvalidArgumentError, ReleasedError, Status } from "../core/errors.ts";
 import { internalConstruction } from "../core/args.ts";
 
@@ -21,7 +20,7 @@ export const pythonToken = Symbol("Python");
 import { bootstrapCode } from "./bootstrap.ts";
 import { PythonError, PythonUnavailableError } from "./errors.ts";
 import { locatePython, type LocateOptions } from "./locate.ts";
-import { ErrorText, cString, openShim, readShimCounters, shimPath, type Shim, type ShimCounters } from "./shim.ts";
+import { ErrorText, cString, libraryForShim, openShim, readShimCounters, shimPath, type Shim, type ShimCounters } from "./shim.ts";
 
 /** Options of `loadPython`: where libpython is, and extra `sys.path` folders. */
 export type LoadPythonOptions = LocateOptions & {
@@ -230,7 +229,7 @@ export function loadPython(options: LoadPythonOptions = {}): Python {
   const located = locatePython(options);
   const shim = openShim();
   const error = new ErrorText();
-  if (shim.abdpy_load(cString(located.libpython), cString(libraryPath()), error.bytes, error.bytes.length) !== 0) {
+  if (shim.abdpy_load(cString(located.libpython), cString(libraryForShim()), error.bytes, error.bytes.length) !== 0) {
     throw new PythonUnavailableError(`could not load ${located.libpython} (found through ${located.via}): ${error.text}`, [located.libpython, shimPath()]);
   }
   if (shim.abdpy_bootstrap(cString(bootstrapCode), error.bytes, error.bytes.length) !== 0) {

@@ -5,9 +5,10 @@
  * Python goes through it, and it takes the GIL itself.
  */
 import { FFIType, suffix } from "bun:ffi";
-import { existsSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { existsSync, readFileSync } from "node:fs";
+import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import { libraryPath } from "../core/ffi/library.ts";
+import { platformId, platformPackage } from "../core/ffi/platform.ts";
 import { openLibrary, type NativeLibrary } from "../core/ffi/bun_ffi.ts";
 import { PythonUnavailableError } from "./errors.ts";
 
@@ -38,9 +39,64 @@ export type Shim = NativeLibrary<typeof shimSymbols>["symbols"];
  * one beside libarrow_device. */
 export const shimEnvVar = "ARROW_DEVICE_PYTHON_SHIM";
 
-/** The CPython shim's file: $ARROW_DEVICE_PYTHON_SHIM, else beside libarrow_device. */
+/** The shim's file name on this platform. */
+const shimFile = `libarrow_device_python.${suffix}`;
+
+/** The CPython shim's file: $ARROW_DEVICE_PYTHON_SHIM, else beside
+ * libarrow_device (a checkout, an installed platform package), else the
+ * platform package's "./python" path: what `bun build --compile` embeds
+ * (a /$bunfs/ path, which Bun's dlopen extracts as it does the library). */
 export function shimPath(): string {
-  return process.env[shimEnvVar] || join(dirname(libraryPath()), `libarrow_device_python.${suffix}`);
+  const fromEnv = process.env[shimEnvVar];
+  if (fromEnv) return fromEnv;
+  const beside = join(dirname(libraryPath()), shimFile);
+  if (existsSync(beside)) return beside;
+  return platformPackageShim(platformId()) ?? beside;
+}
+
+/** The shim path the platform package for `id` carries, if installed
+ * (literal names, so that bundlers see them; see platform_package.ts). */
+function platformPackageShim(id: string): string | undefined {
+  let module: { default: string } | undefined;
+  try {
+    switch (id) {
+      case "linux-x64-gnu": module = require("@bun-arrow-device/linux-x64-gnu/python"); break;
+      case "linux-x64-musl": module = require("@bun-arrow-device/linux-x64-musl/python"); break;
+      case "linux-arm64-gnu": module = require("@bun-arrow-device/linux-arm64-gnu/python"); break;
+      case "linux-arm64-musl": module = require("@bun-arrow-device/linux-arm64-musl/python"); break;
+      case "darwin-x64": module = require("@bun-arrow-device/darwin-x64/python"); break;
+      case "darwin-arm64": module = require("@bun-arrow-device/darwin-arm64/python"); break;
+      default: return undefined;
+    }
+  } catch {
+    return undefined;
+  }
+  const path = module?.default;
+  if (typeof path !== "string" || path === "") return undefined;
+  return isAbsolute(path) || path.startsWith("/$bunfs/") ? path : resolve(import.meta.dir, path);
+}
+
+/** What to do when the shim is missing, for where this runs: a checkout
+ * builds it; an app ships the platform package's file. */
+function missingShimAdvice(path: string): string {
+  if (existsSync(join(dirname(libraryPath()), "..", "..", "build.zig"))) return `the Python shim is not built: build it with \`bash scripts/setup.sh\` (or set ${shimEnvVar})`;
+  return `the Python shim ${shimFile} was not found (looked at ${path}): it ships in ${platformPackage(platformId())}, beside its library; install that package (bun build and bun build --compile then carry the shim when the app imports bun-arrow-device/python), or ship ${shimFile} with the app and set ${shimEnvVar} to its path`;
+}
+
+/** The main library as the shim's own dlopen can open it (abdpy_load):
+ * its path; in a compiled app, whose /$bunfs/ path only Bun can read, the
+ * file Bun's dlopen extracted it to (Linux: its mapping in
+ * /proc/self/maps), else its soname, which the dynamic loader matches
+ * against the library already loaded. */
+export function libraryForShim(): string {
+  const path = libraryPath();
+  if (!path.startsWith("/$bunfs/")) return path;
+  if (existsSync("/proc/self/maps")) {
+    const mapped = readFileSync("/proc/self/maps", "utf8").split("\n").map((line) => line.slice(line.indexOf("/"))).filter((file) => file.startsWith("/"));
+    const named = mapped.find((file) => basename(file) === basename(path)) ?? mapped.find((file) => /libarrow_device(?!_python)[^/]*$/.test(file) && !file.startsWith("/$bunfs/"));
+    if (named !== undefined) return named;
+  }
+  return `libarrow_device.${suffix}`;
 }
 
 let opened: Shim | null = null;
@@ -50,8 +106,8 @@ let opened: Shim | null = null;
 export function openShim(): Shim {
   if (opened) return opened;
   const path = shimPath();
-  if (!existsSync(path)) {
-    throw new PythonUnavailableError(`the Python shim is not built: build it with \`bash scripts/setup.sh\` (or set ${shimEnvVar})`, [`${path}: no such file`]);
+  if (!path.startsWith("/$bunfs/") && !existsSync(path)) {
+    throw new PythonUnavailableError(missingShimAdvice(path), [`${path}: no such file`]);
   }
   try {
     opened = openLibrary(path, shimSymbols).symbols;
