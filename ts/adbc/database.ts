@@ -13,7 +13,7 @@
  * thread the connection was handed to) is refused with a WrongThreadError
  * (zig/adbc/call.zig), never run concurrently inside the driver.
  */
-import { type RecordBatch, type Schema, type Table } from "apache-arrow";
+import { type RecordBatch, type Schema, type Table } from "../arrow/arrow_types.ts";
 import { branded } from "../core/abi/pointers.ts";
 import { argumentError, integerArg, isPlainObject, optionsArg, stringArg } from "../core/args.ts";
 import { native } from "../core/ffi/library.ts";
@@ -46,6 +46,12 @@ export type IngestOptions = {
   temporary?: boolean;
 };
 
+/** Options of `Connection.recordBatches`: `async`, and parameters to bind. */
+export type BatchOptions<A extends boolean = boolean> = ExecuteOptions<A> & { params?: Parameters };
+
+/** Where `Connection.getTableSchema` looks (the connection's defaults when left out). */
+export type TableLocation = { catalog?: string; dbSchema?: string };
+
 /** Options of `Connection.getObjects` (AdbcConnectionGetObjects). */
 export type GetObjectsOptions = {
   /** "all" (default), "catalogs", "db_schemas", "tables" or "columns". */
@@ -63,6 +69,7 @@ function scratch(bytes: number): number {
   return address;
 }
 
+/** An ADBC database: a loaded driver and its AdbcDatabase. */
 export class Database extends AdbcHandle {
   /** @internal */
   readonly address: number;
@@ -116,6 +123,7 @@ export class Database extends AdbcHandle {
 
 const depths = { all: 0, catalogs: 1, db_schemas: 2, tables: 3, columns: 4 } as const;
 
+/** An ADBC connection; one call at a time (see the module comment). */
 export class Connection extends AdbcHandle {
   /** @internal */
   readonly address: number;
@@ -160,7 +168,9 @@ export class Connection extends AdbcHandle {
    * `{ async: true }`: ExecuteQuery and every get_next then run off the JS
    * thread). */
   query(sql: string, params?: Parameters, options?: ExecuteOptions<false>): Table;
+  /** `query` off the JS thread: ExecuteQuery on a native thread, get_next on the stream's worker. */
   query(sql: string, params: Parameters | undefined, options: ExecuteOptions<true>): Promise<Table>;
+  /** `query` with the form known only at run time. */
   query(sql: string, params?: Parameters, options: ExecuteOptions = {}): Table | Promise<Table> {
     const statement = this.prepared("Connection.query", sql, params);
     if (options.async === true) return statement.executeQuery({ async: true }).finally(() => statement.close());
@@ -173,9 +183,11 @@ export class Connection extends AdbcHandle {
 
   /** Runs `sql` and iterates its batches one at a time (an async iterator
    * with `{ async: true }`); the statement closes when the iteration ends. */
-  recordBatches(sql: string, options?: ExecuteOptions<false> & { params?: Parameters }): Generator<RecordBatch, void, undefined>;
-  recordBatches(sql: string, options: ExecuteOptions<true> & { params?: Parameters }): AsyncGenerator<RecordBatch, void, undefined>;
-  recordBatches(sql: string, options: ExecuteOptions & { params?: Parameters } = {}): Generator<RecordBatch, void, undefined> | AsyncGenerator<RecordBatch, void, undefined> {
+  recordBatches(sql: string, options?: BatchOptions<false>): Generator<RecordBatch, void, undefined>;
+  /** `recordBatches` off the JS thread, as an async iterator. */
+  recordBatches(sql: string, options: BatchOptions<true>): AsyncGenerator<RecordBatch, void, undefined>;
+  /** `recordBatches` with the form known only at run time. */
+  recordBatches(sql: string, options: BatchOptions = {}): Generator<RecordBatch, void, undefined> | AsyncGenerator<RecordBatch, void, undefined> {
     const fn = "Connection.recordBatches";
     const checked = optionsArg(fn, "options", options, ["async", "params"]) as ExecuteOptions & { params?: Parameters };
     const statement = this.prepared(fn, sql, checked.params);
@@ -286,7 +298,7 @@ export class Connection extends AdbcHandle {
   }
 
   /** The Arrow schema of table `name` (AdbcConnectionGetTableSchema). */
-  getTableSchema(name: string, options: { catalog?: string; dbSchema?: string } = {}): Schema {
+  getTableSchema(name: string, options: TableLocation = {}): Schema {
     const fn = "Connection.getTableSchema";
     this.live(fn);
     const checked = optionsArg(fn, "options", options, ["catalog", "dbSchema"]) as { catalog?: string; dbSchema?: string };
@@ -324,11 +336,13 @@ export class Connection extends AdbcHandle {
     this.setOption("adbc.connection.autocommit", on);
   }
 
+  /** Commits the current transaction (autocommit off). */
   commit(): void {
     this.live("Connection.commit");
     this.call("ConnectionCommit");
   }
 
+  /** Rolls back the current transaction (autocommit off). */
   rollback(): void {
     this.live("Connection.rollback");
     this.call("ConnectionRollback");

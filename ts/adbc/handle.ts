@@ -21,6 +21,7 @@ export type OptionKind = "string" | "bytes" | "int" | "double";
 
 type Prefix = "Database" | "Connection" | "Statement";
 
+/** What Database, Connection and Statement share (options, close). */
 export abstract class AdbcHandle implements Disposable {
   /** The native object: the ADBC struct at its start. */
   protected readonly object: number;
@@ -83,11 +84,16 @@ export abstract class AdbcHandle implements Disposable {
   /** Reads option `key` as `kind` ("string" default): a string, a
    * Uint8Array, a bigint or a number. A driver that does not know the key
    * throws an AdbcError (adbcStatus "not_found"). */
-  getOption(key: string, kind: "string"): string;
+  getOption(key: string, kind?: "string"): string;
+  /** `getOption` of a bytes option (GetOptionBytes). */
   getOption(key: string, kind: "bytes"): Uint8Array;
+  /** `getOption` of an integer option (GetOptionInt). */
   getOption(key: string, kind: "int"): bigint;
+  /** `getOption` of a double option (GetOptionDouble). */
   getOption(key: string, kind: "double"): number;
+  /** `getOption` with the kind known only at run time. */
   getOption(key: string, kind?: OptionKind): string | Uint8Array | bigint | number;
+  /** `getOption` (the implementation). */
   getOption(key: string, kind: OptionKind = "string"): string | Uint8Array | bigint | number {
     const fn = `${this.prefix}.getOption`;
     this.live(fn);

@@ -10,7 +10,7 @@
  * array its own owner), but the stream itself is released before the
  * statement, which is what drivers require.
  */
-import { type RecordBatch, type Schema, type Table } from "apache-arrow";
+import { type RecordBatch, type Schema, type Table } from "../arrow/arrow_types.ts";
 import { branded } from "../core/abi/pointers.ts";
 import { adbcStructLayouts } from "../core/abi/adbc_layout.ts";
 import { argumentError, booleanArg, optionsArg } from "../core/args.ts";
@@ -66,6 +66,7 @@ export function takeSchema(schema: number): Schema {
   }
 }
 
+/** An ADBC statement (see the module comment for who owns what). */
 export class Statement extends AdbcHandle {
   #guard: number;
   #stream: ImportedStream | null = null;
@@ -159,7 +160,9 @@ export class Statement extends AdbcHandle {
   /** Runs the query; the whole result as a Table (a Promise with
    * `{ async: true }`). */
   executeQuery(options?: ExecuteOptions<false>): Table;
+  /** `executeQuery` off the JS thread. */
   executeQuery(options: ExecuteOptions<true>): Promise<Table>;
+  /** `executeQuery` with the form known only at run time. */
   executeQuery(options: ExecuteOptions = {}): Table | Promise<Table> {
     const fn = "Statement.executeQuery";
     const async = asyncArg(fn, options);
@@ -171,7 +174,9 @@ export class Statement extends AdbcHandle {
   /** Runs the query and iterates its batches, one held at a time; the
    * result stream ends (is released) when the iteration does. */
   recordBatches(options?: ExecuteOptions<false>): Generator<RecordBatch, void, undefined>;
+  /** `recordBatches` off the JS thread, as an async iterator. */
   recordBatches(options: ExecuteOptions<true>): AsyncGenerator<RecordBatch, void, undefined>;
+  /** `recordBatches` with the form known only at run time. */
   recordBatches(options: ExecuteOptions = {}): Generator<RecordBatch, void, undefined> | AsyncGenerator<RecordBatch, void, undefined> {
     const fn = "Statement.recordBatches";
     const async = asyncArg(fn, options);

@@ -214,10 +214,15 @@ export type AdbcStatusName = keyof typeof AdbcStatus;
  */
 export class AdbcError extends CallbackError {
   override name = "AdbcError";
+  /** The driver's AdbcStatusCode by name. */
   readonly adbcStatus: AdbcStatusName;
+  /** The driver's AdbcStatusCode. */
   readonly adbcCode: number;
+  /** The SQLSTATE (5 characters), or null when the driver set none. */
   readonly sqlstate: string | null;
+  /** The driver's vendor code, or null when it set none. */
   readonly vendorCode: number | null;
+  /** The ADBC 1.1.0 error details: key -> value bytes. */
   readonly details: ReadonlyMap<string, Uint8Array>;
   constructor(adbcCode: number, message: string, sqlstate: string | null, vendorCode: number | null, details: ReadonlyMap<string, Uint8Array>) {
     errorArg("AdbcError", "adbcCode", Number.isInteger(adbcCode) && adbcCode >= 0 && adbcCode <= 255, "an AdbcStatusCode (0..255)", adbcCode);
