@@ -13,6 +13,7 @@
  * thread the connection was handed to) is refused with a WrongThreadError
  * (zig/adbc/call.zig), never run concurrently inside the driver.
  */
+import { type Pointer } from "bun:ffi";
 import { type RecordBatch, type Schema, type Table } from "../arrow/arrow_types.ts";
 import { branded } from "../core/abi/pointers.ts";
 import { argumentError, integerArg, isPlainObject, optionsArg, stringArg } from "../core/args.ts";
@@ -63,7 +64,7 @@ export type GetObjectsOptions = {
   columnName?: string;
 };
 
-function scratch(bytes: number): number {
+function scratch(bytes: number): Pointer {
   const address = native.abd_alloc_zeroed(bytes);
   if (!address) throw errorFor(Status.out_of_memory, "out of memory for an ADBC call");
   return address;
@@ -72,7 +73,7 @@ function scratch(bytes: number): number {
 /** An ADBC database: a loaded driver and its AdbcDatabase. */
 export class Database extends AdbcHandle {
   /** @internal */
-  readonly address: number;
+  readonly address: Pointer;
 
   constructor(options: DatabaseOptions) {
     const fn = "Database";
@@ -105,7 +106,7 @@ export class Database extends AdbcHandle {
     return this.driver.version;
   }
 
-  protected get guard(): number {
+  protected get guard(): Pointer {
     return this.object;
   }
 
@@ -126,7 +127,7 @@ const depths = { all: 0, catalogs: 1, db_schemas: 2, tables: 3, columns: 4 } as 
 /** An ADBC connection; one call at a time (see the module comment). */
 export class Connection extends AdbcHandle {
   /** @internal */
-  readonly address: number;
+  readonly address: Pointer;
 
   /** @internal Made by Database.connect. */
   constructor(driver: Driver, database: Database, options: Record<string, OptionValue>) {
@@ -142,7 +143,7 @@ export class Connection extends AdbcHandle {
     }
   }
 
-  protected get guard(): number {
+  protected get guard(): Pointer {
     return this.object;
   }
 
@@ -351,7 +352,7 @@ export class Connection extends AdbcHandle {
   /** Asks the driver to stop what this connection runs (1.1.0). */
   cancel(): void {
     this.live("Connection.cancel");
-    this.driver.call(0, "ConnectionCancel", [this.object, this.error], this.error);
+    this.driver.call(null, "ConnectionCancel", [this.object, this.error], this.error);
   }
 
   /** Calls `name` with the words `args(stream)` and reads the stream it

@@ -10,7 +10,7 @@
  * Ownership: a `Driver` is held by the Databases made with it (`retain` /
  * `release`); the last release calls the driver's own release.
  */
-import { ptr, read, toArrayBuffer } from "bun:ffi";
+import { ptr, read, toArrayBuffer, type Pointer } from "bun:ffi";
 import { existsSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { isAbsolute, join } from "node:path";
@@ -48,10 +48,10 @@ const versionNames: Record<number, string> = { [AdbcVersion.v1_0_0]: "1.0.0", [A
 /** A loaded ADBC driver: its function table and the revision it accepted. */
 export class Driver {
   /** The native Driver (its AdbcDriver table at offset 0). */
-  readonly address: number;
+  readonly address: Pointer;
   /** "1.1.0" or "1.0.0". */
   readonly version: string;
-  private readonly functions = new Map<AdbcDriverField, number>();
+  private readonly functions = new Map<AdbcDriverField, Pointer>();
   private holders = 1;
 
   constructor(readonly path: string, readonly entrypoint: string | null) {
@@ -60,13 +60,13 @@ export class Driver {
     const out = new Float64Array(1);
     const status = native.abd_adbc_driver_load(pathBytes, entryBytes, out);
     if (status !== 0) throw errorFor(status, lastError());
-    this.address = read.ptr(ptr(out), 0);
+    this.address = read.ptr(ptr(out), 0) as Pointer;
     this.version = versionNames[native.abd_adbc_driver_version(this.address)] ?? "1.0.0";
     const fields = adbcStructLayouts.AdbcDriver.fields;
     for (const name of Object.keys(fields) as AdbcDriverField[]) {
       if (name === "private_data" || name === "private_manager") continue;
       const fn = read.ptr(this.address, fields[name]);
-      if (fn) this.functions.set(name, fn);
+      if (fn) this.functions.set(name, fn as Pointer);
     }
   }
 
@@ -89,7 +89,7 @@ export class Driver {
    * any other failure (from `error`, which is left reset), an
    * AdbcError "not_implemented" when the driver lacks the function, and a
    * WrongThreadError when the guard is held. */
-  call(guard: number, name: AdbcDriverField, args: readonly number[], error: number, accept: readonly number[] = []): number {
+  call(guard: Pointer | null, name: AdbcDriverField, args: readonly number[], error: Pointer, accept: readonly number[] = []): number {
     const fn = this.functions.get(name);
     if (fn === undefined) return this.missing(name, accept);
     for (let i = 0; i < args.length; i++) words[i] = args[i]!;
@@ -98,7 +98,7 @@ export class Driver {
   }
 
   /** `call` for the Set*OptionDouble shape. */
-  callDouble(guard: number, name: AdbcDriverField, handle: number, key: Uint8Array, value: number, error: number): void {
+  callDouble(guard: Pointer, name: AdbcDriverField, handle: Pointer, key: Uint8Array, value: number, error: Pointer): void {
     const fn = this.functions.get(name);
     if (fn === undefined) {
       this.missing(name, []);
@@ -109,7 +109,7 @@ export class Driver {
 
   /** Starts `name` on a thread of its own (zig/adbc/call.zig); the promise
    * settles as `call` returns or throws. */
-  callAsync(guard: number, name: AdbcDriverField, args: readonly number[], error: number): Promise<number> {
+  callAsync(guard: Pointer, name: AdbcDriverField, args: readonly number[], error: Pointer): Promise<number> {
     const fn = this.functions.get(name);
     if (fn === undefined) return Promise.reject(this.notImplemented(name));
     for (let i = 0; i < args.length; i++) words[i] = args[i]!;
@@ -139,7 +139,7 @@ export class Driver {
     return new AdbcError(AdbcStatus.not_implemented, `${name}: the ADBC driver ${this.path} does not implement it (revision ${this.version})`, null, null, new Map());
   }
 
-  private outcome(name: AdbcDriverField, status: number, error: number, accept: readonly number[]): number {
+  private outcome(name: AdbcDriverField, status: number, error: Pointer, accept: readonly number[]): number {
     if (status === -1) throw errorFor(native.abd_last_status(), lastError());
     if (status === 0) return 0;
     const failure = this.takeError(name, status, error);
@@ -149,7 +149,7 @@ export class Driver {
 
   /** Reads and releases the AdbcError at `error` (the driver filled it for
    * a call that returned `status`). */
-  takeError(name: string, status: number, error: number): AdbcError {
+  takeError(name: string, status: number, error: Pointer): AdbcError {
     const blob = native.abd_adbc_error_take(this.address, error, sizeOutAddress);
     if (!blob) return new AdbcError(status, `${name} failed with ADBC status ${status}`, null, null, new Map());
     const bytes = new Uint8Array(toArrayBuffer(blob, 0, sizeOut[0]!).slice(0));
@@ -188,7 +188,7 @@ let nextKey = 1;
 const pending = new Map<number, (status: number) => void>();
 
 /** Settles the background call `key` (js_queue tag adbc_call_done). */
-export function finishAsyncCall(key: number, job: number): void {
+export function finishAsyncCall(key: number, job: Pointer): void {
   const status = native.abd_adbc_job_finish(job);
   const settle = pending.get(key);
   pending.delete(key);
@@ -196,12 +196,12 @@ export function finishAsyncCall(key: number, job: number): void {
 }
 
 onJsWork(JsWorkTag.adbc_call_done, (key, job) => {
-  finishAsyncCall(key, job);
+  finishAsyncCall(key, job as Pointer);
   return false;
 });
 
 /** A native error struct for calls of `driver`, reset and ready. Free it with abd_free. */
-export function newErrorStruct(driver: Driver): number {
+export function newErrorStruct(driver: Driver): Pointer {
   const address = native.abd_alloc_zeroed(adbcStructLayouts.AdbcError.size);
   if (!address) throw errorFor(Status.out_of_memory, "out of memory for an AdbcError");
   native.abd_adbc_error_reset(driver.address, address);

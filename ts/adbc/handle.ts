@@ -5,7 +5,7 @@
  * an ordered close: children first, then the driver's release of this
  * object, exactly once.
  */
-import { ptr, read } from "bun:ffi";
+import { ptr, read, type Pointer } from "bun:ffi";
 import { type AdbcDriverField } from "../core/abi/adbc_layout.ts";
 import { argumentError, stringArg } from "../core/args.ts";
 import { AdbcStatus, ReleasedError, Status, errorFor } from "../core/errors.ts";
@@ -24,9 +24,9 @@ type Prefix = "Database" | "Connection" | "Statement";
 /** What Database, Connection and Statement share (options, close). */
 export abstract class AdbcHandle implements Disposable {
   /** The native object: the ADBC struct at its start. */
-  protected readonly object: number;
+  protected readonly object: Pointer;
   /** This object's AdbcError struct. */
-  protected readonly error: number;
+  protected readonly error: Pointer;
   #closed = false;
   protected readonly children = new Set<AdbcHandle>();
 
@@ -39,7 +39,7 @@ export abstract class AdbcHandle implements Disposable {
   }
 
   /** The guard calls on this object take (a statement: its connection's). */
-  protected abstract get guard(): number;
+  protected abstract get guard(): Pointer;
 
   /** True once closed. */
   get closed(): boolean {

@@ -22,7 +22,7 @@ import { exportStream, importTable, recordBatches } from "../arrow/stream_api.ts
 import { type StreamSource } from "../arrow/stream_export.ts";
 import { addressOf, cString, newErrorStruct, type Driver } from "./driver.ts";
 import { AdbcHandle } from "./handle.ts";
-import { read, toArrayBuffer } from "bun:ffi";
+import { read, toArrayBuffer, type Pointer } from "bun:ffi";
 
 /** What can be bound as parameters: a Table, a RecordBatch (one row of
  * parameters per row), an array of batches, or any stream source
@@ -46,7 +46,7 @@ export type Partitions = {
 };
 
 /** A native scratch of `bytes`, freed by the caller with abd_free. */
-function scratch(bytes: number): number {
+function scratch(bytes: number): Pointer {
   const address = native.abd_alloc_zeroed(bytes);
   if (!address) throw errorFor(Status.out_of_memory, "out of memory for an ADBC call");
   return address;
@@ -54,7 +54,7 @@ function scratch(bytes: number): number {
 
 /** Converts the ArrowSchema at `schema` (filled by a driver; released
  * here) into an apache-arrow Schema. */
-export function takeSchema(schema: number): Schema {
+export function takeSchema(schema: Pointer): Schema {
   const stream = scratch(40);
   try {
     const status = native.abd_adbc_schema_stream(schema, stream);
@@ -68,11 +68,11 @@ export function takeSchema(schema: number): Schema {
 
 /** An ADBC statement (see the module comment for who owns what). */
 export class Statement extends AdbcHandle {
-  #guard: number;
+  #guard: Pointer;
   #stream: ImportedStream | null = null;
 
   /** @internal Made by Connection.statement / prepare. */
-  constructor(driver: Driver, guard: number, connection: AdbcHandle & { readonly address: number }) {
+  constructor(driver: Driver, guard: Pointer, connection: AdbcHandle & { readonly address: Pointer }) {
     super(driver, "Statement", connection);
     this.#guard = guard;
     try {
@@ -83,7 +83,7 @@ export class Statement extends AdbcHandle {
     }
   }
 
-  protected get guard(): number {
+  protected get guard(): Pointer {
     return this.#guard;
   }
 
@@ -213,10 +213,10 @@ export class Statement extends AdbcHandle {
       this.call("StatementExecutePartitions", [schema, partitions, rows]);
       const out: Uint8Array[] = [];
       const count = Number(read.u64(partitions, layout.fields.num_partitions));
-      const list = read.ptr(partitions, layout.fields.partitions);
-      const lengths = read.ptr(partitions, layout.fields.partition_lengths);
+      const list = read.ptr(partitions, layout.fields.partitions) as Pointer;
+      const lengths = read.ptr(partitions, layout.fields.partition_lengths) as Pointer;
       for (let i = 0; i < count; i++) {
-        const at = read.ptr(list, i * 8);
+        const at = read.ptr(list, i * 8) as Pointer;
         const length = Number(read.u64(lengths, i * 8));
         out.push(length === 0 ? new Uint8Array(0) : new Uint8Array(toArrayBuffer(at, 0, length).slice(0)));
       }
@@ -238,7 +238,7 @@ export class Statement extends AdbcHandle {
     // called while another call on the statement runs.
     const error = newErrorStruct(this.driver);
     try {
-      this.driver.call(0, "StatementCancel", [this.object, error], error);
+      this.driver.call(null, "StatementCancel", [this.object, error], error);
     } finally {
       native.abd_free(error);
     }
