@@ -100,6 +100,31 @@ sys.exit(0 if any(os.path.exists(os.path.join(d, n)) for d in dirs for n in name
   fi
 fi
 
+# ADBC drivers for test/peers/adbc_*.test.ts: each wheel is fetched with
+# pip download (no dependencies, no install) and only its driver library
+# is kept.
+if [ "$want_test_tools" = 1 ]; then
+  adbc_dir="${ADBC_DRIVER_DIR:-$toolchain/adbc-drivers-$ADBC_DRIVERS_VERSION}"
+  for adbc_driver in sqlite postgresql flightsql; do
+    adbc_lib="$adbc_dir/libadbc_driver_$adbc_driver.so"
+    [ -f "$adbc_lib" ] && continue
+    echo "setup: fetching adbc-driver-$adbc_driver $ADBC_DRIVERS_VERSION into $adbc_dir"
+    mkdir -p "$adbc_dir"
+    scratch=$(mktemp -d)
+    python3 -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
+      -d "$scratch" "adbc-driver-$adbc_driver==$ADBC_DRIVERS_VERSION"
+    python3 - "$scratch" "$adbc_driver" "$adbc_lib" <<'PY'
+import glob, sys, zipfile
+scratch, name, target = sys.argv[1:]
+wheel = glob.glob(f"{scratch}/*.whl")[0]
+member = f"adbc_driver_{name}/libadbc_driver_{name}.so"
+with zipfile.ZipFile(wheel) as z, open(target + ".part", "wb") as out:
+    out.write(z.read(member))
+PY
+    mv "$adbc_lib.part" "$adbc_lib" && rm -rf "$scratch"
+  done
+fi
+
 # The release tests (test/release/dist.test.ts): objdump, qemu-user and an arm64
 # glibc from Debian, installed with apt-get only when absent (CI runs as
 # root on a fresh Debian machine), and Bun's own baseline-x64 and arm64

@@ -122,7 +122,8 @@ export class Database extends AdbcHandle {
   }
 }
 
-const depths = { all: 0, catalogs: 1, db_schemas: 2, tables: 3, columns: 4 } as const;
+// ADBC_OBJECT_DEPTH_*: "columns" is "all" (both 0).
+const depths = { all: 0, catalogs: 1, db_schemas: 2, tables: 3, columns: 0 } as const;
 
 /** An ADBC connection; one call at a time (see the module comment). */
 export class Connection extends AdbcHandle {
