@@ -125,6 +125,20 @@ PY
   done
 fi
 
+# A PostgreSQL server for test/peers/adbc_postgresql.test.ts: the system's
+# binaries (the test starts its own cluster, as a dedicated non-root user);
+# Debian's postgresql package when absent and setup runs as root.
+if [ "$want_test_tools" = 1 ] && ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "setup: apt-get install postgresql"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y --no-install-recommends postgresql >/dev/null 2>&1 ||
+      { apt-get update >/dev/null && apt-get install -y --no-install-recommends postgresql >/dev/null; }
+  else
+    echo "setup: warning: the PostgreSQL tests need a server (apt-get install postgresql)"
+  fi
+fi
+
 # The release tests (test/release/dist.test.ts): objdump, qemu-user and an arm64
 # glibc from Debian, installed with apt-get only when absent (CI runs as
 # root on a fresh Debian machine), and Bun's own baseline-x64 and arm64
