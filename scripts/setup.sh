@@ -125,6 +125,28 @@ PY
   done
 fi
 
+# The Flight SQL server for test/peers/adbc_flightsql.test.ts, built with
+# the Go toolchain from the module proxy; its module and build caches stay
+# in .toolchain too.
+if [ "$want_test_tools" = 1 ]; then
+  flight_dir="$toolchain/flightsql-server-$FLIGHTSQL_SERVER_VERSION"
+  if [ ! -x "$flight_dir/sqlite_flightsql_server" ]; then
+    command -v go >/dev/null || { echo "setup: the Flight SQL tests need Go (go install builds their server)"; exit 1; }
+    echo "setup: building sqlite_flightsql_server $FLIGHTSQL_SERVER_VERSION into $flight_dir"
+    GOBIN="$flight_dir" GOMODCACHE="$toolchain/go-mod" GOCACHE="$toolchain/go-cache" GOFLAGS=-modcacherw \
+      go install "github.com/apache/arrow-go/v18/arrow/flight/flightsql/example/cmd/sqlite_flightsql_server@$FLIGHTSQL_SERVER_VERSION"
+  fi
+fi
+
+# pyarrow's ADBC driver manager, the other side of `bun run bench -- --section adbc`.
+if [ "$want_test_tools" = 1 ]; then
+  adbc_dm_dir="$toolchain/adbc-driver-manager-$ADBC_DRIVERS_VERSION"
+  if [ ! -d "$adbc_dm_dir/adbc_driver_manager" ]; then
+    echo "setup: installing adbc-driver-manager $ADBC_DRIVERS_VERSION into $adbc_dm_dir"
+    pip_install "$adbc_dm_dir" "adbc-driver-manager==$ADBC_DRIVERS_VERSION" --no-deps --only-binary=:all:
+  fi
+fi
+
 # A PostgreSQL server for test/peers/adbc_postgresql.test.ts: the system's
 # binaries (the test starts its own cluster, as a dedicated non-root user);
 # Debian's postgresql package when absent and setup runs as root.
