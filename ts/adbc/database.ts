@@ -232,7 +232,9 @@ export class Connection extends AdbcHandle {
     const statement = this.statement();
     try {
       statement.setSqlQuery(sql);
-      if (params !== undefined) statement.bind(params);
+      // Parameters go to a prepared statement (a driver may read a bind
+      // to an unprepared one as bulk ingest: Flight SQL's does).
+      if (params !== undefined) statement.prepare().bind(params);
       return statement;
     } catch (failure) {
       statement.close();

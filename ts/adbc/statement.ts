@@ -13,6 +13,7 @@
 import { type RecordBatch, type Schema, type Table } from "../arrow/arrow_types.ts";
 import { branded } from "../core/abi/pointers.ts";
 import { adbcStructLayouts } from "../core/abi/adbc_layout.ts";
+import { ArrowSchemaLayout } from "../core/abi/layout.ts";
 import { argumentError, booleanArg, optionsArg } from "../core/args.ts";
 import { Status, errorFor } from "../core/errors.ts";
 import { lastError, native } from "../core/ffi/library.ts";
@@ -38,7 +39,8 @@ export type ExecuteOptions<A extends boolean = boolean> = {
 
 /** The partitions of a result (AdbcStatementExecutePartitions). */
 export type Partitions = {
-  schema: Schema;
+  /** The result's schema, or null when the driver left it unset. */
+  schema: Schema | null;
   /** Opaque descriptors for Connection.readPartition, copied out. */
   partitions: Uint8Array[];
   /** Rows affected, or null when the driver does not know. */
@@ -223,7 +225,9 @@ export class Statement extends AdbcHandle {
       const release = read.ptr(partitions, layout.fields.release);
       if (release) native.abd_adbc_partitions_release(partitions);
       const n = Number(read.i64(rows, 0));
-      return { schema: takeSchema(schema), partitions: out, rowsAffected: n < 0 ? null : n };
+      // The schema may be left unset (Flight SQL's driver does).
+      const hasSchema = read.ptr(schema, ArrowSchemaLayout.fields.release) !== 0;
+      return { schema: hasSchema ? takeSchema(schema) : null, partitions: out, rowsAffected: n < 0 ? null : n };
     } finally {
       native.abd_free(schema);
       native.abd_free(partitions);
