@@ -8,7 +8,9 @@
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { resolve } from "node:path";
+import { ptr } from "bun:ffi";
 import { tableFromArrays } from "apache-arrow";
+import { importRecordBatch } from "../../ts/index.ts";
 import { AdbcError, Database } from "../../ts/adbc.ts";
 import { native } from "../../ts/core/ffi/library.ts";
 import { counters, nonZeroCounters } from "../../ts/diagnostics.ts";
@@ -82,8 +84,10 @@ describe("DuckDB through ADBC", () => {
   test("a connection in use by a background call is refused on the JS thread with a typed error", async () => {
     using db = open();
     using conn = db.connect();
-    const running = conn.query("SELECT sum(range)::BIGINT AS s FROM range(1000000)", undefined, { async: true });
-    // The guard is taken before the native thread starts: refused at once.
+    // The background ExecuteQuery reads the bound parameters, a stream this
+    // thread produces: it cannot finish before this thread yields, so the
+    // connection is in use for as long as the synchronous code below runs.
+    const running = conn.query("SELECT sum(range)::BIGINT + $1 AS s FROM range(1000000)", tableFromArrays({ p: BigInt64Array.of(0n) }), { async: true });
     const refused = failure(() => conn.query("SELECT 1"));
     expect((refused.error as { code: string }).code).toBe("wrong_thread");
     expect(String((refused.error as Error).message)).toContain("in use");
@@ -203,5 +207,32 @@ describe("DuckDB through ADBC: failures", () => {
     expect(failure(() => conn.ingest(tableFromArrays({ a: Int32Array.of(1) }), "t", { mode: "upsert" as never })).error).toMatchObject({ code: "invalid_argument" });
     expect(failure(() => conn.setOption("k", Infinity)).error).toMatchObject({ code: "invalid_argument" });
     expect(failure(() => new Database(null as never)).error).toMatchObject({ code: "invalid_argument" });
+  });
+});
+
+describe("DuckDB through ADBC: zero copy and threads", () => {
+  test("each column of the Table views the very buffer the driver's ArrowArray points to", () => {
+    using db = open();
+    using conn = db.connect();
+    using stmt = conn.statement().setSqlQuery("SELECT range::BIGINT AS i, (range * 0.25)::DOUBLE AS d FROM range(5000)");
+    using stream = stmt.executeStream();
+    const imported = stream.next()!;
+    const driverAddresses = imported.root.children.map((child) => child.bufferAddress(1));
+    const batch = importRecordBatch(imported);
+    const viewAddresses: number[] = [0, 1].map((i) => ptr(batch.getChildAt(i)!.data[0]!.values as unknown as Float64Array));
+    expect(driverAddresses.every((a) => a !== 0)).toBe(true);
+    expect(viewAddresses).toEqual(driverAddresses);
+    expect(batch.getChildAt(1)!.get(4)).toBe(1);
+    imported.dispose();
+  });
+
+  test("a Worker opens its own database and connection and reads a Table there", async () => {
+    const worker = new Worker(resolve(import.meta.dir, "../fixtures/workers/adbc_query.ts"));
+    const reply = await new Promise<Record<string, unknown>>((done) => {
+      worker.onmessage = (event) => done(event.data as Record<string, unknown>);
+      worker.postMessage({ driver: libduckdb });
+    });
+    worker.terminate();
+    expect(reply).toEqual({ rows: 1000, sum: 499500, closed: true });
   });
 });

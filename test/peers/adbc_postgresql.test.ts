@@ -10,6 +10,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test
 import { tableFromArrays } from "apache-arrow";
 import { AdbcError, Database } from "../../ts/adbc.ts";
 import { native } from "../../ts/core/ffi/library.ts";
+import { StreamError } from "../../ts/index.ts";
+import { Errno } from "../../ts/raw.ts";
 import { nonZeroCounters } from "../../ts/diagnostics.ts";
 import { adbcDriver } from "../helpers/adbc.ts";
 import { collectUntil } from "../helpers/gc.ts";
@@ -118,4 +120,26 @@ describe("PostgreSQL through ADBC", () => {
     expect(a.numRows).toBe(100000);
     expect(a.getChild("h")!.get(99999)).toBe(200000);
   });
+
+  test("cancel() from the JS thread stops a query running in the background", async () => {
+    using db = open();
+    using conn = db.connect();
+    using stmt = conn.statement().setSqlQuery("SELECT pg_sleep(30)");
+    const running = stmt.executeQuery({ async: true });
+    let settled = false;
+    const outcome = running.then(() => "finished", (error: unknown) => error).finally(() => (settled = true));
+    // Cancel until the query is seen to stop (a cancel sent before the
+    // server started it has nothing to stop).
+    for (let i = 0; i < 200 && !settled; i++) {
+      await Bun.sleep(50);
+      if (!settled) stmt.cancel();
+    }
+    // PostgreSQL's driver streams results: the cancel surfaces in get_next.
+    const error = await outcome;
+    expect(error).toBeInstanceOf(StreamError);
+    expect((error as StreamError).errno).toBe(Errno.ECANCELED);
+    expect((error as StreamError).message).toContain("canceling statement due to user request");
+    stmt.setSqlQuery("SELECT 8 AS x");
+    expect(stmt.executeQuery().getChild("x")!.get(0)).toBe(8);
+  }, 30_000);
 });

@@ -203,6 +203,16 @@ export class Statement extends AdbcHandle {
     }
   }
 
+  /** Runs the query and hands its result stream over as an
+   * ImportedStream (bun-arrow-device/raw), moved in and now the caller's:
+   * release it (or `using`) before closing the statement. */
+  executeStream(): ImportedStream {
+    this.live("Statement.executeStream");
+    const stream = this.open();
+    this.#stream = null;
+    return stream;
+  }
+
   /** Runs the query in partitions (AdbcStatementExecutePartitions): the
    * descriptors are copied out and the driver's AdbcPartitions released. */
   executePartitions(): Partitions {
