@@ -59,7 +59,8 @@ pub fn load(path: [*:0]const u8, entrypoint: ?[*:0]const u8) ?*Driver {
     }
     defer first.deinit();
     if (first.code != abi.status_ok) {
-        _ = fail(.callback_error, "ADBC driver {s}: {s} refused revisions 1.1.0 and 1.0.0 (ADBC status {d}{s}{s})", .{ path_text, std.mem.span(entry_name), first.code, if (first.message_len > 0) ": " else "", first.message() });
+        const tried: []const u8 = if (driver.version == abi.version_1_0_0) "revisions 1.1.0 and 1.0.0" else "revision 1.1.0";
+        _ = fail(.callback_error, "ADBC driver {s}: {s} refused {s} (ADBC status {d}{s}{s})", .{ path_text, std.mem.span(entry_name), tried, first.code, if (first.message_len > 0) ": " else "", first.message() });
         std.heap.c_allocator.destroy(driver);
         return null;
     }
