@@ -7,7 +7,8 @@
  * each released exactly once by the driver's own count.
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { dlopen, FFIType } from "bun:ffi";
+import { dlopen, FFIType, ptr } from "bun:ffi";
+import { tableFromArrays } from "apache-arrow";
 import { AdbcError, Database } from "../../ts/adbc.ts";
 import { nonZeroCounters } from "../../ts/diagnostics.ts";
 import { fixturePath } from "../helpers/fixtures.ts";
@@ -17,6 +18,8 @@ const path = fixturePath("fake_adbc");
 const fake = dlopen(path, {
   fake_adbc_error_releases: { args: [], returns: FFIType.i64 },
   fake_adbc_live: { args: [], returns: FFIType.i64 },
+  fake_adbc_bound_address: { args: [], returns: FFIType.u64 },
+  fake_adbc_bound_rows: { args: [], returns: FFIType.i64 },
 }).symbols;
 const releases = () => Number(fake.fake_adbc_error_releases());
 const live = () => Number(fake.fake_adbc_live());
@@ -100,5 +103,17 @@ describe("ADBC loader and errors against a fake driver", () => {
     a.close();
     db.close();
     expect(live()).toBe(0);
+  });
+
+  test("bound parameters reach the driver at their JS addresses: the driver reads the Table's own buffer", () => {
+    using db = new Database({ driver: path });
+    using conn = db.connect();
+    using stmt = conn.statement().setSqlQuery("INSERT INTO t VALUES (?)");
+    const values = Float64Array.from({ length: 4096 }, (_, i) => i * 0.5);
+    const table = tableFromArrays({ v: values });
+    stmt.bind(table);
+    const column = table.getChild("v")!.data[0]!.values as Float64Array;
+    expect(Number(fake.fake_adbc_bound_rows())).toBe(4096);
+    expect(Number(fake.fake_adbc_bound_address())).toBe(ptr(column));
   });
 });
