@@ -92,6 +92,8 @@ describe("DuckDB through ADBC", () => {
     expect((refused.error as { code: string }).code).toBe("wrong_thread");
     expect(String((refused.error as Error).message)).toContain("in use");
     expect(refused.released).toBe(0);
+    // Refused by the guard itself, once, before any driver call.
+    expect(native.abd_adbc_object_refused(conn.address)).toBe(1);
     expect((await running).getChild("s")!.get(0)).toBe(499999500000n);
     expect(conn.query("SELECT 2 AS two").getChild("two")!.get(0)).toBe(2);
   });
