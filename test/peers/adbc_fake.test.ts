@@ -117,3 +117,12 @@ describe("ADBC loader and errors against a fake driver", () => {
     expect(Number(fake.fake_adbc_bound_address())).toBe(ptr(column));
   });
 });
+
+describe("ADBC classes built from outside", () => {
+  test("Connection, Statement and AdbcHandle refuse construction with a typed error before any native call", async () => {
+    const { Connection, Statement, AdbcHandle } = await import("../../ts/adbc.ts");
+    for (const cls of [Connection, Statement, AdbcHandle] as unknown as (new (...args: unknown[]) => unknown)[]) {
+      expect(failure(() => new cls(undefined, 1, 2, 3))).toMatchObject({ code: "invalid_argument", message: expect.stringContaining("the constructor is not public") });
+    }
+  });
+});

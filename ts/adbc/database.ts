@@ -21,7 +21,7 @@ import { native } from "../core/ffi/library.ts";
 import { ImportedStream } from "../native/imported_stream.ts";
 import { importTable, recordBatches } from "../arrow/stream_api.ts";
 import { addressOf, cString, Driver, resolveDriver } from "./driver.ts";
-import { AdbcHandle, type OptionValue } from "./handle.ts";
+import { AdbcHandle, adbcToken, type OptionValue } from "./handle.ts";
 import { Statement, takeSchema, type ExecuteOptions, type Parameters } from "./statement.ts";
 import { errorFor, Status } from "../core/errors.ts";
 
@@ -85,7 +85,7 @@ export class Database extends AdbcHandle {
     const found = resolveDriver(fn, checked.driver, checked.entrypoint ?? null);
     const driver = new Driver(found.path, found.entrypoint);
     try {
-      super(driver, "Database", null);
+      super(adbcToken, driver, "Database", null);
     } catch (failure) {
       driver.release();
       throw failure;
@@ -114,7 +114,7 @@ export class Database extends AdbcHandle {
   connect(options: Record<string, OptionValue> = {}): Connection {
     this.live("Database.connect");
     if (!isPlainObject(options)) throw argumentError("Database.connect", "options", "an object of option values", options);
-    return new Connection(this.driver, this, options);
+    return new Connection(adbcToken, this.driver, this, options);
   }
 
   protected override afterRelease(): void {
@@ -131,8 +131,8 @@ export class Connection extends AdbcHandle {
   readonly address: Pointer;
 
   /** @internal Made by Database.connect. */
-  constructor(driver: Driver, database: Database, options: Record<string, OptionValue>) {
-    super(driver, "Connection", database);
+  constructor(token: symbol, driver: Driver, database: Database, options: Record<string, OptionValue>) {
+    super(token, driver, "Connection", database);
     this.address = this.object;
     try {
       this.call("ConnectionNew");
@@ -151,7 +151,7 @@ export class Connection extends AdbcHandle {
   /** A new statement of this connection (closed with it). */
   statement(): Statement {
     this.live("Connection.statement");
-    return new Statement(this.driver, this.object, this);
+    return new Statement(adbcToken, this.driver, this.object, this);
   }
 
   /** A prepared statement for `sql`. */

@@ -7,7 +7,7 @@
  */
 import { ptr, read, type Pointer } from "bun:ffi";
 import { type AdbcDriverField } from "../core/abi/adbc_layout.ts";
-import { argumentError, stringArg } from "../core/args.ts";
+import { argumentError, internalConstruction, stringArg } from "../core/args.ts";
 import { AdbcStatus, ReleasedError, Status, errorFor } from "../core/errors.ts";
 import { native } from "../core/ffi/library.ts";
 import { addressOf, cString, newErrorStruct, type Driver } from "./driver.ts";
@@ -21,6 +21,16 @@ export type OptionKind = "string" | "bytes" | "int" | "double";
 
 type Prefix = "Database" | "Connection" | "Statement";
 
+/** Proves a construction comes from this layer (the constructors of
+ * Connection and Statement are not public: they take native state). */
+export const adbcToken: unique symbol = Symbol("bun-arrow-device adbc");
+
+const instead: Record<Prefix, string> = {
+  Database: "use new Database({ driver })",
+  Connection: "use database.connect()",
+  Statement: "use connection.statement() or connection.prepare(sql)",
+};
+
 /** What Database, Connection and Statement share (options, close). */
 export abstract class AdbcHandle implements Disposable {
   /** The native object: the ADBC struct at its start. */
@@ -30,7 +40,8 @@ export abstract class AdbcHandle implements Disposable {
   #closed = false;
   protected readonly children = new Set<AdbcHandle>();
 
-  protected constructor(protected readonly driver: Driver, private readonly prefix: Prefix, private readonly parent: AdbcHandle | null) {
+  protected constructor(token: symbol, protected readonly driver: Driver, private readonly prefix: Prefix, private readonly parent: AdbcHandle | null) {
+    internalConstruction(new.target.name, token, adbcToken, instead[prefix] ?? instead.Database);
     const object = native.abd_adbc_object_new();
     if (!object) throw errorFor(Status.out_of_memory, "out of memory for an ADBC object");
     this.object = object;

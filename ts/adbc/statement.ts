@@ -74,8 +74,8 @@ export class Statement extends AdbcHandle {
   #stream: ImportedStream | null = null;
 
   /** @internal Made by Connection.statement / prepare. */
-  constructor(driver: Driver, guard: Pointer, connection: AdbcHandle & { readonly address: Pointer }) {
-    super(driver, "Statement", connection);
+  constructor(token: symbol, driver: Driver, guard: Pointer, connection: AdbcHandle & { readonly address: Pointer }) {
+    super(token, driver, "Statement", connection);
     this.#guard = guard;
     try {
       this.driver.call(guard, "StatementNew", [connection.address, this.object, this.error], this.error);
