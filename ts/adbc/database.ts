@@ -16,13 +16,13 @@
 import { type Pointer } from "bun:ffi";
 import { type RecordBatch, type Schema, type Table } from "../arrow/arrow_types.ts";
 import { branded } from "../core/abi/pointers.ts";
-import { argumentError, integerArg, isPlainObject, optionsArg, stringArg } from "../core/args.ts";
+import { argumentError, booleanArg, integerArg, isPlainObject, optionsArg, stringArg } from "../core/args.ts";
 import { native } from "../core/ffi/library.ts";
 import { ImportedStream } from "../native/imported_stream.ts";
 import { importTable, recordBatches } from "../arrow/stream_api.ts";
 import { addressOf, cString, Driver, resolveDriver } from "./driver.ts";
 import { AdbcHandle, adbcToken, type OptionValue } from "./handle.ts";
-import { Statement, takeSchema, type ExecuteOptions, type Parameters } from "./statement.ts";
+import { Statement, exportParameters, takeSchema, type ExecuteOptions, type Parameters } from "./statement.ts";
 import { errorFor, Status } from "../core/errors.ts";
 
 /** Options of `new Database`. */
@@ -92,9 +92,9 @@ export class Database extends AdbcHandle {
     }
     this.address = this.object;
     try {
-      this.call("DatabaseNew");
+      this._call("DatabaseNew");
       for (const [key, value] of Object.entries(checked.options ?? {})) this.setOption(key, value);
-      this.call("DatabaseInit");
+      this._call("DatabaseInit");
     } catch (failure) {
       this.close();
       throw failure;
@@ -112,12 +112,12 @@ export class Database extends AdbcHandle {
 
   /** Opens a connection (options set before AdbcConnectionInit). */
   connect(options: Record<string, OptionValue> = {}): Connection {
-    this.live("Database.connect");
+    this._live("Database.connect");
     if (!isPlainObject(options)) throw argumentError("Database.connect", "options", "an object of option values", options);
     return new Connection(adbcToken, this.driver, this, options);
   }
 
-  protected override afterRelease(): void {
+  protected override _afterRelease(): void {
     this.driver.release();
   }
 }
@@ -135,9 +135,9 @@ export class Connection extends AdbcHandle {
     super(token, driver, "Connection", database);
     this.address = this.object;
     try {
-      this.call("ConnectionNew");
+      this._call("ConnectionNew");
       for (const [key, value] of Object.entries(options)) this.setOption(key, value);
-      this.call("ConnectionInit", [database.address]);
+      this._call("ConnectionInit", [database.address]);
     } catch (failure) {
       this.close();
       throw failure;
@@ -150,12 +150,13 @@ export class Connection extends AdbcHandle {
 
   /** A new statement of this connection (closed with it). */
   statement(): Statement {
-    this.live("Connection.statement");
+    this._live("Connection.statement");
     return new Statement(adbcToken, this.driver, this.object, this);
   }
 
   /** A prepared statement for `sql`. */
   prepare(sql: string): Statement {
+    stringArg("Connection.prepare", "sql", sql);
     const statement = this.statement();
     try {
       return statement.setSqlQuery(sql).prepare();
@@ -174,7 +175,7 @@ export class Connection extends AdbcHandle {
   query(sql: string, params: Parameters | undefined, options: ExecuteOptions<true>): Promise<Table>;
   /** `query` with the form known only at run time. */
   query(sql: string, params?: Parameters, options: ExecuteOptions = {}): Table | Promise<Table> {
-    const statement = this.prepared("Connection.query", sql, params);
+    const statement = this.#prepared("Connection.query", sql, params);
     if (options.async === true) return statement.executeQuery({ async: true }).finally(() => statement.close());
     try {
       return statement.executeQuery(options as ExecuteOptions<false>);
@@ -192,7 +193,7 @@ export class Connection extends AdbcHandle {
   recordBatches(sql: string, options: BatchOptions = {}): Generator<RecordBatch, void, undefined> | AsyncGenerator<RecordBatch, void, undefined> {
     const fn = "Connection.recordBatches";
     const checked = optionsArg(fn, "options", options, ["async", "params"]) as ExecuteOptions & { params?: Parameters };
-    const statement = this.prepared(fn, sql, checked.params);
+    const statement = this.#prepared(fn, sql, checked.params);
     if (checked.async === true) {
       const inner = statement.recordBatches({ async: true });
       return (async function* () {
@@ -222,52 +223,77 @@ export class Connection extends AdbcHandle {
   /** Runs `sql` for its effect (with `params`, if given); the rows
    * affected, or null when the driver does not know. */
   execute(sql: string, params?: Parameters): number | null {
-    using statement = this.prepared("Connection.execute", sql, params);
+    using statement = this.#prepared("Connection.execute", sql, params);
     return statement.executeUpdate();
   }
 
-  private prepared(fn: string, sql: string, params: Parameters | undefined): Statement {
-    this.live(fn);
+  #prepared(fn: string, sql: string, params: Parameters | undefined): Statement {
+    this._live(fn);
     stringArg(fn, "sql", sql);
-    const statement = this.statement();
+    // Exported first: bad parameters are refused before any driver call.
+    const exported = params === undefined ? null : exportParameters(fn, params);
+    let statement: Statement;
+    try {
+      statement = this.statement();
+    } catch (failure) {
+      exported?.release();
+      throw failure;
+    }
     try {
       statement.setSqlQuery(sql);
       // Parameters go to a prepared statement (a driver may read a bind
       // to an unprepared one as bulk ingest: Flight SQL's does).
-      if (params !== undefined) statement.prepare().bind(params);
+      if (exported !== null) statement.prepare()._bindExported(exported);
       return statement;
     } catch (failure) {
+      exported?.release();
       statement.close();
       throw failure;
     }
   }
 
+
   /** Bulk-inserts `data` (a Table, batches or any stream source) into
    * table `name` through adbc.ingest.*; returns the rows written, or null. */
   ingest(data: Parameters, name: string, options: IngestOptions = {}): number | null {
     const fn = "Connection.ingest";
-    this.live(fn);
+    this._live(fn);
     stringArg(fn, "name", name);
     const checked = optionsArg(fn, "options", options, ["mode", "catalog", "dbSchema", "temporary"]) as IngestOptions;
     const mode = checked.mode ?? "create";
     if (!["create", "append", "replace", "create_append"].includes(mode)) throw argumentError(fn, "options.mode", `"create", "append", "replace" or "create_append"`, mode);
     stringArg(fn, "options.catalog", checked.catalog, true);
     stringArg(fn, "options.dbSchema", checked.dbSchema, true);
-    using statement = this.statement();
-    statement.setOption("adbc.ingest.target_table", name);
-    statement.setOption("adbc.ingest.mode", `adbc.ingest.mode.${mode}`);
-    if (checked.catalog !== undefined) statement.setOption("adbc.ingest.target_catalog", checked.catalog);
-    if (checked.dbSchema !== undefined) statement.setOption("adbc.ingest.target_db_schema", checked.dbSchema);
-    if (checked.temporary !== undefined) statement.setOption("adbc.ingest.temporary", checked.temporary);
-    statement.bind(data);
-    return statement.executeUpdate();
+    booleanArg(fn, "options.temporary", checked.temporary, true);
+    const exported = exportParameters(fn, data);
+    let statement: Statement;
+    try {
+      statement = this.statement();
+    } catch (failure) {
+      exported.release();
+      throw failure;
+    }
+    try {
+      statement.setOption("adbc.ingest.target_table", name);
+      statement.setOption("adbc.ingest.mode", `adbc.ingest.mode.${mode}`);
+      if (checked.catalog !== undefined) statement.setOption("adbc.ingest.target_catalog", checked.catalog);
+      if (checked.dbSchema !== undefined) statement.setOption("adbc.ingest.target_db_schema", checked.dbSchema);
+      if (checked.temporary !== undefined) statement.setOption("adbc.ingest.temporary", checked.temporary);
+      statement._bindExported(exported);
+      return statement.executeUpdate();
+    } catch (failure) {
+      exported.release();
+      throw failure;
+    } finally {
+      statement.close();
+    }
   }
 
   /** AdbcConnectionGetInfo as a Table (info_name, info_value); `codes`
    * selects info codes (all by default). */
   getInfo(codes?: number[]): Table {
     const fn = "Connection.getInfo";
-    this.live(fn);
+    this._live(fn);
     let list: Uint32Array | null = null;
     if (codes !== undefined) {
       if (!Array.isArray(codes)) throw argumentError(fn, "codes", "an array of info codes", codes);
@@ -275,13 +301,13 @@ export class Connection extends AdbcHandle {
       list = Uint32Array.from(codes);
       void list.buffer;
     }
-    return this.streamCall("ConnectionGetInfo", (stream) => [list && list.length > 0 ? addressOf(new Uint8Array(list.buffer)) : 0, list?.length ?? 0, stream], list);
+    return this.#streamCall("ConnectionGetInfo", (stream) => [list && list.length > 0 ? addressOf(new Uint8Array(list.buffer)) : 0, list?.length ?? 0, stream], list);
   }
 
   /** AdbcConnectionGetObjects as a Table (the nested catalog schema). */
   getObjects(options: GetObjectsOptions = {}): Table {
     const fn = "Connection.getObjects";
-    this.live(fn);
+    this._live(fn);
     const checked = optionsArg(fn, "options", options, ["depth", "catalog", "dbSchema", "tableName", "tableTypes", "columnName"]) as GetObjectsOptions;
     const depth = checked.depth ?? "all";
     if (!(depth in depths)) throw argumentError(fn, "options.depth", `"all", "catalogs", "db_schemas", "tables" or "columns"`, depth);
@@ -296,7 +322,7 @@ export class Connection extends AdbcHandle {
       typeBytes.forEach((b, i) => (types![i] = BigInt(addressOf(b))));
     }
     const at = (b: Uint8Array | null): number => (b === null ? 0 : addressOf(b));
-    return this.streamCall("ConnectionGetObjects", (stream) => [
+    return this.#streamCall("ConnectionGetObjects", (stream) => [
       depths[depth], at(strings[0]!), at(strings[1]!), at(strings[2]!), types === null ? 0 : addressOf(new Uint8Array(types.buffer)), at(strings[3]!), stream,
     ], [strings, types, typeBytes]);
   }
@@ -304,14 +330,14 @@ export class Connection extends AdbcHandle {
   /** The Arrow schema of table `name` (AdbcConnectionGetTableSchema). */
   getTableSchema(name: string, options: TableLocation = {}): Schema {
     const fn = "Connection.getTableSchema";
-    this.live(fn);
+    this._live(fn);
     const checked = optionsArg(fn, "options", options, ["catalog", "dbSchema"]) as { catalog?: string; dbSchema?: string };
     const table = cString(fn, "name", name);
     const catalog = checked.catalog === undefined ? null : cString(fn, "options.catalog", checked.catalog);
     const dbSchema = checked.dbSchema === undefined ? null : cString(fn, "options.dbSchema", checked.dbSchema);
     const schema = scratch(72);
     try {
-      this.call("ConnectionGetTableSchema", [catalog ? addressOf(catalog) : 0, dbSchema ? addressOf(dbSchema) : 0, addressOf(table), schema]);
+      this._call("ConnectionGetTableSchema", [catalog ? addressOf(catalog) : 0, dbSchema ? addressOf(dbSchema) : 0, addressOf(table), schema]);
       return takeSchema(schema);
     } finally {
       native.abd_free(schema);
@@ -320,18 +346,18 @@ export class Connection extends AdbcHandle {
 
   /** AdbcConnectionGetTableTypes as a Table (table_type). */
   getTableTypes(): Table {
-    this.live("Connection.getTableTypes");
-    return this.streamCall("ConnectionGetTableTypes", (stream) => [stream], null);
+    this._live("Connection.getTableTypes");
+    return this.#streamCall("ConnectionGetTableTypes", (stream) => [stream], null);
   }
 
   /** Reads one partition of a result (AdbcConnectionReadPartition). */
   readPartition(partition: Uint8Array): Table {
     const fn = "Connection.readPartition";
-    this.live(fn);
+    this._live(fn);
     if (!(partition instanceof Uint8Array)) throw argumentError(fn, "partition", "a Uint8Array (from executePartitions)", partition);
     const copy = partition.slice();
     void copy.buffer;
-    return this.streamCall("ConnectionReadPartition", (stream) => [copy.byteLength === 0 ? 0 : addressOf(copy), copy.byteLength, stream], copy);
+    return this.#streamCall("ConnectionReadPartition", (stream) => [copy.byteLength === 0 ? 0 : addressOf(copy), copy.byteLength, stream], copy);
   }
 
   /** Autocommit (adbc.connection.autocommit): true by default in ADBC. */
@@ -342,28 +368,28 @@ export class Connection extends AdbcHandle {
 
   /** Commits the current transaction (autocommit off). */
   commit(): void {
-    this.live("Connection.commit");
-    this.call("ConnectionCommit");
+    this._live("Connection.commit");
+    this._call("ConnectionCommit");
   }
 
   /** Rolls back the current transaction (autocommit off). */
   rollback(): void {
-    this.live("Connection.rollback");
-    this.call("ConnectionRollback");
+    this._live("Connection.rollback");
+    this._call("ConnectionRollback");
   }
 
   /** Asks the driver to stop what this connection runs (1.1.0). */
   cancel(): void {
-    this.live("Connection.cancel");
+    this._live("Connection.cancel");
     this.driver.call(null, "ConnectionCancel", [this.object, this.error], this.error);
   }
 
   /** Calls `name` with the words `args(stream)` and reads the stream it
    * fills into a Table. `keep` stays reachable during the call. */
-  private streamCall(name: "ConnectionGetInfo" | "ConnectionGetObjects" | "ConnectionGetTableTypes" | "ConnectionReadPartition", args: (stream: number) => number[], keep: unknown): Table {
+  #streamCall(name: "ConnectionGetInfo" | "ConnectionGetObjects" | "ConnectionGetTableTypes" | "ConnectionReadPartition", args: (stream: number) => number[], keep: unknown): Table {
     const stream = scratch(40);
     try {
-      this.call(name, args(stream));
+      this._call(name, args(stream));
       void keep;
       using imported = ImportedStream.fromArrayStream(branded<"ArrowArrayStream">(stream));
       return importTable(imported, {});

@@ -58,34 +58,34 @@ export abstract class AdbcHandle implements Disposable {
   }
 
   /** Throws a ReleasedError naming `what` when closed. */
-  protected live(what: string): void {
+  protected _live(what: string): void {
     if (this.#closed) throw new ReleasedError(Status.released, `${what}: the ADBC ${this.prefix.toLowerCase()} is closed`);
   }
 
   /** Calls the driver's `name` on this object with `args` after it. */
-  protected call(name: AdbcDriverField, args: readonly number[] = [], accept: readonly number[] = []): number {
+  protected _call(name: AdbcDriverField, args: readonly number[] = [], accept: readonly number[] = []): number {
     return this.driver.call(this.guard, name, [this.object, ...args, this.error], this.error, accept);
   }
 
   /** Sets option `key` (the ADBC function by the value's kind). */
   setOption(key: string, value: OptionValue): this {
     const fn = `${this.prefix}.setOption`;
-    this.live(fn);
+    this._live(fn);
     const keyBytes = cString(fn, "key", key);
     if (typeof value === "boolean") value = value ? "true" : "false";
     if (typeof value === "string") {
       const bytes = cString(fn, "value", value);
-      this.call(`${this.prefix}SetOption`, [addressOf(keyBytes), addressOf(bytes)]);
+      this._call(`${this.prefix}SetOption`, [addressOf(keyBytes), addressOf(bytes)]);
     } else if (typeof value === "bigint") {
       if (value < -(2n ** 53n) || value > 2n ** 53n) throw argumentError(fn, "value", "a bigint within +-2^53", value);
-      this.call(`${this.prefix}SetOptionInt`, [addressOf(keyBytes), Number(value)]);
+      this._call(`${this.prefix}SetOptionInt`, [addressOf(keyBytes), Number(value)]);
     } else if (typeof value === "number") {
       if (!Number.isFinite(value)) throw argumentError(fn, "value", "a finite number (a double option)", value);
       this.driver.callDouble(this.guard, `${this.prefix}SetOptionDouble`, this.object, keyBytes, value, this.error);
     } else if (value instanceof Uint8Array) {
       const copy = value.slice();
       void copy.buffer;
-      this.call(`${this.prefix}SetOptionBytes`, [addressOf(keyBytes), copy.byteLength === 0 ? 0 : ptr(copy), copy.byteLength]);
+      this._call(`${this.prefix}SetOptionBytes`, [addressOf(keyBytes), copy.byteLength === 0 ? 0 : ptr(copy), copy.byteLength]);
     } else {
       throw argumentError(fn, "value", "a string, bigint, number, boolean or Uint8Array", value);
     }
@@ -107,18 +107,18 @@ export abstract class AdbcHandle implements Disposable {
   /** `getOption` (the implementation). */
   getOption(key: string, kind: OptionKind = "string"): string | Uint8Array | bigint | number {
     const fn = `${this.prefix}.getOption`;
-    this.live(fn);
+    this._live(fn);
     stringArg(fn, "key", key);
     if (!["string", "bytes", "int", "double"].includes(kind)) throw argumentError(fn, "kind", `"string", "bytes", "int" or "double"`, kind);
     const keyBytes = cString(fn, "key", key);
     const out = new Float64Array(1);
     void out.buffer;
     if (kind === "int") {
-      this.call(`${this.prefix}GetOptionInt`, [addressOf(keyBytes), ptr(out)]);
+      this._call(`${this.prefix}GetOptionInt`, [addressOf(keyBytes), ptr(out)]);
       return read.i64(ptr(out), 0);
     }
     if (kind === "double") {
-      this.call(`${this.prefix}GetOptionDouble`, [addressOf(keyBytes), ptr(out)]);
+      this._call(`${this.prefix}GetOptionDouble`, [addressOf(keyBytes), ptr(out)]);
       return out[0]!;
     }
     const name: AdbcDriverField = kind === "string" ? `${this.prefix}GetOption` : `${this.prefix}GetOptionBytes`;
@@ -128,7 +128,7 @@ export abstract class AdbcHandle implements Disposable {
       void buffer.buffer;
       const length = new BigUint64Array([BigInt(capacity)]);
       void length.buffer;
-      this.call(name, [addressOf(keyBytes), ptr(buffer), ptr(length)]);
+      this._call(name, [addressOf(keyBytes), ptr(buffer), ptr(length)]);
       const needed = Number(length[0]);
       if (needed > capacity) {
         capacity = needed;
@@ -156,20 +156,20 @@ export abstract class AdbcHandle implements Disposable {
     this.#closed = true;
     this.parent?.children.delete(this);
     try {
-      this.beforeRelease();
-      this.call(`${this.prefix}Release`);
+      this._beforeRelease();
+      this._call(`${this.prefix}Release`);
     } catch (failure) {
       failures.push(failure);
     } finally {
       native.abd_free(this.error);
       native.abd_adbc_object_free(this.object);
-      this.afterRelease();
+      this._afterRelease();
     }
     if (failures.length > 0) throw failures[0];
   }
 
   /** Frees this object when the driver never made it (its New failed). */
-  protected abandon(): void {
+  protected _abandon(): void {
     this.#closed = true;
     this.parent?.children.delete(this);
     native.abd_free(this.error);
@@ -178,9 +178,9 @@ export abstract class AdbcHandle implements Disposable {
 
   /** Ends what this object holds besides children (a statement's result
    * stream) before the driver's release. */
-  protected beforeRelease(): void {}
+  protected _beforeRelease(): void {}
   /** Runs after the release (a database drops its driver). */
-  protected afterRelease(): void {}
+  protected _afterRelease(): void {}
 
   [Symbol.dispose](): void {
     this.close();

@@ -15,7 +15,8 @@ import { branded } from "../core/abi/pointers.ts";
 import { adbcStructLayouts } from "../core/abi/adbc_layout.ts";
 import { ArrowSchemaLayout } from "../core/abi/layout.ts";
 import { argumentError, booleanArg, optionsArg } from "../core/args.ts";
-import { Status, errorFor } from "../core/errors.ts";
+import { InvalidArgumentError, Status, errorFor } from "../core/errors.ts";
+import { type ExportedStream } from "../native/exported_stream.ts";
 import { lastError, native } from "../core/ffi/library.ts";
 import { ImportedStream } from "../native/imported_stream.ts";
 import { importSchema } from "../arrow/import_api.ts";
@@ -80,7 +81,7 @@ export class Statement extends AdbcHandle {
     try {
       this.driver.call(guard, "StatementNew", [connection.address, this.object, this.error], this.error);
     } catch (failure) {
-      this.abandon();
+      this._abandon();
       throw failure;
     }
   }
@@ -91,16 +92,16 @@ export class Statement extends AdbcHandle {
 
   /** Sets the SQL to run. */
   setSqlQuery(sql: string): this {
-    this.live("Statement.setSqlQuery");
+    this._live("Statement.setSqlQuery");
     const bytes = cString("Statement.setSqlQuery", "sql", sql);
-    this.call("StatementSetSqlQuery", [addressOf(bytes)]);
+    this._call("StatementSetSqlQuery", [addressOf(bytes)]);
     return this;
   }
 
   /** Prepares the statement (AdbcStatementPrepare). */
   prepare(): this {
-    this.live("Statement.prepare");
-    this.call("StatementPrepare");
+    this._live("Statement.prepare");
+    this._call("StatementPrepare");
     return this;
   }
 
@@ -108,24 +109,28 @@ export class Statement extends AdbcHandle {
    * to the driver, which reads the JS buffers in place when it reads them. */
   bind(params: Parameters): this {
     const fn = "Statement.bind";
-    this.live(fn);
-    const source = isRecordBatch(params) ? [params] : params;
-    const exported = exportStream(source as StreamSource, { as: "stream" });
+    this._live(fn);
+    this._bindExported(exportParameters(fn, params));
+    return this;
+  }
+
+  /** @internal Moves `exported` to the driver (BindStream) and frees its slot. */
+  _bindExported(exported: ExportedStream<"stream">): void {
     try {
-      this.call("StatementBindStream", [exported.stream as unknown as number]);
+      this._live("Statement.bind");
+      this._call("StatementBindStream", [exported.stream as unknown as number]);
     } finally {
       exported.release();
     }
-    return this;
   }
 
   /** The parameters' schema (AdbcStatementGetParameterSchema); a driver
    * may need `prepare()` first. */
   parameterSchema(): Schema {
-    this.live("Statement.parameterSchema");
+    this._live("Statement.parameterSchema");
     const schema = scratch(72);
     try {
-      this.call("StatementGetParameterSchema", [schema]);
+      this._call("StatementGetParameterSchema", [schema]);
       return takeSchema(schema);
     } finally {
       native.abd_free(schema);
@@ -134,10 +139,10 @@ export class Statement extends AdbcHandle {
 
   /** The result's schema without running the query (1.1.0). */
   executeSchema(): Schema {
-    this.live("Statement.executeSchema");
+    this._live("Statement.executeSchema");
     const schema = scratch(72);
     try {
-      this.call("StatementExecuteSchema", [schema]);
+      this._call("StatementExecuteSchema", [schema]);
       return takeSchema(schema);
     } finally {
       native.abd_free(schema);
@@ -147,11 +152,11 @@ export class Statement extends AdbcHandle {
   /** Runs the statement for its effect; returns the rows affected, or null
    * when the driver does not know. */
   executeUpdate(): number | null {
-    this.live("Statement.executeUpdate");
-    this.endStream();
+    this._live("Statement.executeUpdate");
+    this.#endStream();
     const rows = scratch(8);
     try {
-      this.call("StatementExecuteQuery", [0, rows]);
+      this._call("StatementExecuteQuery", [0, rows]);
       const n = Number(read.i64(rows, 0));
       return n < 0 ? null : n;
     } finally {
@@ -168,9 +173,9 @@ export class Statement extends AdbcHandle {
   executeQuery(options: ExecuteOptions = {}): Table | Promise<Table> {
     const fn = "Statement.executeQuery";
     const async = asyncArg(fn, options);
-    this.live(fn);
-    if (async) return this.openAsync().then((stream) => this.drain(importTable(stream, { async: true })));
-    return this.drain(importTable(this.open(), {}));
+    this._live(fn);
+    if (async) return this.#openAsync().then((stream) => this.#drain(importTable(stream, { async: true })));
+    return this.#drain(importTable(this.#open(), {}));
   }
 
   /** Runs the query and iterates its batches, one held at a time; the
@@ -182,24 +187,24 @@ export class Statement extends AdbcHandle {
   recordBatches(options: ExecuteOptions = {}): Generator<RecordBatch, void, undefined> | AsyncGenerator<RecordBatch, void, undefined> {
     const fn = "Statement.recordBatches";
     const async = asyncArg(fn, options);
-    this.live(fn);
-    return async ? this.batchesAsync() : this.batches(this.open());
+    this._live(fn);
+    return async ? this.#batchesAsync() : this.#batches(this.#open());
   }
 
-  private *batches(stream: ImportedStream): Generator<RecordBatch, void, undefined> {
+  *#batches(stream: ImportedStream): Generator<RecordBatch, void, undefined> {
     try {
       yield* recordBatches(stream, {});
     } finally {
-      this.endStream();
+      this.#endStream();
     }
   }
 
-  private async *batchesAsync(): AsyncGenerator<RecordBatch, void, undefined> {
-    const stream = await this.openAsync();
+  async *#batchesAsync(): AsyncGenerator<RecordBatch, void, undefined> {
+    const stream = await this.#openAsync();
     try {
       yield* recordBatches(stream, { async: true });
     } finally {
-      this.endStream();
+      this.#endStream();
     }
   }
 
@@ -207,8 +212,8 @@ export class Statement extends AdbcHandle {
    * ImportedStream (bun-arrow-device/raw), moved in and now the caller's:
    * release it (or `using`) before closing the statement. */
   executeStream(): ImportedStream {
-    this.live("Statement.executeStream");
-    const stream = this.open();
+    this._live("Statement.executeStream");
+    const stream = this.#open();
     this.#stream = null;
     return stream;
   }
@@ -216,13 +221,13 @@ export class Statement extends AdbcHandle {
   /** Runs the query in partitions (AdbcStatementExecutePartitions): the
    * descriptors are copied out and the driver's AdbcPartitions released. */
   executePartitions(): Partitions {
-    this.live("Statement.executePartitions");
+    this._live("Statement.executePartitions");
     const layout = adbcStructLayouts.AdbcPartitions;
     const schema = scratch(72);
     const partitions = scratch(layout.size);
     const rows = scratch(8);
     try {
-      this.call("StatementExecutePartitions", [schema, partitions, rows]);
+      this._call("StatementExecutePartitions", [schema, partitions, rows]);
       const out: Uint8Array[] = [];
       const count = Number(read.u64(partitions, layout.fields.num_partitions));
       const list = read.ptr(partitions, layout.fields.partitions) as Pointer;
@@ -247,7 +252,7 @@ export class Statement extends AdbcHandle {
 
   /** Asks the driver to stop what this statement runs (1.1.0). */
   cancel(): void {
-    this.live("Statement.cancel");
+    this._live("Statement.cancel");
     // No guard, and an error struct of its own: cancel is meant to be
     // called while another call on the statement runs.
     const error = newErrorStruct(this.driver);
@@ -259,11 +264,11 @@ export class Statement extends AdbcHandle {
   }
 
   /** Runs ExecuteQuery on the JS thread; the result moved into an ImportedStream. */
-  private open(): ImportedStream {
-    this.endStream();
+  #open(): ImportedStream {
+    this.#endStream();
     const stream = scratch(40);
     try {
-      this.call("StatementExecuteQuery", [stream, 0]);
+      this._call("StatementExecuteQuery", [stream, 0]);
       this.#stream = ImportedStream.fromArrayStream(branded<"ArrowArrayStream">(stream));
       return this.#stream;
     } finally {
@@ -272,8 +277,8 @@ export class Statement extends AdbcHandle {
   }
 
   /** `open` with ExecuteQuery on a native thread. */
-  private async openAsync(): Promise<ImportedStream> {
-    this.endStream();
+  async #openAsync(): Promise<ImportedStream> {
+    this.#endStream();
     const stream = scratch(40);
     try {
       await this.driver.callAsync(this.guard, "StatementExecuteQuery", [this.object, stream, 0, this.error], this.error);
@@ -284,23 +289,33 @@ export class Statement extends AdbcHandle {
     }
   }
 
-  private drain(table: Table): Table;
-  private drain(table: Promise<Table>): Promise<Table>;
-  private drain(table: Table | Promise<Table>): Table | Promise<Table> {
-    if (table instanceof Promise) return table.finally(() => this.endStream());
-    this.endStream();
+  #drain<T extends Table | Promise<Table>>(table: T): T {
+    if (table instanceof Promise) return table.finally(() => this.#endStream()) as T;
+    this.#endStream();
     return table;
   }
 
   /** Releases the current result stream, if any. */
-  private endStream(): void {
+  #endStream(): void {
     const stream = this.#stream;
     this.#stream = null;
     stream?.release();
   }
 
-  protected override beforeRelease(): void {
-    this.endStream();
+  protected override _beforeRelease(): void {
+    this.#endStream();
+  }
+}
+
+/** `params` exported as an ArrowArrayStream for BindStream (a RecordBatch
+ * as a stream of one); a refusal names `fn`. */
+export function exportParameters(fn: string, params: Parameters): ExportedStream<"stream"> {
+  const source = isRecordBatch(params) ? [params] : params;
+  try {
+    return exportStream(source as StreamSource, { as: "stream" });
+  } catch (failure) {
+    if (failure instanceof InvalidArgumentError) throw new InvalidArgumentError(Status.invalid_argument, `${fn}: parameters: ${failure.message}`);
+    throw failure;
   }
 }
 
