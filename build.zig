@@ -159,7 +159,7 @@ fn addPythonShim(b: *std.Build, target: std.Build.ResolvedTarget, optimize: std.
 /// C fixtures the Bun tests load: each test/fixtures/<name>.c becomes
 /// build/fixtures/lib<name>.so, compiled against lib/include.
 fn addFixtures(b: *std.Build, target: std.Build.ResolvedTarget, optimize: std.builtin.OptimizeMode) void {
-    const fixtures = [_][]const u8{ "c_peer", "layout_probe", "owners_peer", "c_producer", "stream_peer", "async_peer", "fake_cuda", "fake_cuda_incomplete", "fake_cuda_10", "fake_hip", "duckdb_thread", "bench_floor" };
+    const fixtures = [_][]const u8{ "c_peer", "fake_adbc", "layout_probe", "owners_peer", "c_producer", "stream_peer", "async_peer", "fake_cuda", "fake_cuda_incomplete", "fake_cuda_10", "fake_hip", "duckdb_thread", "bench_floor" };
     for (fixtures) |name| {
         const module = b.createModule(.{ .target = target, .optimize = optimize, .link_libc = true });
         module.addCSourceFile(.{ .file = b.path(b.fmt("test/fixtures/{s}.c", .{name})), .flags = &.{ "-std=c11", "-Wall", "-Wextra", "-Werror", "-pthread" } });

@@ -41,6 +41,7 @@ export const sections: Section[] = [
   { name: "arrow-objects", script: "arrow_objects.ts", quick: ["10", "20"], measures: "what apache-arrow's own objects of an import cost on top of the JS floor" },
   { name: "lazy-cycle", script: "lazy_cycle.ts", quick: ["1"], measures: "the full import cycle (C batch, import, RecordBatch, dispose) with ours alone in the process, batch read and not read" },
   { name: "external-memory-gc", script: "external_memory_gc.ts", quick: ["--quick"], measures: "what an ArrayBuffer over native memory costs Bun's collector, with no library code" },
+  { name: "adbc", script: "adbc.ts", quick: ["--quick"], measures: "DuckDB through bun-arrow-device/adbc against pyarrow's adbc_driver_manager: 1e6 x 4 read, the IPC route, ingest, SELECT 1" },
   { name: "device-transfers", script: "device.ts", measures: "toDevice / toHost GB/s per runtime and size against the raw driver's copies (needs a GPU or the fake drivers)" },
 ];
 

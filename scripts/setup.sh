@@ -100,6 +100,67 @@ sys.exit(0 if any(os.path.exists(os.path.join(d, n)) for d in dirs for n in name
   fi
 fi
 
+# ADBC drivers for test/peers/adbc_*.test.ts: each wheel is fetched with
+# pip download (no dependencies, no install) and only its driver library
+# is kept.
+if [ "$want_test_tools" = 1 ]; then
+  adbc_dir="${ADBC_DRIVER_DIR:-$toolchain/adbc-drivers-$ADBC_DRIVERS_VERSION}"
+  for adbc_driver in sqlite postgresql flightsql; do
+    adbc_lib="$adbc_dir/libadbc_driver_$adbc_driver.so"
+    [ -f "$adbc_lib" ] && continue
+    echo "setup: fetching adbc-driver-$adbc_driver $ADBC_DRIVERS_VERSION into $adbc_dir"
+    mkdir -p "$adbc_dir"
+    scratch=$(mktemp -d)
+    python3 -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
+      -d "$scratch" "adbc-driver-$adbc_driver==$ADBC_DRIVERS_VERSION"
+    python3 - "$scratch" "$adbc_driver" "$adbc_lib" <<'PY'
+import glob, sys, zipfile
+scratch, name, target = sys.argv[1:]
+wheel = glob.glob(f"{scratch}/*.whl")[0]
+member = f"adbc_driver_{name}/libadbc_driver_{name}.so"
+with zipfile.ZipFile(wheel) as z, open(target + ".part", "wb") as out:
+    out.write(z.read(member))
+PY
+    mv "$adbc_lib.part" "$adbc_lib" && rm -rf "$scratch"
+  done
+fi
+
+# The Flight SQL server for test/peers/adbc_flightsql.test.ts, built with
+# the Go toolchain from the module proxy; its module and build caches stay
+# in .toolchain too.
+if [ "$want_test_tools" = 1 ]; then
+  flight_dir="$toolchain/flightsql-server-$FLIGHTSQL_SERVER_VERSION"
+  if [ ! -x "$flight_dir/sqlite_flightsql_server" ]; then
+    command -v go >/dev/null || { echo "setup: the Flight SQL tests need Go (go install builds their server)"; exit 1; }
+    echo "setup: building sqlite_flightsql_server $FLIGHTSQL_SERVER_VERSION into $flight_dir"
+    GOBIN="$flight_dir" GOMODCACHE="$toolchain/go-mod" GOCACHE="$toolchain/go-cache" GOFLAGS=-modcacherw \
+      go install "github.com/apache/arrow-go/v18/arrow/flight/flightsql/example/cmd/sqlite_flightsql_server@$FLIGHTSQL_SERVER_VERSION"
+  fi
+fi
+
+# pyarrow's ADBC driver manager, the other side of `bun run bench -- --section adbc`.
+if [ "$want_test_tools" = 1 ]; then
+  adbc_dm_dir="$toolchain/adbc-driver-manager-$ADBC_DRIVERS_VERSION"
+  if [ ! -d "$adbc_dm_dir/adbc_driver_manager" ]; then
+    echo "setup: installing adbc-driver-manager $ADBC_DRIVERS_VERSION into $adbc_dm_dir"
+    pip_install "$adbc_dm_dir" "adbc-driver-manager==$ADBC_DRIVERS_VERSION" --no-deps --only-binary=:all:
+  fi
+fi
+
+# A PostgreSQL server for test/peers/adbc_postgresql.test.ts: the system's
+# binaries (the test starts its own cluster, as a dedicated non-root user);
+# Debian's postgresql package when absent and setup runs as root.
+if [ "$want_test_tools" = 1 ] && ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "setup: apt-get install postgresql"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y --no-install-recommends postgresql >/dev/null 2>&1 ||
+      { apt-get update >/dev/null && apt-get install -y --no-install-recommends postgresql >/dev/null; }
+  else
+    echo "setup: warning: the PostgreSQL tests need a server (apt-get install postgresql)"
+  fi
+fi
+
 # The release tests (test/release/dist.test.ts): objdump, qemu-user and an arm64
 # glibc from Debian, installed with apt-get only when absent (CI runs as
 # root on a fresh Debian machine), and Bun's own baseline-x64 and arm64

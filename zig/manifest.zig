@@ -23,6 +23,7 @@ const js_queue = @import("core/js_queue.zig");
 const async_consumer = @import("async/consumer.zig");
 const async_producer = @import("async/producer.zig");
 const errno = @import("core/errno.zig");
+const adbc = @import("adbc/abi.zig");
 
 /// Bumped when the library's own C API changes incompatibly.
 pub const api_version = 1;
@@ -31,6 +32,16 @@ pub const json: [:0]const u8 = build: {
     @setEvalBranchQuota(100_000);
     var out: []const u8 = std.fmt.comptimePrint("{{\"abi\":{d},\"pointer_size\":{d},\"structs\":{{", .{ api_version, @sizeOf(usize) });
     for (abi.layouts, 0..) |layout, i| {
+        if (i > 0) out = out ++ ",";
+        out = out ++ std.fmt.comptimePrint("\"{s}\":{{\"size\":{d},\"fields\":{{", .{ layout.c_name, @sizeOf(layout.type) });
+        for (@typeInfo(layout.type).@"struct".field_names, 0..) |field_name, j| {
+            if (j > 0) out = out ++ ",";
+            out = out ++ std.fmt.comptimePrint("\"{s}\":{d}", .{ field_name, @offsetOf(layout.type, field_name) });
+        }
+        out = out ++ "}}";
+    }
+    out = out ++ "},\"adbc_structs\":{";
+    for (adbc.layouts, 0..) |layout, i| {
         if (i > 0) out = out ++ ",";
         out = out ++ std.fmt.comptimePrint("\"{s}\":{{\"size\":{d},\"fields\":{{", .{ layout.c_name, @sizeOf(layout.type) });
         for (@typeInfo(layout.type).@"struct".field_names, 0..) |field_name, j| {

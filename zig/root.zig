@@ -2,7 +2,7 @@
 //! tests. The folders are layers, each importing only its own folder and
 //! those before it (CONTRIBUTING.md, "Zig layers"; test/structure/
 //! zig_layers.test.ts checks it):
-//!   core <- validate <- export <- import <- stream <- async <- device
+//!   core <- validate <- export <- import <- stream <- async <- device <- adbc
 //!   <- c_api.zig (every exported C symbol), manifest.zig, root.zig
 
 const std = @import("std");
@@ -38,6 +38,8 @@ test {
     _ = @import("export/schema_copy.zig");
     _ = @import("stream/schema_match.zig");
     _ = @import("device/dynlib.zig");
+    _ = @import("adbc/abi.zig");
+    _ = @import("adbc/call.zig");
     _ = @import("device/ops.zig");
     _ = @import("device/driver.zig");
     _ = @import("device/runtime.zig");

@@ -627,6 +627,42 @@ void abd_async_producer_release(abd_async_producer* producer);
 abd_status abd_stream_import_next_snapshot(abd_imported_stream* stream, int level, double* out,
                                            uint32_t capacity, double* head);
 
+/* ADBC (zig/adbc/): the struct types are arrow-adbc's adbc.h (1.1.0); here
+ * they are opaque. A driver is loaded once per database and unloaded after
+ * its last object; each object is a zeroed AdbcDatabase / AdbcConnection /
+ * AdbcStatement at offset 0 followed by its guard (one call at a time). */
+typedef struct abd_adbc_driver abd_adbc_driver;
+typedef struct abd_adbc_object abd_adbc_object;
+typedef struct abd_adbc_job abd_adbc_job;
+/* dlopen(path), entrypoint (NULL: AdbcDriverInit) at 1.1.0 else 1.0.0, the
+ * function table checked; *out owns it (its AdbcDriver table at offset 0). */
+abd_status abd_adbc_driver_load(const char* path, const char* entrypoint, abd_adbc_driver** out);
+int abd_adbc_driver_version(const abd_adbc_driver* driver);
+void abd_adbc_driver_unload(abd_adbc_driver* driver);
+abd_adbc_object* abd_adbc_object_new(void);
+void abd_adbc_object_free(abd_adbc_object* object);
+/* Enters the guard (NULL: none), calls function(words...) with n (1..9)
+ * integer arguments given as doubles, leaves it. Returns the
+ * AdbcStatusCode, or -1 (abd_last_error) when refused or misused. */
+int abd_adbc_call(abd_adbc_object* guard, const void* function, const double* words, uint32_t n);
+int abd_adbc_call_double(abd_adbc_object* guard, const void* function, void* handle, const char* key,
+                         double value, void* error);
+/* The call on a thread of its own; the JS thread's queue gets
+ * (adbc_call_done, key, job) and abd_adbc_job_finish returns its status. */
+abd_adbc_job* abd_adbc_call_async(abd_adbc_object* guard, const void* function, const double* words,
+                                  uint32_t n, double key);
+int abd_adbc_job_finish(abd_adbc_job* job);
+/* An AdbcError of a call into driver: reset it, or read it into a malloc'd
+ * blob (free with abd_free), releasing it exactly once. */
+void abd_adbc_error_reset(const abd_adbc_driver* driver, void* error);
+uint8_t* abd_adbc_error_take(const abd_adbc_driver* driver, void* error, double* size_out);
+double abd_adbc_errors_released(void);
+double abd_adbc_object_refused(const abd_adbc_object* object);
+/* Moves schema into a new stream with that schema and no batches. */
+abd_status abd_adbc_schema_stream(struct ArrowSchema* schema, struct ArrowArrayStream* out);
+/* Calls an AdbcPartitions' release once. */
+void abd_adbc_partitions_release(void* partitions);
+
 #ifdef __cplusplus
 }
 #endif

@@ -11,9 +11,10 @@
  */
 import { writeSync } from "node:fs";
 import { Field, Int32, RecordBatch, Schema, Table, makeVector } from "apache-arrow";
+import { resolve } from "node:path";
 
 /** The entry points whose exports are checked (the package's exports map). */
-export const entryModules = ["../../ts/index.ts", "../../ts/raw.ts", "../../ts/device.ts", "../../ts/diagnostics.ts", "../../ts/python.ts"];
+export const entryModules = ["../../ts/index.ts", "../../ts/raw.ts", "../../ts/device.ts", "../../ts/diagnostics.ts", "../../ts/python.ts", "../../ts/adbc.ts"];
 
 /** The wrong kinds of value tried in every parameter. */
 /** Longer than any name a message may quote (40 characters). */
@@ -79,6 +80,14 @@ const emptyStreamSlot = () => {
   return slot.stream;
 };
 const rawNode = () => ({ format: "i", length: 2, buffers: [null, new Int32Array(2)] });
+const fakeAdbc = resolve(import.meta.dir, "..", "..", "build", "fixtures", "libfake_adbc.so");
+const adbcDatabases: { close(): void }[] = [];
+const adbcDatabase = () => {
+  const db = new (m.Database as new (o: unknown) => { connect(): { statement(): unknown }; close(): void })({ driver: fakeAdbc });
+  adbcDatabases.push(db);
+  return db;
+};
+const adbcTable = () => new Table({ x: makeVector(Int32Array.of(1)) });
 const consumer = () => new (m.AsyncStreamConsumer as new () => { handler: number })();
 
 /** Values a parameter legitimately takes among the bad ones (optional
@@ -124,6 +133,42 @@ export const table: Record<string, Entry> = {
   AsyncStreamError: { args: () => [5, "message", new Map(), false], accepts: [INTS, ["string"], [], ["true"]], construct: true },
   PythonError: { args: () => ["what", "ValueError: raised"], accepts: [["string"], ["string"]], construct: true },
   PythonUnavailableError: { args: () => ["message", ["here"]], accepts: [["string"], ["[]"]], construct: true },
+  // ADBC, on the fake driver of test/fixtures/fake_adbc.c (real drivers: test/peers/adbc_*.test.ts).
+  AdbcError: { args: () => [5, "message", "HY000", 42, new Map()], accepts: [COUNTS, ["string"], ["null"], ["null", ...INTS], []], construct: true },
+  Database: { args: () => [{ driver: fakeAdbc }], construct: true },
+  Connection: internalCtor(() => [Symbol("not the token"), {}, {}, {}]),
+  Statement: internalCtor(() => [Symbol("not the token"), {}, 8, {}]),
+  AdbcHandle: internalCtor(() => [Symbol("not the token"), {}, "Database", null]),
+  manifestDirectories: { args: () => [] },
+  ...methods("Database", () => adbcDatabase(), {
+    connect: [{}], setOption: ["k", "v"], getOption: ["k", "string"], close: [],
+  }, { connect: [[...OPT, "{ address: 16 }"]], setOption: [["string"], ["string", "true", "unaligned", "negative", "address8", "address4096", "fraction", "Uint8Array", "hugeBigint"]], getOption: [["string"], ["undefined"]] },
+  { setOption: "AdbcError", getOption: "AdbcError" }),
+  ...methods("AdbcHandle", () => adbcDatabase(), { setOption: ["k", "v"], getOption: ["k", "string"], close: [] },
+    { setOption: [["string"], ["string", "true", "unaligned", "negative", "address8", "address4096", "fraction", "Uint8Array", "hugeBigint"]], getOption: [["string"], ["undefined"]] },
+    { setOption: "AdbcError", getOption: "AdbcError" }),
+  ...methods("Connection", () => adbcDatabase().connect(), {
+    statement: [], prepare: ["SELECT 1"], query: ["SELECT 1"], recordBatches: ["SELECT 1"], execute: ["SELECT 1"],
+    ingest: () => [adbcTable(), "t", {}], getInfo: [[0]], getObjects: [{}], getTableSchema: ["t", {}], getTableTypes: [], readPartition: [new Uint8Array(1)],
+    commit: [], rollback: [], cancel: [], setOption: ["k", "v"], getOption: ["k", "string"], close: [],
+  }, {
+    prepare: [["string"]], query: [["string"], OPT, OPT], recordBatches: [["string"], OPT], execute: [["string"], OPT], ingest: [[], ["string"], OPT], getInfo: [["undefined", "[]"]], getObjects: [OPT], getTableSchema: [["string"], OPT],
+    readPartition: [["Uint8Array"]], setOption: [["string"], ["string", "true", "unaligned", "negative", "address8", "address4096", "fraction", "Uint8Array", "hugeBigint"]], getOption: [["string"], ["undefined"]],
+  }, {
+    prepare: "AdbcError", query: "AdbcError", execute: "AdbcError", ingest: "AdbcError", getInfo: "AdbcError", getObjects: "AdbcError", getTableSchema: "AdbcError",
+    getTableTypes: "AdbcError", readPartition: "AdbcError", commit: "AdbcError", rollback: "AdbcError", cancel: "AdbcError", getOption: "AdbcError",
+    recordBatches: "AdbcError", setOption: "AdbcError",
+  }),
+  ...methods("Statement", () => adbcDatabase().connect().statement(), {
+    setSqlQuery: ["SELECT 1"], prepare: [], bind: () => [adbcTable()], parameterSchema: [], executeSchema: [], executeUpdate: [], executeQuery: [{}], recordBatches: [{}],
+    executeStream: [], executePartitions: [], cancel: [], setOption: ["k", "v"], getOption: ["k", "string"], close: [],
+  }, {
+    setSqlQuery: [["string"]], executeQuery: [OPT], recordBatches: [OPT], setOption: [["string"], ["string", "true", "unaligned", "negative", "address8", "address4096", "fraction", "Uint8Array", "hugeBigint"]], getOption: [["string"], ["undefined"]],
+  }, {
+    prepare: "AdbcError", parameterSchema: "AdbcError", executeSchema: "AdbcError", executeUpdate: "AdbcError", executeQuery: "AdbcError",
+    executeStream: "AdbcError", executePartitions: "AdbcError", cancel: "AdbcError", getOption: "AdbcError", recordBatches: "AdbcError",
+    setOption: "AdbcError",
+  }),
   // The Python bridge: what needs a Python is tested in test/peers/python.test.ts.
   Python: internalCtor(() => [Symbol("not the token"), {}, "libpython", "via"]),
   PyObject: internalCtor(() => [Symbol("not the token"), {}, 8]),

@@ -12,7 +12,7 @@ import { repoRoot, runScript } from "../helpers/cli_run.ts";
 
 /** The examples this file runs; the README may link only to these and to
  * those run elsewhere (below). */
-const tested = ["examples/quick_start.ts", "examples/c_library.ts", "examples/gpu_roundtrip.ts", "examples/scripted_bench.ts", "examples/worker_table.ts"];
+const tested = ["examples/quick_start.ts", "examples/c_library.ts", "examples/gpu_roundtrip.ts", "examples/scripted_bench.ts", "examples/worker_table.ts", "examples/query_database.ts"];
 /** Run by test/peers/duckdb.test.ts ("examples/duckdb.ts runs: ..."). */
 const testedElsewhere = ["examples/duckdb.ts"];
 
@@ -45,6 +45,16 @@ describe("examples", () => {
     expect(readme).toContain(`// ${run.stdout.trim()}`);
     // The README's code is the example's (the lines after its header).
     const code = readFileSync(join(repoRoot, "examples/worker_table.ts"), "utf8").split("\n").slice(3).join("\n");
+    expect(readme).toContain(code);
+  }, 60_000);
+
+  test("query_database.ts: DuckDB through ADBC, the README's printed result and code", () => {
+    const run = runScript("examples/query_database.ts", [], "none");
+    expect(run.stderr).toBe("");
+    expect(run.exitCode).toBe(0);
+    expect(run.stdout).toBe(`[{"day":0,"trips":143},{"day":1,"trips":143},{"day":2,"trips":143}]\n`);
+    const readme = readFileSync(join(repoRoot, "README.md"), "utf8");
+    const code = readFileSync(join(repoRoot, "examples/query_database.ts"), "utf8").split("\n").slice(4).join("\n").trimEnd();
     expect(readme).toContain(code);
   }, 60_000);
 

@@ -13,7 +13,7 @@ import { testRoot } from "../helpers/paths.ts";
 const tsRoot = join(testRoot, "..", "ts");
 
 /** The layers, lowest first. */
-const layers = ["core", "native", "device", "arrow", "python", "cli"] as const;
+const layers = ["core", "native", "device", "arrow", "adbc", "python", "cli"] as const;
 /** The one layer that converts to and from apache-arrow objects. */
 const arrowLayer = "arrow";
 /** Entry files that work without apache-arrow installed: nothing they
@@ -21,7 +21,7 @@ const arrowLayer = "arrow";
 const arrowFree = ["raw.ts", "diagnostics.ts"];
 /** Entry files that only re-export (package.json "exports"); ts/cli.ts
  * (the command's entry) and ts/node.ts (Node's refusal) run code. */
-const reexportOnly = ["index.ts", "raw.ts", "device.ts", "diagnostics.ts", "python.ts"];
+const reexportOnly = ["index.ts", "raw.ts", "device.ts", "diagnostics.ts", "python.ts", "adbc.ts"];
 
 type Module = { path: string; source: string };
 

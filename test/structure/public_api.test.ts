@@ -44,7 +44,7 @@ async function surfaceText(entries: Record<string, string>): Promise<string> {
 }
 
 describe("public API", () => {
-  const entries = { ".": "ts/index.ts", "./raw": "ts/raw.ts", "./device": "ts/device.ts", "./diagnostics": "ts/diagnostics.ts", "./python": "ts/python.ts" };
+  const entries = { ".": "ts/index.ts", "./raw": "ts/raw.ts", "./device": "ts/device.ts", "./diagnostics": "ts/diagnostics.ts", "./python": "ts/python.ts", "./adbc": "ts/adbc.ts" };
 
   test("package.json's exports map has exactly these entry points, each with types, bun and import conditions", () => {
     const exportsMap = (JSON.parse(readFileSync(resolve(testRoot, "..", "package.json"), "utf8")) as { exports: Record<string, Record<string, string>> }).exports;

@@ -193,3 +193,47 @@ export class AsyncStreamError extends CallbackError {
     this.local = local;
   }
 }
+
+/** ADBC status codes (AdbcStatusCode in arrow-adbc's adbc.h), by name. */
+export const AdbcStatus = {
+  ok: 0, unknown: 1, not_implemented: 2, not_found: 3, already_exists: 4, invalid_argument: 5,
+  invalid_state: 6, invalid_data: 7, integrity: 8, internal: 9, io: 10, cancelled: 11, timeout: 12,
+  unauthenticated: 13, unauthorized: 14,
+} as const;
+/** An ADBC status by name: "not_implemented", "invalid_state", ... */
+export type AdbcStatusName = keyof typeof AdbcStatus;
+
+/**
+ * An ADBC driver call failed. `code` is "callback_error" (a driver
+ * reported it); `adbcStatus` is the driver's AdbcStatusCode by name
+ * ("unknown" for a number adbc.h does not define), `adbcCode` its number.
+ * `sqlstate` (5 characters, or null when the driver set none),
+ * `vendorCode` (null when none) and `details` (the ADBC 1.1.0 error
+ * details, values as bytes) are the driver's AdbcError, copied before it
+ * was released.
+ */
+export class AdbcError extends CallbackError {
+  override name = "AdbcError";
+  /** The driver's AdbcStatusCode by name. */
+  readonly adbcStatus: AdbcStatusName;
+  /** The driver's AdbcStatusCode. */
+  readonly adbcCode: number;
+  /** The SQLSTATE (5 characters), or null when the driver set none. */
+  readonly sqlstate: string | null;
+  /** The driver's vendor code, or null when it set none. */
+  readonly vendorCode: number | null;
+  /** The ADBC 1.1.0 error details: key -> value bytes. */
+  readonly details: ReadonlyMap<string, Uint8Array>;
+  constructor(adbcCode: number, message: string, sqlstate: string | null, vendorCode: number | null, details: ReadonlyMap<string, Uint8Array>) {
+    errorArg("AdbcError", "adbcCode", Number.isInteger(adbcCode) && adbcCode >= 0 && adbcCode <= 255, "an AdbcStatusCode (0..255)", adbcCode);
+    errorArg("AdbcError", "sqlstate", sqlstate === null || (typeof sqlstate === "string" && sqlstate.length === 5), "a 5-character string or null", sqlstate);
+    errorArg("AdbcError", "vendorCode", vendorCode === null || isStatus(vendorCode), "an integer or null", vendorCode);
+    errorArg("AdbcError", "details", details instanceof Map, "a Map", details);
+    super(Status.callback_error, message);
+    this.adbcCode = adbcCode;
+    this.adbcStatus = (Object.entries(AdbcStatus).find(([, v]) => v === adbcCode)?.[0] ?? "unknown") as AdbcStatusName;
+    this.sqlstate = sqlstate;
+    this.vendorCode = vendorCode;
+    this.details = details;
+  }
+}

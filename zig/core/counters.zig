@@ -31,6 +31,9 @@ pub const Counter = enum(u8) {
     live_device_events,
     /// Async producers or handlers of this library not yet finished.
     live_async,
+    /// ADBC drivers, databases, connections and statements this library
+    /// holds (zig/adbc/), not yet released.
+    live_adbc_objects,
 };
 
 pub const count = @typeInfo(Counter).@"enum".field_names.len;

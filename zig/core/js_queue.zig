@@ -35,6 +35,9 @@ pub const Tag = enum(u32) {
     /// collector), and its producer's release callbacks are JS code
     /// (owner.zig): JS runs them. key: 0; address: the Owner.
     owner_release = 3,
+    /// An ADBC call running on a thread of its own returned
+    /// (adbc/call.zig). key: the caller's key; address: the Job.
+    adbc_call_done = 4,
 };
 
 pub const Entry = struct {

@@ -8,6 +8,7 @@
 import { argumentError, clip, describeValue, integerArg, optionsArg, stringArg } from "../args.ts";
 import { InvalidArgumentError, LayoutMismatchError, Status } from "../errors.ts";
 import { manifestText } from "../ffi/library.ts";
+import { adbcStructLayouts } from "./adbc_layout.ts";
 
 export const ArrowSchemaLayout = {
   size: 72,
@@ -154,13 +155,14 @@ export type TypeIdName = keyof typeof TypeId;
 export const StreamKind = { array: 0, device: 1 } as const;
 
 /** Tags of the library's JS work queue (zig/core/js_queue.zig). */
-export const JsWorkTag = { stream_export_request: 1, stream_import_pulled: 2, owner_release: 3 } as const;
+export const JsWorkTag = { stream_export_request: 1, stream_import_pulled: 2, owner_release: 3, adbc_call_done: 4 } as const;
 
 /** Counters, in the library's order (zig/core/counters.zig). */
 export const counterNames = [
   "live_array_exports", "live_schema_exports", "keepalive_pending", "live_owners",
   "live_imported_views", "live_reexports", "imported_bytes_held", "live_stream_exports",
   "live_stream_imports", "live_device_allocations", "live_device_events", "live_async",
+  "live_adbc_objects",
 ] as const;
 /** The name of one of the library's live-object counters. */
 export type CounterName = (typeof counterNames)[number];
@@ -220,6 +222,7 @@ type Manifest = {
   errno?: Record<string, number>;
   pointer_size: number;
   structs: Record<string, { size: number; fields: Record<string, number> }>;
+  adbc_structs?: Record<string, { size: number; fields: Record<string, number> }>;
   device_types: Record<string, number>;
   flags: Record<string, number>;
   status: Record<string, number>;
@@ -250,6 +253,8 @@ type Manifest = {
  * enum values), as `layoutProblems` compares them with the manifest. */
 export type LayoutTables = {
   structs: Record<string, { size: number; fields: Record<string, number> }>;
+  /** The ADBC structs (adbc_layout.ts). */
+  adbcStructs: Record<string, { size: number; fields: Record<string, number> }>;
   deviceTypes: Record<string, number>;
   flags: Record<string, number>;
   status: Record<string, number>;
@@ -279,6 +284,7 @@ export type LayoutTables = {
 /** The tables this module declares, as compared against the manifest. */
 export const tsLayout: LayoutTables = {
   structs: structLayouts,
+  adbcStructs: adbcStructLayouts,
   deviceTypes: DeviceType,
   flags: Flags,
   status: Status,
@@ -342,6 +348,18 @@ export function layoutProblems(manifestJson: string, ours: LayoutTables = tsLayo
   }
   for (const name of Object.keys(manifest.structs ?? {})) {
     if (!(name in ours.structs)) problems.push(`${name}: in the library's manifest, not in TS`);
+  }
+  for (const [name, layout] of Object.entries(ours.adbcStructs)) {
+    const native = manifest.adbc_structs?.[name];
+    if (!native) {
+      problems.push(`${name}: not in the library's manifest`);
+      continue;
+    }
+    if (native.size !== layout.size) problems.push(`${name} size: TS has ${layout.size}, the library has ${native.size}`);
+    compareRecord(name, layout.fields, native.fields, problems);
+  }
+  for (const name of Object.keys(manifest.adbc_structs ?? {})) {
+    if (!(name in ours.adbcStructs)) problems.push(`${name}: in the library's manifest, not in TS`);
   }
   compareRecord("device_types", ours.deviceTypes, manifest.device_types, problems);
   compareRecord("flags", ours.flags, manifest.flags, problems);

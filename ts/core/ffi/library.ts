@@ -24,6 +24,7 @@ import { asyncSymbols } from "./symbols_async.ts";
 import { importSymbols } from "./symbols_import.ts";
 import { deviceStreamSymbols } from "./symbols_device_streams.ts";
 import { exportSymbols } from "./symbols_export.ts";
+import { adbcSymbols } from "./symbols_adbc.ts";
 
 /** Every symbol area, merged. Add new areas here. */
 const symbols = {
@@ -35,6 +36,7 @@ const symbols = {
   ...importSymbols,
   ...deviceStreamSymbols,
   ...exportSymbols,
+  ...adbcSymbols,
 };
 
 /** The environment variable that names the library file to load instead
