@@ -788,10 +788,46 @@ export fn abd_array_move_child(parent: ?*abi.ArrowArray, index: i64, dst: ?*abi.
 /// bytes, a sane shape, readable strings and child pointers. `mode` 0: it
 /// must be live (a released one gives ABD_RELEASED); 1: a view or a
 /// destination, released allowed, and writable. Reads only; any thread.
+/// Mode 2: as 0, for a struct the call owns (moved in): when it is refused
+/// but still safe to release (`probe.refusedReleasable`), its release is
+/// called here; any other refused struct is left untouched.
 export fn abd_probe_struct(kind: c_int, address: usize, mode: c_int) c_int {
     const k = std.enums.fromInt(probe.Kind, kind) orelse return code(status.fail(.invalid_argument, "unknown struct kind {d}", .{kind}));
+    if (mode == 2) return code(probeOwned(k, address));
     const m = std.enums.fromInt(probe.Mode, mode) orelse return code(status.fail(.invalid_argument, "unknown probe mode {d}", .{mode}));
     return code(probe.probeStruct(k, address, m));
+}
+
+fn probeOwned(kind: probe.Kind, address: usize) status.Status {
+    const s = probe.probeStruct(kind, address, .live);
+    if (s != .invalid_argument or !probe.refusedReleasable()) return s;
+    // The release may call into this library: keep the probe's reason.
+    var reason: [status.message_capacity]u8 = undefined;
+    const text = std.mem.span(status.lastMessage());
+    @memcpy(reason[0..text.len], text);
+    switch (kind) {
+        .schema => {
+            const schema: *abi.ArrowSchema = @ptrFromInt(address);
+            schema.release.?(schema);
+        },
+        .array, .device_array => {
+            const array: *abi.ArrowArray = @ptrFromInt(address);
+            array.release.?(array);
+        },
+        .array_stream => {
+            const stream: *abi.ArrowArrayStream = @ptrFromInt(address);
+            stream.release.?(stream);
+        },
+        .device_array_stream => {
+            const stream: *abi.ArrowDeviceArrayStream = @ptrFromInt(address);
+            stream.release.?(stream);
+        },
+        .async_handler => {
+            const handler: *abi.ArrowAsyncDeviceStreamHandler = @ptrFromInt(address);
+            handler.release.?(handler);
+        },
+    }
+    return status.fail(s, "{s}", .{reason[0..text.len]});
 }
 
 /// `abd_probe_struct` (mode 0) of the live schema and array (`array_kind`

@@ -127,7 +127,7 @@ function open(fn: string, source: unknown, options: ImportStreamOptions<StreamKi
   }
   const address = structAddress(fn, "source", source as StructPointer<"ArrowArrayStream">, null, false);
   // Probed here, so that a wrong address is reported as `fn`'s.
-  probeStruct(fn, "source", as === "stream" ? "ArrowArrayStream" : "ArrowDeviceArrayStream", address, true);
+  probeStruct(fn, "source", as === "stream" ? "ArrowArrayStream" : "ArrowDeviceArrayStream", address, "owned");
   const stream = as === "stream"
     ? ImportedStream.fromArrayStream(branded(address), importOptions)
     : ImportedStream.fromDeviceArrayStream(branded(address), importOptions);

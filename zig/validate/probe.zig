@@ -92,9 +92,9 @@ pub const Mode = enum(c_int) {
     view = 1,
 };
 
-/// Longest format string taken as a format (a union of 128 type ids with
-/// three-digit codes fits).
-pub const max_format_bytes = 4096;
+/// Longest format string taken as a format: the format parser's limit
+/// (1 MiB; the spec sets none, and a time zone may be long).
+pub const max_format_bytes = @import("../core/format.zig").max_format_length;
 /// Most buffers or children a node may declare (export_array's limits).
 pub const max_count = 1 << 20;
 
@@ -703,7 +703,14 @@ fn released(kind: Kind) Status {
     return fail(.released, "{s} is released (its release callback is NULL)", .{kind.shortName()});
 }
 
+/// Set by a refusal that took the struct for another kind (a swapped
+/// pair, a stream of the other kind): its release word is not one.
+threadlocal var refused_as_other_kind = false;
+/// Whether the last refusal of `probeStruct` on this thread (`releasable`).
+threadlocal var last_refused_releasable = false;
+
 fn notA(comptime fmt: []const u8, kind: Kind, address: usize, args: anytype) Status {
+    if (comptime std.mem.startsWith(u8, fmt, "it looks like")) refused_as_other_kind = true;
     return fail(.invalid_argument, "0x{x} is not a live {s}: " ++ fmt, .{ address, kind.cName() } ++ args);
 }
 
@@ -976,8 +983,44 @@ fn probeHandler(address: usize, bytes: []const u8, mode: Mode) Status {
     });
 }
 
-/// The checks of one root whose memory was proven or refused.
+/// Where each kind keeps its release callback.
+fn releaseOffset(kind: Kind) usize {
+    return switch (kind) {
+        .schema => S.release,
+        .array, .device_array => A.release,
+        .array_stream => stream_release,
+        .device_array_stream => device_stream_release,
+        .async_handler => handler_release,
+    };
+}
+
+/// The checks of one root whose memory was proven or refused; records
+/// whether a refused live struct is one whose release can be called.
 fn judge(p: *Pages, r: *Root, mode: Mode) Status {
+    refused_as_other_kind = false;
+    const s = judgeRoot(p, r, mode);
+    last_refused_releasable = s == .invalid_argument and mode == .live and r.read and !refused_as_other_kind and
+        releaseIsCode(word(r.view(), releaseOffset(r.kind)));
+    return s;
+}
+
+fn releaseIsCode(release: u64) bool {
+    return release != 0 and executable(@intCast(release));
+}
+
+/// True when the last `probeStruct` (mode `.live`) on this thread refused
+/// a struct that is still safe to release: its bytes were read, it does
+/// not look like a struct of another kind, and its release callback lies
+/// in executable memory. What made it fail lies beyond its own bytes (a
+/// format, name, child or buffer pointer that is not readable memory, a
+/// callback other than release that is not code). An import owns what it
+/// is given, so the caller releases such a struct, as Arrow C++ does on a
+/// failed import; any other refused struct is left untouched.
+pub fn refusedReleasable() bool {
+    return last_refused_releasable;
+}
+
+fn judgeRoot(p: *Pages, r: *Root, mode: Mode) Status {
     const kind = r.kind;
     const address = r.address;
     if (address == 0) return fail(.invalid_argument, "{s} pointer is NULL", .{kind.cName()});
