@@ -239,6 +239,7 @@ export fn abd_js_context_open(is_main: bool) u32 {
     js_context.onClose(stream_export.forgetSyncProducer);
     js_context.onClose(js_queue.orphan);
     js_context.onClose(stream_import.releaseClosed);
+    js_context.onClose(owner_mod.releaseHanded);
     js_queue.on_orphan = stream_export.orphaned;
     return js_context.open(is_main);
 }
@@ -327,6 +328,7 @@ export fn abd_owner_retain(owner: *Owner, n: u32) void {
 
 /// Drops one reference; the last one runs the producer's release.
 export fn abd_owner_release(owner: *Owner) void {
+    owner_mod.givenBack(owner);
     owner.release();
 }
 
@@ -372,6 +374,7 @@ export fn abd_owner_snapshot(owner: *Owner, out: [*]f64, capacity: u32, adopt: u
     @memcpy(out[owner_info_words..][0..nodes.len], nodes);
     @memcpy(out[owner_info_words + nodes.len ..][0..buffers.len], buffers);
     if (adopt == 0) owner.retain(1);
+    if (adopt == 1) owner_mod.givenBack(owner);
     if (adopt != 2) counters.add(.live_imported_views, 1);
     return @intCast(needed);
 }
@@ -1026,6 +1029,7 @@ export fn abd_stream_import_next(imported: *stream_import.Imported, level: c_int
     const lvl = levelFrom(level) orelse return code(status.fail(.invalid_argument, "validation level {d} is not 0..3", .{level}));
     var owner: ?*Owner = null;
     const s = stream_import.next(imported, lvl, &owner);
+    if (owner) |o| owner_mod.noteHanded(o);
     out[0] = @floatFromInt(@intFromPtr(owner));
     return code(s);
 }
@@ -1070,6 +1074,7 @@ fn pullToHost(pulled: *Owner, level: validate.Level, out: *?*Owner) Status {
 export fn abd_stream_import_take_pull(imported: *stream_import.Imported, out: [*]f64) c_int {
     var owner: ?*Owner = null;
     const s = stream_import.takePull(imported, &owner);
+    if (owner) |o| owner_mod.noteHanded(o);
     out[0] = @floatFromInt(@intFromPtr(owner));
     return code(s);
 }
@@ -1365,6 +1370,7 @@ export fn abd_stream_import_next_snapshot(imported: *stream_import.Imported, lev
     const s = stream_import.next(imported, lvl, &owner);
     if (s != .ok) return code(s);
     if (owner) |o| {
+        owner_mod.noteHanded(o);
         head[0] = @floatFromInt(@intFromPtr(o));
         head[1] = @floatFromInt(abd_owner_snapshot(o, out, capacity, 2));
     }
