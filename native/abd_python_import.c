@@ -121,11 +121,13 @@ static const int probe_kinds[KIND_COUNT] = {
     [KIND_DEVICE_ARRAY] = 2, [KIND_ARRAY] = 1, [KIND_DEVICE_STREAM] = 4, [KIND_STREAM] = 3, [KIND_SCHEMA] = 0,
 };
 
-/* True when the live struct of `kind` at `at` (from a capsule) is safe to
- * read and move; else false with the probe's reason in `err`. */
+/* True when the struct of `kind` at `at` (from a capsule) is safe to read
+ * and move (the move writes it: it must be writable); else false with the
+ * probe's reason in `err`. A released one passes (probe mode 1): the
+ * import reports it as released, as for any released struct. */
 static int probe_capsule(int kind, const void* at, const char* method, char* err, size_t capacity) {
-  if (lib_abd_probe_struct(probe_kinds[kind], at, 0) == 0) return 1;
-  snprintf(err, capacity, "%s() returned a \"%s\" capsule that holds no live struct: %s", method, capsule_names[kind], lib_abd_last_error());
+  if (lib_abd_probe_struct(probe_kinds[kind], at, 1) == 0) return 1;
+  snprintf(err, capacity, "%s() returned a \"%s\" capsule that holds no struct: %s", method, capsule_names[kind], lib_abd_last_error());
   return 0;
 }
 

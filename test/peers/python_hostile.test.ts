@@ -19,7 +19,7 @@ describe("the Python bridge, in a child process per case", () => {
   test("a stream capsule that holds 4096 is a PythonError naming the probe's reason", () => {
     expect(runCase("stream capsule holding 4096")).toEqual({
       exitCode: 0,
-      line: { outcome: "threw", error: "PythonError", message: expect.stringContaining('__arrow_c_stream__() returned a "arrow_array_stream" capsule that holds no live struct: 0x1000 is not readable memory for an ArrowArrayStream (40 bytes)') },
+      line: { outcome: "threw", error: "PythonError", message: expect.stringContaining('__arrow_c_stream__() returned a "arrow_array_stream" capsule that holds no struct: 0x1000 is not readable memory for an ArrowArrayStream (40 bytes)') },
       stderr: "",
     });
   });
