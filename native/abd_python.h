@@ -106,6 +106,7 @@ extern PyObject** py_exc_value_error;
   X(void, abd_owner_release, (void*))                                                                \
   X(int, abd_schema_copy, (const struct ArrowSchema*, struct ArrowSchema*))                          \
   X(int, abd_stream_to_device, (struct ArrowArrayStream*, struct ArrowDeviceArrayStream*))           \
+  X(int, abd_probe_struct, (int, const void*, int))                                                 \
   X(const char*, abd_last_error, (void))
 
 #define ABD_DECLARE(ret, name, args) extern ret(*lib_##name) args;

@@ -118,7 +118,7 @@ void* abdpy_source_table(struct ArrowSchema* schema, void** owners, int64_t n, c
   Source* source = source_new(SOURCE_TABLE, ARROW_DEVICE_CPU);
   void** held = (void**)malloc(sizeof(void*) * (size_t)(n > 0 ? n : 1));
   if (source && held) {
-    memcpy(held, owners, sizeof(void*) * (size_t)n);
+    if (n > 0) memcpy(held, owners, sizeof(void*) * (size_t)n); /* owners may be NULL when n is 0 */
     source->owners = held;
     source->n_owners = n;
     source->schema = *schema;

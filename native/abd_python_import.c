@@ -116,6 +116,21 @@ static void* capsule_pointer(PyObject* capsule, const char* name, const char* me
   return py_PyCapsule_GetPointer(capsule, name);
 }
 
+/* The library's probe kinds (zig/validate/probe.zig), by KIND_*. */
+static const int probe_kinds[KIND_COUNT] = {
+    [KIND_DEVICE_ARRAY] = 2, [KIND_ARRAY] = 1, [KIND_DEVICE_STREAM] = 4, [KIND_STREAM] = 3, [KIND_SCHEMA] = 0,
+};
+
+/* True when the struct of `kind` at `at` (from a capsule) is safe to read
+ * and move (the move writes it: it must be writable); else false with the
+ * probe's reason in `err`. A released one passes (probe mode 1): the
+ * import reports it as released, as for any released struct. */
+static int probe_capsule(int kind, const void* at, const char* method, char* err, size_t capacity) {
+  if (lib_abd_probe_struct(probe_kinds[kind], at, 1) == 0) return 1;
+  snprintf(err, capacity, "%s() returned a \"%s\" capsule that holds no struct: %s", method, capsule_names[kind], lib_abd_last_error());
+  return 0;
+}
+
 /* The move: a bitwise copy into `to`, the source `from` marked released. */
 static void move_struct(int kind, void* to, void* from) {
   memcpy(to, from, struct_size(kind));
@@ -176,6 +191,14 @@ int abdpy_import(void* object, int wanted, void* schema_out, void* struct_out, c
     struct_in = capsule_pointer(result, capsule_names[kind], method_names[kind], err, capacity);
   }
   if (!struct_in || ((kind == KIND_DEVICE_ARRAY || kind == KIND_ARRAY) && !schema_in)) {
+    kind = -1;
+    goto done;
+  }
+  /* A capsule may hold any address: the library's fault-safe probe checks
+   * each struct before the move reads it (a refused one is left as it is:
+   * the capsule's destructor owns it). */
+  if (!probe_capsule(schema_in ? KIND_SCHEMA : kind, schema_in ? schema_in : struct_in, method_names[kind], err, capacity) ||
+      (schema_in && !probe_capsule(kind, struct_in, method_names[kind], err, capacity))) {
     kind = -1;
     goto done;
   }

@@ -243,6 +243,7 @@ export fn abd_js_context_open(is_main: bool) u32 {
     js_context.onClose(stream_export.forgetSyncProducer);
     js_context.onClose(js_queue.orphan);
     js_context.onClose(stream_import.releaseClosed);
+    js_context.onClose(owner_mod.releaseHanded);
     js_queue.on_orphan = orphaned;
     return js_context.open(is_main);
 }
@@ -337,6 +338,7 @@ export fn abd_owner_retain(owner: *Owner, n: u32) void {
 
 /// Drops one reference; the last one runs the producer's release.
 export fn abd_owner_release(owner: *Owner) void {
+    owner_mod.givenBack(owner);
     owner.release();
 }
 
@@ -382,6 +384,7 @@ export fn abd_owner_snapshot(owner: *Owner, out: [*]f64, capacity: u32, adopt: u
     @memcpy(out[owner_info_words..][0..nodes.len], nodes);
     @memcpy(out[owner_info_words + nodes.len ..][0..buffers.len], buffers);
     if (adopt == 0) owner.retain(1);
+    if (adopt == 1) owner_mod.givenBack(owner);
     if (adopt != 2) counters.add(.live_imported_views, 1);
     return @intCast(needed);
 }
@@ -824,10 +827,46 @@ export fn abd_array_move_child(parent: ?*abi.ArrowArray, index: i64, dst: ?*abi.
 /// bytes, a sane shape, readable strings and child pointers. `mode` 0: it
 /// must be live (a released one gives ABD_RELEASED); 1: a view or a
 /// destination, released allowed, and writable. Reads only; any thread.
+/// Mode 2: as 0, for a struct the call owns (moved in): when it is refused
+/// but still safe to release (`probe.refusedReleasable`), its release is
+/// called here; any other refused struct is left untouched.
 export fn abd_probe_struct(kind: c_int, address: usize, mode: c_int) c_int {
     const k = std.enums.fromInt(probe.Kind, kind) orelse return code(status.fail(.invalid_argument, "unknown struct kind {d}", .{kind}));
+    if (mode == 2) return code(probeOwned(k, address));
     const m = std.enums.fromInt(probe.Mode, mode) orelse return code(status.fail(.invalid_argument, "unknown probe mode {d}", .{mode}));
     return code(probe.probeStruct(k, address, m));
+}
+
+fn probeOwned(kind: probe.Kind, address: usize) status.Status {
+    const s = probe.probeStruct(kind, address, .live);
+    if (s != .invalid_argument or !probe.refusedReleasable()) return s;
+    // The release may call into this library: keep the probe's reason.
+    var reason: [status.message_capacity]u8 = undefined;
+    const text = std.mem.span(status.lastMessage());
+    @memcpy(reason[0..text.len], text);
+    switch (kind) {
+        .schema => {
+            const schema: *abi.ArrowSchema = @ptrFromInt(address);
+            schema.release.?(schema);
+        },
+        .array, .device_array => {
+            const array: *abi.ArrowArray = @ptrFromInt(address);
+            array.release.?(array);
+        },
+        .array_stream => {
+            const stream: *abi.ArrowArrayStream = @ptrFromInt(address);
+            stream.release.?(stream);
+        },
+        .device_array_stream => {
+            const stream: *abi.ArrowDeviceArrayStream = @ptrFromInt(address);
+            stream.release.?(stream);
+        },
+        .async_handler => {
+            const handler: *abi.ArrowAsyncDeviceStreamHandler = @ptrFromInt(address);
+            handler.release.?(handler);
+        },
+    }
+    return status.fail(s, "{s}", .{reason[0..text.len]});
 }
 
 /// `abd_probe_struct` (mode 0) of the live schema and array (`array_kind`
@@ -1026,6 +1065,7 @@ export fn abd_stream_import_next(imported: *stream_import.Imported, level: c_int
     const lvl = levelFrom(level) orelse return code(status.fail(.invalid_argument, "validation level {d} is not 0..3", .{level}));
     var owner: ?*Owner = null;
     const s = stream_import.next(imported, lvl, &owner);
+    if (owner) |o| owner_mod.noteHanded(o);
     out[0] = @floatFromInt(@intFromPtr(owner));
     return code(s);
 }
@@ -1070,6 +1110,7 @@ fn pullToHost(pulled: *Owner, level: validate.Level, out: *?*Owner) Status {
 export fn abd_stream_import_take_pull(imported: *stream_import.Imported, out: [*]f64) c_int {
     var owner: ?*Owner = null;
     const s = stream_import.takePull(imported, &owner);
+    if (owner) |o| owner_mod.noteHanded(o);
     out[0] = @floatFromInt(@intFromPtr(owner));
     return code(s);
 }
@@ -1365,6 +1406,7 @@ export fn abd_stream_import_next_snapshot(imported: *stream_import.Imported, lev
     const s = stream_import.next(imported, lvl, &owner);
     if (s != .ok) return code(s);
     if (owner) |o| {
+        owner_mod.noteHanded(o);
         head[0] = @floatFromInt(@intFromPtr(o));
         head[1] = @floatFromInt(abd_owner_snapshot(o, out, capacity, 2));
     }

@@ -91,6 +91,18 @@ describe("wrong addresses, in a child process", () => {
     expect(byName.get("importRecordBatch(schema, schema)")?.message).toContain('it looks like an ArrowSchema (its first word points to the format "+s")');
   });
 
+  test("one of this library's array streams is refused as an async handler, untouched", () => {
+    const line = byName.get("exportAsyncStream(array stream as handler)")!;
+    expect(line.error).toBe("InvalidArgumentError");
+    expect(line.message).toMatch(/^exportAsyncStream: handler: 0x[0-9a-f]+ is not a live ArrowAsyncDeviceStreamHandler: it looks like an ArrowArrayStream/);
+  });
+
+  test("a released array or device array viewed as a schema is refused: its length is no format", () => {
+    for (const name of ["CSchema.at(released device array)", "CSchema.at(released array)"]) {
+      expect(byName.get(name)).toEqual({ name, outcome: "threw", error: "InvalidArgumentError", message: expect.stringContaining("it is released, and its format 0x3 is not a readable NUL-terminated string") });
+    }
+  });
+
   test("a stream of the other kind is named as such", () => {
     for (const name of ["ImportedStream.fromArrayStream(device stream)", "importTable(device stream, as stream)", "deviceStreamAsArrayStream(array stream)"]) {
       const line = byName.get(name)!;

@@ -96,6 +96,19 @@ add("arrayStreamAsDeviceStream(device stream)", () => arrayStreamAsDeviceStream(
 add("deviceStreamAsArrayStream(array stream)", () => deviceStreamAsArrayStream(stream("stream") as never));
 add("ImportedStream.fromArrayStream(schema)", () => ImportedStream.fromArrayStream(pair().schema as never));
 
+// A struct of another kind whose words pass for the expected one's.
+add("exportAsyncStream(array stream as handler)", () => exportAsyncStream([batch()], stream("stream") as never));
+add("CSchema.at(released device array)", () => {
+  const h = pair();
+  CDeviceArray.at(h.array).move().dispose();
+  return CSchema.at(h.array as never).format;
+});
+add("CSchema.at(released array)", () => {
+  const h = pair("array");
+  CArray.at(h.array).move().dispose();
+  return CSchema.at(h.array as never).format;
+});
+
 // Released structs of the kind expected.
 add("released schema -> importRecordBatch", () => importRecordBatch(releasedSchema(), pair().array));
 add("released device array -> ImportedArray.fromDeviceArray", () => {

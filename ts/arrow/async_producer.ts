@@ -539,7 +539,7 @@ export class AsyncExport {
 export function exportAsyncStream(source: AsyncExportSource, handler: StructPointer<"ArrowAsyncDeviceStreamHandler">, options: AsyncExportOptions = {}): AsyncExport {
   const fn = "exportAsyncStream";
   const address = addressArg(fn, "handler", handler); // not an address: nothing can be released
-  probeStruct(fn, "handler", "ArrowAsyncDeviceStreamHandler", address, true); // not a live handler: not safe to release
+  probeStruct(fn, "handler", "ArrowAsyncDeviceStreamHandler", address, "owned"); // released when refused but safe to release
   let deviceType: number = DeviceType.CPU;
   let metadata: Uint8Array | null = null;
   try {

@@ -142,7 +142,7 @@ function open(fn: string, source: unknown, options: ImportStreamOptions<StreamKi
   if (!structLike(source)) throw argumentError(fn, "source", acceptedSources(as, lists), source);
   const address = structAddress(fn, "source", source as StructPointer<"ArrowArrayStream">, null, false);
   // Probed here, so that a wrong address is reported as `fn`'s.
-  probeStruct(fn, "source", as === "stream" ? "ArrowArrayStream" : "ArrowDeviceArrayStream", address, true);
+  probeStruct(fn, "source", as === "stream" ? "ArrowArrayStream" : "ArrowDeviceArrayStream", address, "owned");
   const stream = as === "stream"
     ? ImportedStream.fromArrayStream(branded(address), importOptions)
     : ImportedStream.fromDeviceArrayStream(branded(address), importOptions);

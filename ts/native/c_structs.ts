@@ -81,8 +81,9 @@ export function takeStructs(fn: string, refs: [param: string, ref: unknown, kind
   const addresses = pairPasses(fn, refs) ?? refs.map(([param, ref, kind]) => {
     try {
       const address = structAddress(fn, param, ref, kind, true);
-      // Not released on failure: what fails the probe is not safe to touch.
-      if (address) probeStruct(fn, param, kind, address, true);
+      // A refused struct is released by the probe when that is safe,
+      // else left untouched (it may not be a struct at all).
+      if (address) probeStruct(fn, param, kind, address, "owned");
       return address;
     } catch (caught) {
       error ??= caught;

@@ -122,9 +122,10 @@ export class ImportedStream implements Disposable, Iterable<ImportedArray>, Asyn
 
   static #import(fn: string, kind: 0 | 1, stream: unknown, options: ImportOptions): ImportedStream {
     const address = addressArg(fn, "stream", stream, true);
-    // Refused untouched when it is not a live stream of this kind (wrong
-    // memory is not safe to release); a NULL is reported natively.
-    if (address) probeStruct(fn, "stream", kind === 0 ? "ArrowArrayStream" : "ArrowDeviceArrayStream", address, true);
+    // A refused stream is released when that is safe (readable, of this
+    // kind, its release code), else left untouched; a NULL is reported
+    // natively.
+    if (address) probeStruct(fn, "stream", kind === 0 ? "ArrowArrayStream" : "ArrowDeviceArrayStream", address, "owned");
     let level = -1;
     let error: unknown = null;
     try {

@@ -17,7 +17,7 @@ import { type StructPointer } from "../core/abi/pointers.ts";
  * -1, no sync event). */
 export function arrayStreamAsDeviceStream(source: StructPointer<"ArrowArrayStream">): ExportedStream<"device_stream"> {
   const address = addressArg("arrayStreamAsDeviceStream", "source", source);
-  probeStruct("arrayStreamAsDeviceStream", "source", "ArrowArrayStream", address, true);
+  probeStruct("arrayStreamAsDeviceStream", "source", "ArrowArrayStream", address, "owned");
   const handle = new ExportedStream("device_stream" as const, "ArrowDeviceArrayStream adapter");
   const status = native.abd_stream_to_device(asPointer(address), handle.stream);
   if (status !== 0) {
@@ -34,7 +34,7 @@ export function arrayStreamAsDeviceStream(source: StructPointer<"ArrowArrayStrea
  * on. Other devices are refused with UnsupportedError. */
 export function deviceStreamAsArrayStream(source: StructPointer<"ArrowDeviceArrayStream">): ExportedStream<"stream"> {
   const address = addressArg("deviceStreamAsArrayStream", "source", source);
-  probeStruct("deviceStreamAsArrayStream", "source", "ArrowDeviceArrayStream", address, true);
+  probeStruct("deviceStreamAsArrayStream", "source", "ArrowDeviceArrayStream", address, "owned");
   const handle = new ExportedStream("stream" as const, "ArrowArrayStream adapter");
   const status = native.abd_stream_from_device(asPointer(address), handle.stream);
   if (status !== 0) {

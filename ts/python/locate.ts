@@ -8,6 +8,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { PythonUnavailableError } from "./errors.ts";
+import { argumentError, isPlainObject, stringArg } from "../core/args.ts";
 
 /** The environment variable naming the libpython file to load. */
 export const libpythonEnvVar = "ARROW_DEVICE_LIBPYTHON";
@@ -87,6 +88,10 @@ function candidates(report: SysconfigReport): string[] {
 
 /** Where libpython is; throws PythonUnavailableError listing what was tried. */
 export function locatePython(options: LocateOptions = {}): LocatedPython {
+  // Not restricted to its own keys: loadPython passes its options on.
+  if (!isPlainObject(options)) throw argumentError("locatePython", "options", "an options object or undefined", options);
+  stringArg("locatePython", "options.libpython", options.libpython, true);
+  stringArg("locatePython", "options.python", options.python, true);
   const tried: string[] = [];
   const explicit = options.libpython ?? process.env[libpythonEnvVar];
   if (explicit) {

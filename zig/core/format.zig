@@ -79,7 +79,10 @@ pub const BufferKind = enum(u8) {
     union_offsets = 11,
 };
 
-pub const max_format_length = 4096;
+/// Longest format string taken (bytes before the NUL). The spec sets no
+/// limit, and a timestamp's time zone may be long: this only bounds the
+/// scan for the terminator of a format that has none.
+pub const max_format_length = 1 << 20;
 /// Union type ids are int8, at most 128 distinct values.
 pub const max_union_types = 128;
 
@@ -176,7 +179,7 @@ pub const ParseError = error{InvalidFormat};
 /// Parses a format string. On error, `why` names what was wrong.
 pub fn parse(format: []const u8, why: *[]const u8) ParseError!Type {
     if (format.len == 0) return bad(why, "is empty");
-    if (format.len > max_format_length) return bad(why, "is longer than 4096 bytes");
+    if (format.len > max_format_length) return bad(why, "is longer than 1 MiB (1048576 bytes)");
     if (format.len == 1) {
         return switch (format[0]) {
             'n' => .{ .id = .null },

@@ -238,6 +238,52 @@ pub fn viewDeallocator(bytes: ?*anyopaque, context: ?*anyopaque) callconv(.c) vo
 threadlocal var in_deallocator: bool = false;
 
 // ---------------------------------------------------------------------------
+// References a stream pull handed to JS, not yet taken back.
+//
+// A pull on a JS thread hands JS the batch's own reference, which JS
+// holds plainly (no view anchors it) until it gives it back
+// (`givenBack`: abd_owner_release) or turns it into a view's
+// (abd_owner_snapshot adopting it). A Worker terminated in between runs no
+// more JS, and no deallocator holds that reference: its thread's end
+// releases it (`releaseHanded`), so the batch does not outlive the Worker.
+
+threadlocal var handed: [16]?*Owner = @splat(null);
+threadlocal var n_handed: u32 = 0;
+
+/// Records that a pull on this JS thread handed JS `owner`'s reference.
+/// (With every slot taken it is not recorded: only a Worker's end inside
+/// that window would then leave it.)
+pub fn noteHanded(owner: *Owner) void {
+    if (n_handed == handed.len) return;
+    for (&handed) |*slot| if (slot.* == null) {
+        slot.* = owner;
+        n_handed += 1;
+        return;
+    };
+}
+
+/// JS took back or passed on a reference of `owner`: no longer the pull's.
+pub fn givenBack(owner: *Owner) void {
+    if (n_handed == 0) return;
+    for (&handed) |*slot| if (slot.* == owner) {
+        slot.* = null;
+        n_handed -= 1;
+        return;
+    };
+}
+
+/// A JS thread ended (js_context's close hook, on that thread): releases
+/// the references its pulls handed to JS and JS never gave back.
+pub fn releaseHanded(context: u32) void {
+    if (js_context.current() != context) return; // closed from elsewhere: not this thread's slots
+    for (&handed) |*slot| if (slot.*) |owner| {
+        slot.* = null;
+        owner.release();
+    };
+    n_handed = 0;
+}
+
+// ---------------------------------------------------------------------------
 
 const testing = std.testing;
 

@@ -17,6 +17,7 @@ const abi = @import("../core/abi.zig");
 const status = @import("../core/status.zig");
 const counters = @import("../core/counters.zig");
 const device_sync = @import("../core/device_sync.zig");
+const probe = @import("../validate/probe.zig");
 const Status = status.Status;
 const fail = status.fail;
 
@@ -191,6 +192,7 @@ pub fn deviceAsCpu(source: *abi.ArrowDeviceArrayStream, out: *abi.ArrowArrayStre
     var self: *DeviceAsCpu = undefined;
     const made = adapt(DeviceAsCpu, &moved, &self);
     if (made != .ok) return made;
+    probe.noteArrayStreamCallback(@intFromPtr(&DeviceAsCpu.getSchema));
     out.* = .{
         .get_schema = DeviceAsCpu.getSchema,
         .get_next = DeviceAsCpu.getNext,

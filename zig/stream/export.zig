@@ -47,6 +47,7 @@ const schema_match = @import("schema_match.zig");
 const js_queue = @import("../core/js_queue.zig");
 const js_context = @import("../core/js_context.zig");
 const sync = @import("../core/sync.zig");
+const struct_probe = @import("../validate/probe.zig");
 const Status = status.Status;
 const fail = status.fail;
 
@@ -521,6 +522,10 @@ pub fn create(kind: Kind, device_type: abi.DeviceType, schema_plan: []const u8, 
         .source_is_async = source_is_async,
         .schema_plan = plan_copy,
     };
+    switch (kind) {
+        .array => struct_probe.noteArrayStreamCallback(@intFromPtr(&ArrayStreamCallbacks.getSchema)),
+        .device => {},
+    }
     switch (kind) {
         .array => @as(*abi.ArrowArrayStream, @ptrCast(@alignCast(out))).* = .{
             .get_schema = ArrayStreamCallbacks.getSchema,

@@ -429,6 +429,14 @@ pub fn pull(self: *Imported, level: validate.Level) Status {
     self.mutex.lock();
     defer self.mutex.unlock();
     if (self.pull_state.load(.acquire) != .idle) return busy();
+    const get_next: ?*const anyopaque = switch (self.kind) {
+        .array => @ptrCast(self.array_stream.get_next),
+        .device => @ptrCast(self.device_stream.get_next),
+    };
+    // A bun:ffi JSCallback may only run on its own JS thread: called on
+    // the worker it would never return, and the pull never settle.
+    if (get_next != null and js_context.isRuntimeCode(get_next))
+        return fail(.unsupported, "the stream's get_next is code made at run time (a bun:ffi JSCallback), which runs only on its own JS thread: it cannot be pulled on a worker thread; read it without {{ async: true }}", .{});
     if (self.worker == null) {
         self.worker = std.Thread.spawn(.{}, Imported.workerMain, .{self}) catch |err|
             return fail(.out_of_memory, "could not start a thread to pull the stream: {s}", .{@errorName(err)});

@@ -92,9 +92,9 @@ pub const Mode = enum(c_int) {
     view = 1,
 };
 
-/// Longest format string taken as a format (a union of 128 type ids with
-/// three-digit codes fits).
-pub const max_format_bytes = 4096;
+/// Longest format string taken as a format: the format parser's limit
+/// (1 MiB; the spec sets none, and a time zone may be long).
+pub const max_format_bytes = @import("../core/format.zig").max_format_length;
 /// Most buffers or children a node may declare (export_array's limits).
 pub const max_count = 1 << 20;
 
@@ -150,8 +150,22 @@ const Linux = struct {
     /// Copies each range with one syscall; returns how many leading ranges
     /// were read whole (the kernel stops at the first fault). The ranges
     /// are first written to the sink (which faults safely) and, once
-    /// known readable, copied directly.
+    /// known readable, copied directly. Ranges at or above `low_half_top`
+    /// go in calls of their own, as in `proveGranules`.
     fn copyMany(ranges: []const Range) usize {
+        var start: usize = 0;
+        while (start < ranges.len) {
+            const high = ranges[start].address >= low_half_top;
+            var end = start + 1;
+            while (end < ranges.len and (ranges[end].address >= low_half_top) == high) end += 1;
+            const copied = copyRun(ranges[start..end]);
+            if (copied < end - start) return start + copied;
+            start = end;
+        }
+        return ranges.len;
+    }
+
+    fn copyRun(ranges: []const Range) usize {
         const fd = sink();
         if (fd >= 0) {
             var iov: [max_ranges]iovec_const = undefined;
@@ -201,11 +215,29 @@ const Linux = struct {
 
     /// Proves one byte of each granule readable, in one syscall (more on
     /// the fallbacks); returns how many leading granules were proven.
+    /// Granules at or above `low_half_top` go in calls of their own: with
+    /// 4-level paging they lie above the user address space, and one such
+    /// iovec fails a whole pwritev with EFAULT (Linux 6.x checks every
+    /// iovec before copying), which would condemn the readable ones
+    /// queued with it.
     fn proveGranules(granules: []const usize) usize {
+        var start: usize = 0;
+        while (start < granules.len) {
+            const high = granules[start] >= low_half_top / granule;
+            var end = start + 1;
+            while (end < granules.len and (granules[end] >= low_half_top / granule) == high) end += 1;
+            const proven = proveRun(granules[start..end]);
+            if (proven < end - start) return start + proven;
+            start = end;
+        }
+        return granules.len;
+    }
+
+    fn proveRun(granules: []const usize) usize {
         std.debug.assert(granules.len <= max_ranges);
         var iov: [max_ranges]iovec_const = undefined;
         for (granules, 0..) |g, i| {
-            if (g == 0) return if (i == 0) 0 else proveGranules(granules[0..i]);
+            if (g == 0) return if (i == 0) 0 else proveRun(granules[0..i]);
             iov[i] = .{ .base = @ptrFromInt(g * granule), .len = 1 };
         }
         const fd = sink();
@@ -420,6 +452,10 @@ pub fn executable(address: usize) bool {
 /// Readability is a property of whole pages, and no page is smaller than
 /// 4 KiB: one readable byte proves its 4 KiB granule readable.
 const granule: usize = 4096;
+/// The top of the user address space with 4-level paging (x86-64, and
+/// arm64 with 48-bit addresses): where the memory of most processes ends.
+/// Memory above it exists only with 5-level paging (or 52-bit arm64).
+const low_half_top: usize = 1 << 47;
 /// No target maps user memory at or above 2^56 (x86-64 with 5-level paging
 /// stops there, arm64 at 2^52): granules from here on are never readable,
 /// and never reach arithmetic that could overflow.
@@ -667,7 +703,14 @@ fn released(kind: Kind) Status {
     return fail(.released, "{s} is released (its release callback is NULL)", .{kind.shortName()});
 }
 
+/// Set by a refusal that took the struct for another kind (a swapped
+/// pair, a stream of the other kind): its release word is not one.
+threadlocal var refused_as_other_kind = false;
+/// Whether the last refusal of `probeStruct` on this thread (`releasable`).
+threadlocal var last_refused_releasable = false;
+
 fn notA(comptime fmt: []const u8, kind: Kind, address: usize, args: anytype) Status {
+    if (comptime std.mem.startsWith(u8, fmt, "it looks like")) refused_as_other_kind = true;
     return fail(.invalid_argument, "0x{x} is not a live {s}: " ++ fmt, .{ address, kind.cName() } ++ args);
 }
 
@@ -798,7 +841,15 @@ fn probeSchema(p: *Pages, address: usize, bytes: []const u8, mode: Mode) Status 
         if (p.copy(address, &array_bytes) and arrayLike(&array_bytes))
             return notA("it looks like an ArrowArray (its first word is {d}, a length, not a format string): are the schema and the array swapped?", kind, address, .{signed(bytes, 0)});
     }
-    if (release == 0) return if (mode == .live) released(kind) else .ok;
+    if (release == 0) {
+        if (mode == .live) return released(kind);
+        // A view reads the format and the name in place: a released
+        // struct may keep them (a zeroed one has neither), but what it
+        // keeps must be strings (a released ArrowArray's length is not).
+        if (format != 0 and !format_ok) return notA("it is released, and its format 0x{x} is not a readable NUL-terminated string of at most {d} bytes", kind, address, .{ format, max_format_bytes });
+        if (name != 0 and p.stringLength(@intCast(name), 1 << 20) == null) return notA("it is released, and its name 0x{x} is not a readable NUL-terminated string", kind, address, .{name});
+        return .ok;
+    }
     if (!executable(@intCast(release))) return notA("its release callback 0x{x} is not in executable memory", kind, address, .{release});
     if (format != 0 and !format_ok) return notA("its format 0x{x} is not a readable NUL-terminated string of at most {d} bytes", kind, address, .{ format, max_format_bytes });
     if (name != 0 and p.stringLength(@intCast(name), 1 << 20) == null) return notA("its name 0x{x} is not a readable NUL-terminated string", kind, address, .{name});
@@ -891,8 +942,38 @@ fn probeDeviceArrayStream(p: *Pages, address: usize, bytes: []const u8, mode: Mo
     });
 }
 
+/// The get_schema callbacks of the ArrowArrayStreams this library makes
+/// (`noteArrayStreamCallback`): their four callbacks lie where a handler's
+/// do, so that only the callbacks' identity tells one from a handler.
+var own_stream_callbacks: [4]std.atomic.Value(usize) = @splat(std.atomic.Value(usize).init(0));
+
+/// Records `get_schema` as the callback of an ArrowArrayStream this
+/// library makes, so that such a stream passed as a handler is refused.
+/// Cheap when recorded already (called by each stream's creation).
+pub fn noteArrayStreamCallback(get_schema: usize) void {
+    for (&own_stream_callbacks) |*slot| {
+        const known = slot.load(.acquire);
+        if (known == get_schema) return;
+        if (known == 0 and slot.cmpxchgStrong(0, get_schema, .acq_rel, .acquire) == null) return;
+        if (slot.load(.acquire) == get_schema) return;
+    }
+    std.debug.assert(false); // more kinds of stream than slots
+}
+
+fn ownArrayStreamCallback(f: u64) bool {
+    for (&own_stream_callbacks) |*slot| if (slot.load(.acquire) == f) return f != 0;
+    return false;
+}
+
 fn probeHandler(address: usize, bytes: []const u8, mode: Mode) Status {
     const kind = Kind.async_handler;
+    // An ArrowArrayStream has four callbacks where a handler does, and no
+    // layout check tells them apart; one of this library's streams is
+    // known by its get_schema. (Another producer's stream is not: see
+    // docs/validation.md.)
+    const first = word(bytes, 0);
+    if (ownArrayStreamCallback(first))
+        return notA("it looks like an ArrowArrayStream (its first word 0x{x} is this library's stream get_schema callback, not on_schema)", kind, address, .{first});
     if (word(bytes, handler_release) == 0) return if (mode == .live) released(kind) else .ok;
     return probeCallbacks(kind, address, bytes, &.{ "on_schema", "on_next_task", "on_error", "release" }, &.{
         @offsetOf(abi.ArrowAsyncDeviceStreamHandler, "on_schema"),
@@ -902,8 +983,44 @@ fn probeHandler(address: usize, bytes: []const u8, mode: Mode) Status {
     });
 }
 
-/// The checks of one root whose memory was proven or refused.
+/// Where each kind keeps its release callback.
+fn releaseOffset(kind: Kind) usize {
+    return switch (kind) {
+        .schema => S.release,
+        .array, .device_array => A.release,
+        .array_stream => stream_release,
+        .device_array_stream => device_stream_release,
+        .async_handler => handler_release,
+    };
+}
+
+/// The checks of one root whose memory was proven or refused; records
+/// whether a refused live struct is one whose release can be called.
 fn judge(p: *Pages, r: *Root, mode: Mode) Status {
+    refused_as_other_kind = false;
+    const s = judgeRoot(p, r, mode);
+    last_refused_releasable = s == .invalid_argument and mode == .live and r.read and !refused_as_other_kind and
+        releaseIsCode(word(r.view(), releaseOffset(r.kind)));
+    return s;
+}
+
+fn releaseIsCode(release: u64) bool {
+    return release != 0 and executable(@intCast(release));
+}
+
+/// True when the last `probeStruct` (mode `.live`) on this thread refused
+/// a struct that is still safe to release: its bytes were read, it does
+/// not look like a struct of another kind, and its release callback lies
+/// in executable memory. What made it fail lies beyond its own bytes (a
+/// format, name, child or buffer pointer that is not readable memory, a
+/// callback other than release that is not code). An import owns what it
+/// is given, so the caller releases such a struct, as Arrow C++ does on a
+/// failed import; any other refused struct is left untouched.
+pub fn refusedReleasable() bool {
+    return last_refused_releasable;
+}
+
+fn judgeRoot(p: *Pages, r: *Root, mode: Mode) Status {
     const kind = r.kind;
     const address = r.address;
     if (address == 0) return fail(.invalid_argument, "{s} pointer is NULL", .{kind.cName()});
@@ -1144,4 +1261,73 @@ test "children spread over more pages than a call keeps are proven in batches" {
     children[77] = @ptrFromInt(4096);
     try std.testing.expectEqual(Status.invalid_argument, probeStruct(.schema, @intFromPtr(&schema), .live));
     try std.testing.expect(std.mem.indexOf(u8, std.mem.span(status.lastMessage()), "children[77] at 0x1000 is not readable memory") != null);
+}
+
+test "a readable granule queued with one above 2^47 is still proven readable" {
+    var bytes: [64]u8 align(8) = @splat(1);
+    const low = @intFromPtr(&bytes);
+    var p: Pages = .{};
+    // Firm, in this order: a readable granule, then addresses no 4-level
+    // process maps (a length of 2^47 rows read as a format pointer).
+    p.want(low, bytes.len);
+    p.want(low_half_top + 3 * granule, 1);
+    p.want(low_half_top << 5, 1);
+    p.flush();
+    try std.testing.expectEqual(Pages.State.good, p.state(low / granule));
+    // As a guess after it, too.
+    var q: Pages = .{};
+    q.want(low, bytes.len);
+    q.hint((low_half_top << 2) / granule);
+    q.flush();
+    try std.testing.expectEqual(Pages.State.good, q.state(low / granule));
+    var dest: [16]u8 = undefined;
+    var ranges = [_]Range{ .{ .address = low, .dest = dest[0..8] }, .{ .address = low_half_top + granule, .dest = dest[8..16] } };
+    try std.testing.expectEqual(@as(usize, 1), copyMany(&ranges));
+}
+
+test "an honest array of 2^47 rows passes (its length is no format pointer)" {
+    var buffers = [_]?*const anyopaque{ null, null };
+    var array: abi.ArrowArray = std.mem.zeroes(abi.ArrowArray);
+    array.length = 1 << 47;
+    array.null_count = 1 << 47;
+    array.n_buffers = 2;
+    array.buffers = &buffers;
+    array.release = noopArrayRelease;
+    n_hints = 0;
+    try std.testing.expectEqual(Status.ok, probeStruct(.array, @intFromPtr(&array), .live));
+    var schema = abi.ArrowSchema.empty;
+    schema.format = "n";
+    schema.release = noopSchemaRelease;
+    try std.testing.expectEqual(Status.ok, probePair(@intFromPtr(&schema), .array, @intFromPtr(&array), false));
+}
+
+test "a released array viewed as a schema is refused: its length is no format" {
+    var array: abi.ArrowArray = std.mem.zeroes(abi.ArrowArray);
+    array.length = 3;
+    array.n_buffers = 2;
+    try std.testing.expectEqual(Status.invalid_argument, probeStruct(.schema, @intFromPtr(&array), .view));
+    try std.testing.expect(std.mem.indexOf(u8, std.mem.span(status.lastMessage()), "it is released, and its format 0x3 is not a readable") != null);
+    // A released schema that keeps its strings is a fine view.
+    var schema = abi.ArrowSchema.empty;
+    schema.format = "i";
+    schema.name = "x";
+    try std.testing.expectEqual(Status.ok, probeStruct(.schema, @intFromPtr(&schema), .view));
+}
+
+fn testGetSchema(stream: *abi.ArrowArrayStream, out: *abi.ArrowSchema) callconv(.c) c_int {
+    _ = stream;
+    _ = out;
+    return 0;
+}
+
+test "one of this library's array streams is refused as a handler" {
+    var stream = std.mem.zeroes(abi.ArrowArrayStream);
+    stream.get_schema = testGetSchema;
+    stream.release = @ptrCast(&noopSchemaRelease);
+    var handler: [6]usize = .{ @intFromPtr(&testGetSchema), @intFromPtr(&testGetSchema), @intFromPtr(&testGetSchema), @intFromPtr(&noopSchemaRelease), 0, 0 };
+    try std.testing.expectEqual(Status.ok, probeStruct(.async_handler, @intFromPtr(&handler), .live));
+    noteArrayStreamCallback(@intFromPtr(&testGetSchema));
+    noteArrayStreamCallback(@intFromPtr(&testGetSchema)); // once is kept
+    try std.testing.expectEqual(Status.invalid_argument, probeStruct(.async_handler, @intFromPtr(&handler), .live));
+    try std.testing.expect(std.mem.indexOf(u8, std.mem.span(status.lastMessage()), "it looks like an ArrowArrayStream") != null);
 }

@@ -325,13 +325,27 @@ test "malformed and unknown formats are invalid_format with the format quoted" {
     try expectFailure(b.node(.{ .format = "tsz:" }), .none, .invalid_format, "timestamp unit");
 }
 
-test "a format without a terminator within 4096 bytes is rejected, reading no further" {
+test "a format without a terminator within 1 MiB is rejected, reading no further" {
     var b = Builder.init();
     defer b.deinit();
-    // 4097 non-NUL bytes, then the terminator: the scan stops at the limit.
-    var long: [format.max_format_length + 2:0]u8 = @splat('i');
-    const tree = b.node(.{ .format = &long });
-    try expectFailure(tree, .none, .invalid_format, "longer than 4096 bytes");
+    // 1 MiB + 1 non-NUL bytes, then the terminator: the scan stops at the limit.
+    const long = try testing.allocator.allocSentinel(u8, format.max_format_length + 2, 0);
+    defer testing.allocator.free(long);
+    @memset(long, 'i');
+    const tree = b.node(.{ .format = long.ptr });
+    try expectFailure(tree, .none, .invalid_format, "longer than 1 MiB");
+}
+
+test "a timestamp with a time zone of 5,000 bytes is a valid format" {
+    var b = Builder.init();
+    defer b.deinit();
+    const text = try testing.allocator.allocSentinel(u8, 5000, 0);
+    defer testing.allocator.free(text);
+    @memset(text, 'Z');
+    @memcpy(text[0..5], "tsu:A");
+    var values = [_]i64{ 1, 2 };
+    const tree = b.node(.{ .format = text.ptr, .length = 2, .buffers = &.{ null, ptr(&values) } });
+    for (all_levels) |level| try testing.expectEqual(Status.ok, check(tree, level));
 }
 
 test "negative length, offset and null counts are rejected at every level" {

@@ -25,10 +25,15 @@ export type ProbeKindName = keyof typeof ProbeKind;
  * that is safe to read: InvalidArgumentError (unreadable memory, a
  * malformed or swapped struct, saying which), or ReleasedError for a
  * released struct when `live`. A view or destination (`live` false) may be
- * released, but must be writable. The message starts with `fn: param`.
+ * released, but must be writable. `live` "owned": a live struct the call
+ * moves in, so owns even when it refuses it: a refused one whose bytes
+ * are readable, that looks like no other kind of struct and whose release
+ * callback is code is released before the throw (docs/validation.md,
+ * "The address probe"); any other is left untouched. The message starts
+ * with `fn: param`.
  */
-export function probeStruct(fn: string, param: string, kind: ProbeKindName, address: number, live: boolean): void {
-  const status = native.abd_probe_struct(ProbeKind[kind], asPointer(address), live ? 0 : 1);
+export function probeStruct(fn: string, param: string, kind: ProbeKindName, address: number, live: boolean | "owned"): void {
+  const status = native.abd_probe_struct(ProbeKind[kind], asPointer(address), live === "owned" ? 2 : live ? 0 : 1);
   if (status !== 0) throw errorFor(status, `${fn}: ${param}: ${lastError()}`);
 }
 

@@ -6,6 +6,7 @@
  * tell musl from glibc.
  */
 import { existsSync, readdirSync } from "node:fs";
+import { argumentError, stringArg } from "../args.ts";
 
 /** The C library of a Linux process: "gnu" (glibc) or "musl". */
 export type Libc = "gnu" | "musl";
@@ -28,6 +29,9 @@ function detectLibc(): Libc {
 
 /** This process's platform id: linux-<arch>-<libc>, or <os>-<arch>. */
 export function platformId(platform: string = process.platform, arch: string = process.arch, libc: () => Libc = detectLibc): string {
+  stringArg("platformId", "platform", platform);
+  stringArg("platformId", "arch", arch);
+  if (typeof libc !== "function") throw argumentError("platformId", "libc", "a function returning \"gnu\" or \"musl\", or undefined", libc);
   return platform === "linux" ? `${platform}-${arch}-${libc()}` : `${platform}-${arch}`;
 }
 

@@ -11,7 +11,7 @@ import { InvalidArgumentError, Status } from "../../core/errors.ts";
 import { CSchema } from "../c_structs.ts";
 import { type ExportedArray } from "../exported.ts";
 import { type ImportedArray } from "../imported_array.ts";
-import { ArrowCSchema, isCapsule, isSchemaProducer, type ArrowCapsule, type ProtocolOptions } from "./symbols.ts";
+import { ArrowCSchema, isCapsule, isSchemaProducer, type ArrowCapsule, type ProtocolOptions, type SchemaProducer } from "./symbols.ts";
 
 /** Exports `imported` (CPU data) under `requested` as `as`, or returns
  * null where the cast does not apply (the request is then ignored). */
@@ -49,11 +49,20 @@ export function sameSchema(a: CSchema, b: CSchema): boolean {
 export function withRequested<T>(options: ProtocolOptions, use: (requested: CSchema | null) => T): T {
   const given = options.requestedSchema;
   if (given === undefined || given === null) return use(null);
-  if (isCapsule(given)) return use(CSchema.at(branded(requestedAddress(given, "requestedSchema"))));
-  if (isSchemaProducer(given)) {
+  let asCapsule: ArrowCapsule | null;
+  let asProducer: SchemaProducer | null;
+  try {
+    asCapsule = isCapsule(given) ? given : null;
+    asProducer = asCapsule === null && isSchemaProducer(given) ? given : null;
+  } catch (error) {
+    // A revoked Proxy, a throwing getter: what it is cannot be read.
+    throw new InvalidArgumentError(Status.invalid_argument, `requestedSchema cannot be read (${String((error as Error)?.message ?? error)}): it must be an "arrow_schema" capsule or an object with a [Symbol.for("__arrow_c_schema__")] method`);
+  }
+  if (asCapsule !== null) return use(CSchema.at(branded(requestedAddress(asCapsule, "requestedSchema"))));
+  if (asProducer !== null) {
     // One call, whose answer must be a capsule: a producer that answers
     // with itself (or another producer) is refused, never followed.
-    const capsule: unknown = given[ArrowCSchema]();
+    const capsule: unknown = asProducer[ArrowCSchema]();
     if (!isCapsule(capsule)) {
       throw new InvalidArgumentError(Status.invalid_argument, `requestedSchema[Symbol.for("__arrow_c_schema__")]() returned ${describe(capsule, given)}, not an "arrow_schema" capsule (an object with kind, schema and [Symbol.dispose])`);
     }
