@@ -133,7 +133,7 @@ if [ "$want_test_tools" = 1 ]; then
   if [ ! -x "$flight_dir/sqlite_flightsql_server" ]; then
     command -v go >/dev/null || { echo "setup: the Flight SQL tests need Go (go install builds their server)"; exit 1; }
     echo "setup: building sqlite_flightsql_server $FLIGHTSQL_SERVER_VERSION into $flight_dir"
-    GOBIN="$flight_dir" GOMODCACHE="$toolchain/go-mod" GOCACHE="$toolchain/go-cache" GOFLAGS=-modcacherw \
+    GOBIN="$PWD/$flight_dir" GOMODCACHE="$PWD/$toolchain/go-mod" GOCACHE="$PWD/$toolchain/go-cache" GOFLAGS=-modcacherw \
       go install "github.com/apache/arrow-go/v18/arrow/flight/flightsql/example/cmd/sqlite_flightsql_server@$FLIGHTSQL_SERVER_VERSION"
   fi
 fi
