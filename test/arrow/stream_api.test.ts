@@ -10,7 +10,7 @@ import { Table, tableFromArrays, vectorFromArray } from "apache-arrow";
 import { exportArray, exportStream, importRecordBatch, importSchema, importTable, importVector, recordBatches } from "../../ts/index.ts";
 import { InvalidArgumentError } from "../../ts/core/errors.ts";
 import { ImportedArray, ImportedStream } from "../../ts/raw.ts";
-import { nonZeroCounters } from "../../ts/diagnostics.ts";
+import { nonZeroCounters } from "../helpers/leaks.ts";
 import { liveStreamSources } from "../../ts/arrow/stream_export.ts";
 import { collectUntil } from "../helpers/gc.ts";
 

@@ -14,7 +14,7 @@ import { InvalidArgumentError, ReleasedError, UnsupportedError } from "../../ts/
 import { structPointer, ImportedStream, type ImportOptions, type ImportedArray } from "../../ts/raw.ts";
 import { arrayStreamAsDeviceStream, deviceStreamAsArrayStream } from "../../ts/raw.ts";
 import { consumeNatively } from "../helpers/native_consumer.ts";
-import { counters, nonZeroCounters } from "../../ts/diagnostics.ts";
+import { counters, nonZeroCounters } from "../helpers/leaks.ts";
 import { liveStreamSources } from "../../ts/arrow/stream_export.ts";
 import { bufferWordOf } from "../../ts/native/batch_source.ts";
 import { streamPeer } from "../helpers/fixtures.ts";

@@ -11,7 +11,7 @@ import { CArray, CDeviceArray, CSchema } from "../../ts/raw.ts";
 import { exportArray, importVector } from "../../ts/index.ts";
 import { InvalidArgumentError, OutOfRangeError, ReleasedError } from "../../ts/core/errors.ts";
 import { ImportedArray } from "../../ts/raw.ts";
-import { nonZeroCounters } from "../../ts/diagnostics.ts";
+import { nonZeroCounters } from "../helpers/leaks.ts";
 import { fx } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { bits, disposeProduced, produceArray, produceDevice, producerClean, type NodeSpec } from "../helpers/producer.ts";

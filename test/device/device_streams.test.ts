@@ -35,7 +35,7 @@ import { DeviceType, ExportedArray, ExportedStream, StreamError, exportArray, ex
 import { InvalidArgumentError, UnsupportedError } from "../../ts/core/errors.ts";
 import { ImportedArray, ImportedStream } from "../../ts/raw.ts";
 import { deviceRuntime, toDevice, type DeviceKind } from "../../ts/device.ts";
-import { nonZeroCounters } from "../../ts/diagnostics.ts";
+import { nonZeroCounters } from "../helpers/leaks.ts";
 import { relay } from "../../ts/raw.ts";
 
 if (!isFake) throw new Error("test/device/device_streams.test.ts needs the fake drivers; scripts/gpu-suite.sh does not run it");

@@ -8,9 +8,10 @@ import { FFIType, type Pointer } from "bun:ffi";
 import { openLibrary } from "../../ts/core/ffi/bun_ffi.ts";
 import { ArrowSchemaLayout } from "../../ts/core/abi/layout.ts";
 import { native } from "../../ts/core/ffi/library.ts";
-import { nonZeroCounters } from "../../ts/diagnostics.ts";
+import { nonZeroCounters } from "./leaks.ts";
 import { fixturePath, peer } from "./fixtures.ts";
 import { collectUntil } from "./gc.ts";
+import { leakedSince, trackLive } from "./leaks.ts";
 
 const { ptr, i32, i64, u64, void: none, cstring } = FFIType;
 
@@ -38,6 +39,13 @@ export const owners = openLibrary(fixturePath("owners_peer"), {
   owners_stress: { args: [cstring, i32, i32, i32, i32, ptr], returns: i32 },
 }).symbols;
 
+trackLive("owners", () => ({ roots: Number(owners.owners_roots_live()) }));
+
+/** The producers' roots this test left live (0: none). */
+export function ownersRootsLeft(): number {
+  return leakedSince("owners", { roots: Number(owners.owners_roots_live()) }).roots ?? 0;
+}
+
 /** Native memory for a producer's ArrowSchema + ArrowDeviceArray (whose
  * first member is its ArrowArray), at a stable address. */
 /** After each owner test: collects first (a release a late GC runs
@@ -45,10 +53,10 @@ export const owners = openLibrary(fixturePath("owners_peer"), {
  * live, and resets the peers' counts. */
 export async function expectOwnersSettled(): Promise<boolean> {
   const clean = await collectUntil(() => Object.keys(nonZeroCounters()).length === 0);
-  const roots = owners.owners_roots_live();
+  const roots = ownersRootsLeft();
   peer.peer_reset_counts();
   owners.owners_reset();
-  return clean && roots === 0n;
+  return clean && roots === 0;
 }
 
 export class ProducerSlot implements Disposable {

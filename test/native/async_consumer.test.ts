@@ -12,7 +12,7 @@ import { InvalidArgumentError } from "../../ts/core/errors.ts";
 import { AsyncRecordBatchStream } from "../../ts/device.ts";
 import { AsyncStreamError, CallbackError, ImportedArray } from "../../ts/raw.ts";
 import { AsyncStreamConsumer, type AsyncArray } from "../../ts/raw.ts";
-import { nonZeroCounters } from "../../ts/diagnostics.ts";
+import { nonZeroCounters } from "../helpers/leaks.ts";
 import { registeredWakes } from "../../ts/native/js_wake.ts";
 import { tasksStillQueued } from "../../ts/native/async_consumer.ts";
 import { AsyncConsumerWord, asyncConsumerWords } from "../../ts/core/abi/layout.ts";

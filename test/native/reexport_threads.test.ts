@@ -8,12 +8,12 @@
  */
 import { afterEach, expect, test } from "bun:test";
 import { libraryPath } from "../../ts/core/ffi/library.ts";
-import { nonZeroCounters } from "../../ts/diagnostics.ts";
-import { owners } from "../helpers/owners.ts";
+import { nonZeroCounters } from "../helpers/leaks.ts";
+import { owners, ownersRootsLeft } from "../helpers/owners.ts";
 
 afterEach(() => {
   expect(nonZeroCounters()).toEqual({});
-  expect(owners.owners_roots_live()).toBe(0n);
+  expect(ownersRootsLeft()).toBe(0);
   owners.owners_reset();
 });
 

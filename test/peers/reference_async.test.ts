@@ -50,7 +50,7 @@ import { DeviceType, importRecordBatch, type ExportedArray } from "../../ts/inde
 import { AsyncRecordBatchStream, exportAsyncStream, type AsyncBatch, type AsyncExportItem, type AsyncExportOptions } from "../../ts/device.ts";
 import { AsyncStreamError } from "../../ts/raw.ts";
 import { AsyncStreamConsumer, type AsyncArray } from "../../ts/raw.ts";
-import { counters, nonZeroCounters } from "../../ts/diagnostics.ts";
+import { counters, nonZeroCounters } from "../helpers/leaks.ts";
 import { registeredWakes } from "../../ts/native/js_wake.ts";
 import { compareBatches, unsharedBuffers } from "../helpers/arrow_compare.ts";
 import {

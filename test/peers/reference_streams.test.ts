@@ -38,7 +38,7 @@ import { StreamError, exportStream, importTable, recordBatches, importSchema, im
 import { UnsupportedError } from "../../ts/core/errors.ts";
 import { ImportedStream, type ImportedArray, type StreamKind } from "../../ts/raw.ts";
 import { arrayStreamAsDeviceStream, deviceStreamAsArrayStream, structPointer } from "../../ts/raw.ts";
-import { nonZeroCounters } from "../../ts/diagnostics.ts";
+import { nonZeroCounters } from "../helpers/leaks.ts";
 import { liveStreamSources } from "../../ts/arrow/stream_export.ts";
 import { compareBatches, unsharedBuffers } from "../helpers/arrow_compare.ts";
 import {
