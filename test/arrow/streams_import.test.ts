@@ -208,7 +208,7 @@ describe("background pulls (async iterator)", () => {
     // The break released the stream; if the read-ahead pull was still in
     // the producer's get_next (a loaded machine), the worker releases it
     // when that returns (zig/stream/import.zig `release`): once, soon.
-    for (let i = 0; i < 2000 && streamPeer.sp_stream_releases() === 0n; i++) await Bun.sleep(1);
+    for (let i = 0; i < 10_000 && streamPeer.sp_stream_releases() === 0n; i++) await Bun.sleep(1);
     expect(streamPeer.sp_stream_releases()).toBe(1n);
     await Bun.sleep(5);
     expect(streamPeer.sp_stream_releases()).toBe(1n);
