@@ -11,7 +11,7 @@ import { exportArray, exportStream, importRecordBatch, importSchema, importTable
 import { InvalidArgumentError } from "../../ts/core/errors.ts";
 import { ImportedArray, ImportedStream } from "../../ts/raw.ts";
 import { nonZeroCounters } from "../helpers/leaks.ts";
-import { liveStreamSources } from "../../ts/arrow/stream_export.ts";
+import { liveStreamSources } from "../helpers/js_live.ts";
 import { collectUntil } from "../helpers/gc.ts";
 
 afterEach(async () => {

@@ -10,7 +10,7 @@ import { DeviceType } from "../../ts/core/abi/layout.ts";
 import { ExportedStream, StreamError, exportArray, exportSchema, exportStream, importTable, recordBatches, importSchema, importRecordBatch } from "../../ts/index.ts";
 import { structPointer, ImportedStream, type ImportOptions, type ImportedArray } from "../../ts/raw.ts";
 import { counters, nonZeroCounters } from "../helpers/leaks.ts";
-import { liveStreamSources } from "../../ts/arrow/stream_export.ts";
+import { liveStreamSources } from "../helpers/js_live.ts";
 import { compareBatches, unsharedBuffers } from "../helpers/arrow_compare.ts";
 import { streamPeer } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";

@@ -15,7 +15,7 @@ import { structPointer, ImportedStream, type ImportOptions, type ImportedArray }
 import { arrayStreamAsDeviceStream, deviceStreamAsArrayStream } from "../../ts/raw.ts";
 import { consumeNatively } from "../helpers/native_consumer.ts";
 import { counters, nonZeroCounters } from "../helpers/leaks.ts";
-import { liveStreamSources } from "../../ts/arrow/stream_export.ts";
+import { liveStreamSources } from "../helpers/js_live.ts";
 import { bufferWordOf } from "../../ts/native/batch_source.ts";
 import { streamPeer } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";

@@ -10,7 +10,7 @@ import { ExportedStream, exportArray, exportStream, importRecordBatch, importTab
 import { InvalidArgumentError } from "../../ts/core/errors.ts";
 import { ImportedStream } from "../../ts/raw.ts";
 import { counters, nonZeroCounters } from "../helpers/leaks.ts";
-import { liveStreamSources } from "../../ts/arrow/stream_export.ts";
+import { liveStreamSources } from "../helpers/js_live.ts";
 import { compareBatches, unsharedBuffers } from "../helpers/arrow_compare.ts";
 import { collectUntil } from "../helpers/gc.ts";
 

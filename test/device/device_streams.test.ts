@@ -30,7 +30,7 @@ import { collectUntil } from "../helpers/gc.ts";
 import { compareBatches } from "../helpers/arrow_compare.ts";
 import { consumeInC } from "../helpers/streams.ts";
 import { ArrowDeviceArrayLayout } from "../../ts/core/abi/layout.ts";
-import { liveStreamSources } from "../../ts/arrow/stream_export.ts";
+import { liveStreamSources } from "../helpers/js_live.ts";
 import { DeviceType, ExportedArray, ExportedStream, StreamError, exportArray, exportStream, importTable, recordBatches, importRecordBatch } from "../../ts/index.ts";
 import { InvalidArgumentError, UnsupportedError } from "../../ts/core/errors.ts";
 import { ImportedArray, ImportedStream } from "../../ts/raw.ts";

@@ -44,7 +44,7 @@ export const asyncPeer = fromBaseline("async_peer", openLibrary(fixturePath("asy
   peer_async_floor_pool_sum: { args: [ptr, i64], returns: i64 },
   peer_async_floor_sync: { args: [ptr, i64], returns: i64 },
   peer_async_floor_produce: { args: [ptr, ptr, i64], returns: i64 },
-}).symbols, ["peer_async_generated_live"]);
+}).symbols, { live: ["peer_async_generated_live"] });
 
 export const SourceOption = {
   device_type: 0, error_before_schema: 1, error_after: 2, error_code: 3, generate: 4, generate_rows: 5,

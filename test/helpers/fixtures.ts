@@ -44,7 +44,11 @@ export const peer = fromBaseline("c_peer", openLibrary(fixturePath("c_peer"), {
   peer_deallocations: { args: [], returns: i64 },
   peer_last_deallocated_bytes: { args: [], returns: ptr },
   peer_last_deallocated_context: { args: [], returns: ptr },
-}).symbols, ["peer_produced_live"]);
+}).symbols, {
+  live: ["peer_produced_live"],
+  events: ["peer_intercepted_array_releases", "peer_intercepted_schema_releases"],
+  resets: { peer_reset_counts: ["peer_intercepted_array_releases", "peer_intercepted_schema_releases"] },
+});
 
 /** test/fixtures/layout_probe.c: the header's layout, as C sees it. */
 export const probe = openLibrary(fixturePath("layout_probe"), {
@@ -75,7 +79,11 @@ export const fx = fromBaseline("c_producer", openLibrary(fixturePath("c_producer
   fx_unreserve: { args: [ptr, i64], returns: none },
   fx_set_guarded: { args: [i32], returns: none },
   fx_guarded_mappings: { args: [], returns: i64 },
-}).symbols, ["fx_live_nodes", "fx_double_releases"], { fx_reset_counts: ["fx_double_releases"] });
+}).symbols, {
+  live: ["fx_live_nodes"],
+  events: ["fx_schema_releases", "fx_array_releases", "fx_double_releases"],
+  resets: { fx_reset_counts: ["fx_schema_releases", "fx_array_releases", "fx_double_releases"] },
+});
 
 /** fx_patch codes (c_producer.c). */
 export const FxPatch = {
@@ -125,7 +133,11 @@ export const streamPeer = fromBaseline("stream_peer", openLibrary(fixturePath("s
   sp_repeat_live_batches: { args: [ptr], returns: i64 },
   sp_repeat_free: { args: [ptr], returns: none },
   sp_repeat_stream: { args: [ptr, ptr], returns: none },
-}).symbols, ["sp_produced_live", "sp_producer_streams_live"]);
+}).symbols, {
+  live: ["sp_produced_live", "sp_producer_streams_live"],
+  events: ["sp_stream_releases", "sp_array_releases", "sp_handed_arrays", "sp_handed_array_releases"],
+  resets: { sp_reset_counts: ["sp_stream_releases", "sp_array_releases", "sp_handed_arrays", "sp_handed_array_releases"] },
+});
 
 /** sp_consume flags. */
 export const SP_HOLD = 1;

@@ -15,14 +15,26 @@ import { collectUntil } from "./gc.ts";
 
 type Counts = Record<string, number>;
 
-const sources = new Map<string, () => Counts>();
+/** A source's counts: `live` ones settle to zero when every test cleans
+ * up (the baseline waits for that), `events` only grow until reset. */
+type Source = { read: () => Counts; live: boolean };
+
+const sources = new Map<string, Source>();
 const baselines = new Map<string, Counts>();
 
 /** Registers a source of live counts (by name, once); its baseline is
  * taken now, then before every test. */
 export function trackLive(name: string, read: () => Counts): void {
   if (sources.has(name)) return;
-  sources.set(name, read);
+  sources.set(name, { read, live: true });
+  baselines.set(name, read());
+}
+
+/** Registers a source of event counts (releases seen, and so on), counted
+ * from before every test like live counts, but never waited for. */
+export function trackEvents(name: string, read: () => Counts): void {
+  if (sources.has(name)) return;
+  sources.set(name, { read, live: false });
   baselines.set(name, read());
 }
 
@@ -55,22 +67,29 @@ function zeroBaseline(name: string, keys: string[]): void {
   if (base) for (const key of keys) base[key] = 0;
 }
 
+type Key<T> = keyof T & string;
+
 /**
- * A test fixture library's symbols, with its live counts counted from the
- * baseline: each function named in `live` returns what this test left (a
- * BigInt, as the raw symbol does), and each reset named in `resets` also
- * zeroes the baseline of the counts it zeroes. Other symbols are as is.
+ * A test fixture library's symbols, with its counts counted from the
+ * baseline: each function named in `live` or `events` returns what this
+ * test made (a BigInt, as the raw symbol does), and each reset named in
+ * `resets` also zeroes the baseline of the counts it zeroes. Other
+ * symbols are as they are.
  */
-export function fromBaseline<T extends object>(name: string, symbols: T, live: (keyof T & string)[], resets: Partial<Record<keyof T & string, (keyof T & string)[]>> = {}): T {
+export function fromBaseline<T extends object>(name: string, symbols: T, counts: { live?: Key<T>[]; events?: Key<T>[]; resets?: Partial<Record<Key<T>, Key<T>[]>> }): T {
   const call = (key: string) => (symbols as Record<string, () => unknown>)[key]!();
   const raw = (key: string) => Number(call(key));
-  trackLive(name, () => Object.fromEntries(live.map((key) => [key, raw(key)])));
   const out: Record<string, unknown> = { ...(symbols as Record<string, unknown>) };
-  for (const key of live) out[key] = () => BigInt(leakedSince(name, { [key]: raw(key) })[key] ?? 0);
-  for (const [reset, keys] of Object.entries(resets) as [string, string[]][]) {
+  const groups: [string, string[], typeof trackLive][] = [[`${name} live`, counts.live ?? [], trackLive], [`${name} events`, counts.events ?? [], trackEvents]];
+  for (const [source, keys, track] of groups) {
+    if (keys.length === 0) continue;
+    track(source, () => Object.fromEntries(keys.map((key) => [key, raw(key)])));
+    for (const key of keys) out[key] = () => BigInt(leakedSince(source, { [key]: raw(key) })[key] ?? 0);
+  }
+  for (const [reset, keys] of Object.entries(counts.resets ?? {}) as [string, string[]][]) {
     out[reset] = () => {
       call(reset);
-      zeroBaseline(name, keys);
+      for (const [source] of groups) zeroBaseline(source, keys);
     };
   }
   return out as T;
@@ -90,8 +109,9 @@ export function nonZeroCounters(): Partial<Counters> {
   return leakedSince("library", processCounters()) as Partial<Counters>;
 }
 
-function atBaseline(): boolean {
-  for (const [name, read] of sources) {
+function liveAtBaseline(): boolean {
+  for (const [name, { read, live }] of sources) {
+    if (!live) continue;
     const base = baselines.get(name)!;
     const now = read();
     for (const key of Object.keys(now)) if (now[key] !== (base[key] ?? 0)) return false;
@@ -99,19 +119,18 @@ function atBaseline(): boolean {
   return true;
 }
 
-function allZero(): boolean {
-  for (const read of sources.values()) if (Object.values(read()).some((v) => v !== 0)) return false;
+function liveAllZero(): boolean {
+  for (const { read, live } of sources.values()) if (live && Object.values(read()).some((v) => v !== 0)) return false;
   return true;
 }
 
 /**
- * Before each test: when a count moved since the last baseline (an earlier
- * test left something, or its late releases are still coming), collects
- * (a bounded number of rounds) until everything is zero, then takes what
- * is left as the new baseline.
+ * Before each test: when a live count moved since the last baseline (an
+ * earlier test left something, or its late releases are still coming),
+ * collects (a bounded number of rounds) until every live count is zero.
+ * Then every count as it stands is the new baseline.
  */
 export async function takeBaseline(rounds = 20): Promise<void> {
-  if (atBaseline()) return;
-  await collectUntil(allZero, rounds);
-  for (const [name, read] of sources) baselines.set(name, read());
+  if (!liveAtBaseline()) await collectUntil(liveAllZero, rounds);
+  for (const [name, { read }] of sources) baselines.set(name, read());
 }

@@ -11,11 +11,11 @@ import { native } from "../../ts/core/ffi/library.ts";
 import { nonZeroCounters } from "./leaks.ts";
 import { fixturePath, peer } from "./fixtures.ts";
 import { collectUntil } from "./gc.ts";
-import { leakedSince, trackLive } from "./leaks.ts";
+import { fromBaseline } from "./leaks.ts";
 
 const { ptr, i32, i64, u64, void: none, cstring } = FFIType;
 
-export const owners = openLibrary(fixturePath("owners_peer"), {
+export const owners = fromBaseline("owners_peer", openLibrary(fixturePath("owners_peer"), {
   owners_root_releases: { args: [], returns: i64 },
   owners_roots_live: { args: [], returns: i64 },
   owners_reset: { args: [], returns: none },
@@ -37,13 +37,15 @@ export const owners = openLibrary(fixturePath("owners_peer"), {
   owners_render: { args: [ptr, ptr, ptr, i32], returns: none },
   owners_header_constants_json: { args: [], returns: cstring },
   owners_stress: { args: [cstring, i32, i32, i32, i32, ptr], returns: i32 },
-}).symbols;
-
-trackLive("owners", () => ({ roots: Number(owners.owners_roots_live()) }));
+}).symbols, {
+  live: ["owners_roots_live"],
+  events: ["owners_root_releases"],
+  resets: { owners_reset: ["owners_root_releases"] },
+});
 
 /** The producers' roots this test left live (0: none). */
 export function ownersRootsLeft(): number {
-  return leakedSince("owners", { roots: Number(owners.owners_roots_live()) }).roots ?? 0;
+  return Number(owners.owners_roots_live());
 }
 
 /** Native memory for a producer's ArrowSchema + ArrowDeviceArray (whose

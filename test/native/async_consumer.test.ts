@@ -13,7 +13,7 @@ import { AsyncRecordBatchStream } from "../../ts/device.ts";
 import { AsyncStreamError, CallbackError, ImportedArray } from "../../ts/raw.ts";
 import { AsyncStreamConsumer, type AsyncArray } from "../../ts/raw.ts";
 import { nonZeroCounters } from "../helpers/leaks.ts";
-import { registeredWakes } from "../../ts/native/js_wake.ts";
+import { registeredWakes } from "../helpers/js_live.ts";
 import { tasksStillQueued } from "../../ts/native/async_consumer.ts";
 import { AsyncConsumerWord, asyncConsumerWords } from "../../ts/core/abi/layout.ts";
 import { asyncPeer, CSource, freePeers } from "../helpers/async_peer.ts";

@@ -16,7 +16,7 @@ import { AsyncStreamConsumer, decodeMetadataBytes } from "../../ts/raw.ts";
 import { setJsWorkSpin } from "../../ts/diagnostics.ts";
 import { counters, nonZeroCounters } from "../helpers/leaks.ts";
 import { native } from "../../ts/core/ffi/library.ts";
-import { registeredWakes } from "../../ts/native/js_wake.ts";
+import { registeredWakes } from "../helpers/js_live.ts";
 import { retainedCount } from "../../ts/native/keepalive.ts";
 import { asyncPeer, CancelWhere, CSink, freePeers } from "../helpers/async_peer.ts";
 import { addresses, fingerprint, withoutAddresses, type Fingerprint } from "../helpers/fingerprint.ts";

@@ -9,7 +9,7 @@ import { UnsupportedError } from "../../ts/core/errors.ts";
 import { ImportedStream } from "../../ts/raw.ts";
 import { drainReleased, retainedCount } from "../../ts/native/keepalive.ts";
 import { streamPeer } from "../helpers/fixtures.ts";
-import { liveStreamSources } from "../../ts/arrow/stream_export.ts";
+import { liveStreamSources } from "../helpers/js_live.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { nonZeroCounters } from "../helpers/leaks.ts";
 

@@ -51,7 +51,7 @@ import { AsyncRecordBatchStream, exportAsyncStream, type AsyncBatch, type AsyncE
 import { AsyncStreamError } from "../../ts/raw.ts";
 import { AsyncStreamConsumer, type AsyncArray } from "../../ts/raw.ts";
 import { counters, nonZeroCounters } from "../helpers/leaks.ts";
-import { registeredWakes } from "../../ts/native/js_wake.ts";
+import { registeredWakes } from "../helpers/js_live.ts";
 import { compareBatches, unsharedBuffers } from "../helpers/arrow_compare.ts";
 import {
   ArrowCppRead, ArrowStatusCode, arrowCppLive, asyncConsume, asyncProduce, CSlot, ShimStatus, type ArrowCppJob,
