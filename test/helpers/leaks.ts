@@ -1,8 +1,8 @@
 /**
  * Per-test leak accounting. Live counts (the library's counters, the test
- * producers' live structs, Arrow C++'s held objects) are global to the
- * process. A test's leak check compares them with a baseline taken just
- * before that test (test/helpers/isolation.ts, preloaded for every test),
+ * producers' live structs, Arrow C++'s held objects) and event counts
+ * (releases a test peer saw) are global to the process. A test's checks
+ * compare them with a baseline taken just before that test (test/helpers/isolation.ts, preloaded for every test),
  * so what one test left behind fails that test only, never the next test
  * or the next file.
  *
