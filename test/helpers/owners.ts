@@ -36,7 +36,7 @@ export const owners = fromBaseline("owners_peer", openLibrary(fixturePath("owner
   owners_device_fields: { args: [ptr, ptr], returns: none },
   owners_render: { args: [ptr, ptr, ptr, i32], returns: none },
   owners_header_constants_json: { args: [], returns: cstring },
-  owners_stress: { args: [cstring, i32, i32, i32, i32, ptr], returns: i32 },
+  owners_stress: { args: [cstring, i32, i32, i32, i32, i32, ptr], returns: i32 },
 }).symbols, {
   live: ["owners_roots_live"],
   events: ["owners_root_releases"],
