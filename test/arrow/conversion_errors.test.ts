@@ -10,7 +10,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { ArrowDeviceError, importVector } from "../../ts/index.ts";
 import { InvalidLayoutError, OutOfMemoryError } from "../../ts/core/errors.ts";
 import { ImportedArray } from "../../ts/raw.ts";
-import { nonZeroCounters } from "../../ts/diagnostics.ts";
+import { nonZeroCounters } from "../helpers/leaks.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { disposeProduced, produceArray, producerClean, type NodeSpec } from "../helpers/producer.ts";
 

@@ -14,7 +14,7 @@ import { Field, Int32, RecordBatch, Schema, Table, Type, Utf8, makeData, makeVec
 import { ExportedStream, arrowProtocol, exportArray, exportSchema, exportStream, importRecordBatch, importTable, importVector, installArrowProtocol, recordBatches, uninstallArrowProtocol } from "../../ts/index.ts";
 import { InvalidArgumentError, InvalidLayoutError, UnsupportedError } from "../../ts/core/errors.ts";
 import { ArrowCArray, ArrowCDeviceArray, ArrowCDeviceStream, ArrowCSchema, ArrowCStream, ImportedArray, ImportedStream, type ArrowCapsule, type CapsuleKind, type SchemaProducer } from "../../ts/raw.ts";
-import { nonZeroCounters } from "../../ts/diagnostics.ts";
+import { nonZeroCounters } from "../helpers/leaks.ts";
 import { streamPeer } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { produceDevice, type NodeSpec } from "../helpers/producer.ts";

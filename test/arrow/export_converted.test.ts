@@ -13,7 +13,7 @@ import { ReleasedError } from "../../ts/core/errors.ts";
 import { exportAsyncStream } from "../../ts/device.ts";
 import { ImportedArray } from "../../ts/raw.ts";
 import { CDeviceArray, CSchema, exportRawArray } from "../../ts/raw.ts";
-import { nonZeroCounters } from "../../ts/diagnostics.ts";
+import { nonZeroCounters } from "../helpers/leaks.ts";
 import { CSink } from "../helpers/async_peer.ts";
 import { peer, streamPeer, SP_HOLD } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";

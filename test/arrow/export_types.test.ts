@@ -17,7 +17,7 @@ import { CDeviceArray, CSchema } from "../../ts/raw.ts";
 import { exportArray, exportBatches, exportSchema, importRecordBatch, importVector } from "../../ts/index.ts";
 import { InvalidArgumentError, UnsupportedError } from "../../ts/core/errors.ts";
 import { ImportedArray } from "../../ts/raw.ts";
-import { nonZeroCounters } from "../../ts/diagnostics.ts";
+import { nonZeroCounters } from "../helpers/leaks.ts";
 import { compareBatches, compareVectors, unsharedBuffers } from "../helpers/arrow_compare.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { bits } from "../helpers/producer.ts";

@@ -16,7 +16,7 @@ import { RecordBatch, tableFromIPC } from "apache-arrow";
 import { exportArray, importRecordBatch, importTable } from "../../ts/index.ts";
 import { UnsupportedError } from "../../ts/core/errors.ts";
 import { ImportedArray } from "../../ts/raw.ts";
-import { counters, nonZeroCounters } from "../../ts/diagnostics.ts";
+import { counters, nonZeroCounters } from "../helpers/leaks.ts";
 import { compareBatches, normalize, unsharedBuffers } from "../helpers/arrow_compare.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { goldFiles, readJson, readStream, type GoldFile, type JsonColumn, type JsonField } from "../helpers/shared_gold.ts";

@@ -14,7 +14,7 @@ import { arrowProtocol, arrowProtocolInstalled, exportArray, exportStream, expor
 import { InvalidArgumentError, UnsupportedError } from "../../ts/core/errors.ts";
 import { ArrowCArray, ArrowCDeviceArray, ArrowCDeviceStream, ArrowCSchema, ArrowCStream, ImportedArray, ImportedStream, type ArrowCapsule, type CapsuleKind, type SchemaProducer } from "../../ts/raw.ts";
 import { CSchema, structPointer } from "../../ts/raw.ts";
-import { counters, nonZeroCounters } from "../../ts/diagnostics.ts";
+import { counters, nonZeroCounters } from "../helpers/leaks.ts";
 import { fx } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { produceDevice, producerBuffer, producerClean, specFromData, type Produced } from "../helpers/producer.ts";

@@ -16,8 +16,8 @@ import { ExportedArray, exportArray, exportStream, importSchema } from "../../ts
 import { InvalidArgumentError } from "../../ts/core/errors.ts";
 import { ImportedStream, type StreamKind } from "../../ts/raw.ts";
 import { consumeNatively, type NativeBufferReport } from "../helpers/native_consumer.ts";
-import { counters, nonZeroCounters } from "../../ts/diagnostics.ts";
-import { liveStreamSources } from "../../ts/arrow/stream_export.ts";
+import { counters, nonZeroCounters } from "../helpers/leaks.ts";
+import { liveStreamSources } from "../helpers/js_live.ts";
 import { SP_CHECK_ERROR_TWICE, SP_HOLD, streamPeer } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { consumeInC, goldStreams, openGold, readGold, unreadableByApacheArrow } from "../helpers/streams.ts";

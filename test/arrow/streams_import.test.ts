@@ -14,8 +14,8 @@ import { InvalidArgumentError, ReleasedError, UnsupportedError } from "../../ts/
 import { structPointer, ImportedStream, type ImportOptions, type ImportedArray } from "../../ts/raw.ts";
 import { arrayStreamAsDeviceStream, deviceStreamAsArrayStream } from "../../ts/raw.ts";
 import { consumeNatively } from "../helpers/native_consumer.ts";
-import { counters, nonZeroCounters } from "../../ts/diagnostics.ts";
-import { liveStreamSources } from "../../ts/arrow/stream_export.ts";
+import { counters, nonZeroCounters } from "../helpers/leaks.ts";
+import { liveStreamSources } from "../helpers/js_live.ts";
 import { bufferWordOf } from "../../ts/native/batch_source.ts";
 import { streamPeer } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";
@@ -208,7 +208,7 @@ describe("background pulls (async iterator)", () => {
     // The break released the stream; if the read-ahead pull was still in
     // the producer's get_next (a loaded machine), the worker releases it
     // when that returns (zig/stream/import.zig `release`): once, soon.
-    for (let i = 0; i < 2000 && streamPeer.sp_stream_releases() === 0n; i++) await Bun.sleep(1);
+    for (let i = 0; i < 10_000 && streamPeer.sp_stream_releases() === 0n; i++) await Bun.sleep(1);
     expect(streamPeer.sp_stream_releases()).toBe(1n);
     await Bun.sleep(5);
     expect(streamPeer.sp_stream_releases()).toBe(1n);

@@ -9,8 +9,8 @@ import { Field, Int32, RecordBatch, Schema, Struct, Table, Utf8, makeData, table
 import { ExportedStream, exportArray, exportStream, importRecordBatch, importTable, type ImportStreamOptions } from "../../ts/index.ts";
 import { InvalidArgumentError } from "../../ts/core/errors.ts";
 import { ImportedStream } from "../../ts/raw.ts";
-import { counters, nonZeroCounters } from "../../ts/diagnostics.ts";
-import { liveStreamSources } from "../../ts/arrow/stream_export.ts";
+import { counters, nonZeroCounters } from "../helpers/leaks.ts";
+import { liveStreamSources } from "../helpers/js_live.ts";
 import { compareBatches, unsharedBuffers } from "../helpers/arrow_compare.ts";
 import { collectUntil } from "../helpers/gc.ts";
 

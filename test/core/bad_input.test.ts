@@ -9,7 +9,7 @@ import { CArray, CSchema } from "../../ts/raw.ts";
 import { importRecordBatch, type ArrowDeviceError } from "../../ts/index.ts";
 import { InvalidArgumentError, InvalidFormatError, InvalidLayoutError, ReleasedError, TooDeepError, UnknownDeviceError } from "../../ts/core/errors.ts";
 import { ImportedArray, type ValidationLevelName } from "../../ts/raw.ts";
-import { nonZeroCounters } from "../../ts/diagnostics.ts";
+import { nonZeroCounters } from "../helpers/leaks.ts";
 import { FxPatch, fx } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { bits, disposeProduced, produceArray, produceDevice, producerClean, type NodeSpec } from "../helpers/producer.ts";

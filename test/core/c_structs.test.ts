@@ -11,7 +11,7 @@ import { CArray, CDeviceArray, CSchema } from "../../ts/raw.ts";
 import { exportArray, importVector } from "../../ts/index.ts";
 import { InvalidArgumentError, OutOfRangeError, ReleasedError } from "../../ts/core/errors.ts";
 import { ImportedArray } from "../../ts/raw.ts";
-import { nonZeroCounters } from "../../ts/diagnostics.ts";
+import { nonZeroCounters } from "../helpers/leaks.ts";
 import { fx } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { bits, disposeProduced, produceArray, produceDevice, producerClean, type NodeSpec } from "../helpers/producer.ts";
@@ -186,7 +186,7 @@ describe("safety net and debug mode", () => {
         lib.ImportedArray.fromDeviceArray(exported.schema, exported.array); // never disposed
         exported.release();
       })();
-      for (let i = 0; i < 50; i++) { Bun.gc(true); await Bun.sleep(2); }
+      for (let i = 0; i < 500 && (i < 50 || lib.counters().live_owners > 0 || lib.counters().live_array_exports > 0); i++) { Bun.gc(true); await Bun.sleep(2); }
       const c = lib.counters();
       console.log(JSON.stringify({ owners: c.live_owners, exports: c.live_array_exports }));
     `;

@@ -12,7 +12,7 @@ import { tableFromArrays } from "apache-arrow";
 import { exportStream, importTable } from "../../ts/index.ts";
 import { WrongThreadError } from "../../ts/core/errors.ts";
 import { callBlocking, ImportedStream } from "../../ts/raw.ts";
-import { nonZeroCounters } from "../../ts/diagnostics.ts";
+import { nonZeroCounters } from "../helpers/leaks.ts";
 import { fixturePath } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";
 

@@ -12,7 +12,7 @@ import { InvalidArgumentError, ReleasedError } from "../../ts/core/errors.ts";
 import { ImportedArray } from "../../ts/raw.ts";
 import { CDeviceArray, CSchema } from "../../ts/raw.ts";
 import { isLiveExportPair } from "../../ts/native/exported.ts";
-import { nonZeroCounters } from "../../ts/diagnostics.ts";
+import { nonZeroCounters } from "../helpers/leaks.ts";
 import { collectUntil } from "../helpers/gc.ts";
 
 const batch = () => new Table({ x: makeVector(Int32Array.of(1, 2, 3)) }).batches[0];

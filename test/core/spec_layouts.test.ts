@@ -11,7 +11,7 @@ import { FixedSizeBinary, FixedSizeList, Type } from "apache-arrow";
 import { importVector } from "../../ts/index.ts";
 import { InvalidLayoutError } from "../../ts/core/errors.ts";
 import { ImportedArray } from "../../ts/raw.ts";
-import { nonZeroCounters } from "../../ts/diagnostics.ts";
+import { nonZeroCounters } from "../helpers/leaks.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { disposeProduced, produceArray, producerClean, type NodeSpec } from "../helpers/producer.ts";
 

@@ -16,7 +16,7 @@ import { exportArray, importRecordBatch } from "../../ts/index.ts";
 import { InvalidArgumentError, ReleasedError } from "../../ts/core/errors.ts";
 import { ImportedArray } from "../../ts/raw.ts";
 import { CSchema, structPointer } from "../../ts/raw.ts";
-import { nonZeroCounters } from "../../ts/diagnostics.ts";
+import { nonZeroCounters } from "../helpers/leaks.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { testRoot } from "../helpers/paths.ts";
 

@@ -18,7 +18,8 @@ import { structPointer, ImportedArray } from "../../ts/raw.ts";
 import { consumeNatively } from "../helpers/native_consumer.ts";
 import { copyArrayToDevice, deviceRuntime, toDevice, wrapDeviceMemory, type DeviceKind } from "../../ts/device.ts";
 import { exportRawArray } from "../../ts/raw.ts";
-import { counters, drainReleased, nonZeroCounters } from "../../ts/diagnostics.ts";
+import { drainReleased } from "../../ts/diagnostics.ts";
+import { counters, nonZeroCounters } from "../helpers/leaks.ts";
 
 if (!isFake) throw new Error("test/device/device_fake.test.ts needs the fake drivers; scripts/gpu-suite.sh does not run it");
 

@@ -25,7 +25,7 @@ import { DeviceType, exportArray, importRecordBatch, type ExportedArray } from "
 import { ImportedArray } from "../../ts/raw.ts";
 import { copyArrayToDevice, deviceRuntime, toDevice, type DeviceKind } from "../../ts/device.ts";
 import { exportRawArray, type RawArrayNode } from "../../ts/raw.ts";
-import { nonZeroCounters } from "../../ts/diagnostics.ts";
+import { nonZeroCounters } from "../helpers/leaks.ts";
 
 /** Files apache-arrow 21.2 cannot read, with the error it gives. */
 const unreadable: Record<string, RegExp> = {

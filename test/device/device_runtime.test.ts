@@ -13,7 +13,7 @@ import { collectUntil } from "../helpers/gc.ts";
 import { DeviceType, exportArray } from "../../ts/index.ts";
 import { InvalidArgumentError } from "../../ts/core/errors.ts";
 import { ImportedArray } from "../../ts/raw.ts";
-import { counters, nonZeroCounters } from "../../ts/diagnostics.ts";
+import { counters, nonZeroCounters } from "../helpers/leaks.ts";
 import { deviceAvailability, deviceRuntime, toDevice, toHost, type DeviceKind } from "../../ts/device.ts";
 
 afterEach(async () => {

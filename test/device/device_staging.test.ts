@@ -9,7 +9,7 @@ import { fake, fakeLeaks, isFake, stagingPool } from "../helpers/device.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { ImportedArray } from "../../ts/raw.ts";
 import { toDevice, type DeviceKind } from "../../ts/device.ts";
-import { nonZeroCounters } from "../../ts/diagnostics.ts";
+import { nonZeroCounters } from "../helpers/leaks.ts";
 
 if (!isFake) throw new Error("test/device/device_staging.test.ts needs the fake drivers");
 

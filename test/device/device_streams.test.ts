@@ -30,12 +30,12 @@ import { collectUntil } from "../helpers/gc.ts";
 import { compareBatches } from "../helpers/arrow_compare.ts";
 import { consumeInC } from "../helpers/streams.ts";
 import { ArrowDeviceArrayLayout } from "../../ts/core/abi/layout.ts";
-import { liveStreamSources } from "../../ts/arrow/stream_export.ts";
+import { liveStreamSources } from "../helpers/js_live.ts";
 import { DeviceType, ExportedArray, ExportedStream, StreamError, exportArray, exportStream, importTable, recordBatches, importRecordBatch } from "../../ts/index.ts";
 import { InvalidArgumentError, UnsupportedError } from "../../ts/core/errors.ts";
 import { ImportedArray, ImportedStream } from "../../ts/raw.ts";
 import { deviceRuntime, toDevice, type DeviceKind } from "../../ts/device.ts";
-import { nonZeroCounters } from "../../ts/diagnostics.ts";
+import { nonZeroCounters } from "../helpers/leaks.ts";
 import { relay } from "../../ts/raw.ts";
 
 if (!isFake) throw new Error("test/device/device_streams.test.ts needs the fake drivers; scripts/gpu-suite.sh does not run it");

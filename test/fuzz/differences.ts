@@ -47,6 +47,50 @@ export const differences: Difference[] = [
     name: "negative offset or impossible null_count (spec forbids)",
     matches: (ours, arrow) => arrow === "ok" && /offset is negative|null_count is -\d+ \(must be -1 or at least 0\)|null_count \d+ exceeds length/.test(ours),
   },
+  {
+    // JS numbers are exact up to 2^53: this library refuses an offset +
+    // length beyond it at every level (the node's offset and length reach
+    // JS as numbers), even for a node that reads no buffer, such as a
+    // null array. Arrow C++ takes any int64 offset on a null array.
+    name: "offset + length above 2^53 (JS numbers)",
+    matches: (ours, arrow) => arrow === "ok" && /offset \+ length \(\d+ \+ \d+\) is too large/.test(ours),
+  },
+  {
+    // The spec sizes a fixed-size list's child by the parent's offset +
+    // length (times the list size), as nanoarrow checks; Arrow C++ 26
+    // checks the child against length x size only, so it takes a sliced
+    // (or zero-length, offset) parent whose child stops short.
+    name: "fixed-size list child shorter than (offset + length) x size (nanoarrow refuses)",
+    matches: (ours, arrow) => arrow === "ok" && /child has length \d+, less than \(offset \+ length\) \* list size/.test(ours),
+  },
+  {
+    // A run-end encoded array has no validity bitmap: its nulls are its
+    // values child's. This library refuses a null_count above 0 on it (as
+    // on a union); Arrow C++ 26 takes one on some run-end encoded nodes.
+    name: "positive null_count of a run-end encoded array (no nulls of its own)",
+    matches: (ours, arrow) => arrow === "ok" && /null_count is \d+, but a run_end_encoded array has no nulls of its own/.test(ours),
+  },
+  {
+    // A union's type ids name its children: one id for two children would
+    // make a slot's child ambiguous. This library refuses the format;
+    // Arrow C++ 26 builds the type.
+    name: "a union format that repeats a type id",
+    matches: (ours, arrow) => arrow === "ok" && /repeats a union type id/.test(ours),
+  },
+  {
+    // Variadic buffer sizes are byte counts; this library refuses a
+    // negative one at every level that sizes buffers. Arrow C++ 26 takes
+    // it when no view reaches into that buffer.
+    name: "negative variadic buffer size",
+    matches: (ours, arrow) => arrow === "ok" && /variadic buffer \d+ has negative size/.test(ours),
+  },
+  {
+    // The pre-1.0 union layout is accepted with its leading validity
+    // buffer NULL only: unions have no validity bitmap, so a non-NULL one
+    // has no meaning. Arrow C++ 26 ignores it.
+    name: "non-NULL validity buffer of a pre-1.0 union layout",
+    matches: (ours, arrow) => arrow === "ok" && /the pre-1\.0 union layout, but its validity buffer \(buffer 0\) is not NULL/.test(ours),
+  },
 ];
 
 /** The name of the documented difference the two verdicts follow, if any. */

@@ -225,7 +225,13 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
         }
         if (verdicts.size === levelOrder.length) ours.set(index, verdicts);
       }
-      if (!useArrow) continue;
+      // The progress line counts what the report counts: it is written once
+      // the chunk's Arrow C++ comparison is in.
+      const progress = () => options.log?.(`cases ${indices[0]}..${indices[indices.length - 1]}: ${report.crashes} crashes, ${report.hangs} hangs, ${report.problems} problems, ${report.disagreements} disagreements, ${report.compared} compared (${Math.round((performance.now() - started) / 1000)} s)`);
+      if (!useArrow) {
+        progress();
+        continue;
+      }
       await arrowRun; // one Arrow C++ worker at a time, beside the next library chunk
       const toCompare = [...ours.keys()];
       arrowRun = runAll("arrow", seed, toCompare, arrowDir, limits, () => { report.arrowCrashes++; }).then((arrow) => {
@@ -237,8 +243,8 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
           for (const level of levelOrder) compareLevel(level, mine.get(level)!, verdict.full, index);
           compareLevel("default/Validate", mine.get("default")!, verdict.quick, index);
         }
+        progress();
       });
-      options.log?.(`cases ${begin}..${begin + indices.length - 1}: ${report.crashes} crashes, ${report.hangs} hangs, ${report.problems} problems, ${report.disagreements} disagreements (${Math.round((performance.now() - started) / 1000)} s)`);
     }
     await arrowRun;
   } finally {

@@ -18,6 +18,7 @@ import { join } from "node:path";
 import { ArrowArrayStreamLayout, ArrowDeviceArrayLayout, ArrowDeviceArrayStreamLayout, ArrowSchemaLayout, ArrowAsyncDeviceStreamHandlerLayout } from "../../ts/core/abi/layout.ts";
 import { openLibrary } from "../../ts/core/ffi/bun_ffi.ts";
 import { fixturesDir } from "./fixtures.ts";
+import { leakedSince, trackLive } from "./leaks.ts";
 
 const { ptr: p, i32, i64, void: none, cstring } = FFIType;
 
@@ -95,6 +96,8 @@ function open(): void {
   }
   try {
     opened = openSymbols();
+    const shim = opened;
+    trackLive("arrow-cpp", () => ({ ipc: Number(shim.shim_live_ipc()), held: Number(shim.shim_held_count()), jobs: Number(shim.shim_live_jobs()) }));
   } catch (cause) {
     unavailable = `could not load the Arrow C++ reference shim ${arrowShimPath}: ${(cause as Error).message}. Rebuild it with \`${arrowShimBuildCommand}\` (libarrow comes from the pyarrow wheel in .toolchain/).`;
   }
@@ -148,7 +151,8 @@ export function arrowCppVersion(): string {
 /** Live shim handles (gold reads, held imports, jobs), for leak checks. */
 export function arrowCppLive(): { ipc: number; held: number; jobs: number } {
   const shim = arrowShim();
-  return { ipc: Number(shim.shim_live_ipc()), held: Number(shim.shim_held_count()), jobs: Number(shim.shim_live_jobs()) };
+  const left = leakedSince("arrow-cpp", { ipc: Number(shim.shim_live_ipc()), held: Number(shim.shim_held_count()), jobs: Number(shim.shim_live_jobs()) });
+  return { ipc: left.ipc ?? 0, held: left.held ?? 0, jobs: left.jobs ?? 0 };
 }
 
 function cText(text: string | null | undefined): Uint8Array | null {

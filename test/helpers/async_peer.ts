@@ -6,11 +6,12 @@
 import { structPointer, type StructPointer } from "../../ts/raw.ts";
 import { CString, FFIType, toArrayBuffer, type Pointer } from "bun:ffi";
 import { openLibrary } from "../../ts/core/ffi/bun_ffi.ts";
+import { fromBaseline } from "./leaks.ts";
 import { fixturePath } from "./fixtures.ts";
 
 const { ptr, i32, i64, void: none } = FFIType;
 
-export const asyncPeer = openLibrary(fixturePath("async_peer"), {
+export const asyncPeer = fromBaseline("async_peer", openLibrary(fixturePath("async_peer"), {
   peer_async_now_ns: { args: [], returns: i64 },
   peer_async_generated_live: { args: [], returns: i64 },
   peer_async_make_device_batch: { args: [i64, i64, i32, i64, ptr, ptr, ptr], returns: none },
@@ -43,7 +44,7 @@ export const asyncPeer = openLibrary(fixturePath("async_peer"), {
   peer_async_floor_pool_sum: { args: [ptr, i64], returns: i64 },
   peer_async_floor_sync: { args: [ptr, i64], returns: i64 },
   peer_async_floor_produce: { args: [ptr, ptr, i64], returns: i64 },
-}).symbols;
+}).symbols, { live: ["peer_async_generated_live"] });
 
 export const SourceOption = {
   device_type: 0, error_before_schema: 1, error_after: 2, error_code: 3, generate: 4, generate_rows: 5,

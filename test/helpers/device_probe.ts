@@ -152,7 +152,7 @@ switch (scenario) {
     exported.release();
     drainReleased();
     // The source's release runs on the releaser thread: bounded wait.
-    for (let i = 0; i < 200 && Object.keys(nonZeroCounters()).length > 0; i++) {
+    for (let i = 0; i < 2000 && Object.keys(nonZeroCounters()).length > 0; i++) {
       await Bun.sleep(5);
       drainReleased();
     }
@@ -187,7 +187,7 @@ switch (scenario) {
     out.produced = f.fake_cuda_produce(0, 1, 20, 1, slot, (slot + 72) as Pointer);
     out.copied = native.abd_device_array_to_device(slot, (slot + 72) as Pointer, 2, 0, null, (slot + 200) as Pointer, (slot + 272) as Pointer);
     f.fake_cuda_drain();
-    for (let i = 0; i < 200 && Number(f.fake_cuda_produced_live()) > 0; i++) await Bun.sleep(5);
+    for (let i = 0; i < 2000 && Number(f.fake_cuda_produced_live()) > 0; i++) await Bun.sleep(5);
     out.sourceLive = Number(f.fake_cuda_produced_live());
     out.violations = Number(f.fake_cuda_callback_violations());
     native.abd_schema_release((slot + 200) as Pointer);

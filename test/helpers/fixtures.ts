@@ -4,6 +4,7 @@
 import { FFIType, suffix } from "bun:ffi";
 import { join, resolve } from "node:path";
 import { openLibrary } from "../../ts/core/ffi/bun_ffi.ts";
+import { fromBaseline } from "./leaks.ts";
 
 const { ptr, i32, i64, u32, u64, f64, void: none, cstring } = FFIType;
 
@@ -21,7 +22,7 @@ export function fixtureText(text: string | null, from: string): string {
 }
 
 /** test/fixtures/c_peer.c: counted producer, release interceptor, holder. */
-export const peer = openLibrary(fixturePath("c_peer"), {
+export const peer = fromBaseline("c_peer", openLibrary(fixturePath("c_peer"), {
   peer_intercept_array: { args: [ptr], returns: none },
   peer_intercept_schema: { args: [ptr], returns: none },
   peer_intercepted_array_releases: { args: [], returns: i64 },
@@ -43,7 +44,11 @@ export const peer = openLibrary(fixturePath("c_peer"), {
   peer_deallocations: { args: [], returns: i64 },
   peer_last_deallocated_bytes: { args: [], returns: ptr },
   peer_last_deallocated_context: { args: [], returns: ptr },
-}).symbols;
+}).symbols, {
+  live: ["peer_produced_live"],
+  events: ["peer_intercepted_array_releases", "peer_intercepted_schema_releases"],
+  resets: { peer_reset_counts: ["peer_intercepted_array_releases", "peer_intercepted_schema_releases"] },
+});
 
 /** test/fixtures/layout_probe.c: the header's layout, as C sees it. */
 export const probe = openLibrary(fixturePath("layout_probe"), {
@@ -53,7 +58,7 @@ export const probe = openLibrary(fixturePath("layout_probe"), {
 
 /** test/fixtures/c_producer.c: arbitrary (also broken) C-produced trees
  * with counted releases. */
-export const fx = openLibrary(fixturePath("c_producer"), {
+export const fx = fromBaseline("c_producer", openLibrary(fixturePath("c_producer"), {
   fx_new: { args: [ptr, ptr, i64, i64, i64, i64, i64], returns: ptr },
   fx_set_buffer: { args: [ptr, i32, ptr, i64], returns: none },
   fx_set_buffer_address: { args: [ptr, i32, u64], returns: none },
@@ -74,7 +79,11 @@ export const fx = openLibrary(fixturePath("c_producer"), {
   fx_unreserve: { args: [ptr, i64], returns: none },
   fx_set_guarded: { args: [i32], returns: none },
   fx_guarded_mappings: { args: [], returns: i64 },
-}).symbols;
+}).symbols, {
+  live: ["fx_live_nodes"],
+  events: ["fx_schema_releases", "fx_array_releases", "fx_double_releases"],
+  resets: { fx_reset_counts: ["fx_schema_releases", "fx_array_releases", "fx_double_releases"] },
+});
 
 /** fx_patch codes (c_producer.c). */
 export const FxPatch = {
@@ -83,7 +92,7 @@ export const FxPatch = {
 } as const;
 
 /** test/fixtures/stream_peer.c: C stream producers and a threaded consumer. */
-export const streamPeer = openLibrary(fixturePath("stream_peer"), {
+export const streamPeer = fromBaseline("stream_peer", openLibrary(fixturePath("stream_peer"), {
   sp_stream_releases: { args: [], returns: i64 },
   sp_array_releases: { args: [], returns: i64 },
   sp_produced_live: { args: [], returns: i64 },
@@ -124,7 +133,11 @@ export const streamPeer = openLibrary(fixturePath("stream_peer"), {
   sp_repeat_live_batches: { args: [ptr], returns: i64 },
   sp_repeat_free: { args: [ptr], returns: none },
   sp_repeat_stream: { args: [ptr, ptr], returns: none },
-}).symbols;
+}).symbols, {
+  live: ["sp_produced_live", "sp_producer_streams_live"],
+  events: ["sp_stream_releases", "sp_array_releases", "sp_handed_arrays", "sp_handed_array_releases"],
+  resets: { sp_reset_counts: ["sp_stream_releases", "sp_array_releases", "sp_handed_arrays", "sp_handed_array_releases"] },
+});
 
 /** sp_consume flags. */
 export const SP_HOLD = 1;

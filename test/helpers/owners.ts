@@ -8,13 +8,14 @@ import { FFIType, type Pointer } from "bun:ffi";
 import { openLibrary } from "../../ts/core/ffi/bun_ffi.ts";
 import { ArrowSchemaLayout } from "../../ts/core/abi/layout.ts";
 import { native } from "../../ts/core/ffi/library.ts";
-import { nonZeroCounters } from "../../ts/diagnostics.ts";
+import { nonZeroCounters } from "./leaks.ts";
 import { fixturePath, peer } from "./fixtures.ts";
 import { collectUntil } from "./gc.ts";
+import { fromBaseline } from "./leaks.ts";
 
 const { ptr, i32, i64, u64, void: none, cstring } = FFIType;
 
-export const owners = openLibrary(fixturePath("owners_peer"), {
+export const owners = fromBaseline("owners_peer", openLibrary(fixturePath("owners_peer"), {
   owners_root_releases: { args: [], returns: i64 },
   owners_roots_live: { args: [], returns: i64 },
   owners_reset: { args: [], returns: none },
@@ -35,8 +36,17 @@ export const owners = openLibrary(fixturePath("owners_peer"), {
   owners_device_fields: { args: [ptr, ptr], returns: none },
   owners_render: { args: [ptr, ptr, ptr, i32], returns: none },
   owners_header_constants_json: { args: [], returns: cstring },
-  owners_stress: { args: [cstring, i32, i32, i32, i32, ptr], returns: i32 },
-}).symbols;
+  owners_stress: { args: [cstring, i32, i32, i32, i32, i32, ptr], returns: i32 },
+}).symbols, {
+  live: ["owners_roots_live"],
+  events: ["owners_root_releases"],
+  resets: { owners_reset: ["owners_root_releases"] },
+});
+
+/** The producers' roots this test left live (0: none). */
+export function ownersRootsLeft(): number {
+  return Number(owners.owners_roots_live());
+}
 
 /** Native memory for a producer's ArrowSchema + ArrowDeviceArray (whose
  * first member is its ArrowArray), at a stable address. */
@@ -45,10 +55,10 @@ export const owners = openLibrary(fixturePath("owners_peer"), {
  * live, and resets the peers' counts. */
 export async function expectOwnersSettled(): Promise<boolean> {
   const clean = await collectUntil(() => Object.keys(nonZeroCounters()).length === 0);
-  const roots = owners.owners_roots_live();
+  const roots = ownersRootsLeft();
   peer.peer_reset_counts();
   owners.owners_reset();
-  return clean && roots === 0n;
+  return clean && roots === 0;
 }
 
 export class ProducerSlot implements Disposable {

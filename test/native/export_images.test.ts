@@ -10,7 +10,7 @@ import { expect, test } from "bun:test";
 import { CString, ptr, read, type Pointer } from "bun:ffi";
 import { Field, Float64, Int32, RecordBatch, Schema, Struct, makeData, type Data } from "apache-arrow";
 import { ArrowArrayLayout, ArrowDeviceArrayLayout, ArrowSchemaLayout } from "../../ts/core/abi/layout.ts";
-import { counters } from "../../ts/diagnostics.ts";
+import { counters } from "../helpers/leaks.ts";
 import { native } from "../../ts/core/ffi/library.ts";
 import { exportArray, importRecordBatch, type ExportedArray } from "../../ts/index.ts";
 import { ImportedArray } from "../../ts/raw.ts";

@@ -8,7 +8,7 @@ import { expect, test } from "bun:test";
 import { CString, ptr, read, type Pointer } from "bun:ffi";
 import { Field, Int32, RecordBatch, Schema, Struct, Utf8, makeData, vectorFromArray } from "apache-arrow";
 import { ArrowArrayLayout, ArrowSchemaLayout, Flags } from "../../ts/core/abi/layout.ts";
-import { counters } from "../../ts/diagnostics.ts";
+import { counters } from "../helpers/leaks.ts";
 import { exportArray, exportSchema, importRecordBatch, importVector, type ExportedArray } from "../../ts/index.ts";
 import { ReleasedError } from "../../ts/core/errors.ts";
 import { ImportedArray } from "../../ts/raw.ts";

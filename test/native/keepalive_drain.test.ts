@@ -9,7 +9,7 @@
 import { expect, test } from "bun:test";
 import { makeVector } from "apache-arrow";
 import { consumeNatively } from "../helpers/native_consumer.ts";
-import { counters } from "../../ts/diagnostics.ts";
+import { counters } from "../helpers/leaks.ts";
 import { exportArray } from "../../ts/index.ts";
 
 test("released exports are dropped from the keepalive registry across many GCs", () => {

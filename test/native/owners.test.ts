@@ -10,7 +10,7 @@ import { ArrowArrayLayout, ArrowDeviceArrayLayout, DeviceType } from "../../ts/c
 import { type ExportedArray } from "../../ts/index.ts";
 import { InvalidArgumentError, OutOfRangeError, ReleasedError, UnsupportedError } from "../../ts/core/errors.ts";
 import { ImportedArray } from "../../ts/raw.ts";
-import { counters, nonZeroCounters } from "../../ts/diagnostics.ts";
+import { counters, nonZeroCounters } from "../helpers/leaks.ts";
 import { peer } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { ProducerSlot, deviceFields, expectOwnersSettled, heldSignature, owners, render, signature } from "../helpers/owners.ts";

@@ -12,7 +12,7 @@ import { tableFromIPC } from "apache-arrow";
 import { exportArray, type ExportedArray } from "../../ts/index.ts";
 import { ImportedArray } from "../../ts/raw.ts";
 import { consumeNatively } from "../helpers/native_consumer.ts";
-import { counters, nonZeroCounters } from "../../ts/diagnostics.ts";
+import { counters, nonZeroCounters } from "../helpers/leaks.ts";
 import { peer } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { heldSignature, owners, signature } from "../helpers/owners.ts";

@@ -13,7 +13,7 @@ import { ExportedStream, exportStream, recordBatches } from "../../ts/index.ts";
 import { InvalidArgumentError } from "../../ts/core/errors.ts";
 import { ImportedStream } from "../../ts/raw.ts";
 import { StreamBatchConverter } from "../../ts/arrow/batch_converter.ts";
-import { nonZeroCounters } from "../../ts/diagnostics.ts";
+import { nonZeroCounters } from "../helpers/leaks.ts";
 import { streamPeer } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { pullInto } from "../../ts/native/batch_source.ts";

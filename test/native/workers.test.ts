@@ -1,7 +1,7 @@
 // The library on several JS threads at once: each thread's wake-ups and
 // queued work reach that thread (zig/core/js_context.zig), and streams cross
 // threads by address.
-import { describe, expect, test } from "bun:test";
+import { afterEach, describe, expect, test } from "bun:test";
 import { ptr } from "bun:ffi";
 import { tableFromArrays } from "apache-arrow";
 import { StreamError, exportArray, exportStream, importRecordBatch, importTable } from "../../ts/index.ts";
@@ -9,7 +9,16 @@ import { UnsupportedError } from "../../ts/core/errors.ts";
 import { ImportedStream } from "../../ts/raw.ts";
 import { drainReleased, retainedCount } from "../../ts/native/keepalive.ts";
 import { streamPeer } from "../helpers/fixtures.ts";
-import { liveStreamSources } from "../../ts/arrow/stream_export.ts";
+import { liveStreamSources } from "../helpers/js_live.ts";
+import { collectUntil } from "../helpers/gc.ts";
+import { nonZeroCounters } from "../helpers/leaks.ts";
+
+// What a test's Workers release reaches this thread after they end: each
+// test waits for all of it (bounded collections), so the next starts clean.
+afterEach(async () => {
+  const settled = () => Object.keys(nonZeroCounters()).length === 0 && liveStreamSources() === 0;
+  expect(await collectUntil(settled, 1000) ? {} : { ...nonZeroCounters(), liveStreamSources: liveStreamSources() }).toEqual({});
+});
 
 const fixtures = new URL("../fixtures/workers/", import.meta.url);
 
@@ -66,14 +75,11 @@ describe("the library in Workers", () => {
       expect(got).toEqual({ rows: 300, sum: sumTo(300) });
       expect(out.streamReleased).toBe(true);
     }
-    expect(retainedCount()).toBeGreaterThan(before); // the Worker's tables still view the main thread's buffers
+    // The Worker's two tables still view the main thread's buffers: one
+    // retained export each.
+    expect(retainedCount() - before).toBe(2);
     await ended(worker);
-    for (let i = 0; i < 100 && retainedCount() > before; i++) {
-      Bun.gc(true);
-      await new Promise((resolve) => setTimeout(resolve, 5));
-      drainReleased();
-    }
-    expect(retainedCount()).toBe(before);
+    expect(await collectUntil(() => retainedCount() === before, 1000)).toBe(true);
   });
 
   test("a Worker's export is refused on another JS thread with an UnsupportedError that says why; the Worker sees it released", async () => {
@@ -127,23 +133,12 @@ describe("the library in Workers", () => {
     expect(out.streamReleased).toBe(true);
     expect(liveStreamSources()).toBe(before + 1);
     await ended(worker);
-    for (let i = 0; i < 100 && liveStreamSources() > before; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 5));
-      drainReleased();
-    }
-    expect(liveStreamSources()).toBe(before);
+    expect(await collectUntil(() => liveStreamSources() === before, 1000)).toBe(true);
   });
 
   test("an array the main thread exported, imported on a Worker and disposed there, is released to the main thread at once", async () => {
-    // What Workers of earlier tests released still reaches this thread:
-    // settled first (the count unchanged over a drain), so it is not
-    // counted here.
-    let before = -1;
-    for (let i = 0; i < 100 && retainedCount() !== before; i++) {
-      before = retainedCount();
-      await new Promise((resolve) => setTimeout(resolve, 5));
-      drainReleased();
-    }
+    drainReleased();
+    const before = retainedCount();
     const worker = new Worker(new URL("import_array.ts", fixtures));
     using out = exportArray(table(64).batches[0]);
     expect(retainedCount()).toBe(before + 1);
@@ -152,7 +147,8 @@ describe("the library in Workers", () => {
     expect(out.arrayReleased).toBe(true);
     // Released on the Worker's thread, queued for this one, which drains it
     // when woken: no collection needed.
-    for (let i = 0; i < 100 && retainedCount() > before; i++) await new Promise((resolve) => setTimeout(resolve, 5));
+    // Event-loop turns only, as many as a loaded machine needs (bounded).
+    for (let i = 0; i < 2000 && retainedCount() > before; i++) await Bun.sleep(1);
     expect(retainedCount()).toBe(before);
     await ended(worker);
   });
@@ -167,8 +163,8 @@ describe("the library in Workers", () => {
       const worker = new Worker(new URL("release_pulling.ts", fixtures));
       expect(await ask(worker, { address: Number(ptr(slot)) })).toEqual({ released: true });
       await ended(worker);
-      for (let i = 0; i < 200 && streamPeer.sp_stream_releases() < 1n; i++) await new Promise((resolve) => setTimeout(resolve, 5));
-      await new Promise((resolve) => setTimeout(resolve, 300)); // a second release would come by now
+      expect(await collectUntil(() => streamPeer.sp_stream_releases() >= 1n, 1000)).toBe(true);
+      await collectUntil(() => false, 20); // room for a second release, were there one
       expect(streamPeer.sp_stream_releases()).toBe(1n);
     } finally {
       streamPeer.sp_set_delay_us(0);

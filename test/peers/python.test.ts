@@ -13,7 +13,8 @@ import { Data, Table, Utf8, makeData, tableFromArrays, tableToIPC, vectorFromArr
 import { exportArray, exportStream, importTable } from "../../ts/index.ts";
 import { InvalidLayoutError, ReleasedError } from "../../ts/core/errors.ts";
 import { ImportedArray, ImportedStream, type RawArray } from "../../ts/raw.ts";
-import { counters, drainReleased } from "../../ts/diagnostics.ts";
+import { drainReleased } from "../../ts/diagnostics.ts";
+import { counters } from "../helpers/leaks.ts";
 import { PyObject, PythonError, PythonUnavailableError, fromPython, locatePython, schemaFromPython, toPython } from "../../ts/python.ts";
 import { peer } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";

@@ -12,7 +12,7 @@ import { readFileSync } from "node:fs";
 import { RecordBatchReader, Type, type DataType, type Dictionary, type Field } from "apache-arrow";
 import { exportArray } from "../../ts/index.ts";
 import { ImportedArray } from "../../ts/raw.ts";
-import { nonZeroCounters } from "../../ts/diagnostics.ts";
+import { nonZeroCounters } from "../helpers/leaks.ts";
 import {
   ArrowCppRead, CSlot, arrowCppLive, cArrayLayout, checkPassed, describeCheck, heldCheck, heldDrop,
   heldExportDevice, holdDeviceBatch,

@@ -50,8 +50,8 @@ import { DeviceType, importRecordBatch, type ExportedArray } from "../../ts/inde
 import { AsyncRecordBatchStream, exportAsyncStream, type AsyncBatch, type AsyncExportItem, type AsyncExportOptions } from "../../ts/device.ts";
 import { AsyncStreamError } from "../../ts/raw.ts";
 import { AsyncStreamConsumer, type AsyncArray } from "../../ts/raw.ts";
-import { counters, nonZeroCounters } from "../../ts/diagnostics.ts";
-import { registeredWakes } from "../../ts/native/js_wake.ts";
+import { counters, nonZeroCounters } from "../helpers/leaks.ts";
+import { registeredWakes } from "../helpers/js_live.ts";
 import { compareBatches, unsharedBuffers } from "../helpers/arrow_compare.ts";
 import {
   ArrowCppRead, ArrowStatusCode, arrowCppLive, asyncConsume, asyncProduce, CSlot, ShimStatus, type ArrowCppJob,

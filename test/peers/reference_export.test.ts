@@ -20,7 +20,7 @@ import {
 } from "apache-arrow";
 import { arrayFields, schemaFields } from "../../ts/core/abi/structs.ts";
 import { exportArray } from "../../ts/index.ts";
-import { nonZeroCounters } from "../../ts/diagnostics.ts";
+import { nonZeroCounters } from "../helpers/leaks.ts";
 import {
   ArrowCppRead, arrowCppLive, arrowCppVersion, arrowShimUnavailable, checkPassed, describeCheck,
   heldDrop, heldValidation, holdDeviceArray, type CheckResult,

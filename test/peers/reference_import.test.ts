@@ -21,7 +21,7 @@ import { DeviceType } from "../../ts/core/abi/layout.ts";
 import { RecordBatchReader, type RecordBatch } from "apache-arrow";
 import { importRecordBatch } from "../../ts/index.ts";
 import { ImportedArray, structPointer, type RawArray } from "../../ts/raw.ts";
-import { nonZeroCounters } from "../../ts/diagnostics.ts";
+import { nonZeroCounters } from "../helpers/leaks.ts";
 import { compareBatches } from "../helpers/arrow_compare.ts";
 import { ArrowCppRead, arrowCppLive, CSlot, cArrayLayout, type NodeLayout } from "../helpers/arrow_cpp.ts";
 import { peer } from "../helpers/fixtures.ts";

@@ -38,8 +38,8 @@ import { StreamError, exportStream, importTable, recordBatches, importSchema, im
 import { UnsupportedError } from "../../ts/core/errors.ts";
 import { ImportedStream, type ImportedArray, type StreamKind } from "../../ts/raw.ts";
 import { arrayStreamAsDeviceStream, deviceStreamAsArrayStream, structPointer } from "../../ts/raw.ts";
-import { nonZeroCounters } from "../../ts/diagnostics.ts";
-import { liveStreamSources } from "../../ts/arrow/stream_export.ts";
+import { nonZeroCounters } from "../helpers/leaks.ts";
+import { liveStreamSources } from "../helpers/js_live.ts";
 import { compareBatches, unsharedBuffers } from "../helpers/arrow_compare.ts";
 import {
   ArrowCppRead, ArrowStatusCode, arrowCppLive, consumeStream, consumeStreamOnThread, CSlot, exportStream as cppExportStream,

@@ -15,7 +15,7 @@ import { afterEach, expect, test } from "bun:test";
 import { makeVector } from "apache-arrow";
 import { exportArray } from "../../ts/index.ts";
 import { ImportedArray } from "../../ts/raw.ts";
-import { nonZeroCounters } from "../../ts/diagnostics.ts";
+import { nonZeroCounters } from "../helpers/leaks.ts";
 import { releaseWakesPosted, retainedCount } from "../../ts/native/keepalive.ts";
 import { collectUntil } from "../helpers/gc.ts";
 
