@@ -49,7 +49,7 @@ describe("a refused struct that is safe to release", () => {
   test("the message still names the parameter and why", () => {
     const produced = produceDevice({ format: "i", length: 2, buffers: [null, Int32Array.of(1, 2)] });
     pokeWord(Number(produced.schema.address), 1, 8n);
-    expect(() => ImportedArray.fromDeviceArray(produced.schema, produced.array)).toThrow(/^ImportedArray\.fromDeviceArray: schema: 0x[0-9a-f]+ is not a live ArrowSchema: its name 0x8 is not a readable NUL-terminated string$/);
+    expect(() => ImportedArray.fromDeviceArray(produced.schema, produced.array)).toThrow(/^ImportedArray\.fromDeviceArray: schema: 0x[0-9a-f]+ is not a live ArrowSchema: its name 0x8 is not a readable NUL-terminated string; the deviceArray given was released too \(a failed import owns its structs: retry with new ones\)$/);
     disposeProduced(produced);
     expect(producerClean()).toEqual({ live: 0, doubles: 0 });
   });

@@ -14,7 +14,7 @@ import { exportStream } from "../../ts/index.ts";
 import { AsyncStreamConsumer, ImportedArray, ImportedStream } from "../../ts/raw.ts";
 import { exportAsyncStream, toDevice, type DeviceKind } from "../../ts/device.ts";
 import { DeviceType } from "../../ts/index.ts";
-import { nonZeroCounters } from "../../ts/diagnostics.ts";
+import { nonZeroCounters } from "../helpers/leaks.ts";
 
 if (!isFake) throw new Error("test/device/device_calls.test.ts needs the fake drivers");
 

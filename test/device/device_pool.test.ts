@@ -12,7 +12,7 @@ import { peer } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { ImportedArray } from "../../ts/raw.ts";
 import { toDevice, type DeviceKind } from "../../ts/device.ts";
-import { counters, nonZeroCounters } from "../../ts/diagnostics.ts";
+import { counters, nonZeroCounters } from "../helpers/leaks.ts";
 
 if (!isFake) throw new Error("test/device/device_pool.test.ts needs the fake drivers");
 

@@ -6,7 +6,7 @@
 import { expect, test } from "bun:test";
 import { tableFromArrays, type RecordBatch } from "apache-arrow";
 import { exportStream } from "../../ts/index.ts";
-import { counters } from "../../ts/diagnostics.ts";
+import { counters } from "../helpers/leaks.ts";
 import { collectUntil } from "../helpers/gc.ts";
 
 const fixtures = new URL("../fixtures/workers/", import.meta.url);

@@ -13,7 +13,7 @@ import { tableFromArrays } from "apache-arrow";
 import { importRecordBatch } from "../../ts/index.ts";
 import { AdbcError, Database } from "../../ts/adbc.ts";
 import { native } from "../../ts/core/ffi/library.ts";
-import { counters, nonZeroCounters } from "../../ts/diagnostics.ts";
+import { counters, nonZeroCounters } from "../helpers/leaks.ts";
 import { collectUntil } from "../helpers/gc.ts";
 
 const platform = `${process.platform}-${process.arch}`;

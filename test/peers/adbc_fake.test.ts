@@ -10,7 +10,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { dlopen, FFIType, ptr } from "bun:ffi";
 import { tableFromArrays } from "apache-arrow";
 import { AdbcError, Database } from "../../ts/adbc.ts";
-import { nonZeroCounters } from "../../ts/diagnostics.ts";
+import { nonZeroCounters } from "../helpers/leaks.ts";
 import { fixturePath } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";
 

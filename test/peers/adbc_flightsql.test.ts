@@ -8,7 +8,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { tableFromArrays } from "apache-arrow";
 import { AdbcError, Database } from "../../ts/adbc.ts";
-import { nonZeroCounters } from "../../ts/diagnostics.ts";
+import { nonZeroCounters } from "../helpers/leaks.ts";
 import { adbcDriver } from "../helpers/adbc.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { startFlightSql, type FlightSqlServer } from "../helpers/flightsql.ts";

@@ -12,7 +12,7 @@ import { AdbcError, Database } from "../../ts/adbc.ts";
 import { native } from "../../ts/core/ffi/library.ts";
 import { StreamError } from "../../ts/index.ts";
 import { Errno } from "../../ts/raw.ts";
-import { nonZeroCounters } from "../../ts/diagnostics.ts";
+import { nonZeroCounters } from "../helpers/leaks.ts";
 import { adbcDriver } from "../helpers/adbc.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { startPostgres, type PostgresServer } from "../helpers/postgres.ts";

@@ -9,7 +9,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { tableFromArrays } from "apache-arrow";
 import { AdbcError, Database } from "../../ts/adbc.ts";
 import { native } from "../../ts/core/ffi/library.ts";
-import { nonZeroCounters } from "../../ts/diagnostics.ts";
+import { nonZeroCounters } from "../helpers/leaks.ts";
 import { adbcDriver } from "../helpers/adbc.ts";
 import { collectUntil } from "../helpers/gc.ts";
 
