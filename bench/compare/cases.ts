@@ -352,6 +352,28 @@ export function asyncGroup(role: "consumer" | "producer", rows: number, batches:
         },
       });
     }
+    // The C floor of this role: the same C producer feeding a C consumer
+    // that extracts and releases each batch on its own thread, no JS; the
+    // JS thread waits for the end. The most any consumer of these batches
+    // can reach on this machine.
+    for (const depth of depths) {
+      contenders.push({
+        name: `C floor d${depth}`,
+        run(k) {
+          const source = new CSource({ generate: k, generate_rows: rows });
+          const sink = new CSink({ depth });
+          const t = now();
+          source.start(sink.handler);
+          sink.join();
+          const ns = now() - t;
+          const extracted = sink.stat("extracted");
+          sink.free();
+          source.free();
+          if (extracted !== k) throw new Error(`C floor consumer: ${extracted} of ${k} extracted`);
+          return ns;
+        },
+      });
+    }
     contenders.push({
       name: "sync",
       run(k) {
