@@ -512,9 +512,26 @@ export function ipcGroup(columns: number, rows: number, k: number, ctx: Context)
       },
     },
   ];
+  // The floors of the same round trip, in this group (so that they pay
+  // what the IPC contender leaves behind, as ours does): the C floor's
+  // export (one FFI call fills the structs) and the JS floor's views of
+  // the same shape's buffers, then the bulk release.
+  const { py, pool } = ctx;
+  const floorColumns = new Columns(columns, rows, true);
+  ctx.cleanups.push(() => floorColumns.free());
+  const views = jsFloor(floorColumns);
+  contenders.push({
+    name: "floors",
+    run(k) {
+      const t = now();
+      for (let i = 0; i < k; i++) floor.bf_fill(floorColumns.data, (pool.schemas + i * schemaSize) as Pointer, (pool.arrays + i * deviceArraySize) as Pointer);
+      views.run(k);
+      pool.releaseAll(k);
+      return now() - t;
+    },
+  });
   // The reference: Arrow C++ (pyarrow) doing the same round trip through
   // the C Device Data Interface, and its own IPC round trip of the batch.
-  const { py, pool } = ctx;
   if (py) {
     const probe = exportArray(batch);
     const key = keys++;
