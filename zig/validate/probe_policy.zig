@@ -45,7 +45,7 @@ pub const Verdict = struct { status: Status, side: u1 = 0, deep: bool = false };
 /// `depth`. A NULL address is skipped (the import reports it).
 pub fn probeImport(schema: usize, array_kind: probe.Kind, array: usize, depth: Depth) Verdict {
     std.debug.assert(array_kind == .array or array_kind == .device_array);
-    if (depth == .roots and rootsLookLive(schema, array)) return .{ .status = .ok };
+    if (depth == .roots and rootsLookLive(schema, array_kind, array)) return .{ .status = .ok };
     const pair = probe.probePair(schema, array_kind, array, false);
     if (pair != .ok or depth == .roots) return .{ .status = pair };
     if (schema != 0) {
@@ -76,10 +76,13 @@ fn count(n: i64) bool {
 
 /// True when both roots (NULL ones skipped) read in one system call look
 /// like live structs of their kinds; false sends them to the whole probe.
-fn rootsLookLive(schema: usize, array: usize) bool {
+fn rootsLookLive(schema: usize, array_kind: probe.Kind, array: usize) bool {
     if (schema % 8 != 0 or array % 8 != 0) return false;
     var schema_bytes: [schema_size]u8 = undefined;
-    var array_bytes: [array_size]u8 = undefined;
+    // The whole struct is proven (an ArrowDeviceArray's device fields
+    // are read by the import too); the ArrowArray at its start is judged.
+    var array_bytes: [@sizeOf(abi.ArrowDeviceArray)]u8 = undefined;
+    const array_len: usize = if (array_kind == .device_array) @sizeOf(abi.ArrowDeviceArray) else array_size;
     var ranges: [2]probe.Range = undefined;
     var n: usize = 0;
     if (schema != 0) {
@@ -87,13 +90,13 @@ fn rootsLookLive(schema: usize, array: usize) bool {
         n += 1;
     }
     if (array != 0) {
-        ranges[n] = .{ .address = array, .dest = &array_bytes };
+        ranges[n] = .{ .address = array, .dest = array_bytes[0..array_len] };
         n += 1;
     }
     if (n == 0) return false;
     if (probe.copyMany(ranges[0..n]) != n) return false;
     if (schema != 0 and !schemaLooksLive(&schema_bytes)) return false;
-    if (array != 0 and !arrayLooksLive(&array_bytes)) return false;
+    if (array != 0 and !arrayLooksLive(array_bytes[0..array_size])) return false;
     return true;
 }
 
@@ -206,4 +209,20 @@ test "roots that look live pass; a swapped pair and a bad child are refused wher
     child_array.buffers = @ptrFromInt(8);
     const w = probeImport(s, .array, a, .tree);
     try std.testing.expect(w.status == .invalid_argument and w.deep and w.side == 1);
+}
+
+test "a device array whose last bytes are unmapped is refused, not read past" {
+    const page = std.heap.pageSize();
+    const mem = try std.posix.mmap(null, 2 * page, .{ .READ = true, .WRITE = true }, .{ .TYPE = .PRIVATE, .ANONYMOUS = true }, -1, 0);
+    defer std.posix.munmap(mem);
+    try std.testing.expectEqual(@as(c_int, 0), std.c.mprotect(@ptrCast(@alignCast(mem[page..].ptr)), page, .{}));
+    // Its ArrowArray part (80 bytes) ends the mapped page: a live array.
+    const array: *abi.ArrowArray = @ptrCast(@alignCast(mem.ptr + page - @sizeOf(abi.ArrowArray)));
+    array.* = .empty;
+    array.release = noopArrayRelease;
+    var schema: abi.ArrowSchema = .empty;
+    schema.format = "i";
+    schema.release = noopSchemaRelease;
+    try std.testing.expectEqual(Status.ok, probeImport(@intFromPtr(&schema), .array, @intFromPtr(array), .roots).status);
+    try std.testing.expectEqual(Status.invalid_argument, probeImport(@intFromPtr(&schema), .device_array, @intFromPtr(array), .roots).status);
 }
