@@ -486,18 +486,27 @@ export function ipcGroup(columns: number, rows: number, k: number, ctx: Context)
   const ours = (read: boolean): Contender => ({
     name: read ? "ours, read" : "ours",
     run(k) {
+      // Two clock reads per cycle split it: export + import, construction
+      // (and the read), dispose + release.
+      let construct = 0;
+      let end = 0;
       const t = now();
       for (let i = 0; i < k; i++) {
         const exported = exportArray(batch);
         const imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
+        const a = now();
         const back = importRecordBatch(imported);
         if (read) readEveryBuffer(back);
         const backRows = back.numRows; // a disposed handle's batch has none
+        const b = now();
         imported.dispose();
         exported.release();
+        end += now() - b;
+        construct += b - a;
         if (backRows !== rows) throw new Error("ours: wrong row count");
       }
-      return now() - t;
+      const ns = now() - t;
+      return { ns, parts: { construct, end } };
     },
   });
   const contenders: Contender[] = [
