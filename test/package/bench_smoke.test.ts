@@ -15,7 +15,7 @@ import { plan, sections } from "../../bench/run.ts";
 
 const root = resolve(testRoot, "..");
 
-type Target = { group: string; measure: string; value: number; holds: boolean | null };
+type Target = { group: string; measure: string; value: number; holds: boolean | null; spread: number };
 type Cycle = { small: { mean: number; cycles: number }; large: { mean: number; cycles: number } };
 type OwnProcess = Record<"ours" | "read", { small: number; large: number; figures: Record<string, Cycle> }>;
 type Result = { meta: { mode: string; pyarrow: string }; targets: Target[]; ownProcess: OwnProcess; groups: Record<string, { k: number; samples: Record<string, { median: number; mean: number; cycles: number }> }> };
