@@ -32,6 +32,7 @@ const adbc_abi = @import("adbc/abi.zig");
 const adbc_driver = @import("adbc/driver.zig");
 const adbc_call = @import("adbc/call.zig");
 const adbc_schema_stream = @import("adbc/schema_stream.zig");
+const probe_policy = @import("validate/probe_policy.zig");
 
 const Status = status.Status;
 const Owner = owner_mod.Owner;
@@ -879,6 +880,22 @@ export fn abd_probe_pair(schema: usize, array_kind: c_int, array: usize) c_int {
     const kind = array_kind & ~@as(c_int, 0x100);
     if (kind != 1 and kind != 2) return code(status.fail(.invalid_argument, "unknown array kind {d}", .{array_kind}));
     return code(probe.probePair(schema, if (kind == 1) .array else .device_array, array, own));
+}
+
+/// The probe of the schema and array (`array_kind` 1) or device array (2)
+/// that one import takes from JS, to `depth` (probe_policy.zig): 0 the
+/// roots, in one system call when they look live (validation "minimal"
+/// and "default"); 1 every node (validation "full"). A NULL address is
+/// skipped. Returns 0, or the status | 0x10000 when the array's side
+/// failed | 0x20000 when a node below the roots failed (its message names
+/// the node); a failure of the roots carries neither flag: probe each
+/// root with abd_probe_struct to learn which failed.
+export fn abd_probe_import(schema: usize, array_kind: c_int, array: usize, depth: c_int) c_int {
+    if (array_kind != 1 and array_kind != 2) return code(status.fail(.invalid_argument, "unknown array kind {d}", .{array_kind}));
+    const d = std.enums.fromInt(probe_policy.Depth, depth) orelse return code(status.fail(.invalid_argument, "unknown probe depth {d}", .{depth}));
+    const v = probe_policy.probeImport(schema, if (array_kind == 1) .array else .device_array, array, d);
+    if (v.status == .ok) return 0;
+    return code(v.status) | (@as(c_int, v.side) << 16) | (@as(c_int, @intFromBool(v.deep)) << 17);
 }
 
 // ---------------------------------------------------------------------------

@@ -57,6 +57,7 @@ test {
     _ = @import("async/producer.zig");
     _ = @import("import/move.zig");
     _ = @import("validate/probe.zig");
+    _ = @import("validate/probe_policy.zig");
     _ = @import("core/metadata.zig");
     _ = @import("validate/schema_info.zig");
     _ = @import("validate/schema_key.zig");

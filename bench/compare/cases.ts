@@ -352,6 +352,28 @@ export function asyncGroup(role: "consumer" | "producer", rows: number, batches:
         },
       });
     }
+    // The C floor of this role: the same C producer feeding a C consumer
+    // that extracts and releases each batch on its own thread, no JS; the
+    // JS thread waits for the end. The most any consumer of these batches
+    // can reach on this machine.
+    for (const depth of depths) {
+      contenders.push({
+        name: `C floor d${depth}`,
+        run(k) {
+          const source = new CSource({ generate: k, generate_rows: rows });
+          const sink = new CSink({ depth });
+          const t = now();
+          source.start(sink.handler);
+          sink.join();
+          const ns = now() - t;
+          const extracted = sink.stat("extracted");
+          sink.free();
+          source.free();
+          if (extracted !== k) throw new Error(`C floor consumer: ${extracted} of ${k} extracted`);
+          return ns;
+        },
+      });
+    }
     contenders.push({
       name: "sync",
       run(k) {
@@ -464,18 +486,27 @@ export function ipcGroup(columns: number, rows: number, k: number, ctx: Context)
   const ours = (read: boolean): Contender => ({
     name: read ? "ours, read" : "ours",
     run(k) {
+      // Two clock reads per cycle split it: export + import, construction
+      // (and the read), dispose + release.
+      let construct = 0;
+      let end = 0;
       const t = now();
       for (let i = 0; i < k; i++) {
         const exported = exportArray(batch);
         const imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
+        const a = now();
         const back = importRecordBatch(imported);
         if (read) readEveryBuffer(back);
         const backRows = back.numRows; // a disposed handle's batch has none
+        const b = now();
         imported.dispose();
         exported.release();
+        end += now() - b;
+        construct += b - a;
         if (backRows !== rows) throw new Error("ours: wrong row count");
       }
-      return now() - t;
+      const ns = now() - t;
+      return { ns, parts: { construct, end } };
     },
   });
   const contenders: Contender[] = [
@@ -490,9 +521,26 @@ export function ipcGroup(columns: number, rows: number, k: number, ctx: Context)
       },
     },
   ];
+  // The floors of the same round trip, in this group (so that they pay
+  // what the IPC contender leaves behind, as ours does): the C floor's
+  // export (one FFI call fills the structs) and the JS floor's views of
+  // the same shape's buffers, then the bulk release.
+  const { py, pool } = ctx;
+  const floorColumns = new Columns(columns, rows, true);
+  ctx.cleanups.push(() => floorColumns.free());
+  const views = jsFloor(floorColumns);
+  contenders.push({
+    name: "floors",
+    run(k) {
+      const t = now();
+      for (let i = 0; i < k; i++) floor.bf_fill(floorColumns.data, (pool.schemas + i * schemaSize) as Pointer, (pool.arrays + i * deviceArraySize) as Pointer);
+      views.run(k);
+      pool.releaseAll(k);
+      return now() - t;
+    },
+  });
   // The reference: Arrow C++ (pyarrow) doing the same round trip through
   // the C Device Data Interface, and its own IPC round trip of the batch.
-  const { py, pool } = ctx;
   if (py) {
     const probe = exportArray(batch);
     const key = keys++;

@@ -7,11 +7,18 @@ import { cpus, release as osRelease } from "node:os";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Built } from "./cases.ts";
-import type { Summary } from "./stats.ts";
+import { unsteadySpread, type Summary } from "./stats.ts";
 
 const root = resolve(import.meta.dir, "..", "..");
 
-export type Target = { group: string; measure: string; ours: string; peer: string; value: number; target: string; holds: boolean | null; note?: string };
+/** `spread`: the largest slowest / fastest sample ratio among the
+ * contenders the row compares (stats.ts spreadOf). */
+export type Target = { group: string; measure: string; ours: string; peer: string; value: number; target: string; holds: boolean | null; spread: number; note?: string };
+
+const verdictText = (t: Target, fails: string) => `${t.holds === null ? "n/a" : t.holds ? "HOLDS" : fails}${t.spread > unsteadySpread ? " (UNSTEADY)" : ""}`;
+
+/** How the spread column reads, and what a flag means. */
+export const spreadNote = `spread = slowest / fastest sample of the contenders a row compares (the largest of them); UNSTEADY: over ${unsteadySpread}x, so the verdict of this run is not to be trusted alone`;
 
 export function summaries(g: Built): Record<string, Summary> {
   return Object.fromEntries([...g.samples].map(([name, s]) => [name, s.summary()]));
@@ -57,17 +64,17 @@ export function metaLine(m: Meta): string {
 
 export function targetTable(targets: Target[]): string {
   return table(
-    ["target", "measure", "ours", "peer or floor", "value", "limit", "verdict"],
-    targets.map((t) => [t.group, t.measure, t.ours, t.peer, ratio(t.value), t.target, t.holds === null ? "n/a" : t.holds ? "HOLDS" : "FAILS"]),
+    ["target", "measure", "ours", "peer or floor", "value", "limit", "spread", "verdict"],
+    targets.map((t) => [t.group, t.measure, t.ours, t.peer, ratio(t.value), t.target, ratio(t.spread), verdictText(t, "FAILS")]),
   );
 }
 
 export function markdownTargets(targets: Target[]): string {
-  const lines = ["| target | measure | ours | peer or floor | value | limit | verdict |", "|---|---|---|---|---:|---|---|"];
+  const lines = ["| target | measure | ours | peer or floor | value | limit | spread | verdict |", "|---|---|---|---|---:|---|---:|---|"];
   for (const t of targets) {
-    lines.push(`| ${t.group} | ${t.measure} | ${t.ours} | ${t.peer} | ${ratio(t.value)} | ${t.target} | ${t.holds === null ? "n/a" : t.holds ? "HOLDS" : "**FAILS**"} |`);
+    lines.push(`| ${t.group} | ${t.measure} | ${t.ours} | ${t.peer} | ${ratio(t.value)} | ${t.target} | ${ratio(t.spread)} | ${verdictText(t, "**FAILS**")} |`);
   }
-  const notes = targets.filter((t) => t.note).map((t) => `- ${t.group}: ${t.note}`);
+  const notes = [`- ${spreadNote}`, ...targets.filter((t) => t.note).map((t) => `- ${t.group}: ${t.note}`)];
   return [...lines, "", ...notes].join("\n");
 }
 

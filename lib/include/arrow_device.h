@@ -235,6 +235,14 @@ abd_status abd_probe_struct(int kind, uintptr_t address, int mode);
  * 0x100: both lie in a live slot from abd_export_slot_new (read directly,
  * only their release checked). */
 abd_status abd_probe_pair(uintptr_t schema, int array_kind, uintptr_t array);
+/* The probe of the schema and array (array_kind 1) or device array (2)
+ * one import takes from a caller's addresses, to `depth`: 0 the roots, in
+ * one system call when they look live (validation "minimal", "default");
+ * 1 every node of both trees (validation "full"). NULL is skipped.
+ * Returns 0, or the status | 0x10000 when the array's side failed |
+ * 0x20000 when a node below the roots failed (a failure of the roots has
+ * neither flag: abd_probe_struct each root to learn which). */
+int abd_probe_import(uintptr_t schema, int array_kind, uintptr_t array, int depth);
 
 /* Call the struct's release if it is not released; NULL is a no-op. */
 void abd_schema_release(struct ArrowSchema* schema);

@@ -15,7 +15,7 @@ import { plan, sections } from "../../bench/run.ts";
 
 const root = resolve(testRoot, "..");
 
-type Target = { group: string; measure: string; value: number; holds: boolean | null };
+type Target = { group: string; measure: string; value: number; holds: boolean | null; spread: number };
 type Cycle = { small: { mean: number; cycles: number }; large: { mean: number; cycles: number } };
 type OwnProcess = Record<"ours" | "read", { small: number; large: number; figures: Record<string, Cycle> }>;
 type Result = { meta: { mode: string; pyarrow: string }; targets: Target[]; ownProcess: OwnProcess; groups: Record<string, { k: number; samples: Record<string, { median: number; mean: number; cycles: number }> }> };
@@ -51,7 +51,10 @@ function expectEveryRow(run: ReturnType<typeof runSmoke>): void {
     const line = printed.split("\n").find((l) => l.includes(t.measure));
     expect(line, t.measure).toBeDefined();
     expect(line!.trimStart().startsWith(t.group)).toBe(true);
-    expect(line).toMatch(t.holds === null ? / n\/a$/ : t.holds ? / HOLDS$/ : / FAILS$/);
+    // The verdict, flagged when the row's samples spread over 3x.
+    const flag = t.spread > 3 ? " \\(UNSTEADY\\)" : "";
+    expect(line).toMatch(new RegExp(`${t.holds === null ? " n/a" : t.holds ? " HOLDS" : " FAILS"}${flag}$`));
+    expect(line).toContain(` ${t.spread.toFixed(2)}x `);
   }
   expect(stdout).not.toContain("still alive after the run");
 }
@@ -78,7 +81,14 @@ describe("bench/compare.ts --smoke", () => {
     // Row 8's producer role runs the C floor producer beside ours (each of
     // its blocks checks the sum the consumer added up) and prints its ceiling.
     expect(Object.keys(run.result.groups["async producer 1000 rows"].samples).sort()).toEqual(["C floor d16", "C floor d4", "C floor sync", "async d16", "async d4", "sync"]);
+    // The consumer role runs a C floor consumer beside ours; the IPC
+    // groups their floors in their own rounds.
+    expect(Object.keys(run.result.groups["async consumer 1000 rows"].samples).sort()).toEqual(["C floor d16", "C floor d4", "async d16", "async d4", "sync"]);
+    for (const columns of [1, 100]) expect(Object.keys(run.result.groups[`ipc ${columns} columns x 1000 rows`].samples)).toContain("floors");
+    for (const t of run.result.targets) expect(t.spread, t.measure).toBeGreaterThanOrEqual(1);
     for (const depth of [4, 16]) {
+      const consumer = run.stdout.split("\n").find((l) => l.includes(`async / sync throughput, consumer, depth ${depth},`));
+      expect(consumer).toMatch(/C floor consumer \S+ \S+\/batch, ours \d+\.\d+x of it/);
       const line = run.stdout.split("\n").find((l) => l.includes(`async / sync throughput, producer, depth ${depth},`));
       expect(line).toMatch(/C floor producer \S+ \S+\/batch \(its sync .*\); ceiling \d+\.\d+x/);
     }

@@ -21,7 +21,10 @@ import { ImportedArray, type ImportOptions, type RawArray } from "../native/impo
 import { noteConverted, onDisposeEmpty } from "../native/batch_source.ts";
 import { disposalSite } from "../native/debug.ts";
 import { takeStructs, type StructRef } from "../native/c_structs.ts";
-import { branded, type StructName } from "../core/abi/pointers.ts";
+import { importTaken } from "../native/import_structs.ts";
+import { probeDepthOf } from "../core/abi/probe.ts";
+import { validationLevelArg } from "../core/abi/layout.ts";
+import { type StructName } from "../core/abi/pointers.ts";
 import { isArrayProducer, type ArrayProducer, type ArrowCapsule } from "../native/protocol/symbols.ts";
 import { DataBuilder } from "./data_builder.ts";
 import { BatchPlan } from "./batch_plan.ts";
@@ -174,17 +177,16 @@ function importWith<T>(
   } else {
     const options = given;
     let as = kind;
-    let validation: ImportOptions = {};
+    let level = 0;
     // The structs are taken (released) even when an argument is bad.
     const arrayKind = ((options as ImportConvertOptions | null)?.as ?? kind) === "array" ? "ArrowArray" : "ArrowDeviceArray";
     const [schemaAddress, arrayAddress] = takeStructs(fn, [["schemaPtr", schema, "ArrowSchema"], ["arrayPtr", array, arrayKind]], () => {
       convertOptions = convertOptionsArg(fn, options, ["validation", "as"]);
       as = oneOfArg(fn, "options.as", options.as ?? kind, ["array", "device_array"]);
-      validation = { validation: options.validation };
-    });
-    imported = as === "array"
-      ? ImportedArray.fromArray(branded(schemaAddress), branded(arrayAddress), validation)
-      : ImportedArray.fromDeviceArray(branded(schemaAddress), branded(arrayAddress), validation);
+      level = validationLevelArg(fn, { validation: options.validation });
+    }, probeDepthOf(options));
+    // Probed once, above.
+    imported = importTaken(as, schemaAddress, arrayAddress, level);
   }
   return convertAndEnd(imported, convert, convertOptions);
 }

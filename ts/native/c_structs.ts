@@ -30,7 +30,7 @@
 import type { Pointer } from "bun:ffi";
 import { ArrowArrayLayout, ArrowDeviceArrayLayout, ArrowSchemaLayout, deviceTypeName } from "../core/abi/layout.ts";
 import { arrayFields, asPointer, deviceArrayFields, readMetadata, schemaFields } from "../core/abi/structs.ts";
-import { probePairPasses, probeStruct } from "../core/abi/probe.ts";
+import { probeError, probeImportPair, probePairPasses, probeStruct, type ProbeDepth } from "../core/abi/probe.ts";
 import { branded, type StructName, type StructPointer } from "../core/abi/pointers.ts";
 import { isLiveExportPair } from "./exported.ts";
 import { addressArg, argumentError, integerArg, internalConstruction } from "../core/args.ts";
@@ -74,11 +74,14 @@ export function structAddress(fn: string, param: string, ref: unknown, kind: CSt
  * Such a call owns what it is given even when it fails: when any argument
  * is bad, the good structs are released here and the first error thrown.
  * NULL is allowed (0; the native side reports it, after moving the other
- * struct in).
+ * struct in). `depth`: how deep the address probe looks at a schema and
+ * array pair (docs/validation.md); single structs get the whole probe.
  */
-export function takeStructs(fn: string, refs: [param: string, ref: unknown, kind: CStructKind][], checkRest: () => void = () => {}): number[] {
+export function takeStructs(fn: string, refs: [param: string, ref: unknown, kind: CStructKind][], checkRest: () => void = () => {}, depth: ProbeDepth = "roots"): number[] {
   let error: unknown = null;
-  const addresses = pairPasses(fn, refs) ?? refs.map(([param, ref, kind]) => {
+  const pair = pairProbed(fn, refs, depth);
+  if (pair !== null && pair.error !== null) error = pair.error;
+  const addresses = pair?.addresses ?? refs.map(([param, ref, kind]) => {
     try {
       const address = structAddress(fn, param, ref, kind, true);
       // A refused struct is released by the probe when that is safe,
@@ -114,11 +117,12 @@ export function takeStructs(fn: string, refs: [param: string, ref: unknown, kind
   return addresses;
 }
 
-/** The addresses of the usual [schema, array] pair when both are good
- * addresses of structs that pass the probe, checked in one native call;
- * null otherwise (each is then checked on its own, which names what
- * failed). */
-function pairPasses(fn: string, refs: [param: string, ref: unknown, kind: CStructKind][]): number[] | null {
+/** The usual [schema, array] pair, probed to `depth` in one native call
+ * when both are good addresses: their addresses, with `error` set (and
+ * the failed side's address 0: not safe to release) when a node below a
+ * root failed. Null when they are not such a pair or a root failed: each
+ * is then checked on its own, which names what failed. */
+function pairProbed(fn: string, refs: [param: string, ref: unknown, kind: CStructKind][], depth: ProbeDepth): { addresses: number[]; error: Error | null } | null {
   if (refs.length !== 2) return null;
   const [[schemaParam, schemaRef, schemaKind], [arrayParam, arrayRef, arrayKind]] = refs;
   if (schemaKind !== "ArrowSchema" || arrayKind === "ArrowSchema") return null;
@@ -130,7 +134,13 @@ function pairPasses(fn: string, refs: [param: string, ref: unknown, kind: CStruc
   } catch {
     return null;
   }
-  return probePairPasses(schema, arrayKind, array, isLiveExportPair(schema, array, arrayKind)) ? [schema, array] : null;
+  // A live export slot of this library: read directly at every depth.
+  if (isLiveExportPair(schema, array, arrayKind)) return probePairPasses(schema, arrayKind, array, true) ? { addresses: [schema, array], error: null } : null;
+  const verdict = probeImportPair(schema, arrayKind, array, depth);
+  if (verdict.result === "ok") return { addresses: [schema, array], error: null };
+  if (verdict.result === "roots") return null;
+  const error = probeError(fn, verdict.side === 0 ? schemaParam : arrayParam, verdict.status);
+  return { addresses: verdict.side === 0 ? [0, array] : [schema, 0], error };
 }
 
 /** The checked address of a struct the caller views or fills in place

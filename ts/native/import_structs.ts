@@ -6,6 +6,7 @@
  */
 import { validationLevelArg, type ValidationLevelName } from "../core/abi/layout.ts";
 import { asPointer } from "../core/abi/structs.ts";
+import { probeDepthOf } from "../core/abi/probe.ts";
 import { check, native } from "../core/ffi/library.ts";
 import { takeStructs, type StructRef } from "./c_structs.ts";
 import { arrayAccess } from "./handle_access.ts";
@@ -37,10 +38,8 @@ export function importDeviceStructs(schema: StructRef<"ArrowSchema"> | number | 
   let level = 0;
   const [s, a] = takeStructs(fn, [["schema", schema, "ArrowSchema"], ["deviceArray", deviceArray, "ArrowDeviceArray"]], () => {
     level = validationLevelArg(fn, options);
-  });
-  const out = new BigUint64Array(1);
-  check(native.abd_import_device_array(asPointer(s), asPointer(a), level, out));
-  return arrayAccess.adopt(Number(out[0]), false, null);
+  }, probeDepthOf(options));
+  return importTaken("device_array", s, a, level);
 }
 
 /** Moves `schema` + `array` (a CPU array) in, as `importDeviceStructs`. */
@@ -49,8 +48,23 @@ export function importStructs(schema: StructRef<"ArrowSchema"> | number | null, 
   let level = 0;
   const [s, a] = takeStructs(fn, [["schema", schema, "ArrowSchema"], ["array", array, "ArrowArray"]], () => {
     level = validationLevelArg(fn, options);
-  });
-  const out = new BigUint64Array(1);
-  check(native.abd_import_array(asPointer(s), asPointer(a), level, out));
+  }, probeDepthOf(options));
+  return importTaken("array", s, a, level);
+}
+
+const out = new BigUint64Array(1);
+
+/**
+ * Moves in a schema and array that are already checked (`takeStructs`)
+ * or that a C producer filled in inside the library (a Python producer's
+ * capsule moved by the shim): no address probe, the producer's word
+ * (docs/validation.md). `level` is a checked validation level
+ * (validationLevelArg). The structs are left released, success or not.
+ */
+export function importTaken(kind: "array" | "device_array", schema: number, array: number, level: number): ImportedArray {
+  const status = kind === "array"
+    ? native.abd_import_array(asPointer(schema), asPointer(array), level, out)
+    : native.abd_import_device_array(asPointer(schema), asPointer(array), level, out);
+  check(status);
   return arrayAccess.adopt(Number(out[0]), false, null);
 }

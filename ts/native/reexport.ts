@@ -17,6 +17,7 @@ import { addressArg, argumentError, oneOfArg, optionsArg } from "../core/args.ts
 import { check, native } from "../core/ffi/library.ts";
 import { ExportedArray } from "./exported.ts";
 import { encodeRequest, selectionArg, type Selection, type Window } from "./selection.ts";
+import { probeDepthOf } from "../core/abi/probe.ts";
 import { takeStructs, type StructRef } from "./c_structs.ts";
 
 /** Options of `reexport` (and `ImportedArray.reexport`): what to hand on,
@@ -87,7 +88,7 @@ function relayInto<K extends "device_array" | "array">(fn: string, kind: K, sche
   let level = 0;
   const [schema, array] = takeStructs(fn, [["schema", schemaRef, "ArrowSchema"], [arrayParam, arrayRef, kind === "array" ? "ArrowArray" : "ArrowDeviceArray"]], () => {
     level = validationLevelArg(fn, options);
-  }).map(asPointer);
+  }, probeDepthOf(options)).map(asPointer);
   const exported = new ExportedArray(kind, `relayed ${kind === "array" ? "ArrowArray" : "ArrowDeviceArray"}`);
   const move = kind === "array" ? native.abd_relay_array : native.abd_relay_device_array;
   const status = move(schema as Pointer, array as Pointer, level, exported.schema, exported.array);

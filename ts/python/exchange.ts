@@ -26,6 +26,8 @@ import { CSchema } from "../native/c_structs.ts";
 import { ExportedArray } from "../native/exported.ts";
 import { ExportedStream } from "../native/exported_stream.ts";
 import { ImportedArray, type ImportOptions } from "../native/imported.ts";
+import { importTaken } from "../native/import_structs.ts";
+import { validationLevelArg } from "../core/abi/layout.ts";
 import { ImportedStream } from "../native/imported_stream.ts";
 import { deviceStreamAsArrayStream } from "../native/stream_adapters.ts";
 import { exportArray, exportSchema } from "../arrow/export.ts";
@@ -105,12 +107,16 @@ export function fromPython(object: PyObject, options: FromPythonOptions = {}): I
   if (options.prefer !== undefined && options.prefer !== "array" && options.prefer !== "stream") {
     throw new InvalidArgumentError(Status.invalid_argument, `prefer "${options.prefer}": expected "array" or "stream"`);
   }
+  // Checked before the producer is asked for anything: nothing to release yet.
+  const level = validationLevelArg("fromPython", importOptions);
   return withSlot((slot) => {
     const at = slot + ArrowSchemaLayout.size;
     const kind = take(object, wanted, slot);
+    // The shim moved the producer's structs into this slot: its word, not
+    // an address typed into JS, so they are not probed (docs/validation.md).
     switch (kind) {
-      case Kind.device_array: return ImportedArray.fromDeviceArray(branded(slot), branded(at), importOptions);
-      case Kind.array: return ImportedArray.fromArray(branded(slot), branded(at), importOptions);
+      case Kind.device_array: return importTaken("device_array", slot, at, level);
+      case Kind.array: return importTaken("array", slot, at, level);
       case Kind.device_stream: return ImportedStream.fromDeviceArrayStream(branded(at), importOptions);
       case Kind.stream: return ImportedStream.fromArrayStream(branded(at), importOptions);
       default:

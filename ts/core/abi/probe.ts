@@ -49,5 +49,44 @@ export function probePairPasses(schema: number, arrayKind: "ArrowArray" | "Arrow
   return native.abd_probe_pair(asPointer(schema), ProbeKind[arrayKind] | (ownExport ? ownExportFlag : 0), asPointer(array)) === 0;
 }
 
+/**
+ * How deep the probe of an import's schema and array looks
+ * (zig/validate/probe_policy.zig; docs/validation.md): "roots" proves the
+ * two structs' own bytes in one system call and judges them (validation
+ * "minimal" and "default"); "tree" probes every node of both trees
+ * (validation "full").
+ */
+export type ProbeDepth = "roots" | "tree";
+
+/** The probe depth an import's `options` ask for: "tree" at validation
+ * "full". Reads `options.validation` without judging it (the import's
+ * own argument checks do). */
+export function probeDepthOf(options: unknown): ProbeDepth {
+  return typeof options === "object" && options !== null && (options as { validation?: unknown }).validation === "full" ? "tree" : "roots";
+}
+
+/** What `probeImportPair` found: "ok", "roots" (a root failed: probe each
+ * with `probeStruct` to say which and why), or a node below a root failed
+ * (`side` 0 the schema, 1 the array; the thread's last error says where). */
+export type PairVerdict = { result: "ok" } | { result: "roots" } | { result: "deep"; side: 0 | 1; status: number };
+
+/** The probe of the schema and array (or device array) that one import
+ * takes from the caller's addresses, to `depth`, in one native call. A 0
+ * address is skipped. */
+export function probeImportPair(schema: number, arrayKind: "ArrowArray" | "ArrowDeviceArray", array: number, depth: ProbeDepth): PairVerdict {
+  const word = native.abd_probe_import(asPointer(schema), ProbeKind[arrayKind], asPointer(array), depth === "tree" ? 1 : 0);
+  if (word === 0) return okVerdict;
+  if ((word & 0x20000) === 0) return rootsVerdict;
+  return { result: "deep", side: (word & 0x10000) !== 0 ? 1 : 0, status: word & 0xffff };
+}
+
+const okVerdict: PairVerdict = { result: "ok" };
+const rootsVerdict: PairVerdict = { result: "roots" };
+
+/** The typed error of a failed native probe, for `fn`'s `param`. */
+export function probeError(fn: string, param: string, status: number): Error {
+  return errorFor(status, `${fn}: ${param}: ${lastError()}`);
+}
+
 /** abd_probe_pair's flag: the pair is a live export slot of this library. */
 const ownExportFlag = 0x100;

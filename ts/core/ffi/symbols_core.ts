@@ -17,6 +17,7 @@ export const coreSymbols = {
   abd_free: { args: [ptr], returns: none },
   abd_probe_struct: { args: [i32, ptr, i32], returns: i32 },
   abd_probe_pair: { args: [ptr, i32, ptr], returns: i32 },
+  abd_probe_import: { args: [ptr, i32, ptr, i32], returns: i32 },
 
   abd_schema_release: { args: [ptr], returns: none },
   abd_array_release: { args: [ptr], returns: none },
