@@ -68,8 +68,10 @@ test("the heap measurement does catch a leak as small as 32 bytes per cycle", ()
   expect(r.heapGrowth).toBeGreaterThan(heapSlackBytes);
 });
 
-test("a one-off growth of the heap (300 KiB held from a quarter of the way) does not fail the bound", () => {
-  const r = stress(0, 300 * 1024);
-  expect(r.heapHalves[0]).toBeGreaterThan(300 * 1024); // the whole-run growth would exceed the bound
+test("a one-off growth of the heap (512 KiB held from a quarter of the way) does not fail the bound", () => {
+  const r = stress(0, 512 * 1024);
+  // The whole-run growth is far above a whole-run bound of twice the slack
+  // (the allocator may reuse some freed memory for the held block).
+  expect(r.heapHalves[0]).toBeGreaterThan(2 * heapSlackBytes);
   expect(r.heapGrowth).toBeLessThan(heapSlackBytes);
 });

@@ -80,22 +80,22 @@ pub const max_words = 9;
 pub fn callWords(function: *const anyopaque, words: []const usize) abi.StatusCode {
     const w = words;
     return switch (w.len) {
-        1 => @as(*const fn (usize) callconv(.c) u8, @ptrCast(function))(w[0]),
-        2 => @as(*const fn (usize, usize) callconv(.c) u8, @ptrCast(function))(w[0], w[1]),
-        3 => @as(*const fn (usize, usize, usize) callconv(.c) u8, @ptrCast(function))(w[0], w[1], w[2]),
-        4 => @as(*const fn (usize, usize, usize, usize) callconv(.c) u8, @ptrCast(function))(w[0], w[1], w[2], w[3]),
-        5 => @as(*const fn (usize, usize, usize, usize, usize) callconv(.c) u8, @ptrCast(function))(w[0], w[1], w[2], w[3], w[4]),
-        6 => @as(*const fn (usize, usize, usize, usize, usize, usize) callconv(.c) u8, @ptrCast(function))(w[0], w[1], w[2], w[3], w[4], w[5]),
-        7 => @as(*const fn (usize, usize, usize, usize, usize, usize, usize) callconv(.c) u8, @ptrCast(function))(w[0], w[1], w[2], w[3], w[4], w[5], w[6]),
-        8 => @as(*const fn (usize, usize, usize, usize, usize, usize, usize, usize) callconv(.c) u8, @ptrCast(function))(w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]),
-        9 => @as(*const fn (usize, usize, usize, usize, usize, usize, usize, usize, usize) callconv(.c) u8, @ptrCast(function))(w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[8]),
+        1 => @as(*const fn (usize) callconv(.c) u8, @ptrCast(@alignCast(function)))(w[0]),
+        2 => @as(*const fn (usize, usize) callconv(.c) u8, @ptrCast(@alignCast(function)))(w[0], w[1]),
+        3 => @as(*const fn (usize, usize, usize) callconv(.c) u8, @ptrCast(@alignCast(function)))(w[0], w[1], w[2]),
+        4 => @as(*const fn (usize, usize, usize, usize) callconv(.c) u8, @ptrCast(@alignCast(function)))(w[0], w[1], w[2], w[3]),
+        5 => @as(*const fn (usize, usize, usize, usize, usize) callconv(.c) u8, @ptrCast(@alignCast(function)))(w[0], w[1], w[2], w[3], w[4]),
+        6 => @as(*const fn (usize, usize, usize, usize, usize, usize) callconv(.c) u8, @ptrCast(@alignCast(function)))(w[0], w[1], w[2], w[3], w[4], w[5]),
+        7 => @as(*const fn (usize, usize, usize, usize, usize, usize, usize) callconv(.c) u8, @ptrCast(@alignCast(function)))(w[0], w[1], w[2], w[3], w[4], w[5], w[6]),
+        8 => @as(*const fn (usize, usize, usize, usize, usize, usize, usize, usize) callconv(.c) u8, @ptrCast(@alignCast(function)))(w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]),
+        9 => @as(*const fn (usize, usize, usize, usize, usize, usize, usize, usize, usize) callconv(.c) u8, @ptrCast(@alignCast(function)))(w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[8]),
         else => unreachable,
     };
 }
 
 /// `function(a0, a1, value, a3)`: the Set*OptionDouble shape.
 pub fn callDouble(function: *const anyopaque, a0: usize, a1: usize, value: f64, a3: usize) abi.StatusCode {
-    return @as(*const fn (usize, usize, f64, usize) callconv(.c) u8, @ptrCast(function))(a0, a1, value, a3);
+    return @as(*const fn (usize, usize, f64, usize) callconv(.c) u8, @ptrCast(@alignCast(function)))(a0, a1, value, a3);
 }
 
 /// One call running on a thread of its own. Owned by the thread until it
