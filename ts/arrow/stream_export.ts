@@ -55,6 +55,8 @@ import { lastError, native } from "../core/ffi/library.ts";
 import { ExportedStream } from "../native/exported_stream.ts";
 import { drainReleased, forgetUnused, retainForNative } from "../native/keepalive.ts";
 import { ExportedArray } from "../native/exported.ts";
+import { CSchema } from "../native/c_structs.ts";
+import { describeExportedStream } from "../native/inspect_handles.ts";
 import { deviceRuntime } from "../device/runtime.ts";
 import { checkTarget, targetDeviceType, type DeviceTarget } from "../device/transfer.ts";
 import { arrowArg } from "./arrow_args.ts";
@@ -116,7 +118,22 @@ function create(opened: Opened, options: StreamExportOptions): ExportedStream {
     handle.release();
     throw error;
   }
+  if (plan !== null) describeBuiltSchema(handle, deviceTypeName(record.deviceType), plan);
   return handle;
+}
+
+/** Lets `handle` print its device and schema: the schema is built from
+ * the stream's plan into a struct of its own, released after printing. */
+function describeBuiltSchema(handle: ExportedStream, device: string, plan: Uint8Array): void {
+  describeExportedStream(handle, {
+    device,
+    withSchema(read) {
+      using schema = CSchema.allocate();
+      const status = native.abd_schema_build(plan, plan.length, schema.address);
+      if (status !== 0) throw errorFor(status, lastError());
+      return read(schema);
+    },
+  });
 }
 
 const streamOptionKeys = ["as", "async", "schema", "device", "deviceType", "copyAhead"] as const;

@@ -116,10 +116,30 @@ export function showExportedArray(exported: ExportedArray): string {
   });
 }
 
+/** What the code that made an exported stream knows about it, for
+ * printing: the device its arrays are on, and how to build its schema for
+ * the moment of printing (a fresh struct, released right after: the
+ * stream's own may have moved out to its consumer). */
+export type StreamDescription = {
+  device: string;
+  withSchema<T>(read: (schema: CSchema) => T): T;
+};
+
+const streamDescriptions = new WeakMap<ExportedStream, StreamDescription>();
+
+/** Lets `exported` print its device and schema (set once, by its maker). */
+export function describeExportedStream(exported: ExportedStream, description: StreamDescription): void {
+  streamDescriptions.set(exported, description);
+}
+
 export function showExportedStream(exported: ExportedStream): string {
   const head = `ExportedStream<${exported.kind}>`;
   if (exported.released) return `${head} (released)`;
-  return `${head} ${exported.streamReleased ? "(moved out to its consumer)" : "(not yet taken by a consumer)"}`;
+  const state = exported.streamReleased ? "(moved out to its consumer)" : "(not yet taken by a consumer)";
+  const description = streamDescriptions.get(exported);
+  if (description === undefined) return `${head} ${state}`;
+  return readOr(() => description.withSchema((schema) =>
+    renderTree(`${head} ${description.device} ${state}, schema${named(schema.name)} ${formatText(schema.format)}`, schemaChildren(schema))));
 }
 
 export function showImportedStream(stream: ImportedStream): string {
