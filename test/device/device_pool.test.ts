@@ -11,7 +11,7 @@ import { fake, fakeLeaks, isFake, stagingPool } from "../helpers/device.ts";
 import { peer } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { ImportedArray } from "../../ts/raw.ts";
-import { toDevice, type DeviceKind } from "../../ts/device.ts";
+import { deviceRuntime, toDevice, type DeviceKind } from "../../ts/device.ts";
 import { counters, nonZeroCounters } from "../helpers/leaks.ts";
 
 if (!isFake) throw new Error("test/device/device_pool.test.ts needs the fake drivers");
@@ -238,3 +238,38 @@ describe("cuda (fake driver): the idle limit", () => {
     handle.release();
   }, 20_000);
 });
+
+for (const kind of kinds) {
+  describe(`${kind} (fake driver): DeviceRuntime.memoryPool()`, () => {
+    test("reports the blocks held, their high-water mark and live ranges; a trim frees only idle blocks", () => {
+      const runtime = deviceRuntime(kind);
+      runtime.memoryPool({ trim: true });
+      const before = runtime.memoryPool();
+      expect(before.deviceBlocks).toBe(0);
+      expect(before.blockBytes).toBe(stagingPool(kind).poolBlockBytes);
+      const handle = toDevice(makeVector(values(7)), { device: kind });
+      fake(kind).drain();
+      const held = runtime.memoryPool();
+      expect(held.deviceBlocks).toBe(1);
+      expect(held.liveDeviceRanges).toBe(1);
+      expect(held.deviceHighWater).toBeGreaterThanOrEqual(1);
+      runtime.memoryPool({ trim: true }); // frees idle pinned blocks, not the device block of a live range
+      expect(runtime.memoryPool().deviceBlocks).toBe(1);
+      handle.release();
+      expect(runtime.memoryPool().liveDeviceRanges).toBe(0);
+      expect(runtime.memoryPool({ trim: true }).freedBlocks).toBeGreaterThanOrEqual(1);
+      const after = runtime.memoryPool();
+      expect(after.deviceBlocks).toBe(0);
+      expect(after.deviceHighWater).toBeGreaterThanOrEqual(1); // the mark stays
+    });
+
+    test("bad options are typed errors before any native call", () => {
+      const runtime = deviceRuntime(kind);
+      for (const bad of [null, 1, "yes", [], new Uint8Array(1)]) {
+        expect(() => runtime.memoryPool(bad as never)).toThrow(expect.objectContaining({ code: "invalid_argument" }));
+      }
+      expect(() => runtime.memoryPool({ trim: 1 as never })).toThrow(/options\.trim/);
+      expect(() => runtime.memoryPool({ nope: true } as never)).toThrow(expect.objectContaining({ code: "invalid_argument" }));
+    });
+  });
+}

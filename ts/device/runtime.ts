@@ -32,8 +32,9 @@ import { asPointer } from "../core/abi/structs.ts";
 import { DeviceUnavailableError, InvalidArgumentError, ReleasedError, Status, UnknownDeviceError } from "../core/errors.ts";
 import { deviceLibraryEnvVars, loadDeviceRuntime } from "../core/ffi/device_loader.ts";
 import { check, lastError, native } from "../core/ffi/library.ts";
+import { readMemoryPool, type MemoryPoolStats } from "./pool_stats.ts";
 import { reportLeak, track, untrack } from "../native/debug.ts";
-import { addressArg, argumentError, integerArg, internalConstruction, oneOfArg, optionsArg, stringArg } from "../core/args.ts";
+import { addressArg, argumentError, booleanArg, integerArg, internalConstruction, oneOfArg, optionsArg, stringArg } from "../core/args.ts";
 
 /** Only this module constructs the runtime and its handles. */
 const deviceToken = Symbol("DeviceRuntime");
@@ -210,6 +211,14 @@ export class DeviceRuntime {
     const name = new Uint8Array(256);
     check(native.abd_device_get_info(this.deviceType, id, name, name.length, words));
     return { kind: this.kind, id, name: readCString(name), totalMemoryBytes: words[0] };
+  }
+
+  /** What this runtime's memory pools hold (blocks, high-water marks,
+   * live ranges); `{ trim: true }` first frees every idle block. */
+  memoryPool(options: { trim?: boolean } = {}): MemoryPoolStats {
+    optionsArg("DeviceRuntime.memoryPool", "options", options, ["trim"]);
+    booleanArg("DeviceRuntime.memoryPool", "options.trim", options.trim, true);
+    return readMemoryPool(this.deviceType, options.trim === true);
   }
 
   /** Every device of this runtime, by ordinal. */
