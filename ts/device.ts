@@ -17,7 +17,7 @@ export {
   DeviceRuntime, DeviceMemory, DeviceStream, DeviceEvent, HostRegistration,
   type DeviceKind, type DeviceAvailability, type DeviceInfo, type PointerInfo, type CopyOperand, type CopyOptions, type AllocateOptions,
 } from "./device/runtime.ts";
-export { type MemoryPoolStats } from "./device/pool_stats.ts";
+export { type MemoryPoolStats, type MemoryPoolOptions } from "./device/pool_stats.ts";
 export { copyArrayToDevice, targetDeviceType, type DeviceTarget } from "./device/transfer.ts";
 export { wrapDeviceMemory, exportRawArray, type RawArrayNode, type RawBuffer, type RawExportOptions, type WrapOptions } from "./device/wrap.ts";
 export { toDevice, toHost, type ToDeviceOptions } from "./arrow/device.ts";

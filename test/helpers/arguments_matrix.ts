@@ -299,7 +299,7 @@ export const table: Record<string, Entry> = {
   }, {}, {}),
   ...methods("AsyncRecordBatchStream", () => new (m.AsyncRecordBatchStream as new () => unknown)(), { batches: [], ready: [], arrays: [], cancel: [] }, {}, {}, ["batches", "ready", "arrays"]),
   ...methods("AsyncStreamConsumer", () => new (m.AsyncStreamConsumer as new () => unknown)(), { ready: [], arrays: [], cancel: [] }, {}, {}, ["ready", "arrays"]),
-  ...skipMethods("DeviceRuntime", ["device", "devices", "allocate", "createStream", "createEvent", "synchronizeEvent", "pointerInfo", "copy", "registerHost"]),
+  ...skipMethods("DeviceRuntime", ["device", "devices", "allocate", "createStream", "createEvent", "synchronizeEvent", "pointerInfo", "copy", "registerHost", "memoryPool"]),
   ...skipMethods("HostRegistration", ["unregister"]),
   ...skipMethods("DeviceMemory", ["hostView", "free"]),
   ...skipMethods("DeviceStream", ["synchronize", "waitEvent", "destroy"]),

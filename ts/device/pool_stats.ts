@@ -9,6 +9,12 @@
  */
 import { check, native } from "../core/ffi/library.ts";
 
+/** Options of `DeviceRuntime.memoryPool`. */
+export type MemoryPoolOptions = {
+  /** Free every idle block (pool and staging) before reading. */
+  trim?: boolean;
+};
+
 /** The pools of one runtime: `DeviceRuntime.memoryPool()`. */
 export type MemoryPoolStats = {
   /** Device-memory blocks held now, and the most ever held at once. */

@@ -32,7 +32,7 @@ import { asPointer } from "../core/abi/structs.ts";
 import { DeviceUnavailableError, InvalidArgumentError, ReleasedError, Status, UnknownDeviceError } from "../core/errors.ts";
 import { deviceLibraryEnvVars, loadDeviceRuntime } from "../core/ffi/device_loader.ts";
 import { check, lastError, native } from "../core/ffi/library.ts";
-import { readMemoryPool, type MemoryPoolStats } from "./pool_stats.ts";
+import { readMemoryPool, type MemoryPoolOptions, type MemoryPoolStats } from "./pool_stats.ts";
 import { reportLeak, track, untrack } from "../native/debug.ts";
 import { addressArg, argumentError, booleanArg, integerArg, internalConstruction, oneOfArg, optionsArg, stringArg } from "../core/args.ts";
 
@@ -215,7 +215,7 @@ export class DeviceRuntime {
 
   /** What this runtime's memory pools hold (blocks, high-water marks,
    * live ranges); `{ trim: true }` first frees every idle block. */
-  memoryPool(options: { trim?: boolean } = {}): MemoryPoolStats {
+  memoryPool(options: MemoryPoolOptions = {}): MemoryPoolStats {
     optionsArg("DeviceRuntime.memoryPool", "options", options, ["trim"]);
     booleanArg("DeviceRuntime.memoryPool", "options.trim", options.trim, true);
     return readMemoryPool(this.deviceType, options.trim === true);
