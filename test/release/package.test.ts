@@ -335,6 +335,19 @@ describe("the shipped examples run from node_modules/bun-arrow-device/examples",
   }, 120_000);
 });
 
+/** Puts this checkout's DuckDB npm package (its package.json, and its
+ * library linked) into `app`'s node_modules, as `bun add` would. */
+function installDuckdbInto(app: string): { remove(): void } {
+  const name = `node-bindings-${process.platform}-${process.arch}`;
+  const source = join(root, "node_modules", "@duckdb", name);
+  if (!existsSync(join(source, "libduckdb.so"))) throw new Error(`no ${source}/libduckdb.so: bash scripts/setup.sh installs it`);
+  const installed = join(app, "node_modules", "@duckdb", name);
+  mkdirSync(installed, { recursive: true });
+  writeFileSync(join(installed, "package.json"), readFileSync(join(source, "package.json")));
+  symlinkSync(join(source, "libduckdb.so"), join(installed, "libduckdb.so"));
+  return { remove: () => rmSync(installed, { recursive: true, force: true }) };
+}
+
 describe("the README, as written, in the installed app", () => {
   const readme = readFileSync(join(root, "README.md"), "utf8");
 
@@ -399,11 +412,18 @@ describe("the README, as written, in the installed app", () => {
       const runs: Record<string, string | undefined>[] = [env];
       // A device block runs without a driver and under the fake CUDA driver.
       if (block.code.includes('"bun-arrow-device/device"') && existsSync(fakeCuda)) runs.push({ ...env, ARROW_DEVICE_CUDA_LIBRARY: fakeCuda });
-      for (const e of runs) {
-        const result = run([bun, file], app, e);
-        if (result.exitCode !== 0) console.error(result.output);
-        expect(result.exitCode).toBe(0);
-        for (const text of expected) expect(result.output).toContain(text);
+      // The database recipe needs DuckDB's npm package in the app, as its
+      // text says: this checkout's copy, where bun add would put it.
+      const duckdb = block.code.includes("@duckdb/node-bindings") ? installDuckdbInto(app) : null;
+      try {
+        for (const e of runs) {
+          const result = run([bun, file], app, e);
+          if (result.exitCode !== 0) console.error(result.output);
+          expect(result.exitCode).toBe(0);
+          for (const text of expected) expect(result.output).toContain(text);
+        }
+      } finally {
+        duckdb?.remove();
       }
     }, 120_000);
   });
