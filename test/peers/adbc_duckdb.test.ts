@@ -13,28 +13,16 @@ import { tableFromArrays } from "apache-arrow";
 import { importRecordBatch } from "../../ts/index.ts";
 import { AdbcError, Database } from "../../ts/adbc.ts";
 import { native } from "../../ts/core/ffi/library.ts";
-import { counters, nonZeroCounters } from "../helpers/leaks.ts";
-import { collectUntil } from "../helpers/gc.ts";
+import { counters } from "../helpers/leaks.ts";
+import { adbcFailure, expectAdbcSettled } from "../helpers/adbc.ts";
 
 const platform = `${process.platform}-${process.arch}`;
 const libduckdb = resolve(import.meta.dir, "../../node_modules/@duckdb", `node-bindings-${platform}`, "libduckdb.so");
 const open = () => new Database({ driver: libduckdb, entrypoint: "duckdb_adbc_init" });
 
-afterEach(async () => {
-  const settled = await collectUntil(() => Object.keys(nonZeroCounters()).length === 0, 200);
-  expect(settled ? {} : nonZeroCounters()).toEqual({});
-});
+afterEach(expectAdbcSettled);
 
-/** Runs `body` and returns the error it threw, with the AdbcErrors released meanwhile. */
-function failure(body: () => unknown): { error: unknown; released: number } {
-  const before = native.abd_adbc_errors_released();
-  try {
-    body();
-  } catch (error) {
-    return { error, released: native.abd_adbc_errors_released() - before };
-  }
-  throw new Error("expected a failure");
-}
+const failure = adbcFailure;
 
 describe("DuckDB through ADBC", () => {
   test("a query returns a Table whose buffers the import holds (the driver's memory, not a copy)", () => {

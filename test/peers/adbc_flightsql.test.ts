@@ -8,10 +8,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { tableFromArrays } from "apache-arrow";
 import { AdbcError, Database } from "../../ts/adbc.ts";
-import { nonZeroCounters } from "../helpers/leaks.ts";
-import { adbcDriver } from "../helpers/adbc.ts";
-import { collectUntil } from "../helpers/gc.ts";
 import { startFlightSql, type FlightSqlServer } from "../helpers/flightsql.ts";
+import { adbcDriver, expectAdbcSettled } from "../helpers/adbc.ts";
 
 let server: FlightSqlServer;
 beforeAll(async () => {
@@ -19,10 +17,7 @@ beforeAll(async () => {
 });
 afterAll(() => server?.stop());
 
-afterEach(async () => {
-  const settled = await collectUntil(() => Object.keys(nonZeroCounters()).length === 0, 200);
-  expect(settled ? {} : nonZeroCounters()).toEqual({});
-});
+afterEach(expectAdbcSettled);
 
 const open = () => new Database({ driver: adbcDriver("flightsql"), options: { uri: server.uri } });
 /** The example server's intTable, as its source creates it. */

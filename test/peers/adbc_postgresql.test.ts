@@ -12,10 +12,8 @@ import { AdbcError, Database } from "../../ts/adbc.ts";
 import { native } from "../../ts/core/ffi/library.ts";
 import { StreamError } from "../../ts/index.ts";
 import { Errno } from "../../ts/raw.ts";
-import { nonZeroCounters } from "../helpers/leaks.ts";
-import { adbcDriver } from "../helpers/adbc.ts";
-import { collectUntil } from "../helpers/gc.ts";
 import { startPostgres, type PostgresServer } from "../helpers/postgres.ts";
+import { adbcDriver, expectAdbcSettled } from "../helpers/adbc.ts";
 
 let server: PostgresServer;
 beforeAll(async () => {
@@ -23,10 +21,7 @@ beforeAll(async () => {
 });
 afterAll(() => server?.stop());
 
-afterEach(async () => {
-  const settled = await collectUntil(() => Object.keys(nonZeroCounters()).length === 0, 200);
-  expect(settled ? {} : nonZeroCounters()).toEqual({});
-});
+afterEach(expectAdbcSettled);
 
 const open = () => new Database({ driver: adbcDriver("postgresql"), options: { uri: server.uri } });
 

@@ -8,27 +8,13 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { tableFromArrays } from "apache-arrow";
 import { AdbcError, Database } from "../../ts/adbc.ts";
-import { native } from "../../ts/core/ffi/library.ts";
-import { nonZeroCounters } from "../helpers/leaks.ts";
-import { adbcDriver } from "../helpers/adbc.ts";
-import { collectUntil } from "../helpers/gc.ts";
+import { adbcDriver, adbcFailure, expectAdbcSettled } from "../helpers/adbc.ts";
 
 const open = () => new Database({ driver: adbcDriver("sqlite"), options: { uri: ":memory:" } });
 
-afterEach(async () => {
-  const settled = await collectUntil(() => Object.keys(nonZeroCounters()).length === 0, 200);
-  expect(settled ? {} : nonZeroCounters()).toEqual({});
-});
+afterEach(expectAdbcSettled);
 
-function failure(body: () => unknown): { error: unknown; released: number } {
-  const before = native.abd_adbc_errors_released();
-  try {
-    body();
-  } catch (error) {
-    return { error, released: native.abd_adbc_errors_released() - before };
-  }
-  throw new Error("expected a failure");
-}
+const failure = adbcFailure;
 
 describe("SQLite through ADBC", () => {
   test("the driver loads at ADBC 1.1.0 and reads each SQLite type", () => {
