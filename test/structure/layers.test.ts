@@ -2,13 +2,19 @@
  * ts/ is a stack of layers (CONTRIBUTING.md "Layers"): a module imports
  * only from its own layer or the layers below it, apache-arrow is imported
  * by the arrow layer alone, and the entry files at ts/ root only re-export.
- * This walks every import of every module in ts/, static and dynamic,
- * types included.
+ * No modules import each other, directly or through others, inside a
+ * layer or across layers: what two sides share moves into a module below
+ * both. This sees every form of import (test/helpers/ts_imports.ts):
+ * static, type-only, `import("x")`, `require("x")` and
+ * `import.meta.require("x")`; it refuses an import of a computed name
+ * (no reader can tell what it loads) and an import of the package itself
+ * ("bun-arrow-device", "bun-arrow-device/...") from inside ts/.
  */
 import { describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, normalize, relative } from "node:path";
 import { testRoot } from "../helpers/paths.ts";
+import { importsOf, type FoundImport } from "../helpers/ts_imports.ts";
 
 const tsRoot = join(testRoot, "..", "ts");
 
@@ -22,8 +28,14 @@ const arrowFree = ["raw.ts", "diagnostics.ts"];
 /** Entry files that only re-export (package.json "exports"); ts/cli.ts
  * (the command's entry) and ts/node.ts (Node's refusal) run code. */
 const reexportOnly = ["index.ts", "raw.ts", "device.ts", "diagnostics.ts", "python.ts", "adbc.ts"];
+/** Packages a module may import besides its own relative paths: Bun's and
+ * Node's built-ins, apache-arrow (the arrow layer), and the per-platform
+ * packages of the native library. */
+const packagePrefixes = ["bun:", "node:", "apache-arrow", "@bun-arrow-device/"];
+/** This package's own name: ts/ imports its modules by relative path. */
+const selfName = "bun-arrow-device";
 
-type Module = { path: string; source: string };
+export type Module = { path: string; source: string };
 
 function modulesUnder(dir: string): Module[] {
   const found: Module[] = [];
@@ -32,14 +44,6 @@ function modulesUnder(dir: string): Module[] {
     if (statSync(full).isDirectory()) found.push(...modulesUnder(full));
     else if (name.endsWith(".ts")) found.push({ path: relative(tsRoot, full), source: readFileSync(full, "utf8") });
   }
-  return found;
-}
-
-/** Every module specifier `source` imports or re-exports, comments left out. */
-function specifiers(source: string): string[] {
-  const code = source.replace(/\/\*[\s\S]*?\*\//g, "").replace(/^\s*\/\/.*$/gm, "");
-  const found: string[] = [];
-  for (const match of code.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|^\s*import\s+)(["'])([^"']+)\1/gm)) found.push(match[2]);
   return found;
 }
 
@@ -53,23 +57,120 @@ function rank(layer: string): number {
   return layer === "entry" ? layers.length : layers.indexOf(layer as (typeof layers)[number]);
 }
 
+/** The module a relative `specifier` of `from` names, among `paths`
+ * (with or without its .ts); null when none. */
+function resolve(from: string, specifier: string, paths: Set<string>): string | null {
+  const target = normalize(join(dirname(from), specifier));
+  for (const candidate of [target, `${target}.ts`, join(target, "index.ts")]) if (paths.has(candidate)) return candidate;
+  return null;
+}
+
+function describeImport(found: FoundImport): string {
+  const kind = found.form === "static" ? (found.typeOnly ? "a type-only import" : "an import") : found.form === "dynamic" ? "import()" : "require()";
+  return found.specifier === null ? `${kind} of a computed name` : `${kind} of ${found.specifier}`;
+}
+
+/** Module -> the modules it imports in a way that stays at run time
+ * (everything but `import type` / `export type`), for the cycle rule. */
+function runtimeGraph(modules: Module[]): Map<string, string[]> {
+  const paths = new Set(modules.map((m) => m.path));
+  const graph = new Map<string, string[]>();
+  for (const { path, source } of modules) {
+    const targets = new Set<string>();
+    for (const found of importsOf(source)) {
+      if (found.typeOnly || found.specifier === null || !found.specifier.startsWith(".")) continue;
+      const target = resolve(path, found.specifier, paths);
+      if (target !== null) targets.add(target);
+    }
+    graph.set(path, [...targets].sort());
+  }
+  return graph;
+}
+
+/** One line per cycle of `graph` ("a -> b -> a"): per group of modules
+ * that reach each other, the shortest loop through its first module. */
+export function cycles(graph: Map<string, string[]>): string[] {
+  const order = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const groups: string[][] = [];
+  const visit = (node: string) => {
+    order.set(node, order.size);
+    low.set(node, order.get(node)!);
+    stack.push(node);
+    onStack.add(node);
+    for (const next of graph.get(node) ?? []) {
+      if (!order.has(next)) {
+        visit(next);
+        low.set(node, Math.min(low.get(node)!, low.get(next)!));
+      } else if (onStack.has(next)) {
+        low.set(node, Math.min(low.get(node)!, order.get(next)!));
+      }
+    }
+    if (low.get(node) !== order.get(node)) return;
+    const group: string[] = [];
+    let member: string;
+    do {
+      member = stack.pop()!;
+      onStack.delete(member);
+      group.push(member);
+    } while (member !== node);
+    if (group.length > 1 || (graph.get(node) ?? []).includes(node)) groups.push(group.sort());
+  };
+  for (const node of [...graph.keys()].sort()) if (!order.has(node)) visit(node);
+  return groups.sort((a, b) => a[0]!.localeCompare(b[0]!)).map((group) => {
+    // Breadth-first from the group's first module back to itself.
+    const members = new Set(group);
+    const start = group[0]!;
+    const cameFrom = new Map<string, string>();
+    const queue = [start];
+    let last: string | null = null;
+    while (queue.length > 0 && last === null) {
+      const node = queue.shift()!;
+      for (const next of graph.get(node) ?? []) {
+        if (!members.has(next)) continue;
+        if (next === start) { last = node; break; }
+        if (!cameFrom.has(next)) { cameFrom.set(next, node); queue.push(next); }
+      }
+    }
+    const loop = [start];
+    for (let node = last!; node !== start; node = cameFrom.get(node)!) loop.splice(1, 0, node);
+    const others = group.length > loop.length ? ` (${group.length} modules reach each other: ${group.join(", ")})` : "";
+    return `cycle: ${[...loop, start].join(" -> ")}${others}`;
+  });
+}
+
 /** Every broken rule among `modules`, one line each. */
 export function layerProblems(modules: Module[]): string[] {
   const problems: string[] = [];
+  const paths = new Set(modules.map((m) => m.path));
   for (const { path, source } of modules) {
     const from = layerOf(path);
     if (rank(from) < 0) problems.push(`${path}: folder ${from} is not a layer (${layers.join(", ")})`);
-    for (const specifier of specifiers(source)) {
-      if (specifier === "apache-arrow" || specifier.startsWith("apache-arrow/")) {
-        if (from !== arrowLayer) problems.push(`${path}: imports apache-arrow outside ts/${arrowLayer}/`);
+    for (const found of importsOf(source)) {
+      const where = `${path}:${found.line}`;
+      const specifier = found.specifier;
+      if (specifier === null) { problems.push(`${where}: ${describeImport(found)}; name the module literally`); continue; }
+      if (specifier === selfName || specifier.startsWith(`${selfName}/`)) {
+        problems.push(`${where}: ${describeImport(found)}, the package itself; import the module by its relative path`);
         continue;
       }
-      if (!specifier.startsWith(".")) continue;
-      const target = normalize(join(dirname(path), specifier));
-      if (target.startsWith("..")) { problems.push(`${path}: imports ${specifier}, outside ts/`); continue; }
+      if (specifier === "apache-arrow" || specifier.startsWith("apache-arrow/")) {
+        if (from !== arrowLayer) problems.push(`${where}: ${describeImport(found)} outside ts/${arrowLayer}/`);
+        continue;
+      }
+      if (!specifier.startsWith(".")) {
+        if (!packagePrefixes.some((prefix) => specifier.startsWith(prefix))) problems.push(`${where}: ${describeImport(found)}, a package this project does not use (${packagePrefixes.join(", ")})`);
+        continue;
+      }
+      const named = normalize(join(dirname(path), specifier));
+      if (named.startsWith("..")) { problems.push(`${where}: ${describeImport(found)}, outside ts/`); continue; }
+      const target = resolve(path, specifier, paths);
+      if (target === null) { problems.push(`${where}: ${describeImport(found)}, which is no module under ts/`); continue; }
       const to = layerOf(target);
-      if (from === "entry" && to === "entry") problems.push(`${path}: entry imports entry ${target}`);
-      else if (rank(to) > rank(from)) problems.push(`${path}: ${from} imports ${target} from the higher layer ${to}`);
+      if (from === "entry" && to === "entry") problems.push(`${where}: entry imports entry ${target}`);
+      else if (rank(to) > rank(from)) problems.push(`${where}: ${from} imports ${target} from the higher layer ${to}`);
     }
     if (from === "entry" && reexportOnly.includes(path)) {
       const code = source.replace(/\/\*[\s\S]*?\*\//g, "").replace(/^\s*\/\/.*$/gm, "");
@@ -80,12 +181,16 @@ export function layerProblems(modules: Module[]): string[] {
       }
     }
   }
+  problems.push(...cycles(runtimeGraph(modules)));
   return problems;
 }
 
-/** The modules `entry` loads, itself included, following relative imports. */
+/** The modules `entry` loads, itself included, following relative imports
+ * of every form (type-only ones too: the arrow-free rule is stricter than
+ * what runs). */
 function loadedBy(entry: string, modules: Module[]): Set<string> {
   const byPath = new Map(modules.map((m) => [m.path, m]));
+  const paths = new Set(byPath.keys());
   const seen = new Set<string>();
   const pending = [entry];
   while (pending.length > 0) {
@@ -93,8 +198,8 @@ function loadedBy(entry: string, modules: Module[]): Set<string> {
     const module = byPath.get(path);
     if (seen.has(path) || module === undefined) continue;
     seen.add(path);
-    for (const specifier of specifiers(module.source)) {
-      if (specifier.startsWith(".")) pending.push(normalize(join(dirname(path), specifier)));
+    for (const found of importsOf(module.source)) {
+      if (found.specifier?.startsWith(".")) pending.push(resolve(path, found.specifier, paths) ?? "");
     }
   }
   return seen;
