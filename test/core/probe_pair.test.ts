@@ -11,7 +11,7 @@ import { exportArray, importRecordBatch } from "../../ts/index.ts";
 import { InvalidArgumentError, ReleasedError } from "../../ts/core/errors.ts";
 import { ImportedArray } from "../../ts/raw.ts";
 import { CDeviceArray, CSchema } from "../../ts/raw.ts";
-import { isLiveExportPair } from "../../ts/native/exported.ts";
+import { isLiveExportPair } from "../../ts/native/live_export.ts";
 import { nonZeroCounters } from "../helpers/leaks.ts";
 import { collectUntil } from "../helpers/gc.ts";
 

@@ -13,6 +13,7 @@ import { RecordBatch } from "apache-arrow";
 import { AsyncStreamConsumer, consumerOptionsArg, type AsyncArray, type AsyncConsumerOptions } from "../native/async_consumer.ts";
 import { type ImportedArray } from "../native/imported.ts";
 import { noteConverted } from "../native/batch_source.ts";
+import { releaseConverted } from "./import.ts";
 import { recordBatchOf } from "./import.ts";
 import { convertOptionsArg, type ConvertOptions } from "./types.ts";
 
@@ -68,7 +69,7 @@ export class AsyncRecordBatchStream extends AsyncStreamConsumer implements Async
       try {
         const batch = recordBatchOf(item.array, convert);
         if (toGC) item.array.releaseToGC(); // the batch's views keep the memory
-        else noteConverted(item.array, batch); // its dispose() empties the batch
+        else noteConverted(item.array, batch, releaseConverted); // its dispose() empties the batch
         return { batch, array: item.array, metadata: item.metadata, index: item.index };
       } catch (error) {
         item.array.dispose();

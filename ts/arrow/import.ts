@@ -18,7 +18,7 @@ import {
 import { argumentError, oneOfArg } from "../core/args.ts";
 import { InvalidArgumentError, ReleasedError, Status } from "../core/errors.ts";
 import { ImportedArray, type ImportOptions, type RawArray } from "../native/imported.ts";
-import { noteConverted, onDisposeEmpty } from "../native/batch_source.ts";
+import { noteConverted } from "../native/batch_source.ts";
 import { disposalSite } from "../native/debug.ts";
 import { takeStructs, type StructRef } from "../native/c_structs.ts";
 import { importTaken } from "../native/import_structs.ts";
@@ -39,7 +39,7 @@ type AnyRef = StructRef<StructName>;
  * its own offset). Zero-copy; arrow/data_builder.ts states how offsets map. */
 export function toData(raw: RawArray, options: ConvertOptions = {}): Data {
   const data = rawDataOf(raw, convertArgs("toData", "raw", raw, "RawArray", options));
-  noteConverted(raw.imported, data);
+  noteConverted(raw.imported, data, releaseConverted);
   return data;
 }
 
@@ -59,15 +59,15 @@ function releaseData(data: Data, site: Error): void {
   for (const child of data.children) releaseData(child, site);
 }
 
-/** Releases an object converted from a handle (ImportedArray.dispose). */
-function releaseConverted(converted: object, site: Error): void {
+/** Releases an object converted from a handle (ImportedArray.dispose
+ * runs it on each object `noteConverted` recorded with it). */
+export function releaseConverted(converted: object, site: Error): void {
   if (converted instanceof Data) return releaseData(converted, site);
   if (converted instanceof RecordBatch) return releaseData(converted.data, site);
   if (converted instanceof Vector || converted instanceof Table) {
     for (const data of converted.data) releaseData(data, site);
   }
 }
-onDisposeEmpty(releaseConverted);
 
 function rawDataOf(raw: RawArray, options: ConvertOptions): Data {
   const type = typedConversion(raw, () => dataTypeOf(raw, options));
@@ -78,7 +78,7 @@ function rawDataOf(raw: RawArray, options: ConvertOptions): Data {
 /** The imported array (its root) as an apache-arrow Vector. */
 export function toVector(imported: ImportedArray, options: ConvertOptions = {}): Vector {
   const vector = vectorOf(imported, convertArgs("toVector", "imported", imported, "ImportedArray", options));
-  noteConverted(imported, vector);
+  noteConverted(imported, vector, releaseConverted);
   return vector;
 }
 
@@ -93,7 +93,7 @@ function vectorOf(imported: ImportedArray, options: ConvertOptions): Vector {
  */
 export function toRecordBatch(imported: ImportedArray, options: ConvertOptions = {}): RecordBatch {
   const batch = recordBatchOf(imported, convertArgs("toRecordBatch", "imported", imported, "ImportedArray", options));
-  noteConverted(imported, batch);
+  noteConverted(imported, batch, releaseConverted);
   return batch;
 }
 
@@ -130,7 +130,7 @@ export function toTable(importedList: Iterable<ImportedArray>, options: ConvertO
   const table = tableOf(list, checked);
   // Each handle's dispose empties its own batch (the Table's cached
   // offsets are not reset then: its numRows, a sum over the batches, is).
-  table.batches.forEach((batch, i) => noteConverted(list[i], batch));
+  table.batches.forEach((batch, i) => noteConverted(list[i], batch, releaseConverted));
   return table;
 }
 

@@ -7,26 +7,21 @@
  * through the access the classes grant (handle_access.ts), so that the
  * public classes carry no internal members. No entry point re-exports it.
  */
-import { bufferStride, nodeStride, ownerInfoWords, OwnerInfoWord } from "../core/abi/layout.ts";
-import { OutOfRangeError, Status } from "../core/errors.ts";
+import { nodeStride, ownerInfoWords, OwnerInfoWord } from "../core/abi/layout.ts";
 import { argumentError } from "../core/args.ts";
-import { type DeferredViews } from "./deferred_views.ts";
-import { arrayAccess, streamAccess } from "./handle_access.ts";
-import { type PulledBatch } from "./import_snapshot.ts";
-import { type ImportedArray } from "./imported_array.ts";
-import { type ImportedStream } from "./imported_stream.ts";
+import type { DeferredViews } from "./deferred_views.ts";
+import { arrayAccess, streamAccess, type EmptyConverted } from "./handle_access.ts";
+import type { PulledBatch } from "./import_snapshot.ts";
+import type { ImportedArray } from "./imported_array.ts";
+import type { ImportedStream } from "./imported_stream.ts";
 import { ownerSchemaKey, ownerSchemaMatches, type NodeSchema } from "./node_schemas.ts";
 
 export { DeferredViews, pulledViews } from "./deferred_views.ts";
-export { adoptImportSnapshot, onDisposeEmpty } from "./handle_access.ts";
+export { adoptImportSnapshot } from "./import_structs.ts";
+export { bufferWordOf, nodeSchemaOf, nodeWordOf } from "./handle_reads.ts";
+export { type EmptyConverted } from "./handle_access.ts";
 export { pulledBatch, releasePulled, type PulledBatch } from "./import_snapshot.ts";
 export { type NodeSchema } from "./node_schemas.ts";
-
-/** Checks `fn`'s `param`, an index below `count` (of `what`). */
-function checkIndex(fn: string, param: string, index: unknown, count: number, what: string): void {
-  if (typeof index !== "number" || !Number.isInteger(index)) throw argumentError(fn, param, "an integer index", index);
-  if (index < 0 || index >= count) throw new OutOfRangeError(Status.out_of_range, `${fn}: ${param} ${index} is out of the ${count} ${what}`);
-}
 
 /** The handle's copy of the owner's tables, for readers that walk many
  * nodes: node n's word w is at `words[nodesAt + n * nodeStride + w]`,
@@ -44,28 +39,8 @@ export function handleViews(imported: ImportedArray): readonly (ArrayBuffer | un
   return arrayAccess.views(imported);
 }
 
-/** Word `word` of node `node` of the handle's node table. */
-export function nodeWordOf(imported: ImportedArray, node: number, word: number): number {
-  const words = arrayAccess.words(imported);
-  checkIndex("nodeWordOf", "node", node, words[OwnerInfoWord.node_count], "nodes");
-  checkIndex("nodeWordOf", "word", word, nodeStride, "words");
-  return words[ownerInfoWords + node * nodeStride + word];
-}
 
-/** Word `word` of buffer `buffer` of the handle's buffer table. */
-export function bufferWordOf(imported: ImportedArray, buffer: number, word: number): number {
-  const words = arrayAccess.words(imported);
-  checkIndex("bufferWordOf", "buffer", buffer, words[OwnerInfoWord.buffer_count], "buffers");
-  checkIndex("bufferWordOf", "word", word, bufferStride, "words");
-  return words[ownerInfoWords + words[OwnerInfoWord.node_count] * nodeStride + buffer * bufferStride + word];
-}
 
-/** Node `node`'s schema fields (decoded for all nodes on first use). */
-export function nodeSchemaOf(imported: ImportedArray, node: number): NodeSchema {
-  const schemas = arrayAccess.schemas(imported);
-  checkIndex("nodeSchemaOf", "node", node, schemas.length, "nodes");
-  return schemas[node];
-}
 
 /** The handle's schema key (node_schemas.ts `ownerSchemaKey`): a view of
  * a scratch buffer, valid until the next call; null for a schema with a
@@ -84,13 +59,14 @@ export function schemaMatchesKey(imported: ImportedArray, key: Int32Array): "sam
 
 /**
  * Records `converted` (an apache-arrow object made from `imported`'s
- * memory by `importRecordBatch`, `importVector`, `importData`, `importTable`...), so that
- * `imported.dispose()` makes its reads of the released memory throw
- * ReleasedError (saying where), not read detached buffers as empty. Held weakly; `releaseToGC()` forgets them (their memory is then
- * the GC's, never detached).
+ * memory by `importRecordBatch`, `importVector`, `importData`,
+ * `importTable`...) with `empty`, which `imported.dispose()` runs on it so
+ * that its reads of the released memory throw ReleasedError (saying
+ * where), not read detached buffers as empty. Held weakly; `releaseToGC()`
+ * forgets them (their memory is then the GC's, never detached).
  */
-export function noteConverted(imported: ImportedArray, converted: object): void {
-  arrayAccess.note(imported, converted);
+export function noteConverted(imported: ImportedArray, converted: object, empty: EmptyConverted): void {
+  arrayAccess.note(imported, converted, empty);
 }
 
 /**

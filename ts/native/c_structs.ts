@@ -32,7 +32,7 @@ import { ArrowArrayLayout, ArrowDeviceArrayLayout, ArrowSchemaLayout, deviceType
 import { arrayFields, asPointer, deviceArrayFields, readMetadata, schemaFields } from "../core/abi/structs.ts";
 import { probeError, probeImportPair, probePairPasses, probeStruct, type ProbeDepth } from "../core/abi/probe.ts";
 import { branded, type StructName, type StructPointer } from "../core/abi/pointers.ts";
-import { isLiveExportPair } from "./exported.ts";
+import { isLiveExportPair } from "./live_export.ts";
 import { addressArg, argumentError, integerArg, internalConstruction } from "../core/args.ts";
 
 /** Only this module constructs the struct classes. */
@@ -41,7 +41,7 @@ import { InvalidArgumentError, OutOfMemoryError, OutOfRangeError, ReleasedError,
 import { check, native } from "../core/ffi/library.ts";
 import { reportLeak, track, untrack } from "./debug.ts";
 import { inspectCustom } from "./inspect.ts";
-import { showCStruct } from "./inspect_handles.ts";
+import { showCStruct } from "./inspect_structs.ts";
 
 /** A C `struct K` named by its typed address (`structPointer`), or by an
  * object with one (the classes below, for the kinds they cover). */

@@ -24,12 +24,14 @@ import { branded, type StructPointer } from "../core/abi/pointers.ts";
 import { read, type Pointer } from "bun:ffi";
 import { ArrowArrayLayout, ArrowDeviceArrayLayout, ArrowSchemaLayout } from "../core/abi/layout.ts";
 import { OutOfMemoryError, ReleasedError, Status } from "../core/errors.ts";
-import { native } from "../core/ffi/library.ts";
+import { check, native } from "../core/ffi/library.ts";
 import { DeferredGuard, endHandle } from "./native_slot.ts";
 import { debugEnabled, track } from "./debug.ts";
 import { drainReleased, forgetReleased } from "./keepalive.ts";
-import { exportedCapsule } from "./protocol/handle_methods.ts";
-import { ArrowCArray, ArrowCDeviceArray, ArrowCSchema, type ArrowCapsule, type ProtocolOptions } from "./protocol/symbols.ts";
+import { exportArrayOffset, forgetLiveExport, noteLiveExport } from "./live_export.ts";
+import { grantBrand } from "./handle_access.ts";
+import { LibraryCapsule } from "./protocol/capsule.ts";
+import { ArrowCArray, ArrowCDeviceArray, ArrowCSchema, checkOptions, type ArrowCapsule, type ProtocolOptions } from "./protocol/symbols.ts";
 import { oneOfArg, stringArg } from "../core/args.ts";
 import { inspectCustom } from "./inspect.ts";
 import { showExportedArray } from "./inspect_handles.ts";
@@ -39,7 +41,7 @@ import { showExportedArray } from "./inspect_handles.ts";
 export type ExportedKind = "schema" | "array" | "device_array";
 
 const schemaOffset = 0;
-const arrayOffset = ArrowSchemaLayout.size; // 72: 8-byte aligned
+const arrayOffset = exportArrayOffset;
 const slotBytes = ArrowSchemaLayout.size + ArrowDeviceArrayLayout.size;
 
 /** What a slot the constructor allocated owns, released (moved-out
@@ -95,24 +97,6 @@ const freeAllocated: Record<ExportedKind, (address: number) => void> = {
   device_array: (address) => freeAllocatedSlot(address, "device_array"),
 };
 
-/** The slot of the last handle `adoptExportSlot` made, while that handle
- * is live (0 otherwise), and its kind: its trees were built natively by
- * this library, so an import of exactly its schema and array reads them
- * without the address probe (`isLiveExportPair`). Cleared by release()
- * and when the handle joins the safety net (which may free the slot
- * without release()), so a slot named here is never freed. One slot:
- * the usual pattern is an export imported at once, and the export's fixed
- * cost stays two assignments. */
-let lastSlot = 0;
-let lastSlotKind: ExportedKind = "schema";
-
-/** True when `schema` and `array` are the schema and the `arrayKind`
- * struct of the live export slot that was adopted last (see `lastSlot`). */
-export function isLiveExportPair(schema: number, array: number, arrayKind: "ArrowArray" | "ArrowDeviceArray"): boolean {
-  return schema === lastSlot && schema !== 0 && array === schema + arrayOffset &&
-    lastSlotKind === (arrayKind === "ArrowArray" ? "array" : "device_array");
-}
-
 /** Set only while `adoptExportSlot` constructs a handle (the constructor
  * takes them at once). */
 let adopting = 0;
@@ -131,11 +115,11 @@ export function adoptExportSlot<K extends ExportedKind>(kind: K, address: number
 export class ExportedArray<K extends ExportedKind = ExportedKind> implements Disposable {
 
   /** Protocol (docs/protocol.md): an "arrow_schema" capsule (kind "schema"); undefined for other kinds. */
-  get [ArrowCSchema](): ((options?: ProtocolOptions) => ArrowCapsule) | undefined { return this.kind === "schema" ? (options) => exportedCapsule(this, "__arrow_c_schema__", options) : undefined; }
+  get [ArrowCSchema](): ((options?: ProtocolOptions) => ArrowCapsule) | undefined { return this.kind === "schema" ? (options) => movedCapsule(this, "__arrow_c_schema__", options) : undefined; }
   /** Protocol (docs/protocol.md): an "arrow_array" capsule (kind "array"); undefined for other kinds. */
-  get [ArrowCArray](): ((options?: ProtocolOptions) => ArrowCapsule) | undefined { return this.kind === "array" ? (options) => exportedCapsule(this, "__arrow_c_array__", options) : undefined; }
+  get [ArrowCArray](): ((options?: ProtocolOptions) => ArrowCapsule) | undefined { return this.kind === "array" ? (options) => movedCapsule(this, "__arrow_c_array__", options) : undefined; }
   /** Protocol (docs/protocol.md): an "arrow_device_array" capsule (kind "device_array"); undefined for other kinds. */
-  get [ArrowCDeviceArray](): ((options?: ProtocolOptions) => ArrowCapsule) | undefined { return this.kind === "device_array" ? (options) => exportedCapsule(this, "__arrow_c_device_array__", options) : undefined; }
+  get [ArrowCDeviceArray](): ((options?: ProtocolOptions) => ArrowCapsule) | undefined { return this.kind === "device_array" ? (options) => movedCapsule(this, "__arrow_c_device_array__", options) : undefined; }
 
   // The handle keeps its slot itself (no NativeSlot: one object per
   // export), and joins NativeSlot's safety net (a DeferredGuard).
@@ -149,12 +133,16 @@ export class ExportedArray<K extends ExportedKind = ExportedKind> implements Dis
   /** Whether the handle joined the safety net. */
   #registered = false;
 
+  static {
+    grantBrand("ExportedArray", (value) => #address in (value as object));
+  }
+
   static #guard = new DeferredGuard((handle) => {
     const self = handle as ExportedArray;
     if (self.#address === 0) return null;
     // Freed by the safety net from now on, perhaps without release():
     // no longer known live.
-    if (self.#address === lastSlot) lastSlot = 0;
+    forgetLiveExport(self.#address);
     self.#registered = true;
     const free = self.#code === -1 ? freeAllocated[self.kind] : freeAdopted[self.kind];
     // adopted: `free` frees the slot too (NativeSlot does not).
@@ -166,8 +154,7 @@ export class ExportedArray<K extends ExportedKind = ExportedKind> implements Dis
     const adopted = adopting;
     if (adopted !== 0) {
       adopting = 0;
-      lastSlot = adopted;
-      lastSlotKind = kind;
+      noteLiveExport(adopted, kind);
       this.#address = adopted;
       this.#code = adoptingCode;
       this.#label = undefined;
@@ -230,7 +217,7 @@ export class ExportedArray<K extends ExportedKind = ExportedKind> implements Dis
    * released; then what no consumer moved is released with the slot. */
   #end(address: number): void {
     this.#address = 0;
-    if (address === lastSlot) lastSlot = 0;
+    forgetLiveExport(address);
     endHandle(this, this.#registered, this.#token);
     if (this.#code === -1) freeAllocatedSlot(address, this.kind);
     else freeExportSlot(address, this.#code);
@@ -246,3 +233,23 @@ export class ExportedArray<K extends ExportedKind = ExportedKind> implements Dis
 
 /** An exported schema alone. */
 export type ExportedSchema = ExportedArray & { readonly kind: "schema" };
+
+/** The protocol methods of an ExportedArray: its structs moved into a
+ * capsule. requestedSchema is ignored: the structs are already built. */
+function movedCapsule(handle: ExportedArray, method: string, options: unknown): ArrowCapsule {
+  checkOptions(options, method === "__arrow_c_schema__" ? [] : ["requestedSchema"], method);
+  return new LibraryCapsule(moveExportedArray(handle));
+}
+
+/** Moves the structs of an ExportedArray into a new handle (the spec's
+ * move: the source is left released) for a capsule. */
+export function moveExportedArray(source: ExportedArray): ExportedArray {
+  if (source.schemaReleased || (source.kind !== "schema" && source.arrayReleased)) {
+    throw new ReleasedError(Status.released, "this exported handle's structs were already moved out or released");
+  }
+  const target = new ExportedArray(source.kind, `protocol ${source.kind}`);
+  check(native.abd_schema_move(source.schema, target.schema));
+  if (source.kind === "array") check(native.abd_array_move(source.array, target.array));
+  if (source.kind === "device_array") check(native.abd_device_array_move(source.array, target.array));
+  return target;
+}

@@ -13,12 +13,14 @@
  * for a dropped handle: a safety net, never the intended path.
  */
 import { branded, type StructPointer } from "../core/abi/pointers.ts";
-import { read, type Pointer } from "bun:ffi";
+import { read, toArrayBuffer, type Pointer } from "bun:ffi";
 import { ArrowArrayStreamLayout, ArrowDeviceArrayStreamLayout } from "../core/abi/layout.ts";
 import { native } from "../core/ffi/library.ts";
+import { ReleasedError, Status } from "../core/errors.ts";
 import { NativeSlot } from "./native_slot.ts";
-import { exportedCapsule } from "./protocol/handle_methods.ts";
-import { ArrowCDeviceStream, ArrowCStream, type ArrowCapsule, type ProtocolOptions } from "./protocol/symbols.ts";
+import { grantBrand } from "./handle_access.ts";
+import { LibraryCapsule } from "./protocol/capsule.ts";
+import { ArrowCDeviceStream, ArrowCStream, checkOptions, type ArrowCapsule, type ProtocolOptions } from "./protocol/symbols.ts";
 import { oneOfArg, stringArg } from "../core/args.ts";
 import { inspectCustom } from "./inspect.ts";
 import { showExportedStream } from "./inspect_handles.ts";
@@ -48,10 +50,14 @@ function releaseDeviceStreamAt(address: number): void {
 export class ExportedStream<K extends StreamKind = StreamKind> implements Disposable {
 
   /** Protocol (docs/protocol.md): an "arrow_array_stream" capsule (kind "stream"); undefined for the other kind. */
-  get [ArrowCStream](): ((options?: ProtocolOptions) => ArrowCapsule) | undefined { return this.kind === "stream" ? (options) => exportedCapsule(this, "__arrow_c_stream__", options) : undefined; }
+  get [ArrowCStream](): ((options?: ProtocolOptions) => ArrowCapsule) | undefined { return this.kind === "stream" ? (options) => movedCapsule(this, "__arrow_c_stream__", options) : undefined; }
   /** Protocol (docs/protocol.md): an "arrow_device_array_stream" capsule (kind "device_stream"); undefined for the other kind. */
-  get [ArrowCDeviceStream](): ((options?: ProtocolOptions) => ArrowCapsule) | undefined { return this.kind === "device_stream" ? (options) => exportedCapsule(this, "__arrow_c_device_stream__", options) : undefined; }
+  get [ArrowCDeviceStream](): ((options?: ProtocolOptions) => ArrowCapsule) | undefined { return this.kind === "device_stream" ? (options) => movedCapsule(this, "__arrow_c_device_stream__", options) : undefined; }
   #slot: NativeSlot;
+
+  static {
+    grantBrand("ExportedStream", (value) => #slot in (value as object));
+  }
 
   /** Allocates an empty (released) slot; the producer fills it. */
   constructor(readonly kind: K, label = `exported ${kind === "stream" ? "ArrowArrayStream" : "ArrowDeviceArrayStream"}`) {
@@ -90,4 +96,22 @@ export class ExportedStream<K extends StreamKind = StreamKind> implements Dispos
   [Symbol.dispose](): void {
     this.release();
   }
+}
+
+/** The protocol methods of an ExportedStream: its stream moved into a
+ * capsule. requestedSchema is ignored: the stream is already built. */
+function movedCapsule(handle: ExportedStream, method: string, options: unknown): ArrowCapsule {
+  checkOptions(options, ["requestedSchema"], method);
+  return new LibraryCapsule(moveExportedStream(handle));
+}
+
+/** Moves the stream of an ExportedStream into a new handle. */
+export function moveExportedStream(source: ExportedStream): ExportedStream {
+  if (source.streamReleased) throw new ReleasedError(Status.released, "this exported stream was already moved out or released");
+  const target = new ExportedStream(source.kind, `protocol ${source.kind}`);
+  const layout = source.kind === "stream" ? ArrowArrayStreamLayout : ArrowDeviceArrayStreamLayout;
+  const from = new Uint8Array(toArrayBuffer(source.stream, 0, layout.size));
+  new Uint8Array(toArrayBuffer(target.stream, 0, layout.size)).set(from);
+  new DataView(from.buffer).setBigUint64(layout.fields.release, 0n, true);
+  return target;
 }

@@ -1,21 +1,29 @@
 /**
  * The private reach into the handle classes of this layer. ImportedArray
  * and ImportedStream grant it once, from their static blocks (only code in
- * a class body can touch its private fields and constructor); the readers
- * of this layer use it: batch_source.ts (the converters' one interface)
- * and raw_array.ts. No entry point re-exports this module, and the public
- * classes carry no internal members.
+ * a class body can touch its private fields and constructor), and every
+ * handle class its brand check (`isHandle`); the readers of this layer use
+ * it: batch_source.ts (the converters' one interface), handle_reads.ts,
+ * import_structs.ts and the capsule. No entry point re-exports this
+ * module, and the public classes carry no internal members.
  *
- * A leaf module (types only from the class modules), so that it is
- * evaluated before either class grants its access.
+ * A leaf module (types only from the class modules): each class module
+ * imports it, so it is evaluated before any class grants. What it hands
+ * out needs no order beyond that: the readers take a handle, which exists
+ * only once its class granted; a brand check before its class is loaded
+ * answers false, as no such handle exists yet; and the one reader that
+ * takes no handle (`adopt`) is called from modules that import the class.
  */
-import { addressArg, argumentError, booleanArg } from "../core/args.ts";
 import { InternalError, Status } from "../core/errors.ts";
 import type { DeferredViews } from "./deferred_views.ts";
 import type { PulledBatch } from "./import_snapshot.ts";
 import type { ImportedArray } from "./imported_array.ts";
 import type { ImportedStream } from "./imported_stream.ts";
 import type { NodeSchema } from "./node_schemas.ts";
+
+/** Makes one converted object refuse reads of the released memory,
+ * saying where `site` (an Error made by dispose()) was made. */
+export type EmptyConverted = (converted: object, site: Error) => void;
 
 /** What ImportedArray grants. The readers throw ReleasedError for a
  * disposed handle, as its public members do. */
@@ -28,8 +36,9 @@ export type ArrayAccess = {
   views(imported: ImportedArray): readonly (ArrayBuffer | undefined)[];
   /** Every node's schema fields (decoded on first use). */
   schemas(imported: ImportedArray): NodeSchema[];
-  /** Records an object converted from the handle (`noteConverted`). */
-  note(imported: ImportedArray, converted: object): void;
+  /** Records an object converted from the handle and how `dispose()`
+   * empties it (`noteConverted`). */
+  note(imported: ImportedArray, converted: object, empty: EmptyConverted): void;
   /** The handle's deferred views (`deferHandleViews`). */
   defer(imported: ImportedArray): DeferredViews | null;
 };
@@ -61,37 +70,20 @@ export function grantStreamAccess(access: StreamAccess): void {
   streamAccess = access;
 }
 
-/** Set by the arrow layer (`onDisposeEmpty`): makes one converted object
- * refuse reads of the released memory, saying where `site` (an Error made
- * by dispose()) was made (this layer knows no apache-arrow type). */
-export let emptyConverted: ((converted: object, site: Error) => void) | null = null;
+/** The handle classes whose instances `isHandle` recognizes. */
+export type HandleClass = "ImportedArray" | "ExportedArray" | "ExportedStream";
 
-/** Sets how the arrow layer releases an object converted from a handle
- * when the handle is disposed. */
-export function onDisposeEmpty(empty: (converted: object, site: Error) => void): void {
-  emptyConverted = empty;
+const brands: Partial<Record<HandleClass, (value: unknown) => boolean>> = {};
+
+/** Called once per class, by its static block: `is` is its brand check
+ * (a private-field test: true for its instances only). */
+export function grantBrand(name: HandleClass, is: (value: unknown) => boolean): void {
+  if (brands[name] !== undefined) throw new InternalError(Status.internal, `${name}'s brand was granted twice`);
+  brands[name] = is;
 }
 
-/**
- * Adopts one reference to a native owner (a batch pulled from an imported
- * stream or an async consumer); the handle then holds the owner. A
- * `transient` handle holds it natively, without an anchor view: its
- * creator must end it with `dispose()` or `releaseToGC()` (in a finally),
- * as nothing else gives that reference back.
- *
- * A module function, not a member of the public class, because a wrong
- * address would be dereferenced natively. The package's entry points do
- * not export it.
- */
-export function adoptImportOwner(owner: number, transient = false): ImportedArray {
-  booleanArg("adoptImportOwner", "transient", transient);
-  return arrayAccess.adopt(addressArg("adoptImportOwner", "owner", owner), transient, null);
-}
-
-/** `adoptImportOwner(owner, true)` for a batch whose snapshot was taken by
- * the pull itself (abd_stream_import_next_snapshot: the import's reference
- * kept as a plain one). The handle keeps `words`. */
-export function adoptImportSnapshot(owner: number, words: Float64Array): ImportedArray {
-  if (!(words instanceof Float64Array)) throw argumentError("adoptImportSnapshot", "words", "a Float64Array", words);
-  return arrayAccess.adopt(addressArg("adoptImportSnapshot", "owner", owner), true, words);
+/** Whether `value` is an instance of the class `name` (false for
+ * anything else, and for every value while that class is not loaded). */
+export function isHandle(name: HandleClass, value: unknown): boolean {
+  return typeof value === "object" && value !== null && (brands[name]?.(value) ?? false);
 }

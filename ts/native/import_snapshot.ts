@@ -11,7 +11,7 @@ import { BufferWord, bufferStride } from "../core/abi/layout.ts";
 import { asPointer } from "../core/abi/structs.ts";
 import { addressArg } from "../core/args.ts";
 import { native } from "../core/ffi/library.ts";
-import { type ImportedArray } from "./imported_array.ts";
+import type { ImportedArray } from "./imported_array.ts";
 
 /** How `abd_owner_snapshot` pays for a handle's reference (zig/c_api.zig):
  * a new one for its anchor view, the caller's for its anchor view, or the

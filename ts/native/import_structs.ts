@@ -1,70 +1,45 @@
 /**
- * The imports of one array (`ImportedArray.fromArray`, `fromDeviceArray`):
- * the producer's structs are moved into a native owner and validated
- * (zig/c_api.zig abd_import_array, abd_import_device_array), and the new
- * handle adopts the owner's import reference.
+ * Handles over native owners for the code outside ImportedArray's class
+ * body: an import of structs that a C producer filled in inside the
+ * library (`importTaken`: arrow/import.ts, the Python bridge), and the
+ * adoption of an owner that a stream pull or an async consumer made
+ * (`adoptImportOwner`, `adoptImportSnapshot`). The class grants the
+ * private constructor these use (handle_access.ts); importing it here
+ * makes sure it has.
  */
-import { validationLevelArg, type ValidationLevelName } from "../core/abi/layout.ts";
-import { asPointer } from "../core/abi/structs.ts";
-import { probeDepthOf } from "../core/abi/probe.ts";
-import { check, native } from "../core/ffi/library.ts";
-import { takeStructs, type StructRef } from "./c_structs.ts";
+import { addressArg, argumentError, booleanArg } from "../core/args.ts";
 import { arrayAccess } from "./handle_access.ts";
-import { type ImportedArray } from "./imported_array.ts";
-import { withArrayCapsule } from "./protocol/consume.ts";
-import { type ArrayProducer, type ArrowCapsule } from "./protocol/symbols.ts";
+import { ImportedArray } from "./imported_array.ts";
+import { ownerOfTaken } from "./import_owner.ts";
 
-/** Options of the imports (`ImportedArray.fromDeviceArray`, ...). */
-export type ImportOptions = {
-  /** Validation level (nanoarrow's levels); "default" never reads out of
-   * bounds. */
-  validation?: ValidationLevelName;
-};
+export { type ImportOptions } from "./import_owner.ts";
 
-/** Takes the array of any protocol producer or array capsule
- * (docs/protocol.md), preferring its device method. */
-export function importFromProducer(fn: string, source: ArrayProducer | ArrowCapsule, options: ImportOptions = {}): ImportedArray {
-  // Checked before the producer is asked for anything: nothing to release yet.
-  validationLevelArg(fn, options);
-  return withArrayCapsule(source, ({ schema, array, device }) => device
-    ? importDeviceStructs(schema, array, options)
-    : importStructs(schema, array, options));
+/** `ownerOfTaken` (import_owner.ts: checked structs, or structs a C
+ * producer filled in inside the library) as a handle. */
+export function importTaken(kind: "array" | "device_array", schema: number, array: number, level: number): ImportedArray {
+  return arrayAccess.adopt(ownerOfTaken(kind, schema, array, level), false, null);
 }
-
-/** Moves `schema` + `deviceArray` in; the caller's structs are left
- * released, whether or not this succeeds. */
-export function importDeviceStructs(schema: StructRef<"ArrowSchema"> | number | null, deviceArray: StructRef<"ArrowDeviceArray"> | number | null, options: ImportOptions): ImportedArray {
-  const fn = "ImportedArray.fromDeviceArray";
-  let level = 0;
-  const [s, a] = takeStructs(fn, [["schema", schema, "ArrowSchema"], ["deviceArray", deviceArray, "ArrowDeviceArray"]], () => {
-    level = validationLevelArg(fn, options);
-  }, probeDepthOf(options));
-  return importTaken("device_array", s, a, level);
-}
-
-/** Moves `schema` + `array` (a CPU array) in, as `importDeviceStructs`. */
-export function importStructs(schema: StructRef<"ArrowSchema"> | number | null, array: StructRef<"ArrowArray"> | number | null, options: ImportOptions): ImportedArray {
-  const fn = "ImportedArray.fromArray";
-  let level = 0;
-  const [s, a] = takeStructs(fn, [["schema", schema, "ArrowSchema"], ["array", array, "ArrowArray"]], () => {
-    level = validationLevelArg(fn, options);
-  }, probeDepthOf(options));
-  return importTaken("array", s, a, level);
-}
-
-const out = new BigUint64Array(1);
 
 /**
- * Moves in a schema and array that are already checked (`takeStructs`)
- * or that a C producer filled in inside the library (a Python producer's
- * capsule moved by the shim): no address probe, the producer's word
- * (docs/validation.md). `level` is a checked validation level
- * (validationLevelArg). The structs are left released, success or not.
+ * Adopts one reference to a native owner (a batch pulled from an imported
+ * stream or an async consumer); the handle then holds the owner. A
+ * `transient` handle holds it natively, without an anchor view: its
+ * creator must end it with `dispose()` or `releaseToGC()` (in a finally),
+ * as nothing else gives that reference back.
+ *
+ * A module function, not a member of the public class, because a wrong
+ * address would be dereferenced natively. The package's entry points do
+ * not export it.
  */
-export function importTaken(kind: "array" | "device_array", schema: number, array: number, level: number): ImportedArray {
-  const status = kind === "array"
-    ? native.abd_import_array(asPointer(schema), asPointer(array), level, out)
-    : native.abd_import_device_array(asPointer(schema), asPointer(array), level, out);
-  check(status);
-  return arrayAccess.adopt(Number(out[0]), false, null);
+export function adoptImportOwner(owner: number, transient = false): ImportedArray {
+  booleanArg("adoptImportOwner", "transient", transient);
+  return arrayAccess.adopt(addressArg("adoptImportOwner", "owner", owner), transient, null);
+}
+
+/** `adoptImportOwner(owner, true)` for a batch whose snapshot was taken by
+ * the pull itself (abd_stream_import_next_snapshot: the import's reference
+ * kept as a plain one). The handle keeps `words`. */
+export function adoptImportSnapshot(owner: number, words: Float64Array): ImportedArray {
+  if (!(words instanceof Float64Array)) throw argumentError("adoptImportSnapshot", "words", "a Float64Array", words);
+  return arrayAccess.adopt(addressArg("adoptImportSnapshot", "owner", owner), true, words);
 }

@@ -7,6 +7,6 @@
 export { ImportedArray, type ImportOptions, type ToHostOptions } from "./imported_array.ts";
 export { RawArray, type TypedBuffer } from "./raw_array.ts";
 export { hostAccessError } from "./host_access.ts";
-export { adoptImportOwner } from "./handle_access.ts";
+export { adoptImportOwner } from "./import_structs.ts";
 export { importOwnerOf, importOwnersOf } from "./owner_stamp.ts";
 export { type NodeSchema } from "./node_schemas.ts";

@@ -35,13 +35,13 @@ import { asPointer } from "../core/abi/structs.ts";
 import { InvalidLayoutError, OutOfMemoryError, OutOfRangeError, ReleasedError, Status, UnsupportedError } from "../core/errors.ts";
 import { addressArg, argumentError, booleanArg, integerArg, isPlainObject, stringArg } from "../core/args.ts";
 import { native } from "../core/ffi/library.ts";
-import { type StructRef } from "./c_structs.ts";
-import { importDeviceStructs, importFromProducer, importStructs, type ImportOptions } from "./import_structs.ts";
+import type { StructRef } from "./c_structs.ts";
+import { ownerFromProducer, ownerOfDeviceStructs, ownerOfStructs, type ImportOptions } from "./import_owner.ts";
 import { debugEnabled, disposalSite, track, untrack, unwatch, watch } from "./debug.ts";
 import { DeferredViews } from "./deferred_views.ts";
-import { type ExportedArray } from "./exported.ts";
+import type { ExportedArray } from "./exported.ts";
 import { hostAccessError } from "./host_access.ts";
-import { emptyConverted, grantArrayAccess } from "./handle_access.ts";
+import { grantArrayAccess, grantBrand, type EmptyConverted } from "./handle_access.ts";
 import { SnapshotReference, distinctWanted, ownerSnapshot, wrapWanted } from "./import_snapshot.ts";
 import { readSchemas, type NodeSchema } from "./node_schemas.ts";
 import { maxViewBytes, ownerView } from "./owner_stamp.ts";
@@ -54,7 +54,7 @@ import { ArrowCArray, ArrowCDeviceArray, ArrowCSchema, isArrayProducer, type Arr
 import { inspectCustom } from "./inspect.ts";
 import { showImportedArray } from "./inspect_handles.ts";
 
-export { type ImportOptions } from "./import_structs.ts";
+export { type ImportOptions } from "./import_owner.ts";
 export { type ToHostOptions } from "./to_host.ts";
 
 /** Info words copied out of the owner (they never change). */
@@ -103,7 +103,7 @@ export class ImportedArray implements Disposable {
   #deferred: DeferredViews | null = null;
   /** Objects converted from this handle (`noteConverted`), emptied by
    * `dispose()`. */
-  #converted: WeakRef<object>[] | null = null;
+  #converted: { object: WeakRef<object>; empty: EmptyConverted }[] | null = null;
   /** A transient handle's own reference, held natively (no anchor view):
    * given back by `dispose()` or `releaseToGC()`, one of which its
    * (internal) creator always calls. */
@@ -195,14 +195,19 @@ export class ImportedArray implements Disposable {
   static fromDeviceArray(source: ArrayProducer | ArrowCapsule, options?: ImportOptions): ImportedArray;
   /** Either form above. */
   static fromDeviceArray(schema: StructRef<"ArrowSchema"> | ArrayProducer | ArrowCapsule | null, deviceArray?: StructRef<"ArrowDeviceArray"> | ImportOptions | null, options: ImportOptions = {}): ImportedArray {
-    if (isArrayProducer(schema)) return importFromProducer("ImportedArray.fromDeviceArray", schema, deviceArray as ImportOptions | undefined);
-    return importDeviceStructs(schema as StructRef<"ArrowSchema"> | null, deviceArray as StructRef<"ArrowDeviceArray"> | null, options);
+    return ImportedArray.#adopt(isArrayProducer(schema)
+      ? ownerFromProducer("ImportedArray.fromDeviceArray", schema, deviceArray as ImportOptions | undefined)
+      : ownerOfDeviceStructs(schema as StructRef<"ArrowSchema"> | null, deviceArray as StructRef<"ArrowDeviceArray"> | null, options));
   }
 
   // Module-private adoption and reads (see the module functions above): a
   // static block can reach the private constructor and fields; nothing on
   // the class takes a raw owner address or hands out its tables.
+  /** A handle adopting the import reference of a new owner. */
+  static #adopt(owner: number): ImportedArray { return new ImportedArray(internalToken, owner, null, "ImportedArray", true); }
+
   static {
+    grantBrand("ImportedArray", (value) => #owner in (value as object));
     grantArrayAccess({
       adopt: (owner, transient, words) => new ImportedArray(internalToken, owner, null, "ImportedArray", true, transient, words),
       words: (imported) => {
@@ -217,9 +222,9 @@ export class ImportedArray implements Disposable {
         imported.#live();
         return imported.#nodeSchemas();
       },
-      note: (imported, converted) => {
+      note: (imported, converted, empty) => {
         if (imported.#disposed) return;
-        (imported.#converted ??= []).push(new WeakRef(converted));
+        (imported.#converted ??= []).push({ object: new WeakRef(converted), empty });
       },
       defer: (imported) => {
         if (imported.#deferred !== null) return imported.#deferred;
@@ -241,8 +246,9 @@ export class ImportedArray implements Disposable {
   static fromArray(source: ArrayProducer | ArrowCapsule, options?: ImportOptions): ImportedArray;
   /** Either form above. */
   static fromArray(schema: StructRef<"ArrowSchema"> | ArrayProducer | ArrowCapsule | null, array?: StructRef<"ArrowArray"> | ImportOptions | null, options: ImportOptions = {}): ImportedArray {
-    if (isArrayProducer(schema)) return importFromProducer("ImportedArray.fromArray", schema, array as ImportOptions | undefined);
-    return importStructs(schema as StructRef<"ArrowSchema"> | null, array as StructRef<"ArrowArray"> | null, options);
+    return ImportedArray.#adopt(isArrayProducer(schema)
+      ? ownerFromProducer("ImportedArray.fromArray", schema, array as ImportOptions | undefined)
+      : ownerOfStructs(schema as StructRef<"ArrowSchema"> | null, array as StructRef<"ArrowArray"> | null, options));
   }
 
   #live(): void {
@@ -544,7 +550,7 @@ export class ImportedArray implements Disposable {
    * Never dereferences device memory. Blocks the calling thread.
    */
   toHost(options: ToHostOptions = {}): ImportedArray {
-    return copyToHost(this, options);
+    return copyToHost(this, options, (schema, deviceArray) => ImportedArray.fromDeviceArray(schema, deviceArray));
   }
 
   /** Detaches every ArrayBuffer made over owner memory, which releases the
@@ -574,10 +580,10 @@ export class ImportedArray implements Disposable {
     this.#converted = null;
     const site = converted !== null || debugEnabled ? new Error("disposed here") : null;
     this.#disposedAt = site;
-    if (converted !== null && site !== null && emptyConverted !== null) {
-      for (const ref of converted) {
-        const object = ref.deref();
-        if (object !== undefined) emptyConverted(object, site);
+    if (converted !== null && site !== null) {
+      for (const { object, empty } of converted) {
+        const live = object.deref();
+        if (live !== undefined) empty(live, site);
       }
     }
     if (this.#plainReference) {
@@ -589,7 +595,5 @@ export class ImportedArray implements Disposable {
   /** What console.log and Bun.inspect print (native/inspect.ts). */
   [inspectCustom](): string { return showImportedArray(this); }
 
-  [Symbol.dispose](): void {
-    this.dispose();
-  }
+  [Symbol.dispose](): void { this.dispose(); }
 }

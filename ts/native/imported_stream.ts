@@ -31,10 +31,10 @@ import {
 import { check, lastError, native } from "../core/ffi/library.ts";
 import { reportLeak, track, untrack } from "./debug.ts";
 import { ExportedStream, type StreamKind } from "./exported_stream.ts";
-import { adoptImportOwner, adoptImportSnapshot, grantStreamAccess } from "./handle_access.ts";
+import { grantStreamAccess } from "./handle_access.ts";
 import { completeSnapshot, snapshotWords, type PulledBatch } from "./import_snapshot.ts";
-import { type ImportedArray } from "./imported_array.ts";
-import { type ImportOptions } from "./import_structs.ts";
+import type { ImportedArray } from "./imported_array.ts";
+import { adoptImportOwner, adoptImportSnapshot, type ImportOptions } from "./import_structs.ts";
 import { JsWorkTag, jsWorkSpin, onJsWork } from "./js_queue.ts";
 import { withStreamCapsule } from "./protocol/consume.ts";
 import { importedStreamCapsule } from "./protocol/handle_methods.ts";

@@ -4,7 +4,7 @@
  * class's public getters. Formats are the C Data Interface's; lengths
  * and null counts are the struct's (a slice's for a window).
  */
-import { CArray, CDeviceArray, CSchema, type CStruct } from "./c_structs.ts";
+import { CArray, CDeviceArray, CSchema } from "./c_structs.ts";
 import type { AsyncStreamConsumer } from "./async_consumer.ts";
 import type { ExportedArray } from "./exported.ts";
 import type { ExportedStream } from "./exported_stream.ts";
@@ -12,6 +12,7 @@ import type { ImportedArray } from "./imported_array.ts";
 import type { ImportedStream } from "./imported_stream.ts";
 import type { RawArray } from "./raw_array.ts";
 import { childLine, deviceText, formatText, readOr, renderTree, type Shown } from "./inspect.ts";
+import { arrayChildren, arrayLine, named, schemaChildren } from "./inspect_structs.ts";
 
 function rawLine(raw: RawArray): string {
   const offset = raw.offset === 0 ? "" : `, offset ${raw.offset}`;
@@ -25,10 +26,6 @@ function rawChildren(raw: RawArray): Shown[] {
   return shown;
 }
 
-function named(name: string | null): string {
-  return name === null || name === "" ? "" : ` ${JSON.stringify(name)}`;
-}
-
 export function showRawArray(raw: RawArray): string {
   if (raw.imported.disposed) return `RawArray node ${raw.index} (its ImportedArray was disposed)`;
   return readOr(() => renderTree(`RawArray node ${raw.index}${named(raw.name)}: ${rawLine(raw)}, ${deviceText(raw.deviceType, raw.deviceId)}`, rawChildren(raw)));
@@ -40,24 +37,6 @@ export function showImportedArray(imported: ImportedArray): string {
     const root = imported.root;
     return renderTree(`ImportedArray${named(root.name)} ${rawLine(root)}, ${deviceText(imported.deviceType, imported.deviceId)}, ${imported.byteLength} bytes held`, rawChildren(root));
   });
-}
-
-function schemaChildren(schema: CSchema): Shown[] {
-  const shown: Shown[] = schema.children.map((child) => ({ line: childLine(child.name, formatText(child.format)), children: () => schemaChildren(child) }));
-  const dictionary = schema.dictionary;
-  if (dictionary !== null) shown.push({ line: `dictionary: ${formatText(dictionary.format)}`, children: () => schemaChildren(dictionary) });
-  return shown;
-}
-
-function arrayLine(array: CArray): string {
-  return `length ${array.length}, nulls ${array.nullCount}, offset ${array.offset}, ${array.nBuffers} buffers`;
-}
-
-function arrayChildren(array: CArray): Shown[] {
-  const shown: Shown[] = array.children.map((child, i) => ({ line: `[${i}]: ${arrayLine(child)}`, children: () => arrayChildren(child) }));
-  const dictionary = array.dictionary;
-  if (dictionary !== null) shown.push({ line: `dictionary: ${arrayLine(dictionary)}`, children: () => arrayChildren(dictionary) });
-  return shown;
 }
 
 /** A schema and its array side by side (an export's pair). */
@@ -75,28 +54,6 @@ function pairChildren(schema: CSchema, array: CArray): Shown[] {
     shown.push({ line: `dictionary: ${formatText(dictionary.format)}, length ${dictionaryData.length}, nulls ${dictionaryData.nullCount}`, children: () => pairChildren(dictionary, dictionaryData) });
   }
   return shown;
-}
-
-function released(struct: CStruct): boolean {
-  try {
-    return struct.released;
-  } catch {
-    return true;
-  }
-}
-
-export function showCStruct(struct: CStruct): string {
-  const ownership = struct.owned ? "owned" : "borrowed";
-  if (released(struct)) return `${struct.constructor.name} (released, ${ownership})`;
-  return readOr(() => {
-    if (struct instanceof CSchema) return renderTree(`CSchema${named(struct.name)} ${formatText(struct.format)}, ${struct.nChildren} children, ${ownership}`, schemaChildren(struct));
-    if (struct instanceof CDeviceArray) {
-      const array = struct.array;
-      return renderTree(`CDeviceArray ${deviceText(struct.deviceType, struct.deviceId)}, ${arrayLine(array)}, ${array.nChildren} children, ${ownership}`, arrayChildren(array));
-    }
-    const array = struct as CArray;
-    return renderTree(`CArray ${arrayLine(array)}, ${array.nChildren} children, ${ownership}`, arrayChildren(array));
-  });
 }
 
 export function showExportedArray(exported: ExportedArray): string {

@@ -7,9 +7,10 @@ import { BufferKind, BufferWord, NodeWord, TypeId, deviceTypeName, type TypeIdNa
 import { arrayFields } from "../core/abi/structs.ts";
 import { InvalidLayoutError, OutOfRangeError, Status } from "../core/errors.ts";
 import { argumentError, integerArg, isPlainObject } from "../core/args.ts";
-import { bufferWordOf, nodeSchemaOf, nodeWordOf } from "./batch_source.ts";
+import { bufferWordOf, nodeSchemaOf, nodeWordOf } from "./handle_reads.ts";
+import { isHandle } from "./handle_access.ts";
 import { hostAccessError } from "./host_access.ts";
-import { ImportedArray } from "./imported_array.ts";
+import type { ImportedArray } from "./imported_array.ts";
 import { type Window } from "./selection.ts";
 import { inspectCustom } from "./inspect.ts";
 import { showRawArray } from "./inspect_handles.ts";
@@ -63,7 +64,7 @@ export class RawArray {
   /** `window`, when given, overrides the node's offset, length and null
    * count (the root of a child or slice handle). */
   constructor(readonly imported: ImportedArray, readonly index: number, readonly window: Window | null = null) {
-    if (!(imported instanceof ImportedArray)) throw argumentError("RawArray", "imported", "an ImportedArray", imported);
+    if (!isHandle("ImportedArray", imported)) throw argumentError("RawArray", "imported", "an ImportedArray", imported);
     integerArg("RawArray", "index", index, 0, imported.nodeCount - 1);
     if (window !== null && !isPlainObject(window)) throw argumentError("RawArray", "window", "a Window or null", window);
   }

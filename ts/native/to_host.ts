@@ -10,7 +10,8 @@ import { OutOfMemoryError, Status } from "../core/errors.ts";
 import { addressArg, argumentError, optionsArg } from "../core/args.ts";
 import { check, native } from "../core/ffi/library.ts";
 import { loadDeviceRuntime } from "../core/ffi/device_loader.ts";
-import { ImportedArray } from "./imported_array.ts";
+import type { StructPointer } from "../core/abi/pointers.ts";
+import type { ImportedArray } from "./imported_array.ts";
 
 /** Options of `ImportedArray.toHost` (and `toHost`). */
 export type ToHostOptions = {
@@ -21,9 +22,10 @@ export type ToHostOptions = {
   stream?: number | { handle: number };
 };
 
-/** `imported.toHost(options)` (see there): a new ImportedArray, which the
- * caller disposes. Blocks the calling thread. */
-export function copyToHost(imported: ImportedArray, options: ToHostOptions = {}): ImportedArray {
+/** `imported.toHost(options)` (see there): the host copy's structs, moved
+ * into the handle `take` makes of them (a new ImportedArray, which the
+ * caller disposes). Blocks the calling thread. */
+export function copyToHost<T>(imported: ImportedArray, options: ToHostOptions, take: (schema: StructPointer<"ArrowSchema">, deviceArray: StructPointer<"ArrowDeviceArray">) => T): T {
   optionsArg("toHost", "options", options, ["stream"]);
   const given = options.stream;
   if (given !== undefined && typeof given !== "number" && !(typeof given === "object" && given !== null && Number.isSafeInteger(given.handle))) {
@@ -39,7 +41,7 @@ export function copyToHost(imported: ImportedArray, options: ToHostOptions = {})
   const arrayAt = slot + ArrowSchemaLayout.size;
   try {
     check(native.abd_owner_to_host(asPointer(owner), asPointer(stream), asPointer(slot), asPointer(arrayAt)));
-    return ImportedArray.fromDeviceArray(branded(slot), branded(arrayAt));
+    return take(branded(slot), branded(arrayAt));
   } finally {
     native.abd_free(asPointer(slot));
   }

@@ -3,17 +3,15 @@
  * objects: the methods they get through `arrowProtocol(x)` or the opt-in
  * `installArrowProtocol()`. Every method follows the kwargs rule and
  * returns a LibraryCapsule. This library's own handles define theirs in
- * ts/native; loading this module registers the requestedSchema cast they
- * use (`setRequestedSchemaCast`).
+ * ts/native (native/protocol/handle_methods.ts), the same whatever entry
+ * point loaded them.
  */
 import { Data, Field, RecordBatch, Table, Vector, type DataType } from "apache-arrow";
 import { InvalidArgumentError, Status } from "../../core/errors.ts";
 import { exportArray, exportSchema } from "../export.ts";
 import { exportStream } from "../stream_api.ts";
-import { toVector } from "../import.ts";
 import { LibraryCapsule } from "../../native/protocol/capsule.ts";
-import { setRequestedSchemaCast } from "../../native/protocol/requested_schema.ts";
-import { requestedBatch, requestedColumn, requestedStructColumn, requestedTable, withRequested, type Column } from "./requested.ts";
+import { requestedBatch, requestedColumn, requestedTable, withRequested, type Column } from "./requested.ts";
 import {
   ArrowCArray, ArrowCDeviceArray, ArrowCDeviceStream, ArrowCSchema, ArrowCStream, checkOptions, type ArrowCapsule, type ProtocolOptions,
 } from "../../native/protocol/symbols.ts";
@@ -141,16 +139,3 @@ export function installArrowProtocol(): void {
 export function uninstallArrowProtocol(): void {
   for (const { proto, methods } of prototypes) for (const symbol of methods) delete (proto as unknown as Record<symbol, unknown>)[symbol];
 }
-
-// ---- this library's handles -----------------------------------------------
-
-// The handles define their protocol methods (native/protocol/handle_methods.ts);
-// what they need from this layer is the requestedSchema cast of an imported
-// CPU array, through apache-arrow views of the same memory (zero-copy where
-// the types allow). A record batch from C (a struct without nulls) gets the
-// per-column casts an apache-arrow RecordBatch gets.
-setRequestedSchemaCast((imported, requested, as) => {
-  const column = columnOf(toVector(imported));
-  const chosen = requestedColumn(column, requested) ?? requestedStructColumn(column, requested);
-  return chosen ? exportArray(chosen.data, { as, field: chosen.field }) : null;
-});

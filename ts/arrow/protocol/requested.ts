@@ -9,9 +9,8 @@
  * vector): dictionary decoding (to the dictionary's value format), and
  * between utf8 / large_utf8 / utf8_view, and between binary / large_binary
  * / binary_view (32/64-bit offsets, view <-> non-view), rebuilt with
- * apache-arrow's builders; a record batch's columns are top-level, whether
- * it is an apache-arrow RecordBatch or a struct array without nulls
- * imported from C. Anything else: the request is ignored, whole
+ * apache-arrow's builders; a RecordBatch's columns are top-level.
+ * Anything else: the request is ignored, whole
  * (the producer's own schema is exported), as the Python spec allows.
  */
 import {
@@ -131,20 +130,6 @@ export function requestedBatch(batch: RecordBatch, requested: CSchema): RecordBa
   const schemaFields = columns.map((c) => c.field);
   const data = makeData({ type: new Struct(schemaFields), length: batch.numRows, nullCount: 0, children: columns.map((c) => c.data) });
   return new RecordBatch(new Schema(schemaFields, metadataOf(requested)), data);
-}
-
-/** A struct column without nulls (a record batch imported from C) with
- * each child under the requested schema's, as `requestedBatch` does for
- * a RecordBatch, or null (ignored). Other columns: `requestedColumn`. */
-export function requestedStructColumn(column: Column, requested: CSchema): Column | null {
-  const { data, field } = column;
-  if (field.type.typeId !== Type.Struct || data.nullCount !== 0) return null;
-  const columns = requestedColumns(data, field.type.children, requested);
-  if (!columns) return null;
-  const fields = columns.map((c) => c.field);
-  const type = new Struct(fields);
-  const rebuilt = makeData({ type, length: data.length, nullCount: 0, children: columns.map((c) => c.data) });
-  return { data: rebuilt, field: new Field(requested.name ?? "", type, requested.nullable, metadataOf(requested)) };
 }
 
 /** `table` with every batch under the requested schema, or null. */

@@ -1,8 +1,9 @@
 /**
- * The protocol methods of this library's handles (docs/protocol.md):
- * ImportedArray, ImportedStream, ExportedArray and ExportedStream define
- * them in their class bodies and call these, so that every entry point's
- * handles have them. Every method follows the kwargs rule and returns a
+ * The protocol methods of the imported handles (docs/protocol.md):
+ * ImportedArray and ImportedStream define them in their class bodies and
+ * call these, so that every entry point's handles have them (the export
+ * handles move their own structs into a capsule: exported.ts,
+ * exported_stream.ts). Every method follows the kwargs rule and returns a
  * LibraryCapsule.
  *
  * Device rule: the CPU methods (`__arrow_c_array__`, `__arrow_c_stream__`)
@@ -15,12 +16,12 @@ import { Status, UnsupportedError } from "../../core/errors.ts";
 import { native } from "../../core/ffi/library.ts";
 import { CSchema } from "../c_structs.ts";
 import { ExportedArray } from "../exported.ts";
-import { ExportedStream } from "../exported_stream.ts";
-import { type ImportedArray } from "../imported_array.ts";
-import { type ImportedStream } from "../imported_stream.ts";
+import type { ExportedStream } from "../exported_stream.ts";
+import type { ImportedArray } from "../imported_array.ts";
+import type { ImportedStream } from "../imported_stream.ts";
 import { arrayStreamAsDeviceStream, deviceStreamAsArrayStream } from "../stream_adapters.ts";
-import { LibraryCapsule, moveExportedArray, moveExportedStream } from "./capsule.ts";
-import { requestedSchemaCast, sameSchema, withRequested } from "./requested_schema.ts";
+import { LibraryCapsule } from "./capsule.ts";
+import { sameSchema, withRequested } from "./requested_schema.ts";
 import { checkOptions, type ArrowCapsule, type ProtocolOptions } from "./symbols.ts";
 
 /** A protocol method, as the handles' getters return it. */
@@ -46,22 +47,18 @@ export function importedSchemaCapsule(imported: ImportedArray, options: unknown)
   return new LibraryCapsule(schemaOnly(imported.reexport({ as: "device_array" })));
 }
 
-/** ImportedArray's `__arrow_c_array__` / `__arrow_c_device_array__`. A
- * requested schema is honoured for CPU data through the arrow layer's
- * cast when it is loaded (otherwise it must be the array's own schema);
- * device data ignores it. */
+/** ImportedArray's `__arrow_c_array__` / `__arrow_c_device_array__`: a
+ * zero-copy re-export. A requested schema is honoured for CPU data when it
+ * is the array's own; any other is refused, whatever entry point loaded
+ * the handle: a re-export keeps the producer's types (a cast builds new
+ * arrays: convert the array with the root entry and cast with
+ * `arrowProtocol`). Device data ignores it. */
 export function importedArrayCapsule(imported: ImportedArray, as: "array" | "device_array", options: unknown): ArrowCapsule {
   const method = as === "array" ? "__arrow_c_array__" : "__arrow_c_device_array__";
   const checked = checkOptions(options, withSchemaOption, method);
   return withRequested(checked, (requested) => {
-    if (requested && imported.deviceType === DeviceType.CPU) {
-      const cast = requestedSchemaCast();
-      if (cast !== null) {
-        const exported = cast(imported, requested, as);
-        if (exported !== null) return new LibraryCapsule(exported);
-      } else if (!sameSchema(requested, CSchema.at(branded(imported.root.schemaAddress)))) {
-        throw new UnsupportedError(Status.unsupported, `${method}: requestedSchema differs from this array's schema, and casting to it needs apache-arrow, which this program has not loaded; import the root entry ("bun-arrow-device") to cast`);
-      }
+    if (requested && imported.deviceType === DeviceType.CPU && !sameSchema(requested, CSchema.at(branded(imported.root.schemaAddress)))) {
+      throw new UnsupportedError(Status.unsupported, `${method}: requestedSchema differs from this array's schema, and an ImportedArray re-exports its memory with the producer's types; to cast, convert it with the root entry ("bun-arrow-device": importVector, importRecordBatch) and ask arrowProtocol(converted) for the requested schema`);
     }
     return new LibraryCapsule(imported.reexport({ as }));
   });
@@ -82,12 +79,4 @@ export function importedStreamCapsule(stream: ImportedStream, as: "stream" | "de
   } finally {
     relayed.release();
   }
-}
-
-/** The methods of ExportedArray and ExportedStream: the structs moved
- * into a capsule. */
-export function exportedCapsule(handle: ExportedArray | ExportedStream, method: string, options: unknown): ArrowCapsule {
-  // requestedSchema is ignored: the structs are already built.
-  checkOptions(options, method === "__arrow_c_schema__" ? [] : withSchemaOption, method);
-  return new LibraryCapsule(handle instanceof ExportedStream ? moveExportedStream(handle) : moveExportedArray(handle));
 }

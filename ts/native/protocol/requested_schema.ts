@@ -1,33 +1,13 @@
 /**
  * The `requestedSchema` option of the protocol methods (docs/protocol.md):
- * reading it (`withRequested`), and the cast an ImportedArray applies to
- * it. Casting builds apache-arrow objects, so the arrow layer registers it
- * when it loads (`setRequestedSchemaCast`, arrow/protocol/producers.ts);
- * without that layer (a program that imports only `bun-arrow-device/raw`)
- * a handle honours a requested schema only when it is the handle's own.
+ * reading it (`withRequested`), and comparing it with a handle's own
+ * schema (`sameSchema`). The casts to it, which build apache-arrow
+ * objects, are the arrow layer's (arrow/protocol/requested.ts).
  */
 import { branded } from "../../core/abi/pointers.ts";
 import { InvalidArgumentError, Status } from "../../core/errors.ts";
 import { CSchema } from "../c_structs.ts";
-import { type ExportedArray } from "../exported.ts";
-import { type ImportedArray } from "../imported_array.ts";
 import { ArrowCSchema, isCapsule, isSchemaProducer, type ArrowCapsule, type ProtocolOptions, type SchemaProducer } from "./symbols.ts";
-
-/** Exports `imported` (CPU data) under `requested` as `as`, or returns
- * null where the cast does not apply (the request is then ignored). */
-export type RequestedSchemaCast = (imported: ImportedArray, requested: CSchema, as: "array" | "device_array") => ExportedArray | null;
-
-let registeredCast: RequestedSchemaCast | null = null;
-
-/** Registers the cast of the arrow layer (once, when it loads). */
-export function setRequestedSchemaCast(cast: RequestedSchemaCast): void {
-  registeredCast = cast;
-}
-
-/** The registered cast; null while the arrow layer is not loaded. */
-export function requestedSchemaCast(): RequestedSchemaCast | null {
-  return registeredCast;
-}
 
 /** Whether two schemas are the same field: format, name, flags, metadata
  * (every pair, in order), children and dictionary, at every level. */
