@@ -226,21 +226,93 @@ describe("ts/ layers", () => {
     expect(entries).toEqual([...reexportOnly, "cli.ts", "node.ts"].sort());
   });
 
+  /** Stub modules the planted imports name, so that each planted set
+   * breaks one rule and resolves otherwise. */
+  const stubs: Module[] = ["core/errors.ts", "core/ffi/library.ts", "native/imported_array.ts", "arrow/export.ts", "index.ts", "cli/main.ts"]
+    .map((path) => ({ path, source: path === "index.ts" ? 'export { x } from "./core/errors.ts";' : "export const x = 1;" }));
+  const problemsOf = (planted: Module[]) => layerProblems([...stubs, ...planted]);
+
   test("the checker catches an upward import, a sideways entry import, apache-arrow elsewhere and code in an entry", () => {
     const planted: Module[] = [
-      { path: "core/errors.ts", source: 'import { ImportedArray } from "../native/imported_array.ts";' },
+      { path: "core/args.ts", source: 'import { ImportedArray } from "../native/imported_array.ts";' },
       { path: "native/owner.ts", source: 'import type { Table } from "apache-arrow";' },
-      { path: "device/runtime.ts", source: 'const m = await import("../arrow/export.ts");' },
       { path: "raw.ts", source: 'export { x } from "./index.ts";\nconsole.log(1);' },
-      { path: "arrow/table.ts", source: '// import { main } from "../cli/main.ts";\nimport { Table } from "apache-arrow";\nimport { check } from "../core/ffi/library.ts";' },
+      { path: "arrow/table.ts", source: '// import { main } from "../cli/main.ts";\nconst s = "import(\'../cli/main.ts\')";\nimport { Table } from "apache-arrow";\nimport { check } from "../core/ffi/library.ts";' },
     ];
-    expect(layerProblems(planted)).toEqual([
-      "core/errors.ts: core imports native/imported_array.ts from the higher layer native",
-      "native/owner.ts: imports apache-arrow outside ts/arrow/",
-      "device/runtime.ts: device imports arrow/export.ts from the higher layer arrow",
-      "raw.ts: entry imports entry index.ts",
+    expect(problemsOf(planted)).toEqual([
+      "core/args.ts:1: core imports native/imported_array.ts from the higher layer native",
+      "native/owner.ts:1: a type-only import of apache-arrow outside ts/arrow/",
+      "raw.ts:1: entry imports entry index.ts",
       "raw.ts: an entry file only re-exports; found: console.log(1)",
     ]);
+  });
+
+  // One planted module per import form, each importing up a layer (or a
+  // name no reader can check): every one must be a problem of its own.
+  const forms: [string, string, string][] = [
+    ["a static import", 'import { x } from "../arrow/export.ts";', "device/a.ts:1: device imports arrow/export.ts from the higher layer arrow"],
+    ["a re-export", 'export { x } from "../arrow/export.ts";', "device/a.ts:1: device imports arrow/export.ts from the higher layer arrow"],
+    ["a type-only import", 'import type { X } from "../arrow/export.ts";', "device/a.ts:1: device imports arrow/export.ts from the higher layer arrow"],
+    ["a side-effect import", 'import "../arrow/export.ts";', "device/a.ts:1: device imports arrow/export.ts from the higher layer arrow"],
+    ["import() of a literal", 'const m = await import("../arrow/export.ts");', "device/a.ts:1: device imports arrow/export.ts from the higher layer arrow"],
+    ["import() in a type", 'let m: typeof import("../arrow/export.ts");', "device/a.ts:1: device imports arrow/export.ts from the higher layer arrow"],
+    ["require() of a literal", 'const m = require("../arrow/export.ts");', "device/a.ts:1: device imports arrow/export.ts from the higher layer arrow"],
+    ["import.meta.require() of a literal", 'const m = import.meta.require("../arrow/export.ts");', "device/a.ts:1: device imports arrow/export.ts from the higher layer arrow"],
+    ["import() of a computed name", 'const name = "../arrow/export.ts";\nconst m = await import(name);', "device/a.ts:2: import() of a computed name; name the module literally"],
+    ["import() of a template with a substitution", 'const m = await import(`../${"arrow"}/export.ts`);', "device/a.ts:1: import() of a computed name; name the module literally"],
+    ["require() of a computed name", 'const m = require("../arrow/" + "export.ts");', "device/a.ts:1: require() of a computed name; name the module literally"],
+    ["import.meta.require() of a computed name", 'const m = import.meta.require(process.env.X!);', "device/a.ts:1: require() of a computed name; name the module literally"],
+    ["a self-import of the package", 'import { importVector } from "bun-arrow-device";', "device/a.ts:1: an import of bun-arrow-device, the package itself; import the module by its relative path"],
+    ["a self-import of an entry of the package", 'const raw = await import("bun-arrow-device/raw");', "device/a.ts:1: import() of bun-arrow-device/raw, the package itself; import the module by its relative path"],
+    ["an unknown package", 'import { z } from "zod";', "device/a.ts:1: an import of zod, a package this project does not use (bun:, node:, apache-arrow, @bun-arrow-device/)"],
+    ["a path outside ts/", 'import { x } from "../../test/helpers/gc.ts";', "device/a.ts:1: an import of ../../test/helpers/gc.ts, outside ts/"],
+    ["a path to no module", 'import { x } from "./missing.ts";', "device/a.ts:1: an import of ./missing.ts, which is no module under ts/"],
+  ];
+  test.each(forms)("the checker catches %s", (_, source, problem) => {
+    expect(problemsOf([{ path: "device/a.ts", source }])).toEqual([problem]);
+  });
+
+  test("the checker ignores imports in comments and strings, and methods named import or require", () => {
+    const source = [
+      '/* import { x } from "../arrow/export.ts"; */',
+      '// const m = require("../arrow/export.ts");',
+      'const text = "import(\'../arrow/export.ts\')";',
+      "const template = `require(\"../arrow/export.ts\")`;",
+      "const pattern = /import\\(\"x\"\\)/;",
+      "class Python { import(name: string): void {} require(name: string): void {} }",
+      "new Python().import(text); new Python().require(text);",
+      'import { x } from "../core/errors.ts";',
+    ].join("\n");
+    expect(problemsOf([{ path: "device/a.ts", source }])).toEqual([]);
+  });
+
+  test("the checker catches a cycle inside a layer, through every run-time import form, and names its files", () => {
+    const planted: Module[] = [
+      { path: "native/a.ts", source: 'import { b } from "./b.ts";\nexport const a = 1;' },
+      { path: "native/b.ts", source: 'export const b = await import("./c.ts");' },
+      { path: "native/c.ts", source: 'const { a } = require("./a.ts");\nimport type { Z } from "./z.ts";' },
+      { path: "native/z.ts", source: 'import type { A } from "./a.ts";\nexport type Z = 1;' },
+    ];
+    expect(problemsOf(planted)).toEqual(["cycle: native/a.ts -> native/b.ts -> native/c.ts -> native/a.ts"]);
+    // Type-only imports are erased when compiled (verbatimModuleSyntax keeps
+    // every other import): a loop through them alone is no cycle.
+    expect(problemsOf(planted.map((m) => ({ ...m, source: m.source.replace("require(", "(").replace("./a.ts\");", "./a.ts\") as never;") })))).toEqual([]);
+  });
+
+  test("the checker catches a cycle between layers as well as its upward import", () => {
+    const planted: Module[] = [
+      { path: "native/a.ts", source: 'import { b } from "../device/b.ts";' },
+      { path: "device/b.ts", source: 'import { a } from "../native/a.ts";' },
+    ];
+    expect(problemsOf(planted)).toEqual([
+      "native/a.ts:1: native imports device/b.ts from the higher layer device",
+      "cycle: device/b.ts -> native/a.ts -> device/b.ts",
+    ]);
+  });
+
+  test("the cycle report names every module of a knot beyond its shortest loop", () => {
+    const graph = new Map([["a", ["b", "c"]], ["b", ["a"]], ["c", ["b"]]]);
+    expect(cycles(graph)).toEqual(["cycle: a -> b -> a (3 modules reach each other: a, b, c)"]);
   });
 });
 
