@@ -262,11 +262,14 @@ describe("requestedSchema", () => {
     expect(read.schema.fields.map((f) => [f.name, f.nullable])).toEqual([["m", false]]);
   });
 
-  test("an imported CPU array honours it through apache-arrow views (zero-copy)", () => {
+  test("an imported CPU array refuses a schema other than its own, with the root entry loaded too; converted, it casts zero-copy", () => {
     fx.fx_reset_counts();
     using imported = ImportedArray.fromDeviceArray(new ForeignColumn([3, 4]));
     using wanted = request(new Field("renamed", new Int32(), false));
-    const capsule = (imported as unknown as Record<symbol, (o: object) => ArrowCapsule>)[ArrowCArray]({ requestedSchema: wanted });
+    const methods = imported as unknown as Record<symbol, (o: object) => ArrowCapsule>;
+    expect(() => methods[ArrowCArray]({ requestedSchema: wanted })).toThrow(UnsupportedError);
+    expect(() => methods[ArrowCArray]({ requestedSchema: wanted })).toThrow("ask arrowProtocol(converted) for the requested schema");
+    const capsule = arrowProtocol(importVector(imported))[ArrowCArray]!({ requestedSchema: wanted });
     using back = ImportedArray.fromArray(capsule);
     expect([back.root.format, back.root.name, back.root.nullable]).toEqual(["i", "renamed", false]);
     expect(back.root.bufferAddress(1)).toBe(imported.root.bufferAddress(1));
@@ -276,7 +279,7 @@ describe("requestedSchema", () => {
 });
 
 describe("requestedSchema on a record batch imported from C", () => {
-  test("the copy-casts (dictionary decoding, utf8 -> large_utf8 / utf8_view) and renames, as on an apache-arrow RecordBatch", async () => {
+  test("refused by the handle; converted, the copy-casts (dictionary decoding, utf8 -> large_utf8 / utf8_view) and renames, as on an apache-arrow RecordBatch", async () => {
     const batch = batchOf({
       d: vectorFromArray(["a", "b", "a", null], new Dictionary(new Utf8(), new Int32())),
       s: vectorFromArray(["p", "q", null, "r"], new Utf8()),
@@ -293,7 +296,10 @@ describe("requestedSchema on a record batch imported from C", () => {
     using fromC = ImportedArray.fromDeviceArray(exportArray(batch));
     for (const method of [ArrowCArray, ArrowCDeviceArray] as const) {
       using wanted = request(wantedSchema);
-      const capsule = (fromC as unknown as Record<symbol, (o: object) => ArrowCapsule>)[method]({ requestedSchema: wanted });
+      const methods = fromC as unknown as Record<symbol, (o: object) => ArrowCapsule>;
+      expect(() => methods[method]({ requestedSchema: wanted })).toThrow(UnsupportedError);
+      // Converted, it casts as the apache-arrow RecordBatch does.
+      const capsule = arrowProtocol(importRecordBatch(fromC))[method]!({ requestedSchema: wanted });
       const back = importRecordBatch(capsule);
       for (const got of [back, viaArrow]) {
         expect(got.schema.fields.map((f) => [f.name, f.type.typeId])).toEqual([["decoded", Type.Utf8], ["large", Type.LargeUtf8], ["view", Type.Utf8View], ["renamed", Type.Int]]);
