@@ -13,8 +13,7 @@ import { RecordBatch } from "apache-arrow";
 import { AsyncStreamConsumer, consumerOptionsArg, type AsyncArray, type AsyncConsumerOptions } from "../native/async_consumer.ts";
 import { type ImportedArray } from "../native/imported.ts";
 import { noteConverted } from "../native/batch_source.ts";
-import { releaseConverted } from "./import.ts";
-import { recordBatchOf } from "./import.ts";
+import { recordBatchOf, releaseConverted } from "./import.ts";
 import { convertOptionsArg, type ConvertOptions } from "./types.ts";
 
 /** Options of `new AsyncRecordBatchStream(options)`: the consumer's and

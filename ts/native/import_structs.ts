@@ -9,6 +9,8 @@
  */
 import { addressArg, argumentError, booleanArg } from "../core/args.ts";
 import { arrayAccess } from "./handle_access.ts";
+// A value import (not `import type`): the class grants `arrayAccess` when
+// its module is evaluated, which this import makes happen first.
 import { ImportedArray } from "./imported_array.ts";
 import { ownerOfTaken } from "./import_owner.ts";
 

@@ -102,8 +102,8 @@ export class ImportedArray implements Disposable {
    * them. */
   #deferred: DeferredViews | null = null;
   /** Objects converted from this handle (`noteConverted`), emptied by
-   * `dispose()`. */
-  #converted: { object: WeakRef<object>; empty: EmptyConverted }[] | null = null;
+   * `dispose()`: pairs, each object's WeakRef then its emptier. */
+  #converted: (WeakRef<object> | EmptyConverted)[] | null = null;
   /** A transient handle's own reference, held natively (no anchor view):
    * given back by `dispose()` or `releaseToGC()`, one of which its
    * (internal) creator always calls. */
@@ -200,12 +200,12 @@ export class ImportedArray implements Disposable {
       : ownerOfDeviceStructs(schema as StructRef<"ArrowSchema"> | null, deviceArray as StructRef<"ArrowDeviceArray"> | null, options));
   }
 
-  // Module-private adoption and reads (see the module functions above): a
-  // static block can reach the private constructor and fields; nothing on
-  // the class takes a raw owner address or hands out its tables.
   /** A handle adopting the import reference of a new owner. */
   static #adopt(owner: number): ImportedArray { return new ImportedArray(internalToken, owner, null, "ImportedArray", true); }
 
+  // Module-private adoption and reads (handle_access.ts), and the brand
+  // check: a static block can reach the private constructor and fields;
+  // nothing on the class takes a raw owner address or hands out its tables.
   static {
     grantBrand("ImportedArray", (value) => #owner in (value as object));
     grantArrayAccess({
@@ -224,7 +224,7 @@ export class ImportedArray implements Disposable {
       },
       note: (imported, converted, empty) => {
         if (imported.#disposed) return;
-        (imported.#converted ??= []).push({ object: new WeakRef(converted), empty });
+        (imported.#converted ??= []).push(new WeakRef(converted), empty);
       },
       defer: (imported) => {
         if (imported.#deferred !== null) return imported.#deferred;
@@ -581,9 +581,9 @@ export class ImportedArray implements Disposable {
     const site = converted !== null || debugEnabled ? new Error("disposed here") : null;
     this.#disposedAt = site;
     if (converted !== null && site !== null) {
-      for (const { object, empty } of converted) {
-        const live = object.deref();
-        if (live !== undefined) empty(live, site);
+      for (let i = 0; i < converted.length; i += 2) {
+        const live = (converted[i] as WeakRef<object>).deref();
+        if (live !== undefined) (converted[i + 1] as EmptyConverted)(live, site);
       }
     }
     if (this.#plainReference) {
