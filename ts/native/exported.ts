@@ -243,7 +243,7 @@ function movedCapsule(handle: ExportedArray, method: string, options: unknown): 
 
 /** Moves the structs of an ExportedArray into a new handle (the spec's
  * move: the source is left released) for a capsule. */
-export function moveExportedArray(source: ExportedArray): ExportedArray {
+function moveExportedArray(source: ExportedArray): ExportedArray {
   if (source.schemaReleased || (source.kind !== "schema" && source.arrayReleased)) {
     throw new ReleasedError(Status.released, "this exported handle's structs were already moved out or released");
   }

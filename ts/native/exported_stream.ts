@@ -106,7 +106,7 @@ function movedCapsule(handle: ExportedStream, method: string, options: unknown):
 }
 
 /** Moves the stream of an ExportedStream into a new handle. */
-export function moveExportedStream(source: ExportedStream): ExportedStream {
+function moveExportedStream(source: ExportedStream): ExportedStream {
   if (source.streamReleased) throw new ReleasedError(Status.released, "this exported stream was already moved out or released");
   const target = new ExportedStream(source.kind, `protocol ${source.kind}`);
   const layout = source.kind === "stream" ? ArrowArrayStreamLayout : ArrowDeviceArrayStreamLayout;
