@@ -16,7 +16,7 @@ import { ExportedStream, exportArray, importRecordBatch, recordBatches, importDa
 import { ReleasedError } from "../../ts/core/errors.ts";
 import { ImportedArray, ImportedStream } from "../../ts/raw.ts";
 import { counters, nonZeroCounters } from "../helpers/leaks.ts";
-import { StreamBatchConverter } from "../../ts/arrow/batch_converter.ts";
+import { StreamRead } from "../../ts/arrow/stream_import.ts";
 import { streamPeer } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { disposeProduced, produceDevice, producerClean } from "../helpers/producer.ts";
@@ -324,12 +324,12 @@ describe("lazy Data of an imported batch", () => {
     // a's values, b's validity and values; no anchor).
     const pulledViews = (read: boolean): number[] => {
       const { stream } = repeatStream(40, 64);
-      const converter = new StreamBatchConverter({});
+      const reader = StreamRead.open("recordBatches", stream, {}, false, false);
       const added: number[] = [];
       const held: RecordBatch[] = [];
       for (;;) {
         const before = counters().live_imported_views;
-        const batch = converter.next(stream);
+        const batch = reader.next();
         if (batch === null) break;
         added.push(counters().live_imported_views - before);
         held.push(batch);
