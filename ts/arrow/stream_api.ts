@@ -88,7 +88,7 @@ const streamOptionKeys = ["as", "validation", "materialize", "toHost", "async"] 
 /** What `fn` reads: a stream (opened, checked readable) or, for
  * importTable, a list of ImportedArray batches with the conversion's
  * options. */
-type Opened = { read: StreamRead; list: null; options: ConvertOptions } | { read: null; list: ImportedArray[]; options: ConvertOptions };
+type Opened = { read: StreamRead; list: null } | { read: null; list: ImportedArray[]; options: ConvertOptions };
 
 /** Whether `source` is meant as a stream struct: an address, a C struct
  * view or an object with an `address`. */
@@ -118,9 +118,7 @@ function open(fn: string, source: unknown, options: ImportStreamOptions<StreamKi
   booleanArg(fn, "options.async", checked.async, true);
   if (checked.validation !== undefined) validationLevelArg(fn, { validation: checked.validation });
   const convert: ConvertOptions = checked.materialize === undefined ? {} : { materialize: checked.materialize };
-  const reading = (stream: ImportedStream): Opened => ({
-    read: StreamRead.open(fn, stream, convert, checked.toHost === true, checked.async === true), list: null, options: convert,
-  });
+  const reading = (stream: ImportedStream): Opened => ({ read: StreamRead.open(fn, stream, convert, checked.toHost === true, checked.async === true), list: null });
   const importOptions: ImportOptions = checked.validation === undefined ? {} : { validation: checked.validation };
   const imported = (what: string): void => {
     // Validated when they were imported: a level given again is refused.
