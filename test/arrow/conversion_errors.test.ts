@@ -13,6 +13,7 @@ import { ImportedArray } from "../../ts/raw.ts";
 import { nonZeroCounters } from "../helpers/leaks.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { disposeProduced, produceArray, producerClean, type NodeSpec } from "../helpers/producer.ts";
+import { withCode } from "../helpers/errors.ts";
 
 afterEach(async () => {
   expect(await collectUntil(() => Object.keys(nonZeroCounters()).length === 0)).toBe(true);
@@ -48,7 +49,7 @@ describe("materialization checks sizes before allocating or looping", () => {
       }],
     };
     const error = convertError(spec);
-    expect(error).toBeInstanceOf(InvalidLayoutError);
+    expect(error).toEqual(withCode("invalid_layout"));
     expect((error as Error).message).toContain(`"" (+s) > "lv" (+vL): list view 1 (offset 1099511627776, size 1) is out of the child's 4 values`);
   });
 
@@ -58,7 +59,7 @@ describe("materialization checks sizes before allocating or looping", () => {
       buffers: [null, Int32Array.of(0, 2 ** 30, 1), Int32Array.of(1, 2 ** 30, 2 ** 30)], children: [int32("item", [1, 2, 3, 4])],
     };
     const error = convertError(spec);
-    expect(error).toBeInstanceOf(InvalidLayoutError);
+    expect(error).toEqual(withCode("invalid_layout"));
     expect((error as Error).message).toContain("list view 1 (offset 1073741824, size 1073741824) is out of the child's 4 values");
   });
 
@@ -71,7 +72,7 @@ describe("materialization checks sizes before allocating or looping", () => {
       ],
     };
     const error = convertError(spec);
-    expect(error).toBeInstanceOf(OutOfMemoryError);
+    expect(error).toEqual(withCode("out_of_memory"));
     expect((error as Error).message).toContain(`"runs" (+r): materializing would copy 4294967296 values`);
   });
 });
@@ -84,10 +85,10 @@ describe("conversion errors are typed", () => {
       using imported = ImportedArray.fromArray(produced.schema, produced.array);
       const child = imported.root.child(0);
       const range = (() => { try { typedConversion(child, () => new Int32Array(new ArrayBuffer(4), 2, 1)); } catch (e) { return e; } })();
-      expect(range).toBeInstanceOf(InvalidLayoutError);
+      expect(range).toEqual(withCode("invalid_layout"));
       expect((range as Error).message).toStartWith(`"" (+s) > "x" (i): cannot convert (`);
       const memory = (() => { try { typedConversion(child, () => new Int32Array(2 ** 40)); } catch (e) { return e; } })();
-      expect(memory).toBeInstanceOf(OutOfMemoryError);
+      expect(memory).toEqual(withCode("out_of_memory"));
       const typeError = (() => { try { typedConversion(child, () => (null as unknown as { x: number }).x); } catch (e) { return e; } })();
       expect(typeError).toBeInstanceOf(ArrowDeviceError);
       const typed = new InvalidLayoutError(4, "mine");

@@ -13,7 +13,7 @@ import {
   UnionMode, Utf8, Vector, makeData, vectorFromArray,
 } from "apache-arrow";
 import { importRecordBatch, importVector, importData, importDataType, importSchema, importTable } from "../../ts/index.ts";
-import { InvalidArgumentError, UnknownDeviceError, UnsupportedError } from "../../ts/core/errors.ts";
+import { UnknownDeviceError } from "../../ts/core/errors.ts";
 import { ImportedArray } from "../../ts/raw.ts";
 import { nonZeroCounters } from "../helpers/leaks.ts";
 import { typeSignature } from "../../ts/arrow/types.ts";
@@ -23,6 +23,7 @@ import { collectUntil } from "../helpers/gc.ts";
 import {
   bits, disposeProduced, produceArray, produceDevice, producerBuffer, producerClean, specFromData, type NodeSpec,
 } from "../helpers/producer.ts";
+import { withCode } from "../helpers/errors.ts";
 
 afterEach(async () => {
   expect(await collectUntil(() => Object.keys(nonZeroCounters()).length === 0)).toBe(true);
@@ -130,7 +131,7 @@ describe("import: fields, schemas, metadata", () => {
 
   test("importRecordBatch needs a struct root; importDataType and importData work on any node", () => {
     withImported({ format: "+l", name: "l", length: 1, buffers: [null, new Int32Array([0, 2])], children: [{ format: "i", name: "item", length: 2, buffers: [null, new Int32Array([7, 8])] }] }, (imported) => {
-      expect(() => importRecordBatch(imported)).toThrow(InvalidArgumentError);
+      expect(() => importRecordBatch(imported)).toThrow(withCode("invalid_argument"));
       expect(() => importRecordBatch(imported)).toThrow('needs a struct root, but the root is "l" (+l)');
       expect(String(importDataType(imported.root))).toBe("List<Int32>");
       const child = importData(imported.root.child(0));
@@ -202,7 +203,7 @@ describe("import: conveniences with a GC-driven lifetime", () => {
       { format: "i", name: "run_ends", flags: 0, length: 1, buffers: [null, new Int32Array([1])] },
       { format: "i", name: "values", length: 1, buffers: [null, new Int32Array([5])] },
     ] });
-    expect(() => importVector(bad.schema, bad.array)).toThrow(UnsupportedError);
+    expect(() => importVector(bad.schema, bad.array)).toThrow(withCode("unsupported"));
     expect(producerClean().live).toBe(0); // released at once, not at GC time
     disposeProduced(bad);
     const device = produceDevice({ format: "+s", length: 0, buffers: [null] });
@@ -359,7 +360,7 @@ describe("import: list-view and run-end encoded (no apache-arrow type)", () => {
         expect(sizes).toEqual([0, 2, 1, 3, 0]);
         expect(Array.from(root.child(0).buffer(1) as Int32Array)).toEqual([-1, 10, 20, 30, 0, 50]);
         const what = format === "+vl" ? "a list-view" : "a large list-view";
-        expect(() => importVector(imported)).toThrow(UnsupportedError);
+        expect(() => importVector(imported)).toThrow(withCode("unsupported"));
         expect(() => importVector(imported)).toThrow(`"lv" (${format}) is ${what}, which apache-arrow 21 cannot represent`);
         const back = importVector(imported, { materialize: true });
         expect(String(back.type)).toBe(format === "+vl" ? "List<Int32>" : "LargeList<Int32>");
@@ -409,7 +410,7 @@ describe("import: list-view and run-end encoded (no apache-arrow type)", () => {
     withImported(struct, (imported) => {
       const batch = importRecordBatch(imported, { materialize: true });
       expect([...batch.getChildAt(0)!]).toEqual(["c", "c", "c"]);
-      expect(() => importRecordBatch(imported)).toThrow(UnsupportedError);
+      expect(() => importRecordBatch(imported)).toThrow(withCode("unsupported"));
     }, { validation: "full" });
   });
 });
@@ -424,7 +425,7 @@ describe("import: device memory the host cannot read", () => {
       expect(imported.deviceTypeName).toBe("CUDA");
       expect(imported.root.child(0).bufferAddress(1)).toBe(0x1000);
       expect(imported.root.child(0).bufferSize(1)).toBe(12);
-      expect(() => importRecordBatch(imported)).toThrow(UnsupportedError);
+      expect(() => importRecordBatch(imported)).toThrow(withCode("unsupported"));
       expect(() => importRecordBatch(imported)).toThrow("CUDA memory (device 1), which the host cannot read");
       expect(() => imported.root.child(0).buffer(1)).toThrow("CUDA");
     } finally {
@@ -438,7 +439,7 @@ describe("import: device memory the host cannot read", () => {
       using imported = ImportedArray.fromDeviceArray(produced.schema, produced.array, { validation: "full" });
       expect(imported.deviceTypeName).toBe("unknown(99)");
       expect(imported.root.child(0).describe()).toMatchObject({ format: "i", length: 3 });
-      expect(() => importRecordBatch(imported)).toThrow(UnknownDeviceError);
+      expect(() => importRecordBatch(imported)).toThrow(withCode("unknown_device"));
       expect(() => importVector(imported)).toThrow("device type 99, which this library does not know");
     } finally {
       disposeProduced(produced);

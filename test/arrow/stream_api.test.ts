@@ -8,7 +8,6 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { Table, tableFromArrays, vectorFromArray } from "apache-arrow";
 import { exportArray, exportStream, importRecordBatch, importSchema, importTable, importVector, recordBatches } from "../../ts/index.ts";
-import { InvalidArgumentError } from "../../ts/core/errors.ts";
 import { ImportedArray, ImportedStream } from "../../ts/raw.ts";
 import { nonZeroCounters } from "../helpers/leaks.ts";
 import { liveStreamSources } from "../helpers/js_live.ts";
@@ -16,6 +15,7 @@ import { collectUntil } from "../helpers/gc.ts";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { repoRoot } from "../helpers/cli_run.ts";
+import { withCode } from "../helpers/errors.ts";
 
 afterEach(async () => {
   expect(await collectUntil(() => Object.keys(nonZeroCounters()).length === 0 && liveStreamSources() === 0, 200)).toBe(true);
@@ -33,7 +33,7 @@ describe("the async forms", () => {
       thrown = error;
     }
     expect(thrown).toBeNull();
-    await expect(result!).rejects.toThrow(InvalidArgumentError);
+    await expect(result!).rejects.toThrow(withCode("invalid_argument"));
     await expect(exportStream(table().batches[0] as never, { async: true })).rejects.toThrow("exportStream: source must be");
   });
 
@@ -54,7 +54,7 @@ describe("the async forms", () => {
       } catch (caught) {
         error = caught;
       }
-      expect(error).toBeInstanceOf(InvalidArgumentError);
+      expect(error).toEqual(withCode("invalid_argument"));
       const message = (error as Error).message;
       for (const accepted of ["an ImportedStream", "a stream producer or capsule (docs/protocol.md)", "an ArrowDeviceArrayStream address", "a list of ImportedArray batches", "(one batch: importRecordBatch)"]) {
         expect({ message, accepted: message.includes(accepted) }).toEqual({ message, accepted: true });

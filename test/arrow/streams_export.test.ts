@@ -13,7 +13,6 @@ import {
 } from "apache-arrow";
 import { ArrowDeviceArrayLayout } from "../../ts/core/abi/layout.ts";
 import { ExportedArray, exportArray, exportStream, importSchema } from "../../ts/index.ts";
-import { InvalidArgumentError } from "../../ts/core/errors.ts";
 import { ImportedStream, type StreamKind } from "../../ts/raw.ts";
 import { consumeNatively, type NativeBufferReport } from "../helpers/native_consumer.ts";
 import { counters, nonZeroCounters } from "../helpers/leaks.ts";
@@ -21,6 +20,7 @@ import { liveStreamSources } from "../helpers/js_live.ts";
 import { SP_CHECK_ERROR_TWICE, SP_HOLD, streamPeer } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { consumeInC, goldStreams, openGold, readGold, unreadableByApacheArrow } from "../helpers/streams.ts";
+import { withCode } from "../helpers/errors.ts";
 
 const kinds: { kind: StreamKind; code: 0 | 1 }[] = [{ kind: "stream", code: 0 }, { kind: "device_stream", code: 1 }];
 const threads = [{ name: "on the JS thread", threaded: false }, { name: "on a consumer thread", threaded: true }];
@@ -223,7 +223,7 @@ describe("JS-produced streams pulled by C", () => {
       yield tableToIPC(table, "stream");
     }
     const reader = await RecordBatchReader.from(bytes());
-    expect(() => exportStream(reader)).toThrow(InvalidArgumentError);
+    expect(() => exportStream(reader)).toThrow(withCode("invalid_argument"));
     using handle = await exportStream(reader, { async: true });
     const { job, summary } = await consumeInC(1, handle.stream, { threaded: true });
     streamPeer.sp_job_free(job);

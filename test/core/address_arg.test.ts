@@ -5,7 +5,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { addressArg } from "../../ts/core/args.ts";
-import { InvalidArgumentError } from "../../ts/core/errors.ts";
+import { hasCode } from "../helpers/errors.ts";
 
 const refused = (value: unknown, nullable = false) => {
   let error: unknown = null;
@@ -14,7 +14,7 @@ const refused = (value: unknown, nullable = false) => {
   } catch (caught) {
     error = caught;
   }
-  return error instanceof InvalidArgumentError && /f: p must be/.test(error.message);
+  return hasCode(error, "invalid_argument") && /f: p must be/.test(error.message);
 };
 
 describe("addressArg alignment", () => {

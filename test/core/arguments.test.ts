@@ -14,7 +14,6 @@ import { join } from "node:path";
 import { read } from "bun:ffi";
 import { Table, makeVector, type RecordBatch } from "apache-arrow";
 import { DeviceType, exportArray, exportStream, importTable } from "../../ts/index.ts";
-import { InvalidArgumentError } from "../../ts/core/errors.ts";
 import { exportAsyncStream } from "../../ts/device.ts";
 import { ImportedArray, ImportedStream } from "../../ts/raw.ts";
 import { exportRawArray } from "../../ts/raw.ts";
@@ -23,6 +22,7 @@ import { toDevice } from "../../ts/device.ts";
 import { ArrowDeviceArrayLayout } from "../../ts/core/abi/layout.ts";
 import { secretString, type CaseResult } from "../helpers/arguments_matrix.ts";
 import { testRoot } from "../helpers/paths.ts";
+import { withCode } from "../helpers/errors.ts";
 
 const repoRoot = join(testRoot, "..");
 
@@ -79,12 +79,12 @@ const rawNode = () => ({ format: "i", length: 2, buffers: [null, Int32Array.of(7
 
 describe("the crashes the issue found", () => {
   test("exportAsyncStream(table, undefined) is refused before any native call", () => {
-    expect(() => exportAsyncStream(new Table({ x: makeVector(Int32Array.of(1)) }), undefined as never)).toThrow(InvalidArgumentError);
+    expect(() => exportAsyncStream(new Table({ x: makeVector(Int32Array.of(1)) }), undefined as never)).toThrow(withCode("invalid_argument"));
     expect(() => exportAsyncStream([], undefined as never)).toThrow("exportAsyncStream: handler must be a non-zero, 8-byte aligned address");
   });
 
   test("setJsWorkSpin refuses Infinity, NaN, negatives and fractions (and the library clamps what it gets)", () => {
-    for (const bad of [Infinity, Number.NaN, -1, 1.5, 2e9]) expect(() => setJsWorkSpin(bad)).toThrow(InvalidArgumentError);
+    for (const bad of [Infinity, Number.NaN, -1, 1.5, 2e9]) expect(() => setJsWorkSpin(bad)).toThrow(withCode("invalid_argument"));
     const previous = setJsWorkSpin(1000);
     expect(setJsWorkSpin(previous)).toBe(1000);
   });
@@ -109,7 +109,7 @@ describe("device_id is an int64_t", () => {
 
   test("an unsafe integer or a bigint outside int64 is refused with a typed error", () => {
     expect(() => exportRawArray(rawNode(), { deviceId: 2 ** 53 + 2 })).toThrow("options.deviceId must be an int64");
-    expect(() => exportRawArray(rawNode(), { deviceId: 2n ** 63n })).toThrow(InvalidArgumentError);
+    expect(() => exportRawArray(rawNode(), { deviceId: 2n ** 63n })).toThrow(withCode("invalid_argument"));
   });
 });
 
@@ -133,7 +133,7 @@ describe("exportRawArray checks what it emits", () => {
 
   test("a sync event on a CPU array is refused", () => {
     expect(() => exportRawArray(rawNode(), { syncEvent: 4096 })).toThrow("exportRawArray: options.syncEvent must be null on a CPU array");
-    expect(() => exportRawArray(rawNode(), { deviceType: DeviceType.CPU, syncEvent: 4096 })).toThrow(InvalidArgumentError);
+    expect(() => exportRawArray(rawNode(), { deviceType: DeviceType.CPU, syncEvent: 4096 })).toThrow(withCode("invalid_argument"));
   });
 });
 
@@ -170,7 +170,7 @@ describe("errors describe, never dump", () => {
     try {
       exportArray(new Table([...million.batches, ...million.batches]));
     } catch (error) {
-      expect(error).toBeInstanceOf(InvalidArgumentError);
+      expect(error).toEqual(withCode("invalid_argument"));
       message = (error as Error).message;
     }
     expect(message.length).toBeGreaterThan(0);
@@ -184,7 +184,7 @@ describe("errors describe, never dump", () => {
       try {
         run();
       } catch (error) {
-        expect(error).toBeInstanceOf(InvalidArgumentError);
+        expect(error).toEqual(withCode("invalid_argument"));
         messages.push((error as Error).message);
       }
     };

@@ -15,6 +15,7 @@ import { callBlocking, ImportedStream } from "../../ts/raw.ts";
 import { nonZeroCounters } from "../helpers/leaks.ts";
 import { fixturePath } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";
+import { withCode } from "../helpers/errors.ts";
 
 const fx = dlopen(fixturePath("duckdb_thread"), {
   duckq_pull_on_thread: { args: [FFIType.ptr], returns: FFIType.i32 },
@@ -37,7 +38,7 @@ describe("callBlocking", () => {
       caught = error;
     }
     expect(errno).toBe(EDEADLK);
-    expect(caught).toBeInstanceOf(WrongThreadError);
+    expect(caught).toEqual(withCode("wrong_thread"));
     expect((caught as WrongThreadError).message).toContain("native thread");
     expect(String((caught as WrongThreadError).cause)).toContain(`errno ${EDEADLK}`);
     // The refusal failed that call only: the stream still delivers everything.

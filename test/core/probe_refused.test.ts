@@ -13,10 +13,10 @@ import { describe, expect, test } from "bun:test";
 import { toArrayBuffer } from "bun:ffi";
 import { Table, makeVector } from "apache-arrow";
 import { exportStream, importVector } from "../../ts/index.ts";
-import { InvalidArgumentError } from "../../ts/core/errors.ts";
 import { ImportedArray, ImportedStream } from "../../ts/raw.ts";
 import { fx } from "../helpers/fixtures.ts";
 import { disposeProduced, produceDevice, producerClean } from "../helpers/producer.ts";
+import { withCode } from "../helpers/errors.ts";
 
 /** Releases the producer counted during `run`. */
 function releasesDuring(run: () => void): { schemas: number; arrays: number } {
@@ -39,7 +39,7 @@ describe("a refused struct that is safe to release", () => {
     const produced = produceDevice({ format: "i", length: 2, buffers: [null, Int32Array.of(1, 2)] });
     pokeWord(Number(produced.schema.address), 1, 8n); // name -> 0x8
     const counted = releasesDuring(() => {
-      expect(() => ImportedArray.fromDeviceArray(produced.schema, produced.array, { validation: "full" })).toThrow(InvalidArgumentError);
+      expect(() => ImportedArray.fromDeviceArray(produced.schema, produced.array, { validation: "full" })).toThrow(withCode("invalid_argument"));
     });
     expect(counted).toEqual({ schemas: 1, arrays: 1 });
     expect(produced.schema.released).toBe(true);

@@ -13,13 +13,13 @@ import { peer } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { native } from "../../ts/core/ffi/library.ts";
 import { DeviceType, type ExportedArray } from "../../ts/index.ts";
-import { DeviceError, InvalidArgumentError, InvalidLayoutError, OutOfMemoryError, UnsupportedError } from "../../ts/core/errors.ts";
 import { structPointer, ImportedArray } from "../../ts/raw.ts";
 import { consumeNatively } from "../helpers/native_consumer.ts";
 import { copyArrayToDevice, deviceRuntime, toDevice, wrapDeviceMemory, type DeviceKind } from "../../ts/device.ts";
 import { exportRawArray } from "../../ts/raw.ts";
 import { drainReleased } from "../../ts/diagnostics.ts";
 import { counters, nonZeroCounters } from "../helpers/leaks.ts";
+import { withCode } from "../helpers/errors.ts";
 
 if (!isFake) throw new Error("test/device/device_fake.test.ts needs the fake drivers; scripts/gpu-suite.sh does not run it");
 
@@ -158,7 +158,7 @@ for (const kind of kinds) {
         expect(imported.hostReadable).toBe(false);
         const description = imported.root.describe() as { children: { buffers: { size: number }[] }[] };
         expect(description.children[1].buffers.map((b) => b.size)).toEqual([5, 41 * 4, -1]);
-        expect(() => imported.root.child(0).buffer(1)).toThrow(UnsupportedError);
+        expect(() => imported.root.child(0).buffer(1)).toThrow(withCode("unsupported"));
         imported.dispose();
         expect(peer.peer_intercepted_array_releases()).toBe(BigInt(["none", "minimal", "default", "full"].indexOf(validation) + 1));
       }
@@ -204,7 +204,7 @@ for (const kind of kinds) {
 
     test("copying a device array to a device again is refused, and it is still released", () => {
       const produced = produce(kind, { length: 5 });
-      expect(() => copyArrayToDevice(produced.schema, produced.array, { device: kind })).toThrow(InvalidArgumentError);
+      expect(() => copyArrayToDevice(produced.schema, produced.array, { device: kind })).toThrow(withCode("invalid_argument"));
       expect(() => copyArrayToDevice(produced.schema, produced.array, { device: kind })).toThrow("released");
       produced.free();
       expect(fake(kind).producedLive()).toBe(0);
@@ -389,9 +389,9 @@ for (const kind of kinds) {
       const d = fake(kind);
       const before = d.registrations();
       for (const bad of [null, 3, "x", {}, new ArrayBuffer(8), new Uint8Array(0)]) {
-        expect(() => rt().registerHost(bad as never)).toThrow(InvalidArgumentError);
+        expect(() => rt().registerHost(bad as never)).toThrow(withCode("invalid_argument"));
       }
-      for (const id of [1.5, NaN, "0", null, {}]) expect(() => rt().registerHost(new Uint8Array(8), id as never)).toThrow(InvalidArgumentError);
+      for (const id of [1.5, NaN, "0", null, {}]) expect(() => rt().registerHost(new Uint8Array(8), id as never)).toThrow(withCode("invalid_argument"));
       expect(d.registrations()).toBe(before); // nothing reached the driver
       const data = new Uint8Array(64);
       using first = rt().registerHost(data);
@@ -435,7 +435,7 @@ for (const kind of kinds) {
 
     test("allocation failure (the memory pool's block, then the batch's own allocation)", () => {
       stagingPool(kind, true); // no pooled block to take a range of
-      for (const message of [OutOfMemoryError, `[${d.alloc}][${d.oomName}]`]) {
+      for (const message of [withCode("out_of_memory"), `[${d.alloc}][${d.oomName}]`]) {
         fake(kind).inject(d.alloc, d.oom);
         fake(kind).inject(d.alloc, d.oom);
         expect(() => toDevice(source(), { device: kind })).toThrow(message);
@@ -450,7 +450,7 @@ for (const kind of kinds) {
 
     test("a copy error in toDevice: the staged batch copy, and halfway through the copies into pinned memory", () => {
       fake(kind).inject(d.h2d, d.illegal, 0); // the batch's one copy out of its staging block
-      expect(() => toDevice(source(), { device: kind })).toThrow(DeviceError);
+      expect(() => toDevice(source(), { device: kind })).toThrow(withCode("device_error"));
       fake(kind).inject(d.h2d, d.illegal, 1); // pinned targets are copied buffer by buffer: the second fails
       expect(() => toDevice(source(), { device: kind, memory: "pinned" })).toThrow(`[${d.h2d}][${d.illegalName}]`);
       // The staging block came back: the next batch reuses it.
@@ -463,7 +463,7 @@ for (const kind of kinds) {
       fake(kind).inject(d.eventCreate, 1);
       expect(() => toDevice(source(), { device: kind })).toThrow(`[${d.eventCreate}]`);
       fake(kind).inject(d.eventCreate, 1);
-      expect(() => rt().createEvent()).toThrow(DeviceError);
+      expect(() => rt().createEvent()).toThrow(withCode("device_error"));
     });
 
     test("a copy error in toHost, then a retry that works", () => {
@@ -484,7 +484,7 @@ for (const kind of kinds) {
       fake(kind).inject(d.d2h, d.illegal, 0); // the probe of the last offset
       expect(() => theirs.toHost()).toThrow(`[${d.d2h}][${d.illegalName}]`);
       fake(kind).inject(d.d2h, d.illegal, 2); // a buffer copy
-      expect(() => theirs.toHost()).toThrow(DeviceError);
+      expect(() => theirs.toHost()).toThrow(withCode("device_error"));
       const copy = theirs.toHost();
       expect(copy.root.length).toBe(40);
       copy.dispose();
@@ -494,7 +494,7 @@ for (const kind of kinds) {
     test("a wrapped array with the wrong buffers is refused before anyone sees it", () => {
       using memory = rt().allocate(64);
       let released = 0;
-      expect(() => wrapDeviceMemory({ format: "u", length: 4, buffers: [null, memory] }, { device: kind, id: 0, onRelease: () => released++ })).toThrow(InvalidLayoutError);
+      expect(() => wrapDeviceMemory({ format: "u", length: 4, buffers: [null, memory] }, { device: kind, id: 0, onRelease: () => released++ })).toThrow(withCode("invalid_layout"));
       drainReleased();
       expect(released).toBe(0);
     });

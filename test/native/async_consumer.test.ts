@@ -6,9 +6,8 @@
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { type Pointer } from "bun:ffi";
-import { RecordBatch, Schema } from "apache-arrow";
+import { RecordBatch, Schema, Table, tableFromArrays } from "apache-arrow";
 import { DeviceType, exportArray, exportSchema } from "../../ts/index.ts";
-import { InvalidArgumentError } from "../../ts/core/errors.ts";
 import { AsyncRecordBatchStream } from "../../ts/device.ts";
 import { AsyncStreamError, CallbackError, ImportedArray } from "../../ts/raw.ts";
 import { AsyncStreamConsumer, type AsyncArray } from "../../ts/raw.ts";
@@ -25,6 +24,7 @@ import { jsonBatchCount, jsonOnlyCases, produceJsonBatch } from "../helpers/gold
 import { disposeProduced, producerBuffer, producerClean } from "../helpers/producer.ts";
 import { compareBatches, unsharedBuffers } from "../helpers/arrow_compare.ts";
 import { Rng } from "../fuzz/generate.ts";
+import { withCode } from "../helpers/errors.ts";
 
 const EIO = 5;
 const EPROTO = 71;
@@ -123,6 +123,26 @@ function sourceOf(schema: Schema, batches: RecordBatch[], options: ConstructorPa
   }
   return source;
 }
+
+describe("an async stream's RecordBatches", () => {
+  test("share the stream's one Schema, dictionary types included, so that they make one Table", async () => {
+    const table = tableFromArrays({ s: ["a", "b", "a"], n: Int32Array.from([1, 2, 3]) })
+      .concat(tableFromArrays({ s: ["b", "c"], n: Int32Array.from([4, 5]) }), tableFromArrays({ s: ["c"], n: Int32Array.from([6]) }));
+    const source = sourceOf(table.schema, table.batches);
+    const stream = new AsyncRecordBatchStream({ queueDepth: 2 });
+    source.start(stream.handler);
+    const batches: RecordBatch[] = [];
+    for await (const batch of stream) batches.push(batch);
+    await stream.closed;
+    expect(batches.length).toBe(3);
+    expect(batches.every((batch) => batch.schema === batches[0].schema)).toBe(true);
+    const joined = new Table(batches);
+    expect(joined.getChild("s")!.toArray()).toEqual(["a", "b", "a", "b", "c", "c"]);
+    expect([...joined.getChild("n")!]).toEqual([1, 2, 3, 4, 5, 6]);
+    expectEveryTaskExtractedOnce(source);
+    finishSource(source);
+  });
+});
 
 describe("RecordBatch round trips over the gold files (C producer thread -> apache-arrow)", () => {
   for (const file of readableGoldFiles()) {
@@ -398,7 +418,7 @@ describe("errors", () => {
   });
 
   test("bad options are refused", () => {
-    expect(() => new AsyncStreamConsumer({ queueDepth: 0 })).toThrow(InvalidArgumentError);
+    expect(() => new AsyncStreamConsumer({ queueDepth: 0 })).toThrow(withCode("invalid_argument"));
     expect(() => new AsyncStreamConsumer({ queueDepth: 1.5 })).toThrow("queueDepth");
     expect(() => new AsyncStreamConsumer({ validation: "most" as never })).toThrow("validation level");
   });

@@ -10,9 +10,9 @@ import { Field, Int32, RecordBatch, Schema, Struct, Utf8, makeData, vectorFromAr
 import { ArrowArrayLayout, ArrowSchemaLayout, Flags } from "../../ts/core/abi/layout.ts";
 import { counters } from "../helpers/leaks.ts";
 import { exportArray, exportSchema, importRecordBatch, importVector, type ExportedArray } from "../../ts/index.ts";
-import { ReleasedError } from "../../ts/core/errors.ts";
 import { ImportedArray } from "../../ts/raw.ts";
 import { collectUntil } from "../helpers/gc.ts";
+import { withCode } from "../helpers/errors.ts";
 
 /** A two-column batch whose values start at `base` (distinct per batch). */
 function batchFrom(base: number): RecordBatch {
@@ -159,7 +159,7 @@ test("a batch exported again points at the same JS memory; a view detached since
   expect(valuesOf(second)).toEqual([7, 8, null, "v7", null, "w7"]);
   second.release();
   (values.buffer as ArrayBuffer).transfer(); // detaches `values`
-  expect(() => exportArray(batch)).toThrow(ReleasedError);
+  expect(() => exportArray(batch)).toThrow(withCode("released"));
 });
 
 test("a column exported again after setValid exports its new bitmap and null count", () => {
@@ -225,7 +225,7 @@ test("a batch of flat columns exported again reuses its plan only while the stru
   fifth.release();
   // A column's memory detached since: refused, not pointed at.
   (data.children[0].values.buffer as ArrayBuffer).transfer();
-  expect(() => exportArray(batch)).toThrow(ReleasedError);
+  expect(() => exportArray(batch)).toThrow(withCode("released"));
 });
 
 function valuesOfColumns(handle: ExportedArray<"device_array">): unknown[] {

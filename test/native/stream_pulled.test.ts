@@ -1,6 +1,7 @@
 /**
  * A stream's planned batches are built straight from each pull's snapshot,
- * with no ImportedArray (arrow/batch_converter.ts StreamBatchConverter.next):
+ * with no ImportedArray (arrow/stream_import.ts StreamRead.next, then
+ * arrow/batch_converter.ts StreamBatchConverter.batch):
  * zero-copy (the views are the producer's buffers), each batch released
  * exactly once after its last view is collected and never while a batch
  * is held, and the general path (a transient handle) for the first batch
@@ -10,13 +11,13 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { ptr } from "bun:ffi";
 import { Table, makeVector, type RecordBatch } from "apache-arrow";
 import { ExportedStream, exportStream, recordBatches } from "../../ts/index.ts";
-import { InvalidArgumentError } from "../../ts/core/errors.ts";
 import { ImportedStream } from "../../ts/raw.ts";
-import { StreamBatchConverter } from "../../ts/arrow/batch_converter.ts";
+import { StreamRead } from "../../ts/arrow/stream_import.ts";
 import { nonZeroCounters } from "../helpers/leaks.ts";
 import { streamPeer } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { pullInto } from "../../ts/native/batch_source.ts";
+import { withCode } from "../helpers/errors.ts";
 
 type Source = NonNullable<ReturnType<typeof streamPeer.sp_repeat_new>>;
 const sources: Source[] = [];
@@ -41,10 +42,15 @@ function repeatStream(batches: number, rows: number, validation?: "none" | "defa
   return { source, stream: streamOf(source, validation) };
 }
 
-/** Every batch `converter.next` gives, until the end. */
-function readAll(converter: StreamBatchConverter, stream: ImportedStream): RecordBatch[] {
+/** A read of `stream` on the JS thread (host memory, no copy). */
+function readOf(stream: ImportedStream): StreamRead {
+  return StreamRead.open("recordBatches", stream, {}, false, false);
+}
+
+/** Every batch `read.next` gives, until the end. */
+function readAll(read: StreamRead): RecordBatch[] {
   const batches: RecordBatch[] = [];
-  for (let batch = converter.next(stream); batch !== null; batch = converter.next(stream)) batches.push(batch);
+  for (let batch = read.next(); batch !== null; batch = read.next()) batches.push(batch);
   return batches;
 }
 
@@ -70,10 +76,10 @@ describe("a stream's batches built without a handle", () => {
     expect(expected.a).not.toBe(0);
     const stream = streamOf(source);
 
-    const converter = new StreamBatchConverter({});
-    const batches = readAll(converter, stream);
+    const read = readOf(stream);
+    const batches = readAll(read);
     expect(batches.length).toBe(6);
-    expect(converter.builtWithoutHandle).toBe(5);
+    expect(read.converter.builtWithoutHandle).toBe(5);
     expect(stream.released).toBe(false);
     for (const batch of batches) {
       const a = batch.getChild("a")!.data[0];
@@ -94,20 +100,20 @@ describe("a stream's batches built without a handle", () => {
 
   test("a batch's release runs once its last view is collected, never while the batch is held", async () => {
     const { source, stream } = repeatStream(5, 64);
-    const converter = new StreamBatchConverter({});
+    const read = readOf(stream);
     // Read in a function of its own, so that no stack slot of this one
     // still points at a batch when it is let go.
     const box: { held: RecordBatch | null } = { held: null };
     (() => {
       let i = 0;
-      for (let batch = converter.next(stream); batch !== null; batch = converter.next(stream)) if (i++ === 3) box.held = batch;
+      for (let batch = read.next(); batch !== null; batch = read.next()) if (i++ === 3) box.held = batch;
     })();
-    expect(converter.builtWithoutHandle).toBe(4);
+    expect(read.converter.builtWithoutHandle).toBe(4);
     stream.release();
     expect(await collectUntil(() => streamPeer.sp_repeat_live_batches(source) === 1n, 200)).toBe(true);
     // Still held: its memory is the producer's, intact.
-    const read = () => [box.held!.getChild("a")!.get(63), box.held!.getChild("b")!.get(7)];
-    expect(read()).toEqual([63, null]);
+    const values = () => [box.held!.getChild("a")!.get(63), box.held!.getChild("b")!.get(7)];
+    expect(values()).toEqual([63, null]);
     for (let i = 0; i < 5; i++) {
       Bun.gc(true);
       expect(streamPeer.sp_repeat_live_batches(source)).toBe(1n);
@@ -124,23 +130,23 @@ describe("a stream's batches built without a handle", () => {
     const batch = new Table({ a: makeVector(shared), b: makeVector(shared) }).batches[0];
     using exported = exportStream([batch, batch, batch], { as: "stream" });
     const stream = ImportedStream.fromArrayStream(exported.stream);
-    const converter = new StreamBatchConverter({});
-    const batches = readAll(converter, stream);
+    const read = readOf(stream);
+    const batches = readAll(read);
     expect(batches.length).toBe(3);
-    expect(converter.builtWithoutHandle).toBe(0);
-    for (const read of batches) {
-      expect([...read.getChild("a")!.toArray()]).toEqual([...shared]);
-      expect(ptr(read.getChild("a")!.data[0].values)).toBe(ptr(shared));
-      expect(ptr(read.getChild("b")!.data[0].values)).toBe(ptr(shared));
+    expect(read.converter.builtWithoutHandle).toBe(0);
+    for (const batch of batches) {
+      expect([...batch.getChild("a")!.toArray()]).toEqual([...shared]);
+      expect(ptr(batch.getChild("a")!.data[0].values)).toBe(ptr(shared));
+      expect(ptr(batch.getChild("b")!.data[0].values)).toBe(ptr(shared));
     }
     stream.release();
   });
 
   test("zero-length batches are built without a handle too, with no views", () => {
     const { stream } = repeatStream(4, 0);
-    const converter = new StreamBatchConverter({});
-    const batches = readAll(converter, stream);
-    expect(converter.builtWithoutHandle).toBe(3);
+    const read = readOf(stream);
+    const batches = readAll(read);
+    expect(read.converter.builtWithoutHandle).toBe(3);
     expect(batches.map((batch) => batch.numRows)).toEqual([0, 0, 0, 0]);
     expect(batches[3].getChild("b")!.toArray().length).toBe(0);
     stream.release();
@@ -149,7 +155,7 @@ describe("a stream's batches built without a handle", () => {
   test("pullInto refuses anything but a PulledBatch before pulling: the stream is where it was", () => {
     const { stream } = repeatStream(3, 8);
     for (const bad of [null, undefined, 7, {}, { words: new Float32Array(8) }, { words: [1, 2] }]) {
-      expect(() => pullInto(stream, bad as never)).toThrow(InvalidArgumentError);
+      expect(() => pullInto(stream, bad as never)).toThrow(withCode("invalid_argument"));
     }
     const rows = [...recordBatches(stream)].map((batch) => batch.numRows);
     expect(rows).toEqual([8, 8, 8]);

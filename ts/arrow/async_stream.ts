@@ -1,7 +1,8 @@
 /**
  * An async device stream read as apache-arrow RecordBatches: the native
- * handler of native/async_consumer.ts, each batch converted with
- * the batch conversion of arrow/import.ts (`recordBatchOf`) without copying.
+ * handler of native/async_consumer.ts, each batch converted without
+ * copying by the stream's converter (arrow/batch_converter.ts), as a C
+ * stream's batches are: one Schema for the whole stream.
  *
  * Lifetimes. A RecordBatch's columns are views of the producer's memory;
  * each view holds its batch's native owner until it is garbage-collected,
@@ -13,7 +14,8 @@ import { RecordBatch } from "apache-arrow";
 import { AsyncStreamConsumer, consumerOptionsArg, type AsyncArray, type AsyncConsumerOptions } from "../native/async_consumer.ts";
 import { type ImportedArray } from "../native/imported.ts";
 import { noteConverted } from "../native/batch_source.ts";
-import { recordBatchOf, releaseConverted } from "./import.ts";
+import { releaseConverted } from "./import.ts";
+import { StreamBatchConverter } from "./batch_converter.ts";
 import { convertOptionsArg, type ConvertOptions } from "./types.ts";
 
 /** Options of `new AsyncRecordBatchStream(options)`: the consumer's and
@@ -63,10 +65,10 @@ export class AsyncRecordBatchStream extends AsyncStreamConsumer implements Async
 
   #batches(toGC: boolean): AsyncIterableIterator<AsyncBatch> {
     const arrays = this.arrays();
-    const convert = this.#convert;
+    const converter = new StreamBatchConverter(this.#convert);
     const toBatch = (item: AsyncArray): AsyncBatch => {
       try {
-        const batch = recordBatchOf(item.array, convert);
+        const batch = converter.convert(item.array);
         if (toGC) item.array.releaseToGC(); // the batch's views keep the memory
         else noteConverted(item.array, batch, releaseConverted); // its dispose() empties the batch
         return { batch, array: item.array, metadata: item.metadata, index: item.index };

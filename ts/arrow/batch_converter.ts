@@ -1,13 +1,13 @@
 /**
- * The stream batch converter: the batches of one imported stream as
- * RecordBatches, with the stream's one Schema and batch plan, pulled
- * without a handle where the plan fits (arrow/stream_import.ts reads
- * streams through it).
+ * The stream batch converter: the one conversion of a stream's pulled
+ * batches to RecordBatches, with the stream's one Schema and batch plan.
+ * Every batch of a read (arrow/stream_import.ts: sync or async, host
+ * copies included) and of an async device stream (arrow/async_stream.ts)
+ * goes through it.
  */
 import { Table, type RecordBatch, type Schema } from "apache-arrow";
 import { type ImportedArray } from "../native/imported.ts";
-import { type ImportedStream } from "../native/imported_stream.ts";
-import { adoptImportSnapshot, pullInto, pullTransient, pulledBatch, releasePulled, type PulledBatch } from "../native/batch_source.ts";
+import { adoptImportSnapshot, releasePulled, type PulledBatch } from "../native/batch_source.ts";
 import { type ReadProbe } from "./lazy_data.ts";
 import { BatchPlan } from "./batch_plan.ts";
 import { batchWith } from "./record_batch.ts";
@@ -19,63 +19,55 @@ function convertOne(imported: ImportedArray, converter: StreamBatchConverter): R
 }
 
 /**
- * The batches of one imported stream as RecordBatches. Every batch of a
- * stream carries the stream's one ArrowSchema (zig/stream/import.zig
- * shares it with each batch's owner), so the apache-arrow Schema and its
- * types are built once, from the first batch, and every later batch is
- * built with them: no schema strings read, no types made per batch, and
- * every batch of the stream has the same Schema object (dictionary types
- * included), as apache-arrow's Table wants.
+ * The batches of one stream as RecordBatches. Every batch of a stream
+ * carries the stream's one ArrowSchema (zig/stream/import.zig and
+ * zig/async/consumer.zig share it with each batch's owner), so the
+ * apache-arrow Schema and its types are built once, from the first batch,
+ * and every later batch is built with them: no schema strings read, no
+ * types made per batch, and every batch of the stream has the same Schema
+ * object (dictionary types included), as apache-arrow's Table wants.
+ *
+ * One route per batch (`batch`): a batch pulled as a snapshot (owner and
+ * words, no handle) that the plan fits is built straight from it;
+ * anything else (the first batch, a batch the plan does not fit, a batch
+ * pulled as a handle) goes through its handle (`convert`): the plan where
+ * it fits, else the Data builder, which also reports the batch's errors.
  */
 export class StreamBatchConverter {
   #schema: Schema | null = null;
   /** The stream's batch plan (undefined: not tried yet; null: its schema
    * has a node the plan does not build, so every batch takes batchWith). */
   #plan: BatchPlan | null | undefined = undefined;
-  /** `next`'s pull: its snapshot array is reused batch after batch. */
-  #pulled: PulledBatch | null = null;
   #builtWithoutHandle = 0;
-  /** How `next` builds the batches it pulls (see `#lazyNext`). */
+  /** How `batch` builds the snapshots it is given (see `#lazyNext`). */
   #eager = false;
-  /** Whether the last batch `next` built lazily was read, until the next
-   * pull looks (the flag only: it keeps no batch alive). */
+  /** Whether the last batch built lazily was read, until the next batch
+   * looks (the flag only: it keeps no batch alive). */
   #probe: ReadProbe | null = null;
 
   constructor(readonly options: ConvertOptions) {}
 
-  /** Batch `imported` (pulled from this converter's stream). */
-  convert(imported: ImportedArray): RecordBatch {
-    const schema = this.#schema ??= typedConversion(imported.root, () => schemaOf(imported.root, this.options));
-    if (this.#plan === undefined) this.#plan = BatchPlan.of(imported, schema);
-    return this.#plan?.build(imported) ?? batchWith(imported, schema, this.options);
-  }
-
-  /** `convert`, then the end of `imported` (a transient handle): its
-   * memory then belongs to the GC, or, if conversion throws, is released
-   * now. */
-  convertAndEnd(imported: ImportedArray): RecordBatch {
-    return convertAndEnd(imported, convertOne, this);
+  /** Whether a snapshot pull can be built without a handle: false once
+   * the stream's schema is known not to fit the plan (its batches are
+   * then better pulled as handles, with words of their own, than copied
+   * out of a snapshot). */
+  get takesSnapshots(): boolean {
+    return this.#plan !== null;
   }
 
   /**
-   * The next batch of `stream` (this converter's, host memory) as a
-   * RecordBatch; null at the end. A batch the plan fits is built straight
-   * from its snapshot, with no ImportedArray: its views hold the batch's
-   * memory, and the pull's own reference ends here, whatever happens. The
-   * first batch, and any the plan does not fit, go through a transient
-   * handle (`convertAndEnd`), which also reports their errors; so does
-   * every batch of a stream that has no plan.
+   * The RecordBatch of one pulled batch (batch_source.ts `pullInto`): a
+   * snapshot, or a handle (`pulled.imported`, which this takes out of
+   * `pulled`). The pull's reference ends here, whatever happens: the
+   * batch's memory then belongs to the GC (its views hold it), or, if
+   * conversion throws, is released now.
    */
-  next(stream: ImportedStream): RecordBatch | null {
-    // A schema the plan does not build: every batch through a handle,
-    // pulled into words of its own (no reused array to copy from).
-    if (this.#plan === null) {
-      const imported = pullTransient(stream);
-      return imported === null ? null : this.convertAndEnd(imported);
+  batch(pulled: PulledBatch): RecordBatch {
+    const imported = pulled.imported;
+    if (imported !== null) {
+      pulled.imported = null;
+      return this.convertAndEnd(imported);
     }
-    const pulled = this.#pulled ??= pulledBatch();
-    if (!pullInto(stream, pulled)) return null;
-    if (pulled.imported !== null) return this.convertAndEnd(pulled.imported);
     const owner = pulled.owner;
     if (this.#plan) {
       let batch: RecordBatch | null;
@@ -97,8 +89,23 @@ export class StreamBatchConverter {
     return this.convertAndEnd(adoptImportSnapshot(owner, pulled.words.slice()));
   }
 
+  /** The RecordBatch of `imported` (a batch of this converter's stream),
+   * which stays the caller's. */
+  convert(imported: ImportedArray): RecordBatch {
+    const schema = this.#schema ??= typedConversion(imported.root, () => schemaOf(imported.root, this.options));
+    if (this.#plan === undefined) this.#plan = BatchPlan.of(imported, schema);
+    return this.#plan?.build(imported) ?? batchWith(imported, schema, this.options);
+  }
+
+  /** `convert`, then the end of `imported` (a handle nothing else holds):
+   * its memory then belongs to the GC, or, if conversion throws, is
+   * released now. */
+  convertAndEnd(imported: ImportedArray): RecordBatch {
+    return convertAndEnd(imported, convertOne, this);
+  }
+
   /**
-   * Whether `next` builds its next batch lazily. A consumer that reads
+   * Whether `batch` builds its next snapshot lazily. A consumer that reads
    * each batch before pulling the next (most loops over a stream) would
    * only pay for the deferral (one more native call and a few objects per
    * batch): once a lazy batch was read by the next pull, the rest of the
@@ -117,13 +124,14 @@ export class StreamBatchConverter {
     return !this.#eager;
   }
 
-  /** How many of `next`'s batches were built straight from their
-   * snapshot, without a handle. */
+  /** How many batches were built straight from their snapshot, without a
+   * handle. */
   get builtWithoutHandle(): number {
     return this.#builtWithoutHandle;
   }
 
-  /** One Table of batches pulled from this converter's stream. */
+  /** One Table of batches pulled from this converter's stream, whose
+   * handles stay the caller's. */
   table(list: ImportedArray[]): Table {
     const batches = list.map((imported) => this.convert(imported));
     return new Table(batches[0].schema, batches);

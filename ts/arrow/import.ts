@@ -192,32 +192,22 @@ function importWith<T>(
 }
 
 /**
- * Moves `schemaPtr` + `arrayPtr` in (they are left released, success or
- * not) and returns an apache-arrow Vector over the producer's memory. Its
- * lifetime is the garbage collector's: the producer's release runs once
- * the last view of its memory is collected. For an explicit end, use
- * `ImportedArray` + `toVector` and `dispose()` instead.
+ * `importVector` of C structs or a protocol producer (arrow/import_api.ts
+ * holds the overloads, which say what each argument is): the structs are
+ * moved in (left released, success or not) and the Vector's lifetime is
+ * the garbage collector's: the producer's release runs once the last view
+ * of its memory is collected. For an explicit end, use `ImportedArray` +
+ * `toVector` and `dispose()` instead.
  */
-export function vectorFromStructs(schemaPtr: StructRef<"ArrowSchema">, arrayPtr: StructRef<"ArrowArray">, options?: ImportConvertOptions & { as?: "array" }): Vector;
-/** `importVector` from an `ArrowDeviceArray*` (`{ as: "device_array" }`). */
-export function vectorFromStructs(schemaPtr: StructRef<"ArrowSchema">, deviceArrayPtr: StructRef<"ArrowDeviceArray">, options: ImportConvertOptions & { as: "device_array" }): Vector;
-/** Takes the array of any protocol producer or array capsule
- * (docs/protocol.md), preferring its device method. */
-export function vectorFromStructs(source: ArrayProducer | ArrowCapsule, options?: ImportConvertOptions): Vector;
-export function vectorFromStructs(schemaPtr: AnyRef | ArrayProducer | ArrowCapsule, arrayPtr?: AnyRef | ImportConvertOptions, options: ImportConvertOptions = {}): Vector {
-  return importWith("importVector", schemaPtr, arrayPtr, options, "array", vectorOf);
+export function vectorFromStructs(source: AnyRef | ArrayProducer | ArrowCapsule, arrayPtr?: AnyRef | ImportConvertOptions, options: ImportConvertOptions = {}): Vector {
+  return importWith("importVector", source, arrayPtr, options, "array", vectorOf);
 }
 
-/** Like `importVector`, for a record batch (a struct root), from an
+/** `importRecordBatch` of C structs or a protocol producer: as
+ * `vectorFromStructs`, for a record batch (a struct root), from an
  * `ArrowDeviceArray*` by default. */
-export function recordBatchFromStructs(schemaPtr: StructRef<"ArrowSchema">, deviceArrayPtr: StructRef<"ArrowDeviceArray">, options?: ImportConvertOptions & { as?: "device_array" }): RecordBatch;
-/** `importRecordBatch` from an `ArrowArray*` (`{ as: "array" }`). */
-export function recordBatchFromStructs(schemaPtr: StructRef<"ArrowSchema">, arrayPtr: StructRef<"ArrowArray">, options: ImportConvertOptions & { as: "array" }): RecordBatch;
-/** Takes the array of any protocol producer or array capsule
- * (docs/protocol.md), preferring its device method. */
-export function recordBatchFromStructs(source: ArrayProducer | ArrowCapsule, options?: ImportConvertOptions): RecordBatch;
-export function recordBatchFromStructs(schemaPtr: AnyRef | ArrayProducer | ArrowCapsule, deviceArrayPtr?: AnyRef | ImportConvertOptions, options: ImportConvertOptions = {}): RecordBatch {
-  return importWith("importRecordBatch", schemaPtr, deviceArrayPtr, options, "device_array", recordBatchOf);
+export function recordBatchFromStructs(source: AnyRef | ArrayProducer | ArrowCapsule, deviceArrayPtr?: AnyRef | ImportConvertOptions, options: ImportConvertOptions = {}): RecordBatch {
+  return importWith("importRecordBatch", source, deviceArrayPtr, options, "device_array", recordBatchOf);
 }
 
 export { toDataType, toField, toSchema } from "./types.ts";

@@ -18,7 +18,7 @@ import {
   recordBatchFromStructs, vectorFromStructs, toData, toDataType, toField, toRecordBatch, toSchema, toVector,
   type ImportConvertOptions,
 } from "./import.ts";
-import { streamSchema } from "./stream_import.ts";
+import { schemaOfStream } from "./stream_import.ts";
 import { convertArgs, convertOptionsArg, type ConvertOptions } from "./types.ts";
 
 type AnyRef = StructRef<"ArrowSchema"> | StructRef<"ArrowArray"> | StructRef<"ArrowDeviceArray">;
@@ -43,7 +43,7 @@ export function importVector(source: ArrayProducer | ArrowCapsule, options?: Imp
 export function importVector(imported: ImportedArray, options?: ConvertOptions): Vector;
 export function importVector(source: AnyRef | ArrayProducer | ArrowCapsule | ImportedArray, arrayPtr?: AnyRef | ImportConvertOptions, options: ImportConvertOptions = {}): Vector {
   if (source instanceof ImportedArray) return toVector(source, convertOptionsArg("importVector", arrayPtr));
-  return vectorFromStructs(source as StructRef<"ArrowSchema">, arrayPtr as StructRef<"ArrowArray">, options as ImportConvertOptions & { as?: "array" });
+  return vectorFromStructs(source, arrayPtr, options);
 }
 
 /**
@@ -72,7 +72,7 @@ export function importRecordBatch(source: ArrayProducer | ArrowCapsule, options?
 export function importRecordBatch(imported: ImportedArray, options?: ConvertOptions): RecordBatch;
 export function importRecordBatch(source: AnyRef | ArrayProducer | ArrowCapsule | ImportedArray, deviceArrayPtr?: AnyRef | ImportConvertOptions, options: ImportConvertOptions = {}): RecordBatch {
   if (source instanceof ImportedArray) return toRecordBatch(source, convertOptionsArg("importRecordBatch", deviceArrayPtr));
-  return recordBatchFromStructs(source as StructRef<"ArrowSchema">, deviceArrayPtr as StructRef<"ArrowDeviceArray">, options as ImportConvertOptions & { as?: "device_array" });
+  return recordBatchFromStructs(source, deviceArrayPtr, options);
 }
 
 /**
@@ -82,7 +82,7 @@ export function importRecordBatch(source: AnyRef | ArrayProducer | ArrowCapsule 
  */
 export function importSchema(source: ImportedStream | ImportedArray | RawArray, options: ConvertOptions = {}): Schema {
   const fn = "importSchema";
-  if (source instanceof ImportedStream) return streamSchema(source, convertOptionsArg(fn, options));
+  if (source instanceof ImportedStream) return schemaOfStream(source, convertOptionsArg(fn, options));
   if (source instanceof ImportedArray) return toSchema(source.root, convertOptionsArg(fn, options));
   if (source instanceof RawArray) return toSchema(source, convertOptionsArg(fn, options));
   throw argumentError(fn, "source", "an ImportedStream, an ImportedArray or a RawArray (e.g. imported.root)", source);

@@ -10,9 +10,8 @@
 import { type RecordBatch, type Table } from "apache-arrow";
 import { probeStruct } from "../core/abi/probe.ts";
 import { branded, type StructPointer } from "../core/abi/pointers.ts";
-import { deviceTypeName, isHostAccessible, validationLevelArg } from "../core/abi/layout.ts";
+import { validationLevelArg } from "../core/abi/layout.ts";
 import { argumentError, booleanArg, isPlainObject, oneOfArg, optionsArg } from "../core/args.ts";
-import { Status, UnknownDeviceError, UnsupportedError } from "../core/errors.ts";
 import { structAddress } from "../native/c_structs.ts";
 import { type ExportedStream, type StreamKind } from "../native/exported_stream.ts";
 import { ImportedArray, type ImportOptions } from "../native/imported.ts";
@@ -21,7 +20,7 @@ import { isStreamProducer, type ArrowCapsule, type StreamProducer } from "../nat
 import { toTable } from "./import.ts";
 import { arrowKindOf } from "./arrow_args.ts";
 import { exportStreamAsyncNamed, exportStreamNamed, type StreamExportOptions, type StreamSource } from "./stream_export.ts";
-import { batchesFromStream, batchesFromStreamAsync, tableFromStream, tableFromStreamAsync, type StreamConvertOptions } from "./stream_import.ts";
+import { StreamRead, batchesOf, batchesOfAsync, tableOf, tableOfAsync } from "./stream_import.ts";
 import { type ConvertOptions } from "./types.ts";
 
 /**
@@ -86,14 +85,11 @@ export type ImportStreamOptions<K extends StreamKind = StreamKind, A extends boo
 
 const streamOptionKeys = ["as", "validation", "materialize", "toHost", "async"] as const;
 
-/** The stream or arrays `fn` reads, and the options the readers take. */
-type Opened = { stream: ImportedStream; list: null; read: StreamConvertOptions } | { stream: null; list: ImportedArray[]; read: StreamConvertOptions };
+/** What `fn` reads: a stream (opened, checked readable) or, for
+ * importTable, a list of ImportedArray batches with the conversion's
+ * options. */
+type Opened = { read: StreamRead; list: null } | { read: null; list: ImportedArray[]; options: ConvertOptions };
 
-/** Checks `fn`'s arguments and opens `source`: a C stream is moved in
- * (the caller's struct is left released, as the C move requires, even
- * when reading then fails), a producer's stream imported. `lists`: an
- * iterable of ImportedArray is accepted too (importTable). A stream the
- * host cannot read is refused here, and released, unless `toHost`. */
 /** Whether `source` is meant as a stream struct: an address, a C struct
  * view or an object with an `address`. */
 function structLike(source: unknown): boolean {
@@ -108,6 +104,12 @@ function acceptedSources(as: StreamKind, lists: boolean): string {
     : `an ImportedStream, a stream producer or capsule (docs/protocol.md), or ${struct} (an ImportedArray: importRecordBatch)`;
 }
 
+/** Checks `fn`'s arguments (the one place the readers' options are
+ * checked) and opens `source`: a C stream is moved in (the caller's
+ * struct is left released, as the C move requires, even when reading
+ * then fails), a producer's stream imported. `lists`: an iterable of
+ * ImportedArray is accepted too (importTable). A stream the host cannot
+ * read is refused, and released, unless `toHost` (StreamRead.open). */
 function open(fn: string, source: unknown, options: ImportStreamOptions<StreamKind, boolean> | undefined, lists: boolean): Opened {
   const checked = optionsArg(fn, "options", options, streamOptionKeys);
   const as = oneOfArg(fn, "options.as", checked.as ?? "device_stream", ["stream", "device_stream"]);
@@ -115,9 +117,8 @@ function open(fn: string, source: unknown, options: ImportStreamOptions<StreamKi
   booleanArg(fn, "options.toHost", checked.toHost, true);
   booleanArg(fn, "options.async", checked.async, true);
   if (checked.validation !== undefined) validationLevelArg(fn, { validation: checked.validation });
-  const read: StreamConvertOptions = {};
-  if (checked.materialize !== undefined) read.materialize = checked.materialize;
-  if (checked.toHost !== undefined) read.toHost = checked.toHost;
+  const convert: ConvertOptions = checked.materialize === undefined ? {} : { materialize: checked.materialize };
+  const reading = (stream: ImportedStream): Opened => ({ read: StreamRead.open(fn, stream, convert, checked.toHost === true, checked.async === true), list: null });
   const importOptions: ImportOptions = checked.validation === undefined ? {} : { validation: checked.validation };
   const imported = (what: string): void => {
     // Validated when they were imported: a level given again is refused.
@@ -127,9 +128,9 @@ function open(fn: string, source: unknown, options: ImportStreamOptions<StreamKi
   };
   if (source instanceof ImportedStream) {
     imported("an ImportedStream");
-    return { stream: refuseUnreadable(fn, source, read), list: null, read };
+    return reading(source);
   }
-  if (isStreamProducer(source)) return { stream: refuseUnreadable(fn, ImportedStream.fromDeviceArrayStream(source, importOptions), read), list: null, read };
+  if (isStreamProducer(source)) return reading(ImportedStream.fromDeviceArrayStream(source, importOptions));
   if (lists && typeof source === "object" && source !== null && typeof (source as Iterable<unknown>)[Symbol.iterator] === "function") {
     imported("ImportedArray batches");
     if (checked.toHost) throw argumentError(fn, "options.toHost", "undefined or false for ImportedArray batches (copy each with imported.toHost())", checked.toHost);
@@ -137,30 +138,15 @@ function open(fn: string, source: unknown, options: ImportStreamOptions<StreamKi
     list.forEach((item, i) => {
       if (!(item instanceof ImportedArray)) throw argumentError(fn, `source[${i}]`, "an ImportedArray", item);
     });
-    return { stream: null, list: list as ImportedArray[], read };
+    return { read: null, list: list as ImportedArray[], options: convert };
   }
   if (!structLike(source)) throw argumentError(fn, "source", acceptedSources(as, lists), source);
   const address = structAddress(fn, "source", source as StructPointer<"ArrowArrayStream">, null, false);
   // Probed here, so that a wrong address is reported as `fn`'s.
   probeStruct(fn, "source", as === "stream" ? "ArrowArrayStream" : "ArrowDeviceArrayStream", address, "owned");
-  const stream = as === "stream"
+  return reading(as === "stream"
     ? ImportedStream.fromArrayStream(branded(address), importOptions)
-    : ImportedStream.fromDeviceArrayStream(branded(address), importOptions);
-  return { stream: refuseUnreadable(fn, stream, read), list: null, read };
-}
-
-/** `stream`, unless the host cannot read it and no copy was asked for:
- * then it is released and refused, naming the device. */
-function refuseUnreadable(fn: string, stream: ImportedStream, read: StreamConvertOptions): ImportedStream {
-  if (isHostAccessible(stream.deviceType)) return stream;
-  const name = deviceTypeName(stream.deviceType);
-  const unknown = name.startsWith("unknown");
-  if (read.toHost && !unknown) return stream;
-  stream.release();
-  if (unknown) {
-    throw new UnknownDeviceError(Status.unknown_device, `${fn}: the stream's device_type is ${stream.deviceType}, which this library does not know; iterate the ImportedStream for opaque raw views instead`);
-  }
-  throw new UnsupportedError(Status.unsupported, `${fn}: the stream's device_type is ${name} (${stream.deviceType}), memory the host cannot read; pass { toHost: true } to copy each batch to the host, or iterate the ImportedStream for raw device arrays`);
+    : ImportedStream.fromDeviceArrayStream(branded(address), importOptions));
 }
 
 /**
@@ -198,11 +184,11 @@ export function importTable(source: ImportStreamSource | Iterable<ImportedArray>
     if (async) return Promise.reject(error);
     throw error;
   }
-  if (opened.list !== null) {
-    const table = toTable(opened.list, opened.read);
+  if (opened.read === null) {
+    const table = toTable(opened.list, opened.options);
     return async ? Promise.resolve(table) : table;
   }
-  return async ? tableFromStreamAsync(opened.stream, opened.read) : tableFromStream(opened.stream, opened.read);
+  return async ? tableOfAsync(opened.read) : tableOf(opened.read);
 }
 
 /**
@@ -226,8 +212,7 @@ export function recordBatches(source: ImportStreamSource, options: ImportStreamO
 /** `recordBatches` with the struct's kind or the form known only at run time. */
 export function recordBatches(source: ImportStreamSource, options: ImportStreamOptions<StreamKind, boolean>): Generator<RecordBatch, void, undefined> | AsyncGenerator<RecordBatch, void, undefined>;
 export function recordBatches(source: ImportStreamSource, options: ImportStreamOptions<StreamKind, boolean> = {}): Generator<RecordBatch, void, undefined> | AsyncGenerator<RecordBatch, void, undefined> {
-  const opened = open("recordBatches", source, options, false);
-  const stream = opened.stream!;
-  return options.async === true ? batchesFromStreamAsync(stream, opened.read) : batchesFromStream(stream, opened.read);
+  const read = open("recordBatches", source, options, false).read!;
+  return options.async === true ? batchesOfAsync(read) : batchesOf(read);
 }
 

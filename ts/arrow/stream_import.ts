@@ -1,7 +1,8 @@
 /**
  * Imported streams -> apache-arrow RecordBatch iterators and Tables,
- * zero-copy (native/imported_stream.ts pulls, arrow/batch_converter.ts
- * converts).
+ * zero-copy: the pull of each batch (native/imported_stream.ts), on
+ * either thread, then its one conversion (arrow/batch_converter.ts). The
+ * arguments are checked, and the stream opened, by arrow/stream_api.ts.
  *
  * Lifetimes. Each RecordBatch is a view of its producer's memory and lives
  * as long as JS uses it: the producer's release for that batch runs once
@@ -10,72 +11,41 @@
  * each ImportedArray). The stream is released exactly once, when the loop
  * ends, breaks or throws (or by `stream.release()`).
  *
- * Threads. `batchesFromStream` / `tableFromStream` call get_next on the JS thread;
- * `batchesFromStreamAsync` / `tableFromStreamAsync` call it on the stream's worker
+ * Threads. `batchesOf` / `tableOf` call get_next on the JS thread;
+ * `batchesOfAsync` / `tableOfAsync` call it on the stream's worker
  * thread, leaving the JS thread free meanwhile.
  *
  * Devices. A stream the host cannot read (CUDA, ROCM, ...) is refused
- * before any batch is pulled (UnsupportedError naming the device, or
- * UnknownDeviceError; the stream is released), unless `toHost: true` asks
- * for each batch to be copied to host memory first (`ImportedArray.toHost()`:
- * waits on its sync_event; the copy blocks the JS thread, in the async
- * forms too; the device batch is released as soon as it is copied).
- * Host-visible device streams (CUDA_HOST, ROCM_HOST, CUDA_MANAGED) convert
- * in place, zero-copy, either way.
+ * when it is opened, before any batch is pulled (UnsupportedError naming
+ * the device, or UnknownDeviceError; the stream is released), unless
+ * `toHost` asks for each batch to be copied to host memory first
+ * (`ImportedArray.toHost()`: waits on its sync_event; the copy blocks the
+ * JS thread, in the async forms too; the device batch is released as
+ * soon as it is copied). Host-visible device streams (CUDA_HOST,
+ * ROCM_HOST, CUDA_MANAGED) convert in place, zero-copy, either way.
  */
 import { Table, type RecordBatch, type Schema } from "apache-arrow";
 import { DeviceType, deviceTypeName, isHostAccessible } from "../core/abi/layout.ts";
-import { argumentError, booleanArg } from "../core/args.ts";
 import { Status, UnknownDeviceError, UnsupportedError } from "../core/errors.ts";
 import { type ImportedArray } from "../native/imported.ts";
-import { ImportedStream } from "../native/imported_stream.ts";
-import { copyPullsToHost, pullTransient } from "../native/batch_source.ts";
-import { isStreamProducer, type ArrowCapsule, type StreamProducer } from "../native/protocol/symbols.ts";
+import { type ImportedStream } from "../native/imported_stream.ts";
+import { copyPullsToHost, pullInto, pulledBatch, pullTransient, type PulledBatch } from "../native/batch_source.ts";
 import { StreamBatchConverter } from "./batch_converter.ts";
-import { convertOptionsArg, schemaOf, type ConvertOptions } from "./types.ts";
+import { schemaOf, type ConvertOptions } from "./types.ts";
 
-/** Options of the stream-to-apache-arrow readers (`batchesFromStream`,
- * `tableFromStream` and their async forms; public as `recordBatches` and
- * `importTable`). */
-export type StreamConvertOptions = ConvertOptions & {
-  /** Copy each batch of a stream the host cannot read (CUDA, ROCM) to host
-   * memory before converting it. Default false: such a stream is refused. */
-  toHost?: boolean;
-};
-
-/** Whether `stream`'s batches must be copied to the host; refuses (and
- * releases) a stream the host cannot read when that was not asked for. */
-function needsCopy(stream: ImportedStream, options: StreamConvertOptions, what: string): boolean {
+/** Whether `fn`'s `stream` needs its batches copied to the host. A stream
+ * the host cannot read is refused, and released, unless `toHost` asks
+ * for the copy (a device type this library does not know, always). */
+function hostCopyNeeded(fn: string, stream: ImportedStream, toHost: boolean): boolean {
   if (isHostAccessible(stream.deviceType)) return false;
   const name = deviceTypeName(stream.deviceType);
-  if (options.toHost && !name.startsWith("unknown")) return true;
+  const unknown = name.startsWith("unknown");
+  if (toHost && !unknown) return true;
   stream.release();
-  if (name.startsWith("unknown")) {
-    throw new UnknownDeviceError(Status.unknown_device, `${what}: the stream's device_type is ${stream.deviceType}, which this library does not know; iterate the ImportedStream for opaque raw views instead`);
+  if (unknown) {
+    throw new UnknownDeviceError(Status.unknown_device, `${fn}: the stream's device_type is ${stream.deviceType}, which this library does not know; iterate the ImportedStream for opaque raw views instead`);
   }
-  throw new UnsupportedError(Status.unsupported, `${what}: the stream's device_type is ${name} (${stream.deviceType}), memory the host cannot read; pass { toHost: true } to copy each batch to the host, or iterate the ImportedStream for raw device arrays`);
-}
-
-/** What the stream readers accept: an ImportedStream, or any protocol
- * stream producer or stream capsule (docs/protocol.md), whose stream is
- * imported (device method preferred) and then read like one. */
-export type StreamInput = ImportedStream | StreamProducer | ArrowCapsule;
-
-/** Checks `fn`'s input and options; returns the ImportedStream to read,
- * whether batches are copied to the host (see needsCopy) and the
- * conversion options. A stream imported here from a producer is released
- * if it cannot be read. */
-function openInput(fn: string, input: StreamInput, options: StreamConvertOptions): { stream: ImportedStream; copy: boolean; convert: ConvertOptions } {
-  const isImported = input instanceof ImportedStream;
-  if (!isImported && !isStreamProducer(input)) {
-    throw argumentError(fn, "stream", "an ImportedStream or an object implementing the Arrow stream protocol (docs/protocol.md)", input);
-  }
-  const convert = convertOptionsArg(fn, options, ["toHost"]);
-  booleanArg(fn, "options.toHost", options.toHost, true);
-  if (isImported) return { stream: input, copy: needsCopy(input, options, fn), convert };
-  const stream = ImportedStream.fromDeviceArrayStream(input);
-  // needsCopy releases the stream itself when it refuses it.
-  return { stream, copy: needsCopy(stream, options, fn), convert };
+  throw new UnsupportedError(Status.unsupported, `${fn}: the stream's device_type is ${name} (${stream.deviceType}), memory the host cannot read; pass { toHost: true } to copy each batch to the host, or iterate the ImportedStream for raw device arrays`);
 }
 
 /** `imported`, or its host copy (then `imported` is disposed). A batch
@@ -90,44 +60,53 @@ function onHost(imported: ImportedArray, copy: boolean): ImportedArray {
 }
 
 /**
- * One read of a stream, whichever thread pulls: its input opened and
- * checked, its batches converted by one converter (one Schema, one plan)
- * after a host copy where asked. The JS-thread and worker-thread readers
- * differ only in the pull (`next`/`pull` vs `nextAsync`/`pullAsync`);
- * everything else is this one pipeline.
+ * One read of a stream, whichever thread pulls: each batch pulled (on the
+ * JS thread, as a snapshot where the converter can build it without a
+ * handle; on the worker thread, as a handle), copied to the host where
+ * asked, and converted by `converter.batch`, the one route to a
+ * RecordBatch. A whole-stream read pulls handles instead (`pull`), which
+ * `table` converts with the same converter.
  */
-class StreamRead {
+export class StreamRead {
   readonly converter: StreamBatchConverter;
+  /** The snapshot pull's words, reused batch after batch. */
+  readonly #pulled: PulledBatch = pulledBatch();
 
   private constructor(readonly stream: ImportedStream, readonly copy: boolean, readonly options: ConvertOptions) {
     this.converter = new StreamBatchConverter(options);
   }
 
-  /** Opens `fn`'s input (see openInput); `worker`: pulled on the stream's
-   * worker thread, which then also makes the host copies. */
-  static open(fn: string, input: StreamInput, options: StreamConvertOptions, worker: boolean): StreamRead {
-    const { stream, copy, convert } = openInput(fn, input, options);
+  /** A read of `fn`'s `stream`, refused (and the stream released) if the
+   * host cannot read it and `toHost` is not set; `worker`: pulled on the
+   * stream's worker thread, which then also makes the host copies. */
+  static open(fn: string, stream: ImportedStream, options: ConvertOptions, toHost: boolean, worker: boolean): StreamRead {
+    const copy = hostCopyNeeded(fn, stream, toHost);
     if (worker && copy) copyPullsToHost(stream);
-    return new StreamRead(stream, copy, convert);
+    return new StreamRead(stream, copy, options);
   }
 
-  /** The next batch as a RecordBatch, pulled on the JS thread (without a
-   * handle where the converter can); null at the end. */
+  /** The next batch as a RecordBatch, pulled on the JS thread; null at the
+   * end. */
   next(): RecordBatch | null {
-    if (!this.copy) return this.converter.next(this.stream);
-    // Transient: convert() always ends it (dispose or releaseToGC).
-    return this.convert(pullTransient(this.stream));
+    const pulled = this.#pulled;
+    if (!this.copy && this.converter.takesSnapshots) {
+      if (!pullInto(this.stream, pulled)) return null;
+    } else {
+      // A handle with words of its own, ended by the conversion.
+      const imported = pullTransient(this.stream);
+      if (imported === null) return null;
+      pulled.imported = onHost(imported, this.copy);
+    }
+    return this.converter.batch(pulled);
   }
 
   /** `next`, pulled on the stream's worker thread. */
   async nextAsync(): Promise<RecordBatch | null> {
-    return this.convert(await this.stream.nextAsync());
-  }
-
-  /** Converts one pulled batch (null: the end); its memory then belongs
-   * to the GC. */
-  convert(pulled: ImportedArray | null): RecordBatch | null {
-    return pulled === null ? null : this.converter.convertAndEnd(onHost(pulled, this.copy));
+    const imported = await this.pullAsync();
+    if (imported === null) return null;
+    const pulled = this.#pulled;
+    pulled.imported = imported;
+    return this.converter.batch(pulled);
   }
 
   /** The next batch's handle (on the host), pulled on the JS thread; null
@@ -160,11 +139,9 @@ class StreamRead {
   }
 }
 
-/** Every remaining batch of `stream` as an apache-arrow RecordBatch,
- * pulled on the JS thread. */
-export function batchesFromStream(input: StreamInput, options: StreamConvertOptions = {}): Generator<RecordBatch, void, undefined> {
-  // Checked now, not at the first next(): a generator body runs late.
-  const read = StreamRead.open("recordBatches", input, options, false);
+/** Every remaining batch of `read`'s stream as an apache-arrow
+ * RecordBatch, pulled on the JS thread. */
+export function batchesOf(read: StreamRead): Generator<RecordBatch, void, undefined> {
   return (function* () {
     try {
       for (let batch = read.next(); batch !== null; batch = read.next()) yield batch;
@@ -174,10 +151,9 @@ export function batchesFromStream(input: StreamInput, options: StreamConvertOpti
   })();
 }
 
-/** Every remaining batch of `stream`, pulled on the stream's worker
- * thread (`for await`). */
-export function batchesFromStreamAsync(input: StreamInput, options: StreamConvertOptions = {}): AsyncGenerator<RecordBatch, void, undefined> {
-  const read = StreamRead.open("recordBatches", input, options, true);
+/** Every remaining batch of `read`'s stream, pulled on the stream's
+ * worker thread (`for await`). */
+export function batchesOfAsync(read: StreamRead): AsyncGenerator<RecordBatch, void, undefined> {
   return (async function* () {
     try {
       for (let batch = await read.nextAsync(); batch !== null; batch = await read.nextAsync()) yield batch;
@@ -189,12 +165,7 @@ export function batchesFromStreamAsync(input: StreamInput, options: StreamConver
 
 /** The stream's schema as an apache-arrow Schema (read from a zero-length
  * batch; the stream's position is unchanged). */
-export function streamSchema(stream: ImportedStream, options: ConvertOptions = {}): Schema {
-  if (!(stream instanceof ImportedStream)) throw argumentError("streamSchema", "stream", "an ImportedStream", stream);
-  return schemaOfStream(stream, convertOptionsArg("streamSchema", options));
-}
-
-function schemaOfStream(stream: ImportedStream, options: ConvertOptions): Schema {
+export function schemaOfStream(stream: ImportedStream, options: ConvertOptions): Schema {
   const empty = stream.emptyBatch();
   try {
     return schemaOf(empty.root, options);
@@ -203,7 +174,7 @@ function schemaOfStream(stream: ImportedStream, options: ConvertOptions): Schema
   }
 }
 
-/** A whole-stream read, driven by `tableFromStream` or `tableFromStreamAsync`. */
+/** A whole-stream read, driven by `tableOf` or `tableOfAsync`. */
 type TableSteps = Generator<void, Table, ImportedArray | null>;
 
 /**
@@ -211,7 +182,7 @@ type TableSteps = Generator<void, Table, ImportedArray | null>;
  * batch's handle (null at the end), or throws the pull's error in. Then
  * the stream is released, and the batches become one Table (its schema
  * the first batch's, or the stream's when it has none); on an error every
- * batch pulled is disposed. `tableFromStream` and `tableFromStreamAsync` drive it.
+ * batch pulled is disposed. `tableOf` and `tableOfAsync` drive it.
  */
 function* tableSteps(read: StreamRead): TableSteps {
   const pulled: ImportedArray[] = [];
@@ -242,17 +213,15 @@ function resumed(steps: TableSteps, pull: () => ImportedArray | null): IteratorR
 
 /** Reads the whole stream into one Table (its schema is the first batch's,
  * or the stream's when it has none) and releases the stream. */
-export function tableFromStream(input: StreamInput, options: StreamConvertOptions = {}): Table {
-  const read = StreamRead.open("importTable", input, options, false);
+export function tableOf(read: StreamRead): Table {
   const steps = tableSteps(read);
   let step = steps.next();
   while (!step.done) step = resumed(steps, () => read.pull());
   return step.value;
 }
 
-/** Like `tableFromStream`, pulling on the stream's worker thread. */
-export async function tableFromStreamAsync(input: StreamInput, options: StreamConvertOptions = {}): Promise<Table> {
-  const read = StreamRead.open("importTable", input, options, true);
+/** Like `tableOf`, pulling on the stream's worker thread. */
+export async function tableOfAsync(read: StreamRead): Promise<Table> {
   const steps = tableSteps(read);
   let step = steps.next();
   while (!step.done) step = await read.pullAsync().then((imported) => steps.next(imported), (error: unknown) => steps.throw(error));
