@@ -18,6 +18,7 @@
 import { totalmem } from "node:os";
 import { UsageError, benchLimits, benchMemoryProblem, integerList, parseArgs, type CommandSpec } from "./args.ts";
 import { FileError, checkWritable, readBounded, writeText } from "./files.ts";
+import type { DeviceKind } from "../device/runtime.ts";
 
 /** The most of a bench result `chart` reads: a result of thousands of
  * figures is a few MiB. */
@@ -146,16 +147,17 @@ function integers(option: "sizes" | "rows" | "repeats", text: string | undefined
 }
 
 async function bench(args: ReturnType<typeof parseArgs>): Promise<number> {
-  const kindsText = args.values.get("kinds") ?? "cuda,rocm";
+  const { deviceKinds } = await import("./runtimes.ts");
+  const kindsText = args.values.get("kinds") ?? deviceKinds.join(",");
   const kinds = [...new Set(kindsText.split(",").map((k) => k.trim()))];
-  const unknown = kinds.filter((k) => k !== "cuda" && k !== "rocm");
-  if (unknown.length > 0) throw new UsageError(`bench: --kinds takes cuda and/or rocm, got "${unknown.join(",")}"`);
+  const unknown = kinds.filter((k) => !(deviceKinds as readonly string[]).includes(k));
+  if (unknown.length > 0) throw new UsageError(`bench: --kinds takes ${deviceKinds.join(" and/or ")}, got "${unknown.join(",")}"`);
   const repeatsText = args.values.get("repeats");
   if (repeatsText?.includes(",")) throw new UsageError("bench: --repeats takes one number");
   const repeats = integers("repeats", repeatsText, benchLimits.repeats);
   if (args.flags.has("no-host") && args.flags.has("no-device")) throw new UsageError("bench: --no-host and --no-device leave nothing to measure");
   const options = {
-    kinds: kinds as ("cuda" | "rocm")[],
+    kinds: kinds as DeviceKind[],
     sizesMiB: integers("sizes", args.values.get("sizes"), benchLimits.sizesMiB),
     quick: args.flags.has("quick"),
     rows: integers("rows", args.values.get("rows"), benchLimits.rows),
