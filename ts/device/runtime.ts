@@ -44,7 +44,7 @@ const deviceToken = Symbol("DeviceRuntime");
 export type { DeviceKind };
 
 /** Environment variables that name each runtime's library path. */
-export const libraryEnvVars: Readonly<Record<DeviceKind, string>> = deviceLibraryEnvVars;
+export const libraryEnvVars: Record<DeviceKind, string> = deviceLibraryEnvVars;
 
 /** The kind names as an argument check's expectation: `"cuda" or "rocm"`. */
 const deviceKindChoices = deviceKindNames.map((k) => JSON.stringify(k)).join(" or ");

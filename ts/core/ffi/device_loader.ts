@@ -9,14 +9,14 @@ import { LayoutMismatchError } from "../errors.ts";
 import { manifestText, native } from "./library.ts";
 
 /**
- * The kinds' names, the one TS spelling of them: a type cannot be read
- * from the library at run time. This module checks them against the
- * library's table when it loads (`LayoutMismatchError` on a difference).
+ * A device runtime, by the name of its entry in the library's table: the
+ * one TS spelling of the kinds, since a type cannot be read from the
+ * library. `declaredKinds` holds the same names (the compiler keeps the
+ * two equal), and this module checks them against the library's table
+ * when it loads (`LayoutMismatchError` on a difference).
  */
-const declaredKinds = ["cuda", "rocm"] as const;
-
-/** A device runtime, by the name of its entry in the library's table. */
-export type DeviceKind = (typeof declaredKinds)[number];
+export type DeviceKind = "cuda" | "rocm";
+const declaredKinds: Record<DeviceKind, true> = { cuda: true, rocm: true };
 
 /** One entry of the library's device-kind table. */
 export type DeviceKindEntry = {
@@ -44,8 +44,9 @@ type ManifestKind = {
 function readTable(): readonly DeviceKindEntry[] {
   const kinds = (JSON.parse(manifestText()) as { device_kinds?: ManifestKind[] }).device_kinds ?? [];
   const names = kinds.map((k) => k.name);
-  if (names.join() !== declaredKinds.join()) {
-    throw new LayoutMismatchError([`device kinds: the library drives ${JSON.stringify(names)}, ts/core/ffi/device_loader.ts declares ${JSON.stringify(declaredKinds)}`]);
+  const declared = Object.keys(declaredKinds);
+  if ([...names].sort().join() !== [...declared].sort().join()) {
+    throw new LayoutMismatchError([`device kinds: the library drives ${JSON.stringify(names)}, ts/core/ffi/device_loader.ts declares ${JSON.stringify(declared)}`]);
   }
   return Object.freeze(kinds.map((k) => Object.freeze({
     name: k.name as DeviceKind, label: k.label, deviceType: k.device_type, hostType: k.host_type, managedType: k.managed_type,
@@ -71,7 +72,7 @@ export function kindEntryOfDeviceType(deviceType: number): DeviceKindEntry | und
 }
 
 /** Environment variables naming each runtime's library path. */
-export const deviceLibraryEnvVars: Readonly<Record<DeviceKind, string>> = Object.freeze(
+export const deviceLibraryEnvVars: Record<DeviceKind, string> = Object.freeze(
   Object.fromEntries(deviceKindTable.map((k) => [k.name, k.envVar])) as Record<DeviceKind, string>,
 );
 
