@@ -156,6 +156,27 @@ pub fn errorName(result: CUresult) []const u8 {
     return errorNameIn(&api, result);
 }
 
+/// This driver's symbol for each call all drivers make alike
+/// (driver.zig's `shared_jobs`).
+pub const shared_calls = .{
+    .device_get = "cuDeviceGet",
+    .device_get_name = "cuDeviceGetName",
+    .device_total_mem = "cuDeviceTotalMem_v2",
+    .host_register = "cuMemHostRegister_v2",
+    .host_unregister = "cuMemHostUnregister",
+    .free_device = "cuMemFree_v2",
+    .free_pinned = "cuMemFreeHost",
+    .stream_create = "cuStreamCreate",
+    .stream_destroy = "cuStreamDestroy_v2",
+    .stream_synchronize = "cuStreamSynchronize",
+    .stream_wait_event = "cuStreamWaitEvent",
+    .event_create = "cuEventCreate",
+    .event_record = "cuEventRecord",
+    .event_synchronize = "cuEventSynchronize",
+    .event_query = "cuEventQuery",
+    .event_destroy = "cuEventDestroy_v2",
+};
+
 const calls = driver.Driver(@This());
 const check = calls.check;
 

@@ -127,6 +127,27 @@ pub fn errorText(result: hipError_t) []const u8 {
     return if (api.hipGetErrorString(result)) |text| std.mem.span(text) else "unknown error";
 }
 
+/// This driver's symbol for each call all drivers make alike
+/// (driver.zig's `shared_jobs`).
+pub const shared_calls = .{
+    .device_get = "hipDeviceGet",
+    .device_get_name = "hipDeviceGetName",
+    .device_total_mem = "hipDeviceTotalMem",
+    .host_register = "hipHostRegister",
+    .host_unregister = "hipHostUnregister",
+    .free_device = "hipFree",
+    .free_pinned = "hipHostFree",
+    .stream_create = "hipStreamCreateWithFlags",
+    .stream_destroy = "hipStreamDestroy",
+    .stream_synchronize = "hipStreamSynchronize",
+    .stream_wait_event = "hipStreamWaitEvent",
+    .event_create = "hipEventCreateWithFlags",
+    .event_record = "hipEventRecord",
+    .event_synchronize = "hipEventSynchronize",
+    .event_query = "hipEventQuery",
+    .event_destroy = "hipEventDestroy",
+};
+
 const calls = driver.Driver(@This());
 const check = calls.check;
 
