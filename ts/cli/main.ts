@@ -41,8 +41,8 @@ Exit codes: 0 ok, 1 failed, 2 wrong command line, 3 --require-gpu without a GPU.
   info: `Usage: bun-arrow-device info [--json]
 
 Prints the platform id, the native library's path and version, the
-apache-arrow version, and for each device runtime (cuda, rocm) its driver
-library, driver version and devices, or the reason it is not available.
+apache-arrow version, and for each device runtime the library drives its
+driver library, driver version and devices, or the reason it is not available.
 Fake drivers (the project's test stand-ins) are reported as such.
 
   --json   print the same as a JSON object`,
@@ -61,7 +61,8 @@ Progress goes to stderr (a progress bar on a terminal).
   --out FILE          also write the JSON result to FILE
   --require-gpu       exit 3 before measuring unless a real GPU is usable
                       (fake drivers do not count)
-  --kinds LIST        runtimes to measure: cuda,rocm (default both)
+  --kinds LIST        runtimes to measure, comma-separated (default: every
+                      runtime \`info\` lists)
   --sizes LIST        transfer sizes in MiB, up to ${benchLimits.sizesMiB}
                       (default: 1 KiB to 1 GiB by powers of 4, as far as
                       memory allows; --quick or a fake driver: to 1 MiB)
