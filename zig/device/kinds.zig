@@ -66,7 +66,7 @@ pub const manifest_json: []const u8 = blk: {
     for (table, 0..) |kind, i| {
         if (i > 0) out = out ++ ",";
         const d = kind.driver;
-        out = out ++ std.fmt.comptimePrint("{{\"name\":\"{s}\",\"label\":\"{s}\",\"device_type\":{d},\"host_type\":{d},\"managed_type\":", .{ kind.name, d.label, kind.device_type, kind.host_type });
+        out = out ++ std.fmt.comptimePrint("{{\"name\":\"{s}\",\"driver\":\"{s}\",\"label\":\"{s}\",\"device_type\":{d},\"host_type\":{d},\"managed_type\":", .{ kind.name, kind.module[0 .. kind.module.len - ".zig".len], d.label, kind.device_type, kind.host_type });
         out = out ++ (if (kind.managed_type) |managed| std.fmt.comptimePrint("{d}", .{managed}) else "null");
         out = out ++ std.fmt.comptimePrint(",\"env_var\":\"{s}\",\"libraries\":[", .{d.library_env_var});
         for (d.default_library_names, 0..) |library, j| {
@@ -90,6 +90,10 @@ comptime {
         for (table[0..i]) |other| {
             if (std.mem.eql(u8, other.name, kind.name)) @compileError("device kind named twice: " ++ kind.name);
             if (other.serves(kind.device_type) or other.serves(kind.host_type)) @compileError("device type served twice: " ++ kind.name);
+        }
+        if (!std.mem.endsWith(u8, kind.module, ".zig")) @compileError("a driver module is a .zig file: " ++ kind.module);
+        for (table[0..i]) |other| {
+            if (std.mem.eql(u8, other.module, kind.module)) @compileError("driver module used twice: " ++ kind.module);
         }
     }
 }

@@ -21,6 +21,9 @@ const declaredKinds: Record<DeviceKind, true> = { cuda: true, rocm: true };
 /** One entry of the library's device-kind table. */
 export type DeviceKindEntry = {
   readonly name: DeviceKind;
+  /** Its driver module's name (zig/device/<driver>.zig); its fake driver
+   * for tests is test/fixtures/fake_<driver>.c. */
+  readonly driver: string;
   /** For messages: "CUDA". */
   readonly label: string;
   /** The Arrow device types of its device, pinned host and managed
@@ -37,7 +40,7 @@ export type DeviceKindEntry = {
 };
 
 type ManifestKind = {
-  name: string; label: string; device_type: number; host_type: number; managed_type: number | null;
+  name: string; driver: string; label: string; device_type: number; host_type: number; managed_type: number | null;
   env_var: string; libraries: string[]; version_scale: [number, number];
 };
 
@@ -49,7 +52,7 @@ function readTable(): readonly DeviceKindEntry[] {
     throw new LayoutMismatchError([`device kinds: the library drives ${JSON.stringify(names)}, ts/core/ffi/device_loader.ts declares ${JSON.stringify(declared)}`]);
   }
   return Object.freeze(kinds.map((k) => Object.freeze({
-    name: k.name as DeviceKind, label: k.label, deviceType: k.device_type, hostType: k.host_type, managedType: k.managed_type,
+    name: k.name as DeviceKind, driver: k.driver, label: k.label, deviceType: k.device_type, hostType: k.host_type, managedType: k.managed_type,
     envVar: k.env_var, libraries: Object.freeze([...k.libraries]), versionScale: Object.freeze([k.version_scale[0], k.version_scale[1]] as const),
   })));
 }
