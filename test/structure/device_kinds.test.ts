@@ -190,6 +190,18 @@ export function spellingProblems(path: string, source: string): string[] {
   return problems;
 }
 
+/** The files the "Adding a device type" section of docs/architecture.md
+ * must list: what `entryProblems` checks, and the allowed files that
+ * change with a kind. */
+const documentedFiles = [tablePath, "zig/device/<driver>.zig", "test/fixtures/fake_<driver>.c", "build.zig", "ts/core/ffi/device_loader.ts", "ts/cli/raw_driver.ts", "docs/devices.md"];
+
+/** Files `documentedFiles` expects that the section of `page` does not name. */
+export function undocumentedFiles(page: string): string[] {
+  const section = /\n## Adding a device type\n([\s\S]*?)(?=\n## |$)/.exec(page)?.[1];
+  if (section === undefined) return ["the section \"Adding a device type\""];
+  return documentedFiles.filter((file) => !section.includes(`\`${file}\``));
+}
+
 function sourceFiles(dir: string, ext: string): string[] {
   return (readdirSync(join(root, dir), { recursive: true }) as string[])
     .filter((name) => name.endsWith(ext))
@@ -219,6 +231,13 @@ describe("device kinds are declared once", () => {
       `device kind "metal": zig/device/metal.zig declares no \`pub const shared_calls\``,
       `device kind "metal": no fake driver test/fixtures/fake_metal.c`,
     ]);
+  });
+
+  test("docs/architecture.md lists every file a kind touches, and a missing one is caught", () => {
+    const page = readRepo("docs/architecture.md")!;
+    expect(undocumentedFiles(page)).toEqual([]);
+    expect(undocumentedFiles(page.replace("`ts/cli/raw_driver.ts`", "the bench"))).toEqual(["ts/cli/raw_driver.ts"]);
+    expect(undocumentedFiles(page.replace("## Adding a device type", "## Devices"))).toEqual(["the section \"Adding a device type\""]);
   });
 
   test("no file outside the table and its driver modules spells a device kind", () => {
