@@ -28,16 +28,18 @@ export type RuntimeReport = {
   devices: DeviceInfo[];
 };
 
-/** The symbol every fake driver exports and no real driver does
- * (test/fixtures/fake_extras.h). */
+/** The symbol every fake driver exports and no real driver does: it
+ * returns the Arrow device type of the fake's device memory
+ * (test/fixtures/fake_gpu.h). */
 const fakeMarker = "abd_fake_gpu_driver";
 
-/** Whether the library at `path` (loaded for `kind`) is a fake driver. */
-export function isFakeDriver(_kind: DeviceKind, path: string): boolean {
+/** Whether the library at `path` is a fake driver of `kind`. */
+export function isFakeDriver(kind: DeviceKind, path: string): boolean {
   try {
     const probe = openLibrary(path, { [fakeMarker]: { args: [], returns: FFIType.i32 } });
+    const deviceType = (probe.symbols[fakeMarker] as () => number)();
     probe.close();
-    return true;
+    return deviceType === kindEntry(kind)!.deviceType;
   } catch {
     return false;
   }

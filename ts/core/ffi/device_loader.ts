@@ -44,8 +44,10 @@ type ManifestKind = {
   env_var: string; libraries: string[]; version_scale: [number, number];
 };
 
-function readTable(): readonly DeviceKindEntry[] {
-  const kinds = (JSON.parse(manifestText()) as { device_kinds?: ManifestKind[] }).device_kinds ?? [];
+/** The device-kind table of a manifest (JSON text); throws
+ * `LayoutMismatchError` unless its kinds are the `DeviceKind` names. */
+export function readKindTable(manifestJson: string): readonly DeviceKindEntry[] {
+  const kinds = (JSON.parse(manifestJson) as { device_kinds?: ManifestKind[] }).device_kinds ?? [];
   const names = kinds.map((k) => k.name);
   const declared = Object.keys(declaredKinds);
   if ([...names].sort().join() !== [...declared].sort().join()) {
@@ -58,7 +60,7 @@ function readTable(): readonly DeviceKindEntry[] {
 }
 
 /** The library's device kinds, in its table's order. */
-export const deviceKindTable: readonly DeviceKindEntry[] = readTable();
+export const deviceKindTable: readonly DeviceKindEntry[] = readKindTable(manifestText());
 
 /** The kinds' names, in the table's order. */
 export const deviceKindNames: readonly DeviceKind[] = Object.freeze(deviceKindTable.map((k) => k.name));
