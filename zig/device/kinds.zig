@@ -92,6 +92,8 @@ comptime {
             if (other.serves(kind.device_type) or other.serves(kind.host_type)) @compileError("device type served twice: " ++ kind.name);
         }
         if (!std.mem.endsWith(u8, kind.module, ".zig")) @compileError("a driver module is a .zig file: " ++ kind.module);
+        if (!std.mem.endsWith(u8, @typeName(kind.driver), "." ++ kind.module[0 .. kind.module.len - ".zig".len]))
+            @compileError(kind.name ++ ": .module " ++ kind.module ++ " is not the file .driver imports (" ++ @typeName(kind.driver) ++ ")");
         for (table[0..i]) |other| {
             if (std.mem.eql(u8, other.module, kind.module)) @compileError("driver module used twice: " ++ kind.module);
         }
