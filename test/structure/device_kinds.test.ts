@@ -193,7 +193,7 @@ export function spellingProblems(path: string, source: string): string[] {
 /** The files the "Adding a device type" section of docs/architecture.md
  * must list: what `entryProblems` checks, and the allowed files that
  * change with a kind. */
-const documentedFiles = [tablePath, "zig/device/<driver>.zig", "test/fixtures/fake_<driver>.c", "build.zig", "ts/core/ffi/device_loader.ts", "ts/cli/raw_driver.ts", "docs/devices.md"];
+const documentedFiles = [tablePath, "zig/device/<driver>.zig", "test/fixtures/fake_<driver>.c", "build.zig", "ts/core/ffi/device_loader.ts", "ts/cli/raw_driver.ts", "docs/devices.md", "README.md"];
 
 /** Files `documentedFiles` expects that the section of `page` does not name. */
 export function undocumentedFiles(page: string): string[] {
