@@ -15,7 +15,9 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh >/dev/null || { echo "gpu-suite: setup failed"; exit 1; }
 source scripts/env.sh
 
-for var in ARROW_DEVICE_CUDA_LIBRARY ARROW_DEVICE_HIP_LIBRARY; do
+# Each kind's library variable, from the library's table of device kinds.
+vars=$("$BUN" -e 'const { libraryEnvVars } = await import("./ts/device.ts"); console.log(Object.values(libraryEnvVars).join(" "))') || { echo "gpu-suite: the library does not load"; exit 1; }
+for var in $vars; do
   case "${!var:-}" in
     *fake_*) echo "gpu-suite: $var points at a fake driver (${!var}); unset it to test a real GPU"; exit 1 ;;
   esac
@@ -23,8 +25,8 @@ done
 
 # Which runtimes load here, and why the others do not.
 detect=$("$BUN" -e '
-  const { deviceAvailability } = await import("./ts/device.ts");
-  for (const kind of ["cuda", "rocm"]) {
+  const { deviceAvailability, libraryEnvVars } = await import("./ts/device.ts");
+  for (const kind of Object.keys(libraryEnvVars)) {
     const a = deviceAvailability(kind);
     console.log(a.available ? `OK ${kind} ${a.deviceCount} device(s), ${a.library}, version ${a.version}` : `NO ${kind} ${a.reason}`);
   }

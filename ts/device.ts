@@ -13,7 +13,7 @@ export {
 } from "./core/abi/layout.ts";
 export { DeviceUnavailableError, AsyncStreamError } from "./core/errors.ts";
 export {
-  deviceAvailability, deviceRuntime, kindOfDeviceType, runtimeDeviceType, libraryEnvVars,
+  deviceAvailability, deviceRuntime, kindOfDeviceType, libraryEnvVars,
   DeviceRuntime, DeviceMemory, DeviceStream, DeviceEvent, HostRegistration,
   type DeviceKind, type DeviceAvailability, type DeviceInfo, type PointerInfo, type CopyOperand, type CopyOptions, type AllocateOptions,
 } from "./device/runtime.ts";

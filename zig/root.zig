@@ -43,8 +43,7 @@ test {
     _ = @import("device/ops.zig");
     _ = @import("device/driver.zig");
     _ = @import("device/runtime.zig");
-    _ = @import("device/cuda.zig");
-    _ = @import("device/hip.zig");
+    _ = @import("device/kinds.zig");
     _ = @import("device/releaser.zig");
     _ = @import("device/transfer.zig");
     _ = @import("device/staging.zig");

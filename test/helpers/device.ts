@@ -12,23 +12,27 @@ import { FFIType, type Pointer } from "bun:ffi";
 import { openLibrary, type NativeSymbols } from "../../ts/core/ffi/bun_ffi.ts";
 import { fixturePath } from "./fixtures.ts";
 import { native } from "../../ts/core/ffi/library.ts";
+import { deviceKindNames, deviceKindTable, kindEntry } from "../../ts/core/ffi/device_loader.ts";
 import type { DeviceKind } from "../../ts/device.ts";
 
 export const isFake = process.env.ARROW_DEVICE_REAL_GPU !== "1";
 
-export const fakeLibraryPaths: Record<DeviceKind, string> = {
-  cuda: fixturePath("fake_cuda"),
-  rocm: fixturePath("fake_hip"),
-};
+/** Each kind's fake driver: test/fixtures/fake_<driver>.c, as the
+ * library's table of device kinds names the driver. */
+const fakePrefix = (kind: DeviceKind) => `fake_${kindEntry(kind)!.driver}`;
+
+export const fakeLibraryPaths = Object.fromEntries(
+  deviceKindTable.map((k) => [k.name, fixturePath(fakePrefix(k.name))]),
+) as Record<DeviceKind, string>;
 
 if (isFake) {
-  process.env.ARROW_DEVICE_CUDA_LIBRARY = fakeLibraryPaths.cuda;
-  process.env.ARROW_DEVICE_HIP_LIBRARY = fakeLibraryPaths.rocm;
+  for (const k of deviceKindTable) process.env[k.envVar] = fakeLibraryPaths[k.name];
 }
 
-/** The runtimes the shared suites run under. */
-export const deviceKinds: DeviceKind[] = (process.env.ARROW_DEVICE_TEST_KINDS ?? "cuda,rocm")
-  .split(",").map((k) => k.trim()).filter((k): k is DeviceKind => k === "cuda" || k === "rocm");
+/** The runtimes the shared suites run under: every kind of the table
+ * unless ARROW_DEVICE_TEST_KINDS names some. */
+export const deviceKinds: DeviceKind[] = (process.env.ARROW_DEVICE_TEST_KINDS ?? deviceKindNames.join(","))
+  .split(",").map((k) => k.trim()).filter((k): k is DeviceKind => (deviceKindNames as readonly string[]).includes(k));
 
 const { ptr, i32, i64, u64, usize, void: none, cstring } = FFIType;
 
@@ -68,7 +72,7 @@ type Knobs = NativeSymbols<typeof knobSymbols>;
 /** Binds `<prefix>_<name>` for every knob of the fake `kind`, keyed by the
  * unprefixed name. */
 function bindKnobs(kind: DeviceKind): Knobs {
-  const prefix = kind === "cuda" ? "fake_cuda" : "fake_hip";
+  const prefix = fakePrefix(kind);
   const names = Object.keys(knobSymbols) as (keyof typeof knobSymbols)[];
   const table = Object.fromEntries(names.map((name) => [`${prefix}_${name}`, knobSymbols[name]]));
   const bound = openLibrary(fakeLibraryPaths[kind], table).symbols;
@@ -249,7 +253,7 @@ export function stagingPool(kind: DeviceKind, trim = false): {
   poolDeviceRanges: number; poolPinnedRanges: number; cachedEvents: number;
 } {
   const out = new Float64Array(140);
-  const status = native.abd_device_staging(kind === "cuda" ? 2 : 10, trim ? 1 : 0, out);
+  const status = native.abd_device_staging(kindEntry(kind)!.deviceType, trim ? 1 : 0, out);
   if (status !== 0) throw new Error(`abd_device_staging failed: ${status}`);
   return {
     blocks: out[0], freed: out[1], blockBytes: out[2],

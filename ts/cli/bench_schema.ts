@@ -6,6 +6,8 @@
  * with it, so a wrong file gets a message naming the field.
  */
 
+import { deviceKindNames } from "../core/ffi/device_loader.ts";
+
 /** The `schema` value of every result document of this shape. */
 export const benchSchemaId = "bun-arrow-device/bench/3";
 
@@ -39,7 +41,7 @@ const runtime: JsonSchema = {
   type: "object", additionalProperties: false,
   required: ["kind", "available", "reason", "library", "driverVersion", "driverVersionText", "fake", "devices"],
   properties: {
-    kind: { enum: ["cuda", "rocm"] },
+    kind: { enum: [...deviceKindNames] },
     available: { type: "boolean" },
     reason: { type: ["string", "null"], description: "why it is not available" },
     library: { type: ["string", "null"], description: "driver library loaded" },
@@ -51,7 +53,7 @@ const runtime: JsonSchema = {
       items: {
         type: "object", required: ["kind", "id", "name", "totalMemoryBytes"], additionalProperties: false,
         properties: {
-          kind: { enum: ["cuda", "rocm"] }, id: { type: "integer", minimum: 0 }, name: { type: "string" },
+          kind: { enum: [...deviceKindNames] }, id: { type: "integer", minimum: 0 }, name: { type: "string" },
           totalMemoryBytes: { type: "integer", minimum: 0 },
         },
       },
@@ -91,7 +93,7 @@ export const benchJsonSchema: JsonSchema = {
         properties: {
           suite: { enum: ["transfer", "export_import"] },
           operation: { enum: ["host_to_device", "host_to_device_pinned", "device_to_host", "device_to_device", "allocate", "round_trip"] },
-          runtime: { enum: ["cuda", "rocm", null] },
+          runtime: { enum: [...deviceKindNames, null] },
           deviceId: { type: ["integer", "null"] },
           fake: { type: "boolean", description: "measured through a fake driver: NOT a GPU figure" },
           bytes: { type: "integer", minimum: 1 },

@@ -18,6 +18,7 @@
 import { totalmem } from "node:os";
 import { UsageError, benchLimits, benchMemoryProblem, integerList, parseArgs, type CommandSpec } from "./args.ts";
 import { FileError, checkWritable, readBounded, writeText } from "./files.ts";
+import type { DeviceKind } from "../device/runtime.ts";
 
 /** The most of a bench result `chart` reads: a result of thousands of
  * figures is a few MiB. */
@@ -40,8 +41,8 @@ Exit codes: 0 ok, 1 failed, 2 wrong command line, 3 --require-gpu without a GPU.
   info: `Usage: bun-arrow-device info [--json]
 
 Prints the platform id, the native library's path and version, the
-apache-arrow version, and for each device runtime (cuda, rocm) its driver
-library, driver version and devices, or the reason it is not available.
+apache-arrow version, and for each device runtime the library drives its
+driver library, driver version and devices, or the reason it is not available.
 Fake drivers (the project's test stand-ins) are reported as such.
 
   --json   print the same as a JSON object`,
@@ -60,7 +61,8 @@ Progress goes to stderr (a progress bar on a terminal).
   --out FILE          also write the JSON result to FILE
   --require-gpu       exit 3 before measuring unless a real GPU is usable
                       (fake drivers do not count)
-  --kinds LIST        runtimes to measure: cuda,rocm (default both)
+  --kinds LIST        runtimes to measure, comma-separated (default: every
+                      runtime \`info\` lists)
   --sizes LIST        transfer sizes in MiB, up to ${benchLimits.sizesMiB}
                       (default: 1 KiB to 1 GiB by powers of 4, as far as
                       memory allows; --quick or a fake driver: to 1 MiB)
@@ -146,16 +148,17 @@ function integers(option: "sizes" | "rows" | "repeats", text: string | undefined
 }
 
 async function bench(args: ReturnType<typeof parseArgs>): Promise<number> {
-  const kindsText = args.values.get("kinds") ?? "cuda,rocm";
+  const { deviceKinds } = await import("./runtimes.ts");
+  const kindsText = args.values.get("kinds") ?? deviceKinds.join(",");
   const kinds = [...new Set(kindsText.split(",").map((k) => k.trim()))];
-  const unknown = kinds.filter((k) => k !== "cuda" && k !== "rocm");
-  if (unknown.length > 0) throw new UsageError(`bench: --kinds takes cuda and/or rocm, got "${unknown.join(",")}"`);
+  const unknown = kinds.filter((k) => !(deviceKinds as readonly string[]).includes(k));
+  if (unknown.length > 0) throw new UsageError(`bench: --kinds takes ${deviceKinds.join(" and/or ")}, got "${unknown.join(",")}"`);
   const repeatsText = args.values.get("repeats");
   if (repeatsText?.includes(",")) throw new UsageError("bench: --repeats takes one number");
   const repeats = integers("repeats", repeatsText, benchLimits.repeats);
   if (args.flags.has("no-host") && args.flags.has("no-device")) throw new UsageError("bench: --no-host and --no-device leave nothing to measure");
   const options = {
-    kinds: kinds as ("cuda" | "rocm")[],
+    kinds: kinds as DeviceKind[],
     sizesMiB: integers("sizes", args.values.get("sizes"), benchLimits.sizesMiB),
     quick: args.flags.has("quick"),
     rows: integers("rows", args.values.get("rows"), benchLimits.rows),

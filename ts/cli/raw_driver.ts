@@ -94,7 +94,7 @@ const asPtr = (n: number) => n as unknown as Pointer;
 
 /** Opens `library` (the driver the runtime loaded) directly. */
 export function openRawDriver(kind: DeviceKind, library: string): RawDriver {
-  return kind === "cuda" ? openCuda(library) : openHip(library);
+  return rawOpeners[kind](library);
 }
 
 function openCuda(library: string): RawDriver {
@@ -170,3 +170,7 @@ function openHip(library: string): RawDriver {
     close: () => lib.close(),
   };
 }
+
+/** Each kind's raw baseline: a `Record` over the library's device kinds,
+ * so that a kind added without one fails to type-check. */
+const rawOpeners: Record<DeviceKind, (library: string) => RawDriver> = { cuda: openCuda, rocm: openHip };

@@ -6,10 +6,11 @@
  */
 import { FFIType } from "bun:ffi";
 import { openLibrary } from "../core/ffi/bun_ffi.ts";
+import { deviceKindNames, kindEntry } from "../core/ffi/device_loader.ts";
 import { deviceAvailability, deviceRuntime, type DeviceInfo, type DeviceKind } from "../device/runtime.ts";
 
-/** Every runtime the library can load. */
-export const deviceKinds: readonly DeviceKind[] = ["cuda", "rocm"];
+/** Every runtime the library can load (its table of device kinds). */
+export const deviceKinds: readonly DeviceKind[] = deviceKindNames;
 
 export type RuntimeReport = {
   kind: DeviceKind;
@@ -27,24 +28,28 @@ export type RuntimeReport = {
   devices: DeviceInfo[];
 };
 
-/** The symbol each fake driver exports and no real driver does. */
-const fakeMarker: Record<DeviceKind, string> = { cuda: "fake_cuda_pending", rocm: "fake_hip_pending" };
+/** The symbol every fake driver exports and no real driver does: it
+ * returns the Arrow device type of the fake's device memory
+ * (test/fixtures/fake_gpu.h). */
+const fakeMarker = "abd_fake_gpu_driver";
 
 /** Whether the library at `path` is a fake driver of `kind`. */
 export function isFakeDriver(kind: DeviceKind, path: string): boolean {
   try {
-    const probe = openLibrary(path, { [fakeMarker[kind]]: { args: [], returns: FFIType.i32 } });
+    const probe = openLibrary(path, { [fakeMarker]: { args: [], returns: FFIType.i32 } });
+    const deviceType = (probe.symbols[fakeMarker] as () => number)();
     probe.close();
-    return true;
+    return deviceType === kindEntry(kind)!.deviceType;
   } catch {
     return false;
   }
 }
 
-/** CUDA: 12040 -> "12.4"; HIP: 60342134 -> "6.3". */
+/** The driver's version number as major.minor, scaled as the kind's
+ * table entry says (CUDA: 12040 -> "12.4"; HIP: 60342134 -> "6.3"). */
 function versionText(kind: DeviceKind, version: number): string {
-  if (kind === "cuda") return `${Math.floor(version / 1000)}.${Math.floor((version % 1000) / 10)}`;
-  return `${Math.floor(version / 1e7)}.${Math.floor(version / 1e5) % 100}`;
+  const [major, minor] = kindEntry(kind)!.versionScale;
+  return `${Math.floor(version / major)}.${Math.floor((version % major) / minor)}`;
 }
 
 /** "not available: <why>" for an unavailable runtime, said once: the

@@ -25,12 +25,12 @@
  */
 import { ptr, toArrayBuffer } from "bun:ffi";
 import {
-  CopyDirection, DeviceType, MemoryKind, PointerKind,
+  CopyDirection, MemoryKind, PointerKind,
   type CopyDirectionName, type MemoryKindName, type PointerKindName,
 } from "../core/abi/layout.ts";
 import { asPointer } from "../core/abi/structs.ts";
 import { DeviceUnavailableError, InvalidArgumentError, ReleasedError, Status, UnknownDeviceError } from "../core/errors.ts";
-import { deviceLibraryEnvVars, loadDeviceRuntime } from "../core/ffi/device_loader.ts";
+import { deviceKindNames, deviceLibraryEnvVars, kindEntry, kindEntryOfDeviceType, loadDeviceRuntime, type DeviceKind, type DeviceKindEntry } from "../core/ffi/device_loader.ts";
 import { check, lastError, native } from "../core/ffi/library.ts";
 import { readMemoryPool, type MemoryPoolOptions, type MemoryPoolStats } from "./pool_stats.ts";
 import { reportLeak, track, untrack } from "../native/debug.ts";
@@ -39,14 +39,15 @@ import { addressArg, argumentError, booleanArg, integerArg, internalConstruction
 /** Only this module constructs the runtime and its handles. */
 const deviceToken = Symbol("DeviceRuntime");
 
-/** A device runtime: "cuda" (the CUDA driver API) or "rocm" (HIP). */
-export type DeviceKind = "cuda" | "rocm";
-
-/** The Arrow device type that names each runtime (its device memory). */
-export const runtimeDeviceType: Record<DeviceKind, number> = { cuda: DeviceType.CUDA, rocm: DeviceType.ROCM };
+/** A device runtime, named as in the library's table of device kinds
+ * (zig/device/kinds.zig): "cuda" (the CUDA driver API) or "rocm" (HIP). */
+export type { DeviceKind };
 
 /** Environment variables that name each runtime's library path. */
 export const libraryEnvVars: Record<DeviceKind, string> = deviceLibraryEnvVars;
+
+/** The kind names as an argument check's expectation: `"cuda" or "rocm"`. */
+const deviceKindChoices = deviceKindNames.map((k) => JSON.stringify(k)).join(" or ");
 
 /** A device ordinal: an int32, as CUDA and HIP take it (the runtime
  * says whether that device exists). */
@@ -54,23 +55,21 @@ export function ordinalArg(fn: string, param: string, id: unknown): number {
   return integerArg(fn, param, id, -(2 ** 31), 2 ** 31 - 1);
 }
 
-/** The runtime serving arrays of an Arrow device type, or null. */
+/** The runtime serving arrays of an Arrow device type (its device,
+ * pinned or managed memory), or null: the inverse of `targetDeviceType`. */
 export function kindOfDeviceType(deviceType: number): DeviceKind | null {
   integerArg("kindOfDeviceType", "deviceType", deviceType, -(2 ** 31), 2 ** 31 - 1);
-  switch (deviceType) {
-    case DeviceType.CUDA: case DeviceType.CUDA_HOST: case DeviceType.CUDA_MANAGED: return "cuda";
-    case DeviceType.ROCM: case DeviceType.ROCM_HOST: return "rocm";
-    default: return null;
-  }
+  return kindEntryOfDeviceType(deviceType)?.name ?? null;
 }
 
-/** The device type of runtime `kind`, checked for `fn`. */
-function checkKind(fn: string, kind: DeviceKind): number {
-  if (typeof kind !== "string") throw argumentError(fn, "kind", `"cuda" or "rocm"`, kind);
-  if (!Object.hasOwn(runtimeDeviceType, kind)) {
-    throw new UnknownDeviceError(Status.unknown_device, `${fn}: unknown device runtime ${JSON.stringify((kind as string).slice(0, 40))}: expected "cuda" or "rocm"`);
+/** The table entry of runtime `kind`, checked for `fn`. */
+function checkKind(fn: string, kind: DeviceKind): DeviceKindEntry {
+  if (typeof kind !== "string") throw argumentError(fn, "kind", deviceKindChoices, kind);
+  const entry = kindEntry(kind);
+  if (entry === undefined) {
+    throw new UnknownDeviceError(Status.unknown_device, `${fn}: unknown device runtime ${JSON.stringify((kind as string).slice(0, 40))}: expected ${deviceKindChoices}`);
   }
-  return runtimeDeviceType[kind];
+  return entry;
 }
 
 function readCString(bytes: Uint8Array): string {
@@ -88,7 +87,7 @@ export function hostAddress(view: NodeJS.ArrayBufferView): number {
 const words = new Float64Array(4);
 
 function loadRuntime(kind: DeviceKind): number {
-  return loadDeviceRuntime(checkKind("deviceAvailability", kind));
+  return loadDeviceRuntime(checkKind("deviceAvailability", kind).deviceType);
 }
 
 /** Whether a runtime can be used here: its library, version and device
@@ -104,7 +103,7 @@ export function deviceAvailability(kind: DeviceKind): DeviceAvailability {
   const loaded = loadRuntime(kind);
   if (loaded !== 0) return { kind, available: false, reason: lastError() };
   const path = new Uint8Array(512);
-  check(native.abd_device_runtime_info(runtimeDeviceType[kind], words, path, path.length));
+  check(native.abd_device_runtime_info(checkKind("deviceAvailability", kind).deviceType, words, path, path.length));
   return { kind, available: true, library: readCString(path), version: words[1], deviceCount: words[0] };
 }
 
@@ -199,7 +198,7 @@ export class DeviceRuntime {
     readonly deviceCount: number,
   ) {
     internalConstruction("DeviceRuntime", token, deviceToken, "use deviceRuntime(kind)");
-    this.deviceType = checkKind("DeviceRuntime", kind);
+    this.deviceType = checkKind("DeviceRuntime", kind).deviceType;
     stringArg("DeviceRuntime", "library", library);
     integerArg("DeviceRuntime", "version", version, 0);
     integerArg("DeviceRuntime", "deviceCount", deviceCount, 0);
@@ -351,8 +350,8 @@ export class DeviceMemory implements Disposable {
   #exports = 0;
   #views: ArrayBuffer[] = [];
   #token: number;
-  /** Arrow device type of this memory (CUDA, CUDA_HOST, CUDA_MANAGED,
-   * ROCM, ROCM_HOST). */
+  /** Arrow device type of this memory: its runtime's device, pinned or
+   * managed type. */
   readonly deviceType: number;
 
   /** Not for users: use `DeviceRuntime.allocate`. */
@@ -361,9 +360,10 @@ export class DeviceMemory implements Disposable {
     handleArgs("DeviceMemory", runtime, deviceId, address);
     oneOfArg("DeviceMemory", "memory", memory, ["device", "pinned", "managed"]);
     integerArg("DeviceMemory", "byteLength", byteLength, 0);
-    this.deviceType = memory === "device" ? runtime.deviceType
-      : memory === "pinned" ? (runtime.kind === "cuda" ? DeviceType.CUDA_HOST : DeviceType.ROCM_HOST)
-      : DeviceType.CUDA_MANAGED;
+    const entry = checkKind("DeviceMemory", runtime.kind);
+    this.deviceType = memory === "device" ? entry.deviceType
+      : memory === "pinned" ? entry.hostType
+      : entry.managedType ?? entry.deviceType;
     const label = `${runtime.kind} ${memory} memory (${byteLength} bytes)`;
     this.#token = track(label);
     const deviceType = runtime.deviceType;

@@ -14,12 +14,13 @@
  * thread and waits for the copies first. The host source is released once
  * the copies are done (CPU sources) or with the device array (others).
  */
-import { DeviceType, type MemoryKindName } from "../core/abi/layout.ts";
+import { type MemoryKindName } from "../core/abi/layout.ts";
 import { asPointer } from "../core/abi/structs.ts";
 import { InvalidArgumentError, Status, errorFor } from "../core/errors.ts";
 import { lastError, native } from "../core/ffi/library.ts";
 import { ExportedArray } from "../native/exported.ts";
 import { drainReleased } from "../native/keepalive.ts";
+import { deviceKindNames, kindEntry } from "../core/ffi/device_loader.ts";
 import { DeviceStream, deviceRuntime, ordinalArg, type DeviceKind } from "./runtime.ts";
 import { addressArg, oneOfArg, optionsArg } from "../core/args.ts";
 import { takeStructs, type StructRef } from "../native/c_structs.ts";
@@ -30,35 +31,31 @@ export type DeviceTarget = {
   device: DeviceKind;
   /** Device ordinal (default 0): the array's `device_id`. */
   id?: number;
-  /** Device memory (default: ARROW_DEVICE_CUDA / ROCM), pinned host memory
-   * (CUDA_HOST / ROCM_HOST) or managed memory (CUDA_MANAGED). */
+  /** Device memory (default), pinned host memory or managed memory: the
+   * array's device_type is the runtime's type for it (docs/devices.md). */
   memory?: MemoryKindName;
   /** Stream the copies and the event go on (a DeviceStream, or a raw
    * CUstream / hipStream_t handle); default: the default stream. */
   stream?: DeviceStream | number;
 };
 
-/** The Arrow device type of `memory` on `device`. */
+/** The Arrow device type of `memory` on runtime `device` (its device,
+ * pinned or managed type, as the library's table of device kinds says):
+ * the inverse of `kindOfDeviceType`. */
 export function targetDeviceType(device: DeviceKind, memory: MemoryKindName = "device"): number {
-  oneOfArg("targetDeviceType", "device", device, ["cuda", "rocm"]);
+  const entry = kindEntry(oneOfArg("targetDeviceType", "device", device, deviceKindNames))!;
   oneOfArg("targetDeviceType", "memory", memory, ["device", "pinned", "managed"]);
-  if (device === "cuda") {
-    if (memory === "device") return DeviceType.CUDA;
-    if (memory === "pinned") return DeviceType.CUDA_HOST;
-    if (memory === "managed") return DeviceType.CUDA_MANAGED;
-  } else if (device === "rocm") {
-    if (memory === "device") return DeviceType.ROCM;
-    if (memory === "pinned") return DeviceType.ROCM_HOST;
-    if (memory === "managed") throw new InvalidArgumentError(Status.invalid_argument, "ROCm managed memory has no Arrow device type; use \"device\" or \"pinned\"");
-  }
-  throw new InvalidArgumentError(Status.invalid_argument, `unknown device "${String(device)}" or memory "${String(memory)}": expected device "cuda" | "rocm" and memory "device" | "pinned" | "managed"`);
+  if (memory === "device") return entry.deviceType;
+  if (memory === "pinned") return entry.hostType;
+  if (entry.managedType === null) throw new InvalidArgumentError(Status.invalid_argument, `${entry.label} managed memory has no Arrow device type; use "device" or "pinned"`);
+  return entry.managedType;
 }
 
 /** Checks a DeviceTarget for `fn`: a plain object with a known runtime,
  * an int32 ordinal, a memory kind and a stream. */
 export function checkTarget(fn: string, target: DeviceTarget, param = "target", extraKeys: readonly string[] = []): void {
   optionsArg(fn, param, target, ["device", "id", "memory", "stream", ...extraKeys], true);
-  oneOfArg(fn, `${param}.device`, target.device, ["cuda", "rocm"]);
+  oneOfArg(fn, `${param}.device`, target.device, deviceKindNames);
   if (target.id !== undefined) ordinalArg(fn, `${param}.id`, target.id);
   if (target.memory !== undefined) oneOfArg(fn, `${param}.memory`, target.memory, ["device", "pinned", "managed"]);
   if (target.stream !== undefined && typeof target.stream === "number") addressArg(fn, `${param}.stream`, target.stream, true);

@@ -85,12 +85,17 @@ pub var api: Api = undefined;
 var contexts: [device_ops.max_devices]std.atomic.Value(CUcontext) = @splat(.init(null));
 var contexts_mutex: sync.Mutex = .{};
 
+/// What the kinds table (kinds.zig) and the manifest read of this driver.
+pub const label = "CUDA";
+pub const library_env_var = "ARROW_DEVICE_CUDA_LIBRARY";
 pub const default_library_names = [_][:0]const u8{ "libcuda.so.1", "libcuda.so" };
+/// cuDriverGetVersion: 12040 is 12.4.
+pub const version_scale: device_ops.VersionScale = .{ .major_div = 1000, .minor_div = 10 };
 
 pub const unopened: driver.Unopened = .{
     .path_too_long = "CUDA library path is longer than {d} bytes",
-    .on_macos = "CUDA is not available on macOS: NVIDIA's CUDA driver does not exist there (set ARROW_DEVICE_CUDA_LIBRARY to load a compatible library anyway)",
-    .not_loaded = "CUDA is not available: the driver library could not be loaded (tried {s}). Install the NVIDIA driver, or set ARROW_DEVICE_CUDA_LIBRARY to the path of libcuda.so.1",
+    .on_macos = "CUDA is not available on macOS: NVIDIA's CUDA driver does not exist there (set " ++ library_env_var ++ " to load a compatible library anyway)",
+    .not_loaded = "CUDA is not available: the driver library could not be loaded (tried {s}). Install the NVIDIA driver, or set " ++ library_env_var ++ " to the path of " ++ default_library_names[0],
     .missing_symbol = std.fmt.comptimePrint("CUDA is not available: {{s}} has no symbol {{s}} (the driver is older than CUDA {d}.{d}, or not a CUDA driver); nothing was loaded", .{ min_driver_version / 1000, min_driver_version % 1000 / 10 }),
 };
 
@@ -150,6 +155,27 @@ pub fn errorText(result: CUresult) []const u8 {
 pub fn errorName(result: CUresult) []const u8 {
     return errorNameIn(&api, result);
 }
+
+/// This driver's symbol for each call all drivers make alike
+/// (driver.zig's `shared_jobs`).
+pub const shared_calls = .{
+    .device_get = "cuDeviceGet",
+    .device_get_name = "cuDeviceGetName",
+    .device_total_mem = "cuDeviceTotalMem_v2",
+    .host_register = "cuMemHostRegister_v2",
+    .host_unregister = "cuMemHostUnregister",
+    .free_device = "cuMemFree_v2",
+    .free_pinned = "cuMemFreeHost",
+    .stream_create = "cuStreamCreate",
+    .stream_destroy = "cuStreamDestroy_v2",
+    .stream_synchronize = "cuStreamSynchronize",
+    .stream_wait_event = "cuStreamWaitEvent",
+    .event_create = "cuEventCreate",
+    .event_record = "cuEventRecord",
+    .event_synchronize = "cuEventSynchronize",
+    .event_query = "cuEventQuery",
+    .event_destroy = "cuEventDestroy_v2",
+};
 
 const calls = driver.Driver(@This());
 const check = calls.check;

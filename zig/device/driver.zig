@@ -6,8 +6,8 @@
 //!
 //! `Driver(backend)` makes every operation of the runtime table whose shape
 //! both drivers share, from what the backend declares (its driver table,
-//! result codes, enter/leave, error names) and the symbols of
-//! `shared_calls`, and the load every backend runs; `Driver.ops` completes
+//! result codes, enter/leave, error names, and `shared_calls`: its symbol
+//! for each of `shared_jobs`), and the load every backend runs; `Driver.ops` completes
 //! the table with the backend's own operations (alloc, copy, host
 //! callbacks, pointer queries).
 
@@ -19,34 +19,16 @@ const device_ops = @import("ops.zig");
 const Status = status.Status;
 const fail = status.fail;
 
-/// The calls both drivers make with the same arguments, by job: each
-/// job's symbol in the CUDA driver API and in HIP. A backend's `Api`
-/// declares one of each pair.
-const shared_calls = .{
-    .device_get = .{ "cuDeviceGet", "hipDeviceGet" },
-    .device_get_name = .{ "cuDeviceGetName", "hipDeviceGetName" },
-    .device_total_mem = .{ "cuDeviceTotalMem_v2", "hipDeviceTotalMem" },
-    .host_register = .{ "cuMemHostRegister_v2", "hipHostRegister" },
-    .host_unregister = .{ "cuMemHostUnregister", "hipHostUnregister" },
-    .free_device = .{ "cuMemFree_v2", "hipFree" },
-    .free_pinned = .{ "cuMemFreeHost", "hipHostFree" },
-    .stream_create = .{ "cuStreamCreate", "hipStreamCreateWithFlags" },
-    .stream_destroy = .{ "cuStreamDestroy_v2", "hipStreamDestroy" },
-    .stream_synchronize = .{ "cuStreamSynchronize", "hipStreamSynchronize" },
-    .stream_wait_event = .{ "cuStreamWaitEvent", "hipStreamWaitEvent" },
-    .event_create = .{ "cuEventCreate", "hipEventCreateWithFlags" },
-    .event_record = .{ "cuEventRecord", "hipEventRecord" },
-    .event_synchronize = .{ "cuEventSynchronize", "hipEventSynchronize" },
-    .event_query = .{ "cuEventQuery", "hipEventQuery" },
-    .event_destroy = .{ "cuEventDestroy_v2", "hipEventDestroy" },
-};
+/// The jobs every backend's `shared_calls` names a symbol for: the calls
+/// all drivers make with the same arguments.
+const shared_jobs = [_][]const u8{ "device_get", "device_get_name", "device_total_mem", "host_register", "host_unregister", "free_device", "free_pinned", "stream_create", "stream_destroy", "stream_synchronize", "stream_wait_event", "event_create", "event_record", "event_synchronize", "event_query", "event_destroy" };
 
-/// The symbol `Api` declares for `job` (a field of `shared_calls`).
-fn symbolOf(comptime Api: type, comptime job: []const u8) [:0]const u8 {
-    const pair = @field(shared_calls, job);
-    if (@hasField(Api, pair[0])) return pair[0];
-    if (@hasField(Api, pair[1])) return pair[1];
-    @compileError(@typeName(Api) ++ " declares no symbol for " ++ job);
+/// The symbol `Vendor` declares for `job` (one of `shared_jobs`), checked
+/// against its `Api`.
+fn symbolOf(comptime Vendor: type, comptime job: []const u8) [:0]const u8 {
+    const symbol: [:0]const u8 = @field(Vendor.shared_calls, job);
+    if (!@hasField(Vendor.Api, symbol)) @compileError(@typeName(Vendor.Api) ++ " declares no " ++ symbol ++ " for " ++ job);
+    return symbol;
 }
 
 /// Keeps one device current on a thread across several driver calls
@@ -142,23 +124,26 @@ const event_disable_timing: c_uint = 2;
 /// `errorText(result)` for messages.
 pub fn Driver(comptime Vendor: type) type {
     const Api = Vendor.Api;
+    comptime {
+        for (shared_jobs) |job| _ = symbolOf(Vendor, job);
+    }
     const names = struct {
-        const device_get = symbolOf(Api, "device_get");
-        const device_get_name = symbolOf(Api, "device_get_name");
-        const device_total_mem = symbolOf(Api, "device_total_mem");
-        const host_register = symbolOf(Api, "host_register");
-        const host_unregister = symbolOf(Api, "host_unregister");
-        const free_device = symbolOf(Api, "free_device");
-        const free_pinned = symbolOf(Api, "free_pinned");
-        const stream_create = symbolOf(Api, "stream_create");
-        const stream_destroy = symbolOf(Api, "stream_destroy");
-        const stream_synchronize = symbolOf(Api, "stream_synchronize");
-        const stream_wait_event = symbolOf(Api, "stream_wait_event");
-        const event_create = symbolOf(Api, "event_create");
-        const event_record = symbolOf(Api, "event_record");
-        const event_synchronize = symbolOf(Api, "event_synchronize");
-        const event_query = symbolOf(Api, "event_query");
-        const event_destroy = symbolOf(Api, "event_destroy");
+        const device_get = symbolOf(Vendor, "device_get");
+        const device_get_name = symbolOf(Vendor, "device_get_name");
+        const device_total_mem = symbolOf(Vendor, "device_total_mem");
+        const host_register = symbolOf(Vendor, "host_register");
+        const host_unregister = symbolOf(Vendor, "host_unregister");
+        const free_device = symbolOf(Vendor, "free_device");
+        const free_pinned = symbolOf(Vendor, "free_pinned");
+        const stream_create = symbolOf(Vendor, "stream_create");
+        const stream_destroy = symbolOf(Vendor, "stream_destroy");
+        const stream_synchronize = symbolOf(Vendor, "stream_synchronize");
+        const stream_wait_event = symbolOf(Vendor, "stream_wait_event");
+        const event_create = symbolOf(Vendor, "event_create");
+        const event_record = symbolOf(Vendor, "event_record");
+        const event_synchronize = symbolOf(Vendor, "event_synchronize");
+        const event_query = symbolOf(Vendor, "event_query");
+        const event_destroy = symbolOf(Vendor, "event_destroy");
     };
     return struct {
         /// Turns a failed driver call into a status with the call's and the

@@ -73,12 +73,17 @@ pub const Api = struct {
 pub var api: Api = undefined;
 var runtime_version: c_int = 0;
 
+/// What the kinds table (kinds.zig) and the manifest read of this driver.
+pub const label = "ROCm";
+pub const library_env_var = "ARROW_DEVICE_HIP_LIBRARY";
 pub const default_library_names = [_][:0]const u8{ "libamdhip64.so", "libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5" };
+/// hipRuntimeGetVersion: 60342134 is 6.3.
+pub const version_scale: device_ops.VersionScale = .{ .major_div = 10_000_000, .minor_div = 100_000 };
 
 pub const unopened: driver.Unopened = .{
     .path_too_long = "HIP library path is longer than {d} bytes",
-    .on_macos = "ROCm is not available on macOS: AMD's HIP runtime does not exist there (set ARROW_DEVICE_HIP_LIBRARY to load a compatible library anyway)",
-    .not_loaded = "ROCm is not available: the HIP runtime could not be loaded (tried {s}). Install ROCm, or set ARROW_DEVICE_HIP_LIBRARY to the path of libamdhip64.so",
+    .on_macos = "ROCm is not available on macOS: AMD's HIP runtime does not exist there (set " ++ library_env_var ++ " to load a compatible library anyway)",
+    .not_loaded = "ROCm is not available: the HIP runtime could not be loaded (tried {s}). Install ROCm, or set " ++ library_env_var ++ " to the path of " ++ default_library_names[0],
     .missing_symbol = "ROCm is not available: {s} has no symbol {s} (not a HIP runtime, or too old); nothing was loaded",
 };
 
@@ -121,6 +126,27 @@ pub fn errorName(result: hipError_t) []const u8 {
 pub fn errorText(result: hipError_t) []const u8 {
     return if (api.hipGetErrorString(result)) |text| std.mem.span(text) else "unknown error";
 }
+
+/// This driver's symbol for each call all drivers make alike
+/// (driver.zig's `shared_jobs`).
+pub const shared_calls = .{
+    .device_get = "hipDeviceGet",
+    .device_get_name = "hipDeviceGetName",
+    .device_total_mem = "hipDeviceTotalMem",
+    .host_register = "hipHostRegister",
+    .host_unregister = "hipHostUnregister",
+    .free_device = "hipFree",
+    .free_pinned = "hipHostFree",
+    .stream_create = "hipStreamCreateWithFlags",
+    .stream_destroy = "hipStreamDestroy",
+    .stream_synchronize = "hipStreamSynchronize",
+    .stream_wait_event = "hipStreamWaitEvent",
+    .event_create = "hipEventCreateWithFlags",
+    .event_record = "hipEventRecord",
+    .event_synchronize = "hipEventSynchronize",
+    .event_query = "hipEventQuery",
+    .event_destroy = "hipEventDestroy",
+};
 
 const calls = driver.Driver(@This());
 const check = calls.check;

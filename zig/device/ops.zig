@@ -57,6 +57,10 @@ pub const PointerInfo = struct {
     device_id: i32 = -1,
 };
 
+/// How a driver's version number reads as major.minor:
+/// `major = v / major_div`, `minor = v % major_div / minor_div`.
+pub const VersionScale = struct { major_div: i64, minor_div: i64 };
+
 /// What a successful load found.
 pub const LoadInfo = struct {
     device_count: i32 = 0,

@@ -73,18 +73,12 @@ pub const Range = struct {
     size: usize,
 };
 
-var pools: [2][2][runtime.max_devices]Pool = @splat(@splat(@splat(.{})));
-
-fn runtimeIndex(rt: *Runtime) ?usize {
-    if (rt == &runtime.cuda_runtime) return 0;
-    if (rt == &runtime.rocm_runtime) return 1;
-    return null;
-}
+/// One pool per runtime (`Runtime.index`), kind and device.
+var pools: [runtime.runtimes.len][@typeInfo(Kind).@"enum".field_names.len][runtime.max_devices]Pool = @splat(@splat(@splat(.{})));
 
 fn poolOf(rt: *Runtime, device: i64, kind: Kind) ?*Pool {
     if (device < 0 or device >= runtime.max_devices) return null;
-    const r = runtimeIndex(rt) orelse return null;
-    return &pools[r][@intFromEnum(kind)][@intCast(device)];
+    return &pools[rt.index][@intFromEnum(kind)][@intCast(device)];
 }
 
 fn now() u64 {
@@ -377,7 +371,7 @@ pub fn find(rt: *Runtime, device: i64, address: usize) ?[2]usize {
 }
 
 test "ranges of one block share it until the last ends" {
-    try std.testing.expect(acquire(&runtime.cuda_runtime, 0, .device, max_range_bytes + 1) == null);
-    try std.testing.expect(acquire(&runtime.cuda_runtime, 0, .device, 0) == null);
-    try std.testing.expect(acquire(&runtime.cuda_runtime, runtime.max_devices, .device, 8) == null);
+    try std.testing.expect(acquire(&runtime.runtimes[0], 0, .device, max_range_bytes + 1) == null);
+    try std.testing.expect(acquire(&runtime.runtimes[0], 0, .device, 0) == null);
+    try std.testing.expect(acquire(&runtime.runtimes[0], runtime.max_devices, .device, 8) == null);
 }

@@ -45,7 +45,10 @@ pub const LoadInfo = ops.LoadInfo;
 pub const Ops = ops.Ops;
 
 pub const Runtime = struct {
-    /// "CUDA" or "ROCm", for messages.
+    /// Its entry's position in the kinds table (and in `runtimes`): the
+    /// index of everything kept per runtime (pools, event caches).
+    index: usize,
+    /// The driver's label ("CUDA"), for messages.
     name: []const u8,
     /// The environment variable that names the library path.
     env_var: [:0]const u8,
@@ -246,41 +249,36 @@ pub const Runtime = struct {
     }
 };
 
-const cuda = @import("cuda.zig");
-const hip = @import("hip.zig");
+const kinds = @import("kinds.zig");
 
-pub var cuda_runtime: Runtime = .{
-    .name = "CUDA",
-    .env_var = "ARROW_DEVICE_CUDA_LIBRARY",
-    .device_type = abi.device_cuda,
-    .pinned_device_type = abi.device_cuda_host,
-    .managed_device_type = abi.device_cuda_managed,
-    .ops = cuda.ops,
-};
-
-pub var rocm_runtime: Runtime = .{
-    .name = "ROCm",
-    .env_var = "ARROW_DEVICE_HIP_LIBRARY",
-    .device_type = abi.device_rocm,
-    .pinned_device_type = abi.device_rocm_host,
-    .managed_device_type = null,
-    .ops = hip.ops,
-};
-
-/// The runtime that serves arrays of `device_type` (CUDA, CUDA_HOST and
-/// CUDA_MANAGED: CUDA; ROCM and ROCM_HOST: ROCm), or null.
-pub fn forDeviceType(device_type: abi.DeviceType) ?*Runtime {
-    return switch (device_type) {
-        abi.device_cuda, abi.device_cuda_host, abi.device_cuda_managed => &cuda_runtime,
-        abi.device_rocm, abi.device_rocm_host => &rocm_runtime,
-        else => null,
+/// One runtime per entry of the kinds table (kinds.zig), in its order.
+pub var runtimes: [kinds.count]Runtime = blk: {
+    var out: [kinds.count]Runtime = undefined;
+    for (kinds.table, 0..) |kind, i| out[i] = .{
+        .index = i,
+        .name = kind.driver.label,
+        .env_var = kind.driver.library_env_var,
+        .device_type = kind.device_type,
+        .pinned_device_type = kind.host_type,
+        .managed_device_type = kind.managed_type,
+        .ops = kind.driver.ops,
     };
+    break :blk out;
+};
+
+/// The runtime that serves arrays of `device_type` (the kinds table says
+/// which), or null.
+pub fn forDeviceType(device_type: abi.DeviceType) ?*Runtime {
+    inline for (kinds.table, 0..) |kind, i| {
+        if (kind.serves(device_type)) return &runtimes[i];
+    }
+    return null;
 }
 
 /// Like `forDeviceType`, failing with a message for other device types.
 pub fn require(device_type: abi.DeviceType) struct { Status, ?*Runtime } {
     if (forDeviceType(device_type)) |rt| return .{ .ok, rt };
-    return .{ fail(.unknown_device, "device type {d} ({s}) has no runtime here: only CUDA (2, 3, 13) and ROCm (10, 11) do", .{ device_type, abi.deviceTypeName(device_type) orelse "unknown" }), null };
+    return .{ fail(.unknown_device, "device type {d} ({s}) has no runtime here: only " ++ kinds.supported_text ++ " do", .{ device_type, abi.deviceTypeName(device_type) orelse "unknown" }), null };
 }
 
 /// `device_sync`'s waiter: blocks until the event behind `sync_event` (a
@@ -386,12 +384,11 @@ const EventCache = struct {
     count: usize = 0,
 };
 
-var event_caches: [2][max_devices]EventCache = @splat(@splat(.{}));
+var event_caches: [kinds.count][max_devices]EventCache = @splat(@splat(.{}));
 
 fn cacheOf(rt: *Runtime, device: i64) ?*EventCache {
     if (device < 0 or device >= max_devices) return null;
-    const r: usize = if (rt == &cuda_runtime) 0 else if (rt == &rocm_runtime) 1 else return null;
-    return &event_caches[r][@intCast(device)];
+    return &event_caches[rt.index][@intCast(device)];
 }
 
 /// Destroys every cached event handle of `rt`; returns how many.
@@ -424,26 +421,28 @@ pub fn cachedEvents(rt: *Runtime) usize {
 }
 
 test "device types map to their runtime" {
-    try std.testing.expect(forDeviceType(abi.device_cuda_managed) == &cuda_runtime);
-    try std.testing.expect(forDeviceType(abi.device_rocm_host) == &rocm_runtime);
+    inline for (kinds.table, 0..) |kind, i| {
+        const rt = &runtimes[i];
+        try std.testing.expectEqual(i, rt.index);
+        try std.testing.expect(forDeviceType(kind.device_type) == rt);
+        try std.testing.expect(forDeviceType(kind.host_type) == rt);
+        try std.testing.expectEqual(MemoryKind.pinned, rt.memoryKindOf(kind.host_type));
+        try std.testing.expectEqual(kind.host_type, rt.deviceTypeOf(.pinned));
+        if (kind.managed_type) |managed| try std.testing.expect(forDeviceType(managed) == rt);
+    }
     try std.testing.expect(forDeviceType(abi.device_cpu) == null);
     try std.testing.expect(forDeviceType(abi.device_metal) == null);
-    try std.testing.expectEqual(MemoryKind.pinned, cuda_runtime.memoryKindOf(abi.device_cuda_host));
-    try std.testing.expectEqual(abi.device_rocm_host, rocm_runtime.deviceTypeOf(.pinned));
     const found = require(abi.device_opencl);
     try std.testing.expectEqual(Status.unknown_device, found[0]);
 }
 
 test "a missing driver library is an explained state" {
-    const cases = [_]struct { ops: Ops, path: []const u8, env_var: []const u8 }{
-        .{ .ops = cuda.ops, .path = "/nonexistent/libcuda.so.1", .env_var = "ARROW_DEVICE_CUDA_LIBRARY" },
-        .{ .ops = hip.ops, .path = "/nonexistent/libamdhip64.so", .env_var = "ARROW_DEVICE_HIP_LIBRARY" },
-    };
-    for (cases) |case| {
+    inline for (kinds.table) |kind| {
+        const path = "/nonexistent/" ++ kind.driver.default_library_names[0];
         var info: LoadInfo = .{};
-        try std.testing.expectEqual(Status.device_unavailable, case.ops.load(case.path, &info));
+        try std.testing.expectEqual(Status.device_unavailable, kind.driver.ops.load(path, &info));
         const message = std.mem.span(status.lastMessage());
-        try std.testing.expect(std.mem.indexOf(u8, message, case.path) != null);
-        try std.testing.expect(std.mem.indexOf(u8, message, case.env_var) != null);
+        try std.testing.expect(std.mem.indexOf(u8, message, path) != null);
+        try std.testing.expect(std.mem.indexOf(u8, message, kind.driver.library_env_var) != null);
     }
 }

@@ -48,15 +48,12 @@ const Pool = struct {
     allocated: usize = 0,
 };
 
-var cuda_pools: [runtime.max_devices]Pool = @splat(.{});
-var rocm_pools: [runtime.max_devices]Pool = @splat(.{});
+/// One pool per runtime (`Runtime.index`) and device.
+var pools: [runtime.runtimes.len][runtime.max_devices]Pool = @splat(@splat(.{}));
 
 fn poolOf(rt: *Runtime, device: i64) ?*Pool {
     if (device < 0 or device >= runtime.max_devices) return null;
-    const index: usize = @intCast(device);
-    if (rt == &runtime.cuda_runtime) return &cuda_pools[index];
-    if (rt == &runtime.rocm_runtime) return &rocm_pools[index];
-    return null;
+    return &pools[rt.index][@intCast(device)];
 }
 
 /// Lends a block for `bytes` bytes on `device` (checked by the caller), or
@@ -156,7 +153,7 @@ pub fn allocated(rt: *Runtime) usize {
 }
 
 test "a batch larger than a block is never staged" {
-    try std.testing.expect(acquire(&runtime.cuda_runtime, 0, block_bytes + 1) == null);
-    try std.testing.expect(acquire(&runtime.cuda_runtime, 0, 0) == null);
-    try std.testing.expect(acquire(&runtime.cuda_runtime, runtime.max_devices, 8) == null);
+    try std.testing.expect(acquire(&runtime.runtimes[0], 0, block_bytes + 1) == null);
+    try std.testing.expect(acquire(&runtime.runtimes[0], 0, 0) == null);
+    try std.testing.expect(acquire(&runtime.runtimes[0], runtime.max_devices, 8) == null);
 }

@@ -726,7 +726,7 @@ test "a consumer thread blocks until the JS side answers from the queue" {
 /// buffers are never read here: the addresses are fake).
 const ArrayJs = struct {
     var releases: u32 = 0;
-    var next_device_type: abi.DeviceType = abi.device_cuda;
+    var next_device_type: abi.DeviceType = abi.device_cpu;
     var next_device_id: i64 = 0;
     var last_status: Status = .ok;
     var left: u32 = 0;
