@@ -2,9 +2,9 @@
  * zig/ is in layer folders (CONTRIBUTING.md, "Zig layers"):
  *   core <- validate <- export <- import <- stream <- async <- device <- adbc <- zig/*.zig
  * A file imports files of its own folder or of a folder to its left, never
- * of one to its right; the files at zig/ itself (c_api.zig, the one file
- * that exports C symbols, manifest.zig and the build root root.zig) may
- * import any folder. No two files import each other, directly or through
+ * of one to its right; the files at zig/ itself (c_api.zig and the
+ * c_api_*.zig files it pulls in, the only files that export C symbols,
+ * manifest.zig and the build root root.zig) may import any folder. No two files import each other, directly or through
  * others. This walks every `@import("....zig")` under zig/ and checks both.
  */
 import { describe, expect, test } from "bun:test";
@@ -100,7 +100,8 @@ describe("zig layers", () => {
   const graph = importGraph();
 
   test("the walk finds the sources of every layer", () => {
-    expect(graph.get("c_api.zig")?.length ?? 0).toBeGreaterThan(10);
+    const apiImports = new Set([...graph].filter(([file]) => file.startsWith("c_api")).flatMap(([, targets]) => targets));
+    expect(apiImports.size).toBeGreaterThan(10);
     for (const layer of layers) expect([...graph.keys()].some((file) => file.startsWith(`${layer}/`))).toBe(true);
   });
 

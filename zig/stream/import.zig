@@ -91,7 +91,7 @@ pub const Imported = struct {
     pulled_message: ?[:0]u8 = null,
     /// Set before a pull (`setPullTransform`): what the worker does with
     /// each batch it pulled before handing it over, e.g. copy device memory
-    /// to the host there (c_api.zig), so that the copy of batch n+1 runs
+    /// to the host there (c_api_streams.zig), so that the copy of batch n+1 runs
     /// while JS uses batch n. It takes the pulled owner's reference.
     pull_transform: ?PullTransform = null,
 
