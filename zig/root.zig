@@ -57,6 +57,9 @@ test {
     _ = @import("async/producer.zig");
     _ = @import("import/move.zig");
     _ = @import("validate/probe.zig");
+    _ = @import("validate/probe_copy.zig");
+    _ = @import("validate/probe_pages.zig");
+    _ = @import("validate/probe_test.zig");
     _ = @import("validate/probe_policy.zig");
     _ = @import("core/metadata.zig");
     _ = @import("validate/schema_info.zig");
