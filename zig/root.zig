@@ -21,6 +21,7 @@ test {
     _ = @import("core/format.zig");
     _ = @import("validate/node_table.zig");
     _ = @import("validate/validate.zig");
+    _ = @import("validate/full.zig");
     _ = @import("validate/validate_test.zig");
     _ = @import("validate/flat_test.zig");
     _ = @import("core/block_pool.zig");
