@@ -23,6 +23,8 @@ test {
     _ = @import("validate/validate.zig");
     _ = @import("validate/full.zig");
     _ = @import("validate/validate_test.zig");
+    _ = @import("validate/validate_types_test.zig");
+    _ = @import("validate/validate_limits_test.zig");
     _ = @import("validate/flat_test.zig");
     _ = @import("core/block_pool.zig");
     _ = @import("export/tree_block.zig");
