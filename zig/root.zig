@@ -70,6 +70,7 @@ test {
     _ = @import("core/js_queue.zig");
     _ = @import("core/js_context.zig");
     _ = @import("stream/export.zig");
+    _ = @import("stream/export_test.zig");
     _ = @import("stream/import.zig");
     _ = @import("stream/convert.zig");
     _ = @import("export/empty_batch.zig");
