@@ -38,6 +38,7 @@ test {
     _ = @import("core/device_sync.zig");
     _ = @import("import/consumer.zig");
     _ = @import("import/reexport.zig");
+    _ = @import("import/reexport_test.zig");
     _ = @import("export/schema_copy.zig");
     _ = @import("stream/schema_match.zig");
     _ = @import("device/dynlib.zig");
@@ -57,7 +58,9 @@ test {
     _ = @import("async/producer_gate.zig");
     _ = @import("stream/shared_schema.zig");
     _ = @import("async/consumer.zig");
+    _ = @import("async/consumer_test.zig");
     _ = @import("async/producer.zig");
+    _ = @import("async/producer_test.zig");
     _ = @import("import/move.zig");
     _ = @import("validate/probe.zig");
     _ = @import("validate/probe_copy.zig");
@@ -72,6 +75,7 @@ test {
     _ = @import("stream/export.zig");
     _ = @import("stream/export_test.zig");
     _ = @import("stream/import.zig");
+    _ = @import("stream/import_test.zig");
     _ = @import("stream/convert.zig");
     _ = @import("export/empty_batch.zig");
     _ = @import("c_api.zig");
