@@ -30,10 +30,16 @@ export fn abd_import_device_array(schema: ?*abi.ArrowSchema, array: ?*abi.ArrowD
     const lvl = levelFrom(level);
     if (out == null or lvl == null) {
         owner_mod.discard(schema, if (array) |a| &a.array else null);
+        std.debug.assert(movedIn(schema, if (array) |a| &a.array else null));
         if (out == null) return code(status.fail(.invalid_argument, "out owner pointer is NULL", .{}));
         return code(status.fail(.invalid_argument, "validation level {d} is not 0..3", .{level}));
     }
     return code(owner_mod.import(schema, array, lvl.?, out.?));
+}
+
+/// Whether the caller's structs are left released, as a move leaves them.
+fn movedIn(schema: ?*const abi.ArrowSchema, array: ?*const abi.ArrowArray) bool {
+    return (schema == null or schema.?.release == null) and (array == null or array.?.release == null);
 }
 
 /// Like `abd_import_device_array` for a plain ArrowArray (a CPU array).
@@ -41,6 +47,7 @@ export fn abd_import_array(schema: ?*abi.ArrowSchema, array: ?*abi.ArrowArray, l
     const lvl = levelFrom(level);
     if (out == null or lvl == null) {
         owner_mod.discard(schema, array);
+        std.debug.assert(movedIn(schema, array));
         if (out == null) return code(status.fail(.invalid_argument, "out owner pointer is NULL", .{}));
         return code(status.fail(.invalid_argument, "validation level {d} is not 0..3", .{level}));
     }
@@ -136,7 +143,6 @@ export fn abd_consume_device_array(schema: ?*abi.ArrowSchema, array: ?*abi.Arrow
     return code(consumer.consume(schema, array, lvl, report[0..capacity]));
 }
 
-
 // ---------------------------------------------------------------------------
 // Moving structs the caller holds (move.zig)
 // ---------------------------------------------------------------------------
@@ -164,7 +170,6 @@ export fn abd_schema_move_child(parent: ?*abi.ArrowSchema, index: i64, dst: ?*ab
 export fn abd_array_move_child(parent: ?*abi.ArrowArray, index: i64, dst: ?*abi.ArrowArray) c_int {
     return code(move.moveArrayChild(parent, index, dst));
 }
-
 
 // ---------------------------------------------------------------------------
 // Schema strings of an import, in one call (schema_info.zig)

@@ -44,7 +44,10 @@ export fn abd_js_queue_set_notifier(notifier: ?js_queue.Notifier) void {
 /// Moves up to `capacity` queued entries into `out` (3 words each: tag,
 /// key, address); returns how many entries. JS thread.
 export fn abd_js_queue_take(out: [*]f64, capacity: u32) u32 {
-    return @intCast(js_queue.mine().take(out[0 .. @as(usize, capacity) * js_queue.entry_words]));
+    comptime std.debug.assert(js_queue.entry_words == 3);
+    const n = js_queue.mine().take(out[0 .. @as(usize, capacity) * js_queue.entry_words]);
+    std.debug.assert(n <= capacity);
+    return @intCast(n);
 }
 
 /// Entries waiting in the JS work queue plus released exports waiting in

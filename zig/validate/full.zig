@@ -64,6 +64,7 @@ pub fn readOffsetRange(ty: *const format.Type, offsets: *const anyopaque, start:
 }
 
 pub fn checkValuesFull(self: anytype, ty: *const format.Type, array: *const abi.ArrowArray, buffers: []const ?*const anyopaque) Status {
+    std.debug.assert(self.level == .full and self.host_readable);
     const start: usize = @intCast(array.offset);
     const end: usize = @intCast(array.offset + array.length);
     // A declared null count must be the bitmap's (as Arrow C++ checks).
@@ -157,6 +158,7 @@ pub fn checkValuesFull(self: anytype, ty: *const format.Type, array: *const abi.
 }
 
 pub fn checkChildFull(self: anytype, ty: *const format.Type, array: *const abi.ArrowArray, buffers: []const ?*const anyopaque, child_index: usize, child_schema: *const abi.ArrowSchema, child: *const abi.ArrowArray) Status {
+    std.debug.assert(self.level == .full and self.host_readable);
     // Zero-length arrays are checked too (what their buffers hold is
     // still read by consumers: the first offset, the run ends).
     const start: usize = @intCast(array.offset);
@@ -220,6 +222,7 @@ pub fn checkChildFull(self: anytype, ty: *const format.Type, array: *const abi.A
 }
 
 pub fn checkDictionaryIndices(self: anytype, ty: *const format.Type, array: *const abi.ArrowArray, buffers: []const ?*const anyopaque, dictionary_length: i64) Status {
+    std.debug.assert(self.level == .full and self.host_readable);
     if (array.length == 0) return .ok;
     const data = buffers[1] orelse return .ok;
     const validity = validityOf(ty, array, buffers);

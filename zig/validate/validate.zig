@@ -197,6 +197,9 @@ const Walker = struct {
             const reserve = n_children + @intFromBool(schema.dictionary != null);
             table.addWords(&table.nodes, reserve * node_words) catch return fail(.out_of_memory, "out of memory describing children", .{});
             if (schema.dictionary != null) dictionary_index = @intCast(first_child + n_children);
+            // The node's own record was reserved by its parent (the root's
+            // by validateByWalk), before any of its siblings' subtrees.
+            std.debug.assert(node_index < table.nodeCount());
             table.setNode(node_index, .{
                 .schema = schema,
                 .array = array,
@@ -223,6 +226,8 @@ const Walker = struct {
         for (0..n_children) |i| {
             const child_schema = schema.children.?[i] orelse return self.failAt(.invalid_layout, "schema child {d} is NULL", .{i});
             const child_array = array.children.?[i] orelse return self.failAt(.invalid_layout, "array child {d} is NULL", .{i});
+            // The depth check above keeps the path within its slots.
+            std.debug.assert(self.depth < max_nesting_depth);
             self.depth += 1;
             self.path[self.depth] = .{ .kind = if (self.depth == 1 and ty.id == .@"struct") .field else .child, .index = i, .schema = child_schema };
             const child_status = self.walk(child_schema, child_array, first_child + i, @intCast(node_index));
@@ -232,6 +237,7 @@ const Walker = struct {
             self.depth -= 1;
         }
         if (schema.dictionary) |dict_schema| {
+            std.debug.assert(self.depth < max_nesting_depth);
             self.depth += 1;
             self.path[self.depth] = .{ .kind = .dictionary, .index = 0, .schema = dict_schema };
             // Without a table there are no node indices to record (0 is unused).
@@ -448,7 +454,6 @@ const Walker = struct {
         return .ok;
     }
 };
-
 
 /// Validates a tree. `table`, when given, receives its description; the root
 /// is node 0. `host_readable` is false for device memory the host must not
