@@ -149,7 +149,7 @@ fn addExamples(b: *std.Build, target: std.Build.ResolvedTarget, optimize: std.bu
 fn addPythonShim(b: *std.Build, target: std.Build.ResolvedTarget, optimize: std.builtin.OptimizeMode) *std.Build.Step.Compile {
     const module = b.createModule(.{ .target = target, .optimize = optimize, .link_libc = true });
     module.addCSourceFiles(.{
-        .files = &.{ "native/abd_python.c", "native/abd_python_capsules.c", "native/abd_python_streams.c", "native/abd_python_import.c", "native/abd_python_export.c" },
+        .files = &.{ "native/abd_python.c", "native/abd_python_capsules.c", "native/abd_python_releases.c", "native/abd_python_sources.c", "native/abd_python_streams.c", "native/abd_python_import.c", "native/abd_python_export.c" },
         .flags = &.{ "-std=c11", "-Wall", "-Wextra", "-Werror", "-pthread" },
     });
     module.addIncludePath(b.path("lib/include"));

@@ -8,12 +8,19 @@
  *                          errors, running Python code for JS
  *   abd_python_capsules.c  the five struct kinds: sizes, liveness, release,
  *                          and the capsules that carry them
+ *   abd_python_releases.c  producers' releases, run under the GIL
+ *   abd_python_sources.c   Sources (what JS hands to Python): their lifetime
+ *                          and the re-exports of their owners
  *   abd_python_streams.c   the streams this shim implements, behind either
  *                          stream ABI
  *   abd_python_import.c    Python to JS: calling the protocol, moving out of
  *                          the producer's capsules
- *   abd_python_export.c    JS to Python: Sources, the capsules made from
- *                          them, and the private namespace
+ *   abd_python_export.c    JS to Python: the capsules made from Sources,
+ *                          and the private namespace
+ *
+ * Each file calls only files listed above it (test/structure/
+ * native_calls.test.ts checks that no two call each other, directly or
+ * through others).
  */
 #ifndef ABD_PYTHON_H
 #define ABD_PYTHON_H
@@ -188,7 +195,7 @@ void drop_struct(int kind, void* s);
 PyObject* new_capsule(void* s, int kind);
 
 /* ------------------------------------------------------------------------ */
-/* Python to JS: producers' releases under the GIL (abd_python_import.c)     */
+/* Python to JS: producers' releases under the GIL (abd_python_releases.c)   */
 /* ------------------------------------------------------------------------ */
 
 /* Routes a live schema's or array's release (KIND_SCHEMA, KIND_ARRAY or
@@ -198,7 +205,7 @@ PyObject* new_capsule(void* s, int kind);
 int wrap_release(int kind, void* s);
 
 /* ------------------------------------------------------------------------ */
-/* JS to Python: Sources (abd_python_export.c)                                */
+/* JS to Python: Sources (abd_python_sources.c)                               */
 /* ------------------------------------------------------------------------ */
 
 enum { SOURCE_ARRAY, SOURCE_TABLE, SOURCE_STREAM, SOURCE_SCHEMA };

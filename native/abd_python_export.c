@@ -19,16 +19,6 @@ static PyObject* private_dict;
 
 static const char source_capsule_name[] = "bun_arrow_device.source";
 
-void source_unref(Source* source) {
-  if (atomic_fetch_sub(&source->refs, 1) != 1) return;
-  if (source->schema.release) source->schema.release(&source->schema);
-  for (int64_t i = 0; i < source->n_owners; i++) lib_abd_owner_release(source->owners[i]);
-  free(source->owners);
-  if (source->stream.release) source->stream.release(&source->stream);
-  free(source);
-  count(C_SOURCES_LIVE, -1);
-}
-
 static void source_capsule_destructor(PyObject* capsule) {
   Source* source = (Source*)py_PyCapsule_GetPointer(capsule, source_capsule_name);
   if (source) source_unref(source);
@@ -181,11 +171,6 @@ void* abdpy_source_schema(struct ArrowSchema* schema, char* err, size_t capacity
 /* ------------------------------------------------------------------------ */
 /* The private functions: protocol calls on a Source                          */
 /* ------------------------------------------------------------------------ */
-
-int reexport_owner(void* owner, int kind, struct ArrowSchema* schema, void* out) {
-  if (kind == KIND_DEVICE_ARRAY) return lib_abd_owner_reexport(owner, NULL, 0, schema, (struct ArrowDeviceArray*)out);
-  return lib_abd_owner_reexport_array(owner, NULL, 0, schema, (struct ArrowArray*)out);
-}
 
 /* The Source of a private function's first argument (a handle capsule), and
  * its second argument (the device flag; 0 when absent) in `flag`. NULL

@@ -21,7 +21,10 @@ test {
     _ = @import("core/format.zig");
     _ = @import("validate/node_table.zig");
     _ = @import("validate/validate.zig");
+    _ = @import("validate/full.zig");
     _ = @import("validate/validate_test.zig");
+    _ = @import("validate/validate_types_test.zig");
+    _ = @import("validate/validate_limits_test.zig");
     _ = @import("validate/flat_test.zig");
     _ = @import("core/block_pool.zig");
     _ = @import("export/tree_block.zig");
@@ -35,6 +38,7 @@ test {
     _ = @import("core/device_sync.zig");
     _ = @import("import/consumer.zig");
     _ = @import("import/reexport.zig");
+    _ = @import("import/reexport_test.zig");
     _ = @import("export/schema_copy.zig");
     _ = @import("stream/schema_match.zig");
     _ = @import("device/dynlib.zig");
@@ -53,9 +57,14 @@ test {
     _ = @import("async/producer_gate.zig");
     _ = @import("stream/shared_schema.zig");
     _ = @import("async/consumer.zig");
+    _ = @import("async/consumer_test.zig");
     _ = @import("async/producer.zig");
+    _ = @import("async/producer_test.zig");
     _ = @import("import/move.zig");
     _ = @import("validate/probe.zig");
+    _ = @import("validate/probe_copy.zig");
+    _ = @import("validate/probe_pages.zig");
+    _ = @import("validate/probe_test.zig");
     _ = @import("validate/probe_policy.zig");
     _ = @import("core/metadata.zig");
     _ = @import("validate/schema_info.zig");
@@ -63,7 +72,9 @@ test {
     _ = @import("core/js_queue.zig");
     _ = @import("core/js_context.zig");
     _ = @import("stream/export.zig");
+    _ = @import("stream/export_test.zig");
     _ = @import("stream/import.zig");
+    _ = @import("stream/import_test.zig");
     _ = @import("stream/convert.zig");
     _ = @import("export/empty_batch.zig");
     _ = @import("c_api.zig");

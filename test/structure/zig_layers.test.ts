@@ -2,10 +2,12 @@
  * zig/ is in layer folders (CONTRIBUTING.md, "Zig layers"):
  *   core <- validate <- export <- import <- stream <- async <- device <- adbc <- zig/*.zig
  * A file imports files of its own folder or of a folder to its left, never
- * of one to its right; the files at zig/ itself (c_api.zig, the one file
- * that exports C symbols, manifest.zig and the build root root.zig) may
- * import any folder. No two files import each other, directly or through
+ * of one to its right; the files at zig/ itself (c_api.zig and the
+ * c_api_*.zig files it pulls in, the only files that export C symbols,
+ * manifest.zig and the build root root.zig) may import any folder. No two files import each other, directly or through
  * others. This walks every `@import("....zig")` under zig/ and checks both.
+ * Each file holds one job a reader can hold: none is over 600 lines (test
+ * files too), and each opens with a `//!` comment saying what it owns.
  */
 import { describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync } from "node:fs";
@@ -18,6 +20,9 @@ const layers = ["core", "validate", "export", "import", "stream", "async", "devi
 const top = layers.length;
 
 type Graph = Map<string, string[]>;
+
+/** The most lines a .zig file may have. */
+const maxLines = 600;
 
 /** Every .zig file under zig/, as a path relative to zig/ with "/" separators. */
 function zigFiles(): string[] {
@@ -37,6 +42,22 @@ function importGraph(): Graph {
     graph.set(file, [...targets].sort());
   }
   return graph;
+}
+
+/** A source's line count (a final newline ends the last line, it adds none). */
+function lineCount(source: string): number {
+  return source.split("\n").length - (source.endsWith("\n") ? 1 : 0);
+}
+
+/** "path: N lines" for every file over `maxLines`, and "path: ..." for one that does not open with `//!`. */
+function shapeProblems(files: { path: string; source: string }[]): string[] {
+  const problems: string[] = [];
+  for (const { path, source } of files) {
+    const lines = lineCount(source);
+    if (lines > maxLines) problems.push(`${path}: ${lines} lines, over ${maxLines}`);
+    if (!source.startsWith("//!")) problems.push(`${path}: does not open with a //! comment saying what it owns`);
+  }
+  return problems;
 }
 
 /** A file's layer rank: its folder's index, `top` for zig/ itself, -1 for a folder that is not a layer. */
@@ -100,7 +121,8 @@ describe("zig layers", () => {
   const graph = importGraph();
 
   test("the walk finds the sources of every layer", () => {
-    expect(graph.get("c_api.zig")?.length ?? 0).toBeGreaterThan(10);
+    const apiImports = new Set([...graph].filter(([file]) => file.startsWith("c_api")).flatMap(([, targets]) => targets));
+    expect(apiImports.size).toBeGreaterThan(10);
     for (const layer of layers) expect([...graph.keys()].some((file) => file.startsWith(`${layer}/`))).toBe(true);
   });
 
@@ -110,6 +132,26 @@ describe("zig layers", () => {
 
   test("no import cycle between files", () => {
     expect(cycles(graph)).toEqual([]);
+  });
+
+  test(`no file is over ${maxLines} lines, and each opens with a //! comment`, () => {
+    const files = zigFiles().map((path) => ({ path, source: readFileSync(join(zigRoot, path), "utf8") }));
+    expect(files.length).toBe(graph.size);
+    expect(shapeProblems(files)).toEqual([]);
+  });
+
+  test("the shape check catches an oversize file and a missing opening comment", () => {
+    const body = (n: number) => "//! Owns one thing.\n" + "const x = 1;\n".repeat(n - 1);
+    expect(lineCount(body(maxLines))).toBe(maxLines);
+    const planted = [
+      { path: "core/fits.zig", source: body(maxLines) },
+      { path: "core/long.zig", source: body(maxLines + 1) },
+      { path: "core/bare.zig", source: "const x = 1;\n" },
+    ];
+    expect(shapeProblems(planted)).toEqual([
+      `core/long.zig: ${maxLines + 1} lines, over ${maxLines}`,
+      "core/bare.zig: does not open with a //! comment saying what it owns",
+    ]);
   });
 
   test("the checks catch an upward import and a cycle", () => {

@@ -9,7 +9,7 @@
 //!
 //! - `.roots` (validation "minimal" and "default"): one system call. Both
 //!   roots' own bytes are copied through the kernel together
-//!   (probe.copyMany), then judged from the copy: each release callback in
+//!   (probe_copy.copyMany), then judged from the copy: each release callback in
 //!   executable memory, the array's counts sane, the schema's format set;
 //!   a schema where an array is expected (or the reverse) is told apart by
 //!   which word holds an executable address (a schema's release lies where
@@ -30,6 +30,7 @@ const std = @import("std");
 const abi = @import("../core/abi.zig");
 const status = @import("../core/status.zig");
 const probe = @import("probe.zig");
+const probe_copy = @import("probe_copy.zig");
 const node_table = @import("node_table.zig");
 const Status = status.Status;
 
@@ -83,7 +84,7 @@ fn rootsLookLive(schema: usize, array_kind: probe.Kind, array: usize) bool {
     // are read by the import too); the ArrowArray at its start is judged.
     var array_bytes: [@sizeOf(abi.ArrowDeviceArray)]u8 = undefined;
     const array_len: usize = if (array_kind == .device_array) @sizeOf(abi.ArrowDeviceArray) else array_size;
-    var ranges: [2]probe.Range = undefined;
+    var ranges: [2]probe_copy.Range = undefined;
     var n: usize = 0;
     if (schema != 0) {
         ranges[n] = .{ .address = schema, .dest = &schema_bytes };
@@ -94,7 +95,7 @@ fn rootsLookLive(schema: usize, array_kind: probe.Kind, array: usize) bool {
         n += 1;
     }
     if (n == 0) return false;
-    if (probe.copyMany(ranges[0..n]) != n) return false;
+    if (probe_copy.copyMany(ranges[0..n]) != n) return false;
     if (schema != 0 and !schemaLooksLive(&schema_bytes)) return false;
     if (array != 0 and !arrayLooksLive(array_bytes[0..array_size])) return false;
     return true;
@@ -106,7 +107,7 @@ fn schemaLooksLive(b: []const u8) bool {
     const n_children = signed(b, @offsetOf(abi.ArrowSchema, "n_children"));
     // An array's first word is its length: a format pointer is at least
     // the first unmapped page's size.
-    return release != 0 and format >= 4096 and count(n_children) and probe.executable(@intCast(release));
+    return release != 0 and format >= 4096 and count(n_children) and probe_copy.executable(@intCast(release));
 }
 
 fn arrayLooksLive(b: []const u8) bool {
@@ -115,9 +116,9 @@ fn arrayLooksLive(b: []const u8) bool {
     if (release == 0 or signed(b, @offsetOf(abi.ArrowArray, "length")) < 0) return false;
     if (signed(b, @offsetOf(abi.ArrowArray, "null_count")) < -1 or signed(b, @offsetOf(abi.ArrowArray, "offset")) < 0) return false;
     if (!count(signed(b, @offsetOf(abi.ArrowArray, "n_buffers"))) or !count(signed(b, @offsetOf(abi.ArrowArray, "n_children")))) return false;
-    if (!probe.executable(@intCast(release))) return false;
+    if (!probe_copy.executable(@intCast(release))) return false;
     // A schema's release callback lies where an array's dictionary does.
-    return dictionary == 0 or !probe.executable(@intCast(dictionary));
+    return dictionary == 0 or !probe_copy.executable(@intCast(dictionary));
 }
 
 /// probe.probeStruct of every node below `address` (which passed it):
