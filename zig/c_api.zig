@@ -32,6 +32,7 @@ const adbc_abi = @import("adbc/abi.zig");
 const adbc_driver = @import("adbc/driver.zig");
 const adbc_call = @import("adbc/call.zig");
 const adbc_schema_stream = @import("adbc/schema_stream.zig");
+comptime { _ = @import("adbc/exports.zig"); }
 const probe_policy = @import("validate/probe_policy.zig");
 
 const Status = status.Status;

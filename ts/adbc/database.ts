@@ -15,13 +15,12 @@
  */
 import { type Pointer } from "bun:ffi";
 import { type RecordBatch, type Schema, type Table } from "../arrow/arrow_types.ts";
-import { branded } from "../core/abi/pointers.ts";
 import { argumentError, booleanArg, integerArg, isPlainObject, optionsArg, stringArg } from "../core/args.ts";
 import { native } from "../core/ffi/library.ts";
-import { ImportedStream } from "../native/imported_stream.ts";
 import { importTable, recordBatches } from "../arrow/stream_api.ts";
 import { addressOf, cString, Driver, resolveDriver } from "./driver.ts";
 import { AdbcHandle, adbcToken, type OptionValue } from "./handle.ts";
+import { ResultStream } from "./result.ts";
 import { Statement, exportParameters, takeSchema, type ExecuteOptions, type Parameters } from "./statement.ts";
 import { errorFor, Status } from "../core/errors.ts";
 
@@ -391,8 +390,14 @@ export class Connection extends AdbcHandle {
     try {
       this._call(name, args(stream));
       void keep;
-      using imported = ImportedStream.fromArrayStream(branded<"ArrowArrayStream">(stream));
-      return importTable(imported, {});
+      const result = new ResultStream(this.driver, stream);
+      try {
+        return importTable(result.stream, {});
+      } catch (failure) {
+        throw result.convert(failure);
+      } finally {
+        result.release();
+      }
     } finally {
       native.abd_free(stream);
     }

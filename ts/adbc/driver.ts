@@ -151,36 +151,43 @@ export class Driver {
    * a call that returned `status`). */
   takeError(name: string, status: number, error: Pointer): AdbcError {
     const blob = native.abd_adbc_error_take(this.address, error, sizeOutAddress);
-    if (!blob) return new AdbcError(status, `${name} failed with ADBC status ${status}`, null, null, new Map());
-    const bytes = new Uint8Array(toArrayBuffer(blob, 0, sizeOut[0]!).slice(0));
-    native.abd_free(blob);
-    const view = new DataView(bytes.buffer);
-    const decoder = new TextDecoder();
-    let at = 0;
-    const chunk = (): Uint8Array => {
-      const n = view.getUint32(at, true);
-      const out = bytes.subarray(at + 4, at + 4 + n);
-      at += 4 + n;
-      return out;
-    };
-    const message = decoder.decode(chunk());
-    const vendor = view.getInt32(at, true);
-    const hasVendor = bytes[at + 4] === 1;
-    at += 5;
-    const state = bytes.subarray(at, at + 5);
-    at += 5;
-    const sqlstate = state.every((b) => b === 0) ? null : decoder.decode(state);
-    const count = view.getUint32(at, true);
-    at += 4;
-    const details = new Map<string, Uint8Array>();
-    for (let i = 0; i < count; i++) {
-      const key = decoder.decode(chunk());
-      details.set(key, chunk().slice());
-    }
-    const statusName = Object.entries(AdbcStatus).find(([, v]) => v === status)?.[0] ?? `status ${status}`;
-    const text = `${name}: ${message || `failed (ADBC ${statusName})`}`;
-    return new AdbcError(status, text, sqlstate, hasVendor ? vendor : null, details);
+    return decodeError(name, status, blob, sizeOut[0]!);
   }
+}
+
+/** The AdbcError of `status` from an encoded error (zig/adbc/call.zig
+ * encodeError) at `blob` (`size` bytes, freed here; null when memory was
+ * short); `name` is the ADBC function that failed. */
+export function decodeError(name: string, status: number, blob: Pointer | null, size: number): AdbcError {
+  if (!blob) return new AdbcError(status, `${name} failed with ADBC status ${status}`, null, null, new Map());
+  const bytes = new Uint8Array(toArrayBuffer(blob, 0, size).slice(0));
+  native.abd_free(blob);
+  const view = new DataView(bytes.buffer);
+  const decoder = new TextDecoder();
+  let at = 0;
+  const chunk = (): Uint8Array => {
+    const n = view.getUint32(at, true);
+    const out = bytes.subarray(at + 4, at + 4 + n);
+    at += 4 + n;
+    return out;
+  };
+  const message = decoder.decode(chunk());
+  const vendor = view.getInt32(at, true);
+  const hasVendor = bytes[at + 4] === 1;
+  at += 5;
+  const state = bytes.subarray(at, at + 5);
+  at += 5;
+  const sqlstate = state.every((b) => b === 0) ? null : decoder.decode(state);
+  const count = view.getUint32(at, true);
+  at += 4;
+  const details = new Map<string, Uint8Array>();
+  for (let i = 0; i < count; i++) {
+    const key = decoder.decode(chunk());
+    details.set(key, chunk().slice());
+  }
+  const statusName = Object.entries(AdbcStatus).find(([, v]) => v === status)?.[0] ?? `status ${status}`;
+  const text = `${name}: ${message || `failed (ADBC ${statusName})`}`;
+  return new AdbcError(status, text, sqlstate, hasVendor ? vendor : null, details);
 }
 
 let nextKey = 1;

@@ -180,12 +180,24 @@ pub fn errorReset(driver: *const Driver, err: *abi.AdbcError) void {
 pub var errors_released: std.atomic.Value(u64) = .init(0);
 
 /// Reads `err` into a malloc'd blob (`out`, its size returned), releases
-/// it once and resets it for `driver`. Blob, little-endian:
-/// u32 message bytes, message, i32 vendor code, u8 has-vendor-code,
-/// 5 bytes SQLSTATE, u32 detail count, then per detail
-/// u32 key bytes, key, u32 value bytes, value.
+/// it once and resets it for `driver`. Blob layout: `encodeError`.
 /// Returns 0 (and no blob) when out of memory; the error is released anyway.
 pub fn takeError(driver: *const Driver, err: *abi.AdbcError, out: *?[*]u8) usize {
+    const size = encodeError(driver, err, out);
+    if (err.release) |release| {
+        release(err);
+        _ = errors_released.fetchAdd(1, .monotonic);
+    }
+    errorReset(driver, err);
+    return size;
+}
+
+/// Copies `err` (a set AdbcError of `driver`; left as it is) into a
+/// malloc'd blob (`out`, its size returned; 0 and no blob when out of
+/// memory). Little-endian: u32 message bytes, message, i32 vendor code,
+/// u8 has-vendor-code, 5 bytes SQLSTATE, u32 detail count, then per
+/// detail u32 key bytes, key, u32 value bytes, value.
+pub fn encodeError(driver: *const Driver, err: *const abi.AdbcError, out: *?[*]u8) usize {
     out.* = null;
     var blob: std.ArrayList(u8) = .empty;
     defer blob.deinit(std.heap.c_allocator);
@@ -200,7 +212,9 @@ pub fn takeError(driver: *const Driver, err: *abi.AdbcError, out: *?[*]u8) usize
         var details: c_int = 0;
         const has_details = private and err.private_data != null and driver.version >= abi.version_1_1_0;
         if (has_details) {
-            if (driver.table.ErrorGetDetailCount) |count| details = @max(count(err), 0);
+            if (driver.table.ErrorGetDetailCount) |count| {
+                if (driver.table.ErrorGetDetail != null) details = @max(count(err), 0);
+            }
         }
         blob.appendSlice(a, std.mem.asBytes(&@as(u32, @intCast(details)))) catch break :build false;
         var i: c_int = 0;
@@ -213,11 +227,6 @@ pub fn takeError(driver: *const Driver, err: *abi.AdbcError, out: *?[*]u8) usize
         }
         break :build true;
     };
-    if (err.release) |release| {
-        release(err);
-        _ = errors_released.fetchAdd(1, .monotonic);
-    }
-    errorReset(driver, err);
     if (!ok) return 0;
     const memory: [*]u8 = @ptrCast(std.c.malloc(@max(blob.items.len, 1)) orelse return 0);
     @memcpy(memory[0..blob.items.len], blob.items);
