@@ -10,7 +10,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { resolve } from "node:path";
 import { ptr } from "bun:ffi";
 import { tableFromArrays } from "apache-arrow";
-import { importRecordBatch } from "../../ts/index.ts";
+import { importRecordBatch, StreamError } from "../../ts/index.ts";
 import { AdbcError, Database } from "../../ts/adbc.ts";
 import { native } from "../../ts/core/ffi/library.ts";
 import { counters } from "../helpers/leaks.ts";
@@ -158,6 +158,44 @@ describe("DuckDB through ADBC: failures", () => {
     const schema = failure(() => conn.ingest(wrong, "w", { mode: "append" }));
     expect(schema.error).toBeInstanceOf(AdbcError);
     expect(conn.query("SELECT count(*) AS n FROM w").getChild("n")!.get(0)).toBe(0n);
+  });
+
+  test("a runtime error in the middle of a result stream is the driver's AdbcError, with its details, on every read form", async () => {
+    using db = open();
+    using conn = db.connect();
+    // One thread: the failing row comes after the batches before it.
+    conn.execute("SET threads = 1");
+    const sql = "SELECT CASE WHEN range < 300000 THEN range::VARCHAR ELSE 'x' END::INTEGER AS v FROM range(400000)";
+    const ours = native.abd_adbc_errors_released();
+    let rows = 0;
+    const forms: [string, () => unknown][] = [
+      ["recordBatches", () => {
+        for (const batch of conn.recordBatches(sql)) rows += batch.numRows;
+      }],
+      ["recordBatches async", async () => {
+        for await (const batch of conn.recordBatches(sql, { async: true })) void batch;
+      }],
+      ["query", () => conn.query(sql)],
+      ["query async", () => conn.query(sql, undefined, { async: true })],
+    ];
+    for (const [form, run] of forms) {
+      let error: unknown = null;
+      try {
+        await run();
+      } catch (caught) {
+        error = caught;
+      }
+      expect({ form, error }).toMatchObject({ form, error: expect.any(AdbcError) });
+      const e = error as AdbcError;
+      expect(e.message).toStartWith("get_next: Conversion Error: Could not convert string 'x' to INT32");
+      expect(new TextDecoder().decode(e.details.get("duckdb:error_type"))).toBe("Conversion");
+      expect(e.errno).toBeGreaterThan(0);
+      expect(e.cause).toBeInstanceOf(StreamError);
+    }
+    expect(rows).toBeGreaterThan(0);
+    // The stream owns its AdbcError: released with the stream, not here.
+    expect(native.abd_adbc_errors_released() - ours).toBe(0);
+    expect(conn.query("SELECT 5 AS x").getChild("x")!.get(0)).toBe(5);
   });
 
   test("a function the driver does not implement: AdbcError not_implemented", () => {
