@@ -14,7 +14,7 @@ import { importRecordBatch, StreamError } from "../../ts/index.ts";
 import { AdbcError, Database } from "../../ts/adbc.ts";
 import { native } from "../../ts/core/ffi/library.ts";
 import { counters } from "../helpers/leaks.ts";
-import { adbcFailure, expectAdbcSettled } from "../helpers/adbc.ts";
+import { adbcFailure, dbapiQuery, expectAdbcSettled, expectSameTable } from "../helpers/adbc.ts";
 
 const platform = `${process.platform}-${process.arch}`;
 const libduckdb = resolve(import.meta.dir, "../../node_modules/@duckdb", `node-bindings-${platform}`, "libduckdb.so");
@@ -39,6 +39,28 @@ describe("DuckDB through ADBC", () => {
     const held = counters();
     expect(held.live_owners).toBeGreaterThan(0);
     expect(held.imported_bytes_held).toBeGreaterThanOrEqual(100000 * 8 * 2);
+  });
+
+  test("every type equals what pyarrow's adbc_driver_manager.dbapi reads from the same driver", () => {
+    // 3000 rows: two of DuckDB's 2048-row batches; every column has nulls.
+    const sql = `SELECT
+      CASE WHEN range % 7 = 0 THEN NULL ELSE (range % 100 - 50)::TINYINT END AS i1,
+      (range * 3 - 4000)::SMALLINT AS i2, (range * 100003)::INTEGER AS i4, CASE WHEN range % 5 = 0 THEN NULL ELSE range * -3000000007 END::BIGINT AS i8,
+      18446744073709551615 - range::UBIGINT * 6148914 AS u8, (range / 3)::FLOAT AS f4, CASE WHEN range % 11 = 0 THEN NULL ELSE range / 7 END::DOUBLE AS f8,
+      (range * 1.125)::DECIMAL(12, 3) AS dec, (range::HUGEINT * 1000000000000000000000) AS huge,
+      CASE WHEN range % 3 = 0 THEN NULL ELSE 'row ' || range || ' é' END AS s, encode('b' || range)::BLOB AS b,
+      DATE '2024-02-28' + range::INTEGER AS d, TIMESTAMPTZ '2024-01-02 03:04:05.123456+02' + range * INTERVAL '1 hour 1 microsecond' AS tz,
+      TIMESTAMP '1969-12-31 23:59:59.999999' + range * INTERVAL '1 second' AS ts, TIME '01:02:03.000004' + range * INTERVAL '1 second' AS t,
+      CASE WHEN range % 4 = 0 THEN NULL ELSE [range, NULL, -range]::INTEGER[] END AS l,
+      {'a': range::INTEGER, 'b': 'x' || range} AS st, range % 2 = 0 AS flag, NULL::INTEGER AS n
+    FROM range(3000) ORDER BY range`;
+    using db = open();
+    using conn = db.connect();
+    const ours = conn.query(sql);
+    const theirs = dbapiQuery({ driver: libduckdb, entrypoint: "duckdb_adbc_init", sql });
+    expect(ours.numRows).toBe(3000);
+    expect(ours.schema.fields.map((f) => String(f.type))).toContain("Timestamp<MICROSECOND, Etc/UTC>");
+    expectSameTable(ours, theirs);
   });
 
   test("recordBatches holds one batch at a time and ends its stream when the loop ends", async () => {
