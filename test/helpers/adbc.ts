@@ -139,10 +139,23 @@ function exactColumn(vector: Vector): unknown[] {
   return vector.data.flatMap((data) => Array.from({ length: data.length }, (_, i) => exactCell(data, i)));
 }
 
+/** Field metadata in key order; extension metadata as parsed JSON (pyarrow
+ * re-serializes a canonical extension's metadata, e.g. arrow.opaque's). */
+function metadataOf(field: Field): [string, unknown][] {
+  return [...field.metadata].sort(([a], [b]) => (a < b ? -1 : 1)).map(([key, value]) => {
+    if (key !== "ARROW:extension:metadata") return [key, value];
+    try {
+      return [key, JSON.parse(value)];
+    } catch {
+      return [key, value];
+    }
+  });
+}
+
 /** Expects `ours` to equal `theirs` exactly: field names, types (with
  * units, zones and children), nullability, metadata, and every value. */
 export function expectSameTable(ours: Table, theirs: Table): void {
-  const shape = (t: Table) => t.schema.fields.map((f) => ({ name: f.name, type: typeSignature(f.type), nullable: f.nullable, metadata: [...f.metadata] }));
+  const shape = (t: Table) => t.schema.fields.map((f) => ({ name: f.name, type: typeSignature(f.type), nullable: f.nullable, metadata: metadataOf(f) }));
   expect(shape(ours)).toEqual(shape(theirs));
   expect(ours.numRows).toBe(theirs.numRows);
   for (let c = 0; c < ours.numCols; c++) {

@@ -13,7 +13,7 @@ import { StreamError } from "../../ts/index.ts";
 import { Errno } from "../../ts/raw.ts";
 import { native } from "../../ts/core/ffi/library.ts";
 import { startFlightSql, type FlightSqlServer } from "../helpers/flightsql.ts";
-import { adbcDriver, expectAdbcSettled } from "../helpers/adbc.ts";
+import { adbcDriver, dbapiQuery, expectAdbcSettled, expectSameTable } from "../helpers/adbc.ts";
 
 let server: FlightSqlServer;
 beforeAll(async () => {
@@ -39,6 +39,19 @@ describe("Flight SQL through ADBC", () => {
     const table = conn.query("SELECT * FROM intTable ORDER BY id");
     expect(table.schema.fields.map((f) => `${f.name}:${f.type}`)).toEqual(["id:Int64", "keyName:Utf8", "value:Int64", "foreignId:Int64"]);
     expect(table.toArray().map((r) => r.toJSON())).toEqual(intTable);
+  });
+
+  test("results equal what pyarrow's adbc_driver_manager.dbapi reads through the same driver and server", () => {
+    using db = open();
+    using conn = db.connect();
+    // The server's SQLite types it computes: integer, real, text.
+    const sql = `WITH RECURSIVE r(g) AS (SELECT 1 UNION ALL SELECT g + 1 FROM r WHERE g < 3000)
+      SELECT g * -3000000007 AS i, g / 7.0 AS f, 'row ' || g || ' é' AS s FROM r`;
+    for (const query of [sql, "SELECT * FROM intTable ORDER BY id"]) {
+      const ours = conn.query(query);
+      expect(ours.numRows).toBeGreaterThan(0);
+      expectSameTable(ours, dbapiQuery({ driver: adbcDriver("flightsql"), dbKwargs: { uri: server.uri }, sql: query }));
+    }
   });
 
   test("parameters bind to the prepared statement", () => {

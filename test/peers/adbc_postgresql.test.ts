@@ -13,7 +13,7 @@ import { native } from "../../ts/core/ffi/library.ts";
 import { StreamError } from "../../ts/index.ts";
 import { Errno } from "../../ts/raw.ts";
 import { startPostgres, type PostgresServer } from "../helpers/postgres.ts";
-import { adbcDriver, expectAdbcSettled } from "../helpers/adbc.ts";
+import { adbcDriver, dbapiQuery, expectAdbcSettled, expectSameTable } from "../helpers/adbc.ts";
 
 let server: PostgresServer;
 beforeAll(async () => {
@@ -68,6 +68,16 @@ describe("PostgreSQL through ADBC", () => {
       const list = o.l === null ? null : [...(o.l as Iterable<number | null>)].map((v) => (v === null ? "null" : String(v))).join(",");
       expect(list).toBe(t.l as string | null);
     }
+  });
+
+  test("every type equals what pyarrow's adbc_driver_manager.dbapi reads from the same driver and server", () => {
+    using db = open();
+    using conn = db.connect();
+    const sql = `SELECT q.*, (g * 7.5)::numeric(10, 2)::float8 AS num_f8, interval '1 day 2 hours' * g AS iv, ARRAY['a' || g, NULL]::text[] AS tl
+      FROM (${rows}) q, LATERAL (SELECT q.i4 / 1000 AS g) x`;
+    const ours = conn.query(sql);
+    expect(ours.numRows).toBe(40);
+    expectSameTable(ours, dbapiQuery({ driver: adbcDriver("postgresql"), dbKwargs: { uri: server.uri }, sql }));
   });
 
   test("ingest a Table, bind parameters, transactions, metadata", () => {
