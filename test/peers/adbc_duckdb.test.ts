@@ -11,7 +11,7 @@ import { resolve } from "node:path";
 import { ptr } from "bun:ffi";
 import { tableFromArrays } from "apache-arrow";
 import { importRecordBatch, StreamError } from "../../ts/index.ts";
-import { AdbcError, Database } from "../../ts/adbc.ts";
+import { AdbcError, Connection, Database } from "../../ts/adbc.ts";
 import { native } from "../../ts/core/ffi/library.ts";
 import { counters } from "../helpers/leaks.ts";
 import { adbcFailure, dbapiQuery, expectAdbcSettled, expectSameTable } from "../helpers/adbc.ts";
@@ -285,5 +285,52 @@ describe("DuckDB through ADBC: zero copy and threads", () => {
     });
     worker.terminate();
     expect(reply).toEqual({ rows: 1000, sum: 499500, closed: true });
+  });
+
+  test("a shared connection in use on one thread is refused on a Worker with a typed error, then taken in turn", async () => {
+    using db = open();
+    const conn = db.connect();
+    const shared = conn.share();
+    const worker = new Worker(resolve(import.meta.dir, "../fixtures/workers/adbc_borrow.ts"));
+    const inbox: Record<string, unknown>[] = [];
+    const waiters: ((message: Record<string, unknown>) => void)[] = [];
+    worker.onmessage = (event) => {
+      const waiter = waiters.shift();
+      if (waiter) waiter(event.data as Record<string, unknown>);
+      else inbox.push(event.data as Record<string, unknown>);
+    };
+    const next = () => (inbox.length > 0 ? Promise.resolve(inbox.shift()!) : new Promise<Record<string, unknown>>((done) => waiters.push(done)));
+    const flag = new Int32Array(new SharedArrayBuffer(4));
+    try {
+      worker.postMessage({ shared, flag });
+      expect(await next()).toEqual({ borrowed: true });
+      // This thread holds the connection: a background query whose bound
+      // parameters this thread produces, and this thread blocks (below)
+      // until the Worker has tried, so the query cannot end meanwhile.
+      const running = conn.query("SELECT sum(range)::BIGINT + $1 AS s FROM range(1000000)", tableFromArrays({ p: BigInt64Array.of(0n) }), { async: true });
+      worker.postMessage({ op: "query" });
+      expect(Atomics.wait(flag, 0, 0, 30_000)).toBe("ok");
+      expect(Atomics.load(flag, 0)).toBe(1);
+      expect(await next()).toMatchObject({ name: "WrongThreadError", code: "wrong_thread", message: expect.stringContaining("in use by another thread") });
+      expect((await running).getChild("s")!.get(0)).toBe(499999500000n);
+      // The use ended: the Worker may use it now, and this thread after it.
+      worker.postMessage({ op: "query" });
+      expect(await next()).toEqual({ value: 42 });
+      expect(conn.query("SELECT 7 AS x").getChild("x")!.get(0)).toBe(7);
+      // The owner closes it: the borrower's calls are refused, typed.
+      conn.close();
+      worker.postMessage({ op: "query" });
+      expect(await next()).toMatchObject({ name: "ReleasedError", code: "released" });
+      worker.postMessage({ op: "close" });
+      expect(await next()).toEqual({ closed: true });
+      // A closed connection cannot be borrowed again; nor a made-up one.
+      expect(failure(() => Connection.borrow(shared)).error).toMatchObject({ code: "released" });
+      expect(failure(() => Connection.borrow({ ...shared, connection: 4096 })).error).toMatchObject({ code: "released" });
+      expect(failure(() => Connection.borrow({ ...shared, connection: 0.5 })).error).toMatchObject({ code: "invalid_argument" });
+      expect(failure(() => Connection.borrow(null as never)).error).toMatchObject({ code: "invalid_argument" });
+    } finally {
+      conn.close();
+      worker.terminate();
+    }
   });
 });

@@ -54,13 +54,19 @@ export class Driver {
   private readonly functions = new Map<AdbcDriverField, Pointer>();
   private holders = 1;
 
-  constructor(readonly path: string, readonly entrypoint: string | null) {
-    const pathBytes = cString("Database", "driver", path);
-    const entryBytes = entrypoint === null ? null : cString("Database", "entrypoint", entrypoint);
-    const out = new Float64Array(1);
-    const status = native.abd_adbc_driver_load(pathBytes, entryBytes, out);
-    if (status !== 0) throw errorFor(status, lastError());
-    this.address = read.ptr(ptr(out), 0) as Pointer;
+  /** Loads the driver; with `loaded`, takes over a hold on that native
+   * driver (one another JS thread loaded, held by abd_adbc_object_borrow). */
+  constructor(readonly path: string, readonly entrypoint: string | null, loaded: Pointer | null = null) {
+    if (loaded !== null) {
+      this.address = loaded;
+    } else {
+      const pathBytes = cString("Database", "driver", path);
+      const entryBytes = entrypoint === null ? null : cString("Database", "entrypoint", entrypoint);
+      const out = new Float64Array(1);
+      const status = native.abd_adbc_driver_load(pathBytes, entryBytes, out);
+      if (status !== 0) throw errorFor(status, lastError());
+      this.address = read.ptr(ptr(out), 0) as Pointer;
+    }
     this.version = versionNames[native.abd_adbc_driver_version(this.address)] ?? "1.0.0";
     const fields = adbcStructLayouts.AdbcDriver.fields;
     for (const name of Object.keys(fields) as AdbcDriverField[]) {
@@ -79,7 +85,8 @@ export class Driver {
     this.holders++;
   }
 
-  /** Drops one holder; the last calls the driver's release. */
+  /** Drops one holder; the last drops this thread's hold on the native
+   * driver (the driver's release runs after every thread's). */
   release(): void {
     if (--this.holders === 0) native.abd_adbc_driver_unload(this.address);
   }

@@ -1,9 +1,12 @@
-//! The C symbols of adbc/result_stream.zig (the rest of the ADBC symbols
-//! are in c_api.zig, "ADBC").
+//! The C symbols of adbc/result_stream.zig and of sharing a connection
+//! between JS threads (the rest of the ADBC symbols are in c_api.zig,
+//! "ADBC").
 
 const core_abi = @import("../core/abi.zig");
 const driver_mod = @import("driver.zig");
 const result_stream = @import("result_stream.zig");
+const call = @import("call.zig");
+const status = @import("../core/status.zig");
 
 /// Wraps the driver's result stream at `stream` in place so that a failing
 /// get_next keeps the driver's AdbcError (ErrorFromArrayStream). Returns
@@ -29,4 +32,35 @@ export fn abd_adbc_result_error(slot: ?*result_stream.Slot, out: [*]f64) ?[*]u8 
 /// Drops the caller's reference to the slot.
 export fn abd_adbc_result_slot_release(slot: ?*result_stream.Slot) void {
     result_stream.slotRelease(slot orelse return);
+}
+
+/// Lets other JS threads borrow the connection `object` of `driver`
+/// (`abd_adbc_object_borrow`) until its owner retires it. 0 or a status.
+export fn abd_adbc_object_share(object: ?*call.Object, driver: ?*driver_mod.Driver) c_int {
+    const o = object orelse return @intFromEnum(status.fail(.invalid_argument, "object is NULL", .{}));
+    const d = driver orelse return @intFromEnum(status.fail(.invalid_argument, "driver is NULL", .{}));
+    if (!call.share(o, d)) return @intFromEnum(status.lastStatus());
+    return 0;
+}
+
+/// Holds the shared connection at `address` (a number from another JS
+/// thread) and its driver: `out[0]` the driver's address. 0, or released
+/// when the address names no shared connection now (nothing is read at it).
+/// Drop the holds with `abd_adbc_object_free` and `abd_adbc_driver_unload`.
+export fn abd_adbc_object_borrow(address: f64, out: [*]f64) c_int {
+    if (!(address > 0 and address <= 9007199254740992.0) or @trunc(address) != address) {
+        return @intFromEnum(status.fail(.invalid_argument, "a shared connection's address must be a positive integer, not {d}", .{address}));
+    }
+    const driver = call.borrow(@intFromFloat(address)) orelse return @intFromEnum(status.lastStatus());
+    out[0] = @floatFromInt(@intFromPtr(driver));
+    return 0;
+}
+
+/// Retires `object` under its guard before its owner releases it: every
+/// later call, and every later borrow, is refused. 0, or the status
+/// (wrong_thread) when a call holds it now (with abd_last_error).
+export fn abd_adbc_object_retire(object: ?*call.Object) c_int {
+    const o = object orelse return @intFromEnum(status.fail(.invalid_argument, "object is NULL", .{}));
+    if (!call.retire(o)) return @intFromEnum(status.lastStatus());
+    return 0;
 }

@@ -25,4 +25,7 @@ export const adbcSymbols = {
   abd_adbc_result_stream: { args: [ptr, ptr], returns: ptr },
   abd_adbc_result_error: { args: [ptr, ptr], returns: ptr },
   abd_adbc_result_slot_release: { args: [ptr], returns: none },
+  abd_adbc_object_share: { args: [ptr, ptr], returns: i32 },
+  abd_adbc_object_borrow: { args: [f64, ptr], returns: i32 },
+  abd_adbc_object_retire: { args: [ptr], returns: i32 },
 } as const;
