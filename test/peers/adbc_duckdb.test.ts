@@ -317,9 +317,14 @@ describe("DuckDB through ADBC: zero copy and threads", () => {
       worker.postMessage({ op: "query" });
       expect(await next()).toEqual({ value: 42 });
       expect(conn.query("SELECT 7 AS x").getChild("x")!.get(0)).toBe(7);
-      // The owner closes it: the borrower's calls are refused, typed.
+      worker.postMessage({ op: "cancel" });
+      expect(await next()).toEqual({ cancelled: true });
+      // The owner closes it: the borrower's calls are refused, typed,
+      // cancel (which skips the guard) included.
       conn.close();
       worker.postMessage({ op: "query" });
+      expect(await next()).toMatchObject({ name: "ReleasedError", code: "released" });
+      worker.postMessage({ op: "cancel" });
       expect(await next()).toMatchObject({ name: "ReleasedError", code: "released" });
       worker.postMessage({ op: "close" });
       expect(await next()).toEqual({ closed: true });

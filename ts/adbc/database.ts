@@ -18,7 +18,7 @@ import { type RecordBatch, type Schema, type Table } from "../arrow/arrow_types.
 import { argumentError, booleanArg, integerArg, isPlainObject, optionsArg, stringArg } from "../core/args.ts";
 import { lastError, native } from "../core/ffi/library.ts";
 import { importTable, recordBatches } from "../arrow/stream_api.ts";
-import { addressOf, cString, Driver, resolveDriver } from "./driver.ts";
+import { addressOf, cString, Driver, newErrorStruct, resolveDriver } from "./driver.ts";
 import { AdbcHandle, adbcToken, type OptionValue } from "./handle.ts";
 import { ResultStream } from "./result.ts";
 import { Statement, exportParameters, takeSchema, type ExecuteOptions, type Parameters } from "./statement.ts";
@@ -436,7 +436,14 @@ export class Connection extends AdbcHandle {
   /** Asks the driver to stop what this connection runs (1.1.0). */
   cancel(): void {
     this._live("Connection.cancel");
-    this.driver.call(null, "ConnectionCancel", [this.object, this.error], this.error);
+    // An error struct of its own: cancel is meant to be called while
+    // another call of this connection runs (and uses this.error).
+    const error = newErrorStruct(this.driver);
+    try {
+      this.driver.callCancel(this.object, "ConnectionCancel", this.object, error);
+    } finally {
+      native.abd_free(error);
+    }
   }
 
   /** Calls `name` with the words `args(stream)` and reads the stream it

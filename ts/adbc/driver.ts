@@ -104,6 +104,20 @@ export class Driver {
     return this.outcome(name, status, error, accept);
   }
 
+  /** `call` of a Cancel function: without the guard (a call of the
+   * connection `lock` may be running), never after the connection was
+   * closed (then a ReleasedError). */
+  callCancel(lock: Pointer, name: "ConnectionCancel" | "StatementCancel", handle: Pointer, error: Pointer): void {
+    const fn = this.functions.get(name);
+    if (fn === undefined) {
+      this.missing(name, []);
+      return;
+    }
+    words[0] = handle;
+    words[1] = error;
+    this.outcome(name, native.abd_adbc_call_cancel(lock, fn, wordsAddress, 2), error, []);
+  }
+
   /** `call` for the Set*OptionDouble shape. */
   callDouble(guard: Pointer, name: AdbcDriverField, handle: Pointer, key: Uint8Array, value: number, error: Pointer): void {
     const fn = this.functions.get(name);

@@ -273,7 +273,7 @@ export class Statement extends AdbcHandle {
     // called while another call on the statement runs.
     const error = newErrorStruct(this.driver);
     try {
-      this.driver.call(null, "StatementCancel", [this.object, error], error);
+      this.driver.callCancel(this.#guard, "StatementCancel", this.object, error);
     } finally {
       native.abd_free(error);
     }

@@ -45,11 +45,15 @@ pub const Object = extern struct {
     /// Set (under the guard) when the owner retires it before releasing
     /// it: from then on every call that enters the guard is refused.
     retired: u32,
+    /// Held (a spin lock: cancels are short) by a cancel call, which skips
+    /// the guard, and by `retire`: no cancel runs once the owner may
+    /// release the object.
+    cancel_lock: u32,
 };
 
 pub fn objectNew() ?*Object {
     const object = std.heap.c_allocator.create(Object) catch return null;
-    object.* = .{ .handle = .{ .private_data = null, .private_driver = null }, .holder = 0, .refused = 0, .refs = 1, .retired = 0 };
+    object.* = .{ .handle = .{ .private_data = null, .private_driver = null }, .holder = 0, .refused = 0, .refs = 1, .retired = 0, .cancel_lock = 0 };
     counters.add(.live_adbc_objects, 1);
     return object;
 }
@@ -74,7 +78,9 @@ pub fn retire(object: *Object) bool {
     shared_mutex.lock();
     defer shared_mutex.unlock();
     if (!enter(object)) return false;
+    lockCancel(object);
     @atomicStore(u32, &object.retired, 1, .release);
+    unlockCancel(object);
     leave(object);
     for (shared.items, 0..) |entry, i| {
         if (entry.object == object) {
@@ -83,6 +89,27 @@ pub fn retire(object: *Object) bool {
         }
     }
     return true;
+}
+
+fn lockCancel(object: *Object) void {
+    while (@cmpxchgWeak(u32, &object.cancel_lock, 0, 1, .acquire, .monotonic) != null) std.Thread.yield() catch {};
+}
+
+fn unlockCancel(object: *Object) void {
+    @atomicStore(u32, &object.cancel_lock, 0, .release);
+}
+
+/// Calls a Cancel function without the guard (a call of `object` may be
+/// running) but never after `object` was retired: -1 with the reason
+/// recorded then, else the AdbcStatusCode.
+pub fn callCancel(object: *Object, function: *const anyopaque, words: []const usize) c_int {
+    lockCancel(object);
+    defer unlockCancel(object);
+    if (@atomicLoad(u32, &object.retired, .acquire) != 0) {
+        _ = fail(.released, "the ADBC connection is closed (its owner closed it)", .{});
+        return -1;
+    }
+    return callWords(function, words);
 }
 
 /// Connections shared with other JS threads: a borrow names an object by

@@ -64,3 +64,26 @@ export fn abd_adbc_object_retire(object: ?*call.Object) c_int {
     if (!call.retire(o)) return @intFromEnum(status.lastStatus());
     return 0;
 }
+
+/// Calls the Cancel function `function` with the `n` words (addresses,
+/// as abd_adbc_call takes them) without entering the guard of `object`
+/// (the connection: a call of it may be running), but never once it was
+/// retired. The AdbcStatusCode, or -1 with abd_last_error.
+export fn abd_adbc_call_cancel(object: ?*call.Object, function: ?*const anyopaque, words: ?[*]const f64, n: u32) c_int {
+    const o = object orelse return refuse("object is NULL");
+    const f = function orelse return refuse("ADBC function pointer is NULL");
+    const w = words orelse return refuse("words pointer is NULL");
+    if (n == 0 or n > call.max_words) return refuse("an ADBC cancel takes 1 to 9 arguments");
+    var buffer: [call.max_words]usize = undefined;
+    for (0..n) |i| {
+        const value = w[i];
+        if (!(value >= 0 and value <= 9007199254740992.0) or @trunc(value) != value) return refuse("an ADBC cancel argument is not an address");
+        buffer[i] = @intFromFloat(value);
+    }
+    return call.callCancel(o, f, buffer[0..n]);
+}
+
+fn refuse(comptime message: []const u8) c_int {
+    _ = status.fail(.invalid_argument, message, .{});
+    return -1;
+}

@@ -28,4 +28,5 @@ export const adbcSymbols = {
   abd_adbc_object_share: { args: [ptr, ptr], returns: i32 },
   abd_adbc_object_borrow: { args: [f64, ptr], returns: i32 },
   abd_adbc_object_retire: { args: [ptr], returns: i32 },
+  abd_adbc_call_cancel: { args: [ptr, ptr, ptr, u32], returns: i32 },
 } as const;
