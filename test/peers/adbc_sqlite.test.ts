@@ -8,6 +8,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { tableFromArrays } from "apache-arrow";
 import { AdbcError, Database } from "../../ts/adbc.ts";
+import { StreamError } from "../../ts/index.ts";
 import { adbcDriver, adbcFailure, dbapiQuery, expectAdbcSettled, expectSameTable } from "../helpers/adbc.ts";
 
 const open = () => new Database({ driver: adbcDriver("sqlite"), options: { uri: ":memory:" } });
@@ -135,6 +136,23 @@ describe("SQLite through ADBC", () => {
     expect(wrong.error).toBeInstanceOf(AdbcError);
     expect(conn.query("SELECT count(*) AS n FROM w").getChild("n")!.get(0)).toBe(0n);
     expect(conn.query("SELECT 1 AS one").getChild("one")!.get(0)).toBe(1n);
+  });
+
+  test("a mid-stream failure: the driver describes none (no ErrorFromArrayStream error), so it stays the StreamError", () => {
+    using db = open();
+    using conn = db.connect();
+    const sql = "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 200000) SELECT CASE WHEN i > 150000 THEN abs(-9223372036854775807 - 1) ELSE i END AS v FROM r";
+    let rows = 0;
+    const { error, released } = failure(() => {
+      for (const batch of conn.recordBatches(sql)) rows += batch.numRows;
+    });
+    expect(rows).toBeGreaterThan(0);
+    expect(error).toBeInstanceOf(StreamError);
+    expect(error).not.toBeInstanceOf(AdbcError);
+    expect((error as StreamError).message).toContain("integer overflow");
+    expect((error as StreamError).errno).toBe(5);
+    expect(released).toBe(0);
+    expect(conn.query("SELECT 2 AS two").getChild("two")!.get(0)).toBe(2n);
   });
 
   test("an async query over SQLite equals the sync one", async () => {
