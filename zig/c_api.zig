@@ -20,7 +20,8 @@
 //! - c_api_probe.zig: fault-safe struct checks;
 //! - c_api_streams.zig: streams, device streams from JS, the JS work queue;
 //! - c_api_async.zig: async device streams;
-//! - c_api_adbc.zig: ADBC drivers and calls;
+//! - c_api_adbc.zig: ADBC drivers and calls (adbc/exports.zig: result
+//!   streams, connections shared across threads);
 //! - c_api_common.zig: the status code and validation level they share.
 
 comptime {
@@ -33,4 +34,5 @@ comptime {
     _ = @import("c_api_streams.zig");
     _ = @import("c_api_async.zig");
     _ = @import("c_api_adbc.zig");
+    _ = @import("adbc/exports.zig");
 }

@@ -10,11 +10,11 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { resolve } from "node:path";
 import { ptr } from "bun:ffi";
 import { tableFromArrays } from "apache-arrow";
-import { importRecordBatch } from "../../ts/index.ts";
-import { AdbcError, Database } from "../../ts/adbc.ts";
+import { importRecordBatch, StreamError } from "../../ts/index.ts";
+import { AdbcError, Connection, Database } from "../../ts/adbc.ts";
 import { native } from "../../ts/core/ffi/library.ts";
 import { counters } from "../helpers/leaks.ts";
-import { adbcFailure, expectAdbcSettled } from "../helpers/adbc.ts";
+import { adbcFailure, dbapiQuery, expectAdbcSettled, expectSameTable } from "../helpers/adbc.ts";
 
 const platform = `${process.platform}-${process.arch}`;
 const libduckdb = resolve(import.meta.dir, "../../node_modules/@duckdb", `node-bindings-${platform}`, "libduckdb.so");
@@ -39,6 +39,28 @@ describe("DuckDB through ADBC", () => {
     const held = counters();
     expect(held.live_owners).toBeGreaterThan(0);
     expect(held.imported_bytes_held).toBeGreaterThanOrEqual(100000 * 8 * 2);
+  });
+
+  test("every type equals what pyarrow's adbc_driver_manager.dbapi reads from the same driver", () => {
+    // 3000 rows: two of DuckDB's 2048-row batches; every column has nulls.
+    const sql = `SELECT
+      CASE WHEN range % 7 = 0 THEN NULL ELSE (range % 100 - 50)::TINYINT END AS i1,
+      (range * 3 - 4000)::SMALLINT AS i2, (range * 100003)::INTEGER AS i4, CASE WHEN range % 5 = 0 THEN NULL ELSE range * -3000000007 END::BIGINT AS i8,
+      18446744073709551615 - range::UBIGINT * 6148914 AS u8, (range / 3)::FLOAT AS f4, CASE WHEN range % 11 = 0 THEN NULL ELSE range / 7 END::DOUBLE AS f8,
+      (range * 1.125)::DECIMAL(12, 3) AS dec, (range::HUGEINT * 1000000000000000000000) AS huge,
+      CASE WHEN range % 3 = 0 THEN NULL ELSE 'row ' || range || ' é' END AS s, encode('b' || range)::BLOB AS b,
+      DATE '2024-02-28' + range::INTEGER AS d, TIMESTAMPTZ '2024-01-02 03:04:05.123456+02' + range * INTERVAL '1 hour 1 microsecond' AS tz,
+      TIMESTAMP '1969-12-31 23:59:59.999999' + range * INTERVAL '1 second' AS ts, TIME '01:02:03.000004' + range * INTERVAL '1 second' AS t,
+      CASE WHEN range % 4 = 0 THEN NULL ELSE [range, NULL, -range]::INTEGER[] END AS l,
+      {'a': range::INTEGER, 'b': 'x' || range} AS st, range % 2 = 0 AS flag, NULL::INTEGER AS n
+    FROM range(3000) ORDER BY range`;
+    using db = open();
+    using conn = db.connect();
+    const ours = conn.query(sql);
+    const theirs = dbapiQuery({ driver: libduckdb, entrypoint: "duckdb_adbc_init", sql });
+    expect(ours.numRows).toBe(3000);
+    expect(ours.schema.fields.map((f) => String(f.type))).toContain("Timestamp<MICROSECOND, Etc/UTC>");
+    expectSameTable(ours, theirs);
   });
 
   test("recordBatches holds one batch at a time and ends its stream when the loop ends", async () => {
@@ -160,6 +182,44 @@ describe("DuckDB through ADBC: failures", () => {
     expect(conn.query("SELECT count(*) AS n FROM w").getChild("n")!.get(0)).toBe(0n);
   });
 
+  test("a runtime error in the middle of a result stream is the driver's AdbcError, with its details, on every read form", async () => {
+    using db = open();
+    using conn = db.connect();
+    // One thread: the failing row comes after the batches before it.
+    conn.execute("SET threads = 1");
+    const sql = "SELECT CASE WHEN range < 300000 THEN range::VARCHAR ELSE 'x' END::INTEGER AS v FROM range(400000)";
+    const ours = native.abd_adbc_errors_released();
+    let rows = 0;
+    const forms: [string, () => unknown][] = [
+      ["recordBatches", () => {
+        for (const batch of conn.recordBatches(sql)) rows += batch.numRows;
+      }],
+      ["recordBatches async", async () => {
+        for await (const batch of conn.recordBatches(sql, { async: true })) void batch;
+      }],
+      ["query", () => conn.query(sql)],
+      ["query async", () => conn.query(sql, undefined, { async: true })],
+    ];
+    for (const [form, run] of forms) {
+      let error: unknown = null;
+      try {
+        await run();
+      } catch (caught) {
+        error = caught;
+      }
+      expect({ form, error }).toMatchObject({ form, error: expect.any(AdbcError) });
+      const e = error as AdbcError;
+      expect(e.message).toStartWith("get_next: Conversion Error: Could not convert string 'x' to INT32");
+      expect(new TextDecoder().decode(e.details.get("duckdb:error_type"))).toBe("Conversion");
+      expect(e.errno).toBeGreaterThan(0);
+      expect(e.cause).toBeInstanceOf(StreamError);
+    }
+    expect(rows).toBeGreaterThan(0);
+    // The stream owns its AdbcError: released with the stream, not here.
+    expect(native.abd_adbc_errors_released() - ours).toBe(0);
+    expect(conn.query("SELECT 5 AS x").getChild("x")!.get(0)).toBe(5);
+  });
+
   test("a function the driver does not implement: AdbcError not_implemented", () => {
     using db = open();
     using conn = db.connect();
@@ -225,5 +285,57 @@ describe("DuckDB through ADBC: zero copy and threads", () => {
     });
     worker.terminate();
     expect(reply).toEqual({ rows: 1000, sum: 499500, closed: true });
+  });
+
+  test("a shared connection in use on one thread is refused on a Worker with a typed error, then taken in turn", async () => {
+    using db = open();
+    const conn = db.connect();
+    const shared = conn.share();
+    const worker = new Worker(resolve(import.meta.dir, "../fixtures/workers/adbc_borrow.ts"));
+    const inbox: Record<string, unknown>[] = [];
+    const waiters: ((message: Record<string, unknown>) => void)[] = [];
+    worker.onmessage = (event) => {
+      const waiter = waiters.shift();
+      if (waiter) waiter(event.data as Record<string, unknown>);
+      else inbox.push(event.data as Record<string, unknown>);
+    };
+    const next = () => (inbox.length > 0 ? Promise.resolve(inbox.shift()!) : new Promise<Record<string, unknown>>((done) => waiters.push(done)));
+    const flag = new Int32Array(new SharedArrayBuffer(4));
+    try {
+      worker.postMessage({ shared, flag });
+      expect(await next()).toEqual({ borrowed: true });
+      // This thread holds the connection: a background query whose bound
+      // parameters this thread produces, and this thread blocks (below)
+      // until the Worker has tried, so the query cannot end meanwhile.
+      const running = conn.query("SELECT sum(range)::BIGINT + $1 AS s FROM range(1000000)", tableFromArrays({ p: BigInt64Array.of(0n) }), { async: true });
+      worker.postMessage({ op: "query" });
+      expect(Atomics.wait(flag, 0, 0, 30_000)).toBe("ok");
+      expect(Atomics.load(flag, 0)).toBe(1);
+      expect(await next()).toMatchObject({ name: "WrongThreadError", code: "wrong_thread", message: expect.stringContaining("in use by another thread") });
+      expect((await running).getChild("s")!.get(0)).toBe(499999500000n);
+      // The use ended: the Worker may use it now, and this thread after it.
+      worker.postMessage({ op: "query" });
+      expect(await next()).toEqual({ value: 42 });
+      expect(conn.query("SELECT 7 AS x").getChild("x")!.get(0)).toBe(7);
+      worker.postMessage({ op: "cancel" });
+      expect(await next()).toEqual({ cancelled: true });
+      // The owner closes it: the borrower's calls are refused, typed,
+      // cancel (which skips the guard) included.
+      conn.close();
+      worker.postMessage({ op: "query" });
+      expect(await next()).toMatchObject({ name: "ReleasedError", code: "released" });
+      worker.postMessage({ op: "cancel" });
+      expect(await next()).toMatchObject({ name: "ReleasedError", code: "released" });
+      worker.postMessage({ op: "close" });
+      expect(await next()).toEqual({ closed: true });
+      // A closed connection cannot be borrowed again; nor a made-up one.
+      expect(failure(() => Connection.borrow(shared)).error).toMatchObject({ code: "released" });
+      expect(failure(() => Connection.borrow({ ...shared, connection: 4096 })).error).toMatchObject({ code: "released" });
+      expect(failure(() => Connection.borrow({ ...shared, connection: 0.5 })).error).toMatchObject({ code: "invalid_argument" });
+      expect(failure(() => Connection.borrow(null as never)).error).toMatchObject({ code: "invalid_argument" });
+    } finally {
+      conn.close();
+      worker.terminate();
+    }
   });
 });

@@ -4,12 +4,15 @@
  * error it releases: the 1.1.0 -> 1.0.0 fallback, a driver that refuses
  * every revision, a function table missing ExecuteQuery, a library that is
  * no driver; errors with their details (1.1.0) or vendor code (1.0.0),
- * each released exactly once by the driver's own count.
+ * each released exactly once by the driver's own count; a result stream
+ * whose get_next fails, with the AdbcError the stream keeps.
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { dlopen, FFIType, ptr } from "bun:ffi";
 import { tableFromArrays } from "apache-arrow";
 import { AdbcError, Database } from "../../ts/adbc.ts";
+import { StreamError } from "../../ts/index.ts";
+import { native } from "../../ts/core/ffi/library.ts";
 import { nonZeroCounters } from "../helpers/leaks.ts";
 import { fixturePath } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";
@@ -104,6 +107,42 @@ describe("ADBC loader and errors against a fake driver", () => {
     a.close();
     db.close();
     expect(live()).toBe(0);
+  });
+
+  test("a get_next that fails mid-stream: the stream's AdbcError (ErrorFromArrayStream), read once, released once by the stream", async () => {
+    const ours = native.abd_adbc_errors_released();
+    const before = releases();
+    {
+      using db = new Database({ driver: path, entrypoint: "FakeInitStreamError" });
+      using conn = db.connect();
+      const forms: [string, () => unknown][] = [
+        ["query", () => conn.query("SELECT 1")],
+        ["recordBatches", () => [...conn.recordBatches("SELECT 1")]],
+        ["query async", () => conn.query("SELECT 1", undefined, { async: true })],
+        ["recordBatches async", async () => {
+          for await (const batch of conn.recordBatches("SELECT 1", { async: true })) void batch;
+        }],
+      ];
+      for (const [form, run] of forms) {
+        let error: unknown = null;
+        try {
+          await run();
+        } catch (caught) {
+          error = caught;
+        }
+        expect({ form, error }).toMatchObject({ form, error: expect.any(AdbcError) });
+        const e = error as AdbcError;
+        expect(e.message).toBe("get_next: fake: the stream broke");
+        expect(e.adbcStatus).toBe("invalid_state");
+        expect(e.sqlstate).toBe("22012");
+        expect(e.errno).toBe(5);
+        expect([...e.details.keys()]).toEqual(["fake.key", "fake.bytes"]);
+        expect(e.cause).toBeInstanceOf(StreamError);
+      }
+      // Each stream released its error once; this library released none of them.
+      expect(releases() - before).toBe(4);
+      expect(native.abd_adbc_errors_released() - ours).toBe(0);
+    }
   });
 
   test("bound parameters reach the driver at their JS addresses: the driver reads the Table's own buffer", () => {

@@ -3,13 +3,17 @@
  * adbc-driver-flightsql wheel's library) and arrow-go's SQLite-backed
  * example server, built by setup.sh --test and started on 127.0.0.1 for
  * this file: queries, parameters, partitions read back through
- * ReadPartition, and a server error with its details.
+ * ReadPartition, a server error with its details, and a server that
+ * goes away in the middle of a result.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { tableFromArrays } from "apache-arrow";
 import { AdbcError, Database } from "../../ts/adbc.ts";
+import { StreamError } from "../../ts/index.ts";
+import { Errno } from "../../ts/raw.ts";
+import { native } from "../../ts/core/ffi/library.ts";
 import { startFlightSql, type FlightSqlServer } from "../helpers/flightsql.ts";
-import { adbcDriver, expectAdbcSettled } from "../helpers/adbc.ts";
+import { adbcDriver, dbapiQuery, expectAdbcSettled, expectSameTable } from "../helpers/adbc.ts";
 
 let server: FlightSqlServer;
 beforeAll(async () => {
@@ -35,6 +39,19 @@ describe("Flight SQL through ADBC", () => {
     const table = conn.query("SELECT * FROM intTable ORDER BY id");
     expect(table.schema.fields.map((f) => `${f.name}:${f.type}`)).toEqual(["id:Int64", "keyName:Utf8", "value:Int64", "foreignId:Int64"]);
     expect(table.toArray().map((r) => r.toJSON())).toEqual(intTable);
+  });
+
+  test("results equal what pyarrow's adbc_driver_manager.dbapi reads through the same driver and server", () => {
+    using db = open();
+    using conn = db.connect();
+    // The server's SQLite types it computes: integer, real, text.
+    const sql = `WITH RECURSIVE r(g) AS (SELECT 1 UNION ALL SELECT g + 1 FROM r WHERE g < 3000)
+      SELECT g * -3000000007 AS i, g / 7.0 AS f, 'row ' || g || ' é' AS s FROM r`;
+    for (const query of [sql, "SELECT * FROM intTable ORDER BY id"]) {
+      const ours = conn.query(query);
+      expect(ours.numRows).toBeGreaterThan(0);
+      expectSameTable(ours, dbapiQuery({ driver: adbcDriver("flightsql"), dbKwargs: { uri: server.uri }, sql: query }));
+    }
   });
 
   test("parameters bind to the prepared statement", () => {
@@ -69,4 +86,37 @@ describe("Flight SQL through ADBC", () => {
     expect(error!.details.size).toBeGreaterThan(0);
     expect((await conn.query("SELECT count(*) AS n FROM intTable", undefined, { async: true })).getChild("n")!.get(0)).toBe(4n);
   });
+
+  test("a server that goes away mid-result: get_next's AdbcError with the gRPC code, the stream's to release", async () => {
+    const doomed = await startFlightSql();
+    try {
+      using db = new Database({ driver: adbcDriver("flightsql"), options: { uri: doomed.uri } });
+      using conn = db.connect();
+      const ours = native.abd_adbc_errors_released();
+      const sql = "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 3000000) SELECT i, 'padding' AS s FROM r";
+      let rows = 0;
+      let error: unknown = null;
+      try {
+        for await (const batch of conn.recordBatches(sql, { async: true })) {
+          if (rows === 0) doomed.stop();
+          rows += batch.numRows;
+        }
+      } catch (caught) {
+        error = caught;
+      }
+      expect(rows).toBeGreaterThan(0);
+      expect(rows).toBeLessThan(3000000);
+      expect(error).toBeInstanceOf(AdbcError);
+      const e = error as AdbcError;
+      expect(e.message).toStartWith("get_next: [FlightSQL]");
+      expect(e.message).toContain("Unavailable");
+      expect(e.adbcStatus).toBe("io");
+      expect(e.vendorCode).toBe(14); // gRPC UNAVAILABLE
+      expect(e.errno).toBe(Errno.EIO);
+      expect(e.cause).toBeInstanceOf(StreamError);
+      expect(native.abd_adbc_errors_released() - ours).toBe(0);
+    } finally {
+      doomed.stop();
+    }
+  }, 60_000);
 });

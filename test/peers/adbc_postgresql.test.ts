@@ -13,7 +13,7 @@ import { native } from "../../ts/core/ffi/library.ts";
 import { StreamError } from "../../ts/index.ts";
 import { Errno } from "../../ts/raw.ts";
 import { startPostgres, type PostgresServer } from "../helpers/postgres.ts";
-import { adbcDriver, expectAdbcSettled } from "../helpers/adbc.ts";
+import { adbcDriver, dbapiQuery, expectAdbcSettled, expectSameTable } from "../helpers/adbc.ts";
 
 let server: PostgresServer;
 beforeAll(async () => {
@@ -70,6 +70,16 @@ describe("PostgreSQL through ADBC", () => {
     }
   });
 
+  test("every type equals what pyarrow's adbc_driver_manager.dbapi reads from the same driver and server", () => {
+    using db = open();
+    using conn = db.connect();
+    const sql = `SELECT q.*, (g * 7.5)::numeric(10, 2)::float8 AS num_f8, interval '1 day 2 hours' * g AS iv, ARRAY['a' || g, NULL]::text[] AS tl
+      FROM (${rows}) q, LATERAL (SELECT q.i4 / 1000 AS g) x`;
+    const ours = conn.query(sql);
+    expect(ours.numRows).toBe(40);
+    expectSameTable(ours, dbapiQuery({ driver: adbcDriver("postgresql"), dbKwargs: { uri: server.uri }, sql }));
+  });
+
   test("ingest a Table, bind parameters, transactions, metadata", () => {
     using db = open();
     using conn = db.connect();
@@ -108,6 +118,36 @@ describe("PostgreSQL through ADBC", () => {
     expect(conn.query("SELECT 7 AS x").getChild("x")!.get(0)).toBe(7);
   });
 
+  test("an error in the middle of a result stream carries SQLSTATE and details; the stream's error is not released here", async () => {
+    using db = open();
+    using conn = db.connect();
+    const sql = "SELECT CASE WHEN g < 900000 THEN g ELSE 1 / (g - g) END AS v, repeat('x', 100) AS pad FROM generate_series(1, 1000000) AS g";
+    const ours = native.abd_adbc_errors_released();
+    for (const async of [false, true]) {
+      let rows = 0;
+      let error: unknown = null;
+      try {
+        if (async) for await (const batch of conn.recordBatches(sql, { async: true })) rows += batch.numRows;
+        else for (const batch of conn.recordBatches(sql)) rows += batch.numRows;
+      } catch (caught) {
+        error = caught;
+      }
+      // Batches came before the failure: it is get_next's, not ExecuteQuery's.
+      expect(rows).toBeGreaterThan(0);
+      expect(error).toBeInstanceOf(AdbcError);
+      const e = error as AdbcError;
+      expect(e.message).toStartWith("get_next: ");
+      expect(e.message).toContain("division by zero");
+      expect(e.sqlstate).toBe("22012");
+      expect(e.errno).toBe(Errno.EIO);
+      expect(new TextDecoder().decode(e.details.get("PG_DIAG_SQLSTATE"))).toBe("22012");
+      expect(e.cause).toBeInstanceOf(StreamError);
+    }
+    // The driver owns a stream's AdbcError and released it with the stream.
+    expect(native.abd_adbc_errors_released() - ours).toBe(0);
+    expect(conn.query("SELECT 9 AS x").getChild("x")!.get(0)).toBe(9);
+  });
+
   test("an async query equals the sync one", async () => {
     using db = open();
     using conn = db.connect();
@@ -130,11 +170,14 @@ describe("PostgreSQL through ADBC", () => {
       await Bun.sleep(50);
       if (!settled) stmt.cancel();
     }
-    // PostgreSQL's driver streams results: the cancel surfaces in get_next.
+    // PostgreSQL's driver streams results: the cancel surfaces in get_next,
+    // as the driver's AdbcError (SQLSTATE query_canceled).
     const error = await outcome;
-    expect(error).toBeInstanceOf(StreamError);
-    expect((error as StreamError).errno).toBe(Errno.ECANCELED);
-    expect((error as StreamError).message).toContain("canceling statement due to user request");
+    expect(error).toBeInstanceOf(AdbcError);
+    expect((error as AdbcError).errno).toBe(Errno.ECANCELED);
+    expect((error as AdbcError).sqlstate).toBe("57014");
+    expect((error as AdbcError).message).toContain("canceling statement due to user request");
+    expect((error as AdbcError).cause).toBeInstanceOf(StreamError);
     stmt.setSqlQuery("SELECT 8 AS x");
     expect(stmt.executeQuery().getChild("x")!.get(0)).toBe(8);
   }, 30_000);

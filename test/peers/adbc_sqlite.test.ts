@@ -8,7 +8,8 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { tableFromArrays } from "apache-arrow";
 import { AdbcError, Database } from "../../ts/adbc.ts";
-import { adbcDriver, adbcFailure, expectAdbcSettled } from "../helpers/adbc.ts";
+import { StreamError } from "../../ts/index.ts";
+import { adbcDriver, adbcFailure, dbapiQuery, expectAdbcSettled, expectSameTable } from "../helpers/adbc.ts";
 
 const open = () => new Database({ driver: adbcDriver("sqlite"), options: { uri: ":memory:" } });
 
@@ -27,6 +28,21 @@ describe("SQLite through ADBC", () => {
     expect(row.s).toBe("text");
     expect([...(row.b as Uint8Array)]).toEqual([1, 2, 255]);
     expect(row.n).toBeNull();
+  });
+
+  test("every SQLite type equals what pyarrow's adbc_driver_manager.dbapi reads from the same driver", () => {
+    // SQLite's own types (integer, real, text, blob, null); 2500 rows, so
+    // several of the driver's batches, with nulls in each column.
+    const sql = `WITH RECURSIVE r(g) AS (SELECT 1 UNION ALL SELECT g + 1 FROM r WHERE g < 2500)
+      SELECT g * -3000000007 AS i, CASE WHEN g % 5 = 0 THEN NULL ELSE g / 7.0 END AS f,
+        CASE WHEN g % 3 = 0 THEN NULL ELSE 'row ' || g || ' é' END AS s, CASE WHEN g % 4 = 0 THEN NULL ELSE CAST('b' || g AS BLOB) END AS b, x'00ff01' AS k,
+        date('2024-02-28', '+' || g || ' days') AS d, CASE WHEN g % 2 = 0 THEN 1 ELSE NULL END AS n
+      FROM r`;
+    using db = open();
+    using conn = db.connect();
+    const ours = conn.query(sql);
+    expect(ours.numRows).toBe(2500);
+    expectSameTable(ours, dbapiQuery({ driver: adbcDriver("sqlite"), dbKwargs: { uri: ":memory:" }, sql }));
   });
 
   test("ingest writes a Table that SQL reads back unchanged, in every mode", () => {
@@ -120,6 +136,23 @@ describe("SQLite through ADBC", () => {
     expect(wrong.error).toBeInstanceOf(AdbcError);
     expect(conn.query("SELECT count(*) AS n FROM w").getChild("n")!.get(0)).toBe(0n);
     expect(conn.query("SELECT 1 AS one").getChild("one")!.get(0)).toBe(1n);
+  });
+
+  test("a mid-stream failure: the driver describes none (no ErrorFromArrayStream error), so it stays the StreamError", () => {
+    using db = open();
+    using conn = db.connect();
+    const sql = "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 200000) SELECT CASE WHEN i > 150000 THEN abs(-9223372036854775807 - 1) ELSE i END AS v FROM r";
+    let rows = 0;
+    const { error, released } = failure(() => {
+      for (const batch of conn.recordBatches(sql)) rows += batch.numRows;
+    });
+    expect(rows).toBeGreaterThan(0);
+    expect(error).toBeInstanceOf(StreamError);
+    expect(error).not.toBeInstanceOf(AdbcError);
+    expect((error as StreamError).message).toContain("integer overflow");
+    expect((error as StreamError).errno).toBe(5);
+    expect(released).toBe(0);
+    expect(conn.query("SELECT 2 AS two").getChild("two")!.get(0)).toBe(2n);
   });
 
   test("an async query over SQLite equals the sync one", async () => {

@@ -15,15 +15,14 @@
  */
 import { type Pointer } from "bun:ffi";
 import { type RecordBatch, type Schema, type Table } from "../arrow/arrow_types.ts";
-import { branded } from "../core/abi/pointers.ts";
 import { argumentError, booleanArg, integerArg, isPlainObject, optionsArg, stringArg } from "../core/args.ts";
-import { native } from "../core/ffi/library.ts";
-import { ImportedStream } from "../native/imported_stream.ts";
+import { lastError, native } from "../core/ffi/library.ts";
 import { importTable, recordBatches } from "../arrow/stream_api.ts";
-import { addressOf, cString, Driver, resolveDriver } from "./driver.ts";
+import { addressOf, cString, Driver, newErrorStruct, resolveDriver } from "./driver.ts";
 import { AdbcHandle, adbcToken, type OptionValue } from "./handle.ts";
+import { ResultStream } from "./result.ts";
 import { Statement, exportParameters, takeSchema, type ExecuteOptions, type Parameters } from "./statement.ts";
-import { errorFor, Status } from "../core/errors.ts";
+import { errorFor, InvalidArgumentError, Status } from "../core/errors.ts";
 
 /** Options of `new Database`. */
 export type DatabaseOptions = {
@@ -125,15 +124,28 @@ export class Database extends AdbcHandle {
 // ADBC_OBJECT_DEPTH_*: "columns" is "all" (both 0).
 const depths = { all: 0, catalogs: 1, db_schemas: 2, tables: 3, columns: 0 } as const;
 
+/** What `Connection.share()` returns: plain data a Worker receives by
+ * postMessage and opens with `Connection.borrow`. */
+export type SharedConnection = {
+  readonly kind: "adbc.connection";
+  /** The native connection's address (honoured only while it is shared). */
+  readonly connection: number;
+  readonly driver: string;
+  readonly entrypoint: string | null;
+};
+
 /** An ADBC connection; one call at a time (see the module comment). */
 export class Connection extends AdbcHandle {
   /** @internal */
   readonly address: Pointer;
+  readonly #borrowed: boolean;
 
-  /** @internal Made by Database.connect. */
-  constructor(token: symbol, driver: Driver, database: Database, options: Record<string, OptionValue>) {
-    super(token, driver, "Connection", database);
+  /** @internal Made by Database.connect (or `borrow`, with `borrowed`). */
+  constructor(token: symbol, driver: Driver, database: Database | null, options: Record<string, OptionValue>, borrowed: Pointer | null = null) {
+    super(token, driver, "Connection", database, borrowed);
     this.address = this.object;
+    this.#borrowed = borrowed !== null;
+    if (borrowed !== null || database === null) return;
     try {
       this._call("ConnectionNew");
       for (const [key, value] of Object.entries(options)) this.setOption(key, value);
@@ -146,6 +158,49 @@ export class Connection extends AdbcHandle {
 
   protected get guard(): Pointer {
     return this.object;
+  }
+
+  /** Lets other JS threads (Workers) use this connection: post the result
+   * to them and open it there with `Connection.borrow`. Calls from any
+   * thread take turns (one at a time; a call that finds another running is
+   * refused with WrongThreadError). This connection stays the owner:
+   * closing it ends every borrower's use (their calls get ReleasedError). */
+  share(): SharedConnection {
+    this._live("Connection.share");
+    if (this.#borrowed) throw new InvalidArgumentError(Status.invalid_argument, "Connection.share: a borrowed connection cannot be shared again; share the owner's");
+    const status = native.abd_adbc_object_share(this.object, this.driver.address);
+    if (status !== 0) throw errorFor(status, lastError());
+    return { kind: "adbc.connection", connection: Number(this.object), driver: this.driver.path, entrypoint: this.driver.entrypoint };
+  }
+
+  /** Opens a connection another JS thread shared (`share()`), on this
+   * thread. Closing it drops this thread's hold only; a connection its
+   * owner closed (or never shared) is refused with ReleasedError. */
+  static borrow(shared: SharedConnection): Connection {
+    const fn = "Connection.borrow";
+    if (!isPlainObject(shared) || (shared as { kind?: unknown }).kind !== "adbc.connection") throw argumentError(fn, "shared", "what Connection.share() returned", shared);
+    integerArg(fn, "shared.connection", shared.connection, 1, 2 ** 53);
+    stringArg(fn, "shared.driver", shared.driver);
+    if (shared.entrypoint !== null) stringArg(fn, "shared.entrypoint", shared.entrypoint);
+    const out = new Float64Array(1);
+    const status = native.abd_adbc_object_borrow(shared.connection, out);
+    if (status !== 0) throw errorFor(status, lastError());
+    const driver = new Driver(shared.driver, shared.entrypoint, out[0] as unknown as Pointer);
+    return new Connection(adbcToken, driver, null, {}, shared.connection as unknown as Pointer);
+  }
+
+  protected override _retire(): void {
+    const status = native.abd_adbc_object_retire(this.object);
+    if (status !== 0) throw errorFor(status, lastError());
+  }
+
+  protected override _releaseGuard(): Pointer | null {
+    return null;
+  }
+
+  protected override _afterRelease(): void {
+    // A borrower's hold on the driver (the owner's is its database's).
+    if (this.#borrowed) this.driver.release();
   }
 
   /** A new statement of this connection (closed with it). */
@@ -381,7 +436,14 @@ export class Connection extends AdbcHandle {
   /** Asks the driver to stop what this connection runs (1.1.0). */
   cancel(): void {
     this._live("Connection.cancel");
-    this.driver.call(null, "ConnectionCancel", [this.object, this.error], this.error);
+    // An error struct of its own: cancel is meant to be called while
+    // another call of this connection runs (and uses this.error).
+    const error = newErrorStruct(this.driver);
+    try {
+      this.driver.callCancel(this.object, "ConnectionCancel", this.object, error);
+    } finally {
+      native.abd_free(error);
+    }
   }
 
   /** Calls `name` with the words `args(stream)` and reads the stream it
@@ -391,8 +453,14 @@ export class Connection extends AdbcHandle {
     try {
       this._call(name, args(stream));
       void keep;
-      using imported = ImportedStream.fromArrayStream(branded<"ArrowArrayStream">(stream));
-      return importTable(imported, {});
+      const result = new ResultStream(this.driver, stream);
+      try {
+        return importTable(result.stream, {});
+      } catch (failure) {
+        throw result.convert(failure);
+      } finally {
+        result.release();
+      }
     } finally {
       native.abd_free(stream);
     }

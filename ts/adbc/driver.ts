@@ -54,13 +54,19 @@ export class Driver {
   private readonly functions = new Map<AdbcDriverField, Pointer>();
   private holders = 1;
 
-  constructor(readonly path: string, readonly entrypoint: string | null) {
-    const pathBytes = cString("Database", "driver", path);
-    const entryBytes = entrypoint === null ? null : cString("Database", "entrypoint", entrypoint);
-    const out = new Float64Array(1);
-    const status = native.abd_adbc_driver_load(pathBytes, entryBytes, out);
-    if (status !== 0) throw errorFor(status, lastError());
-    this.address = read.ptr(ptr(out), 0) as Pointer;
+  /** Loads the driver; with `loaded`, takes over a hold on that native
+   * driver (one another JS thread loaded, held by abd_adbc_object_borrow). */
+  constructor(readonly path: string, readonly entrypoint: string | null, loaded: Pointer | null = null) {
+    if (loaded !== null) {
+      this.address = loaded;
+    } else {
+      const pathBytes = cString("Database", "driver", path);
+      const entryBytes = entrypoint === null ? null : cString("Database", "entrypoint", entrypoint);
+      const out = new Float64Array(1);
+      const status = native.abd_adbc_driver_load(pathBytes, entryBytes, out);
+      if (status !== 0) throw errorFor(status, lastError());
+      this.address = read.ptr(ptr(out), 0) as Pointer;
+    }
     this.version = versionNames[native.abd_adbc_driver_version(this.address)] ?? "1.0.0";
     const fields = adbcStructLayouts.AdbcDriver.fields;
     for (const name of Object.keys(fields) as AdbcDriverField[]) {
@@ -79,7 +85,8 @@ export class Driver {
     this.holders++;
   }
 
-  /** Drops one holder; the last calls the driver's release. */
+  /** Drops one holder; the last drops this thread's hold on the native
+   * driver (the driver's release runs after every thread's). */
   release(): void {
     if (--this.holders === 0) native.abd_adbc_driver_unload(this.address);
   }
@@ -95,6 +102,20 @@ export class Driver {
     for (let i = 0; i < args.length; i++) words[i] = args[i]!;
     const status = native.abd_adbc_call(guard, fn, wordsAddress, args.length);
     return this.outcome(name, status, error, accept);
+  }
+
+  /** `call` of a Cancel function: without the guard (a call of the
+   * connection `lock` may be running), never after the connection was
+   * closed (then a ReleasedError). */
+  callCancel(lock: Pointer, name: "ConnectionCancel" | "StatementCancel", handle: Pointer, error: Pointer): void {
+    const fn = this.functions.get(name);
+    if (fn === undefined) {
+      this.missing(name, []);
+      return;
+    }
+    words[0] = handle;
+    words[1] = error;
+    this.outcome(name, native.abd_adbc_call_cancel(lock, fn, wordsAddress, 2), error, []);
   }
 
   /** `call` for the Set*OptionDouble shape. */
@@ -151,36 +172,43 @@ export class Driver {
    * a call that returned `status`). */
   takeError(name: string, status: number, error: Pointer): AdbcError {
     const blob = native.abd_adbc_error_take(this.address, error, sizeOutAddress);
-    if (!blob) return new AdbcError(status, `${name} failed with ADBC status ${status}`, null, null, new Map());
-    const bytes = new Uint8Array(toArrayBuffer(blob, 0, sizeOut[0]!).slice(0));
-    native.abd_free(blob);
-    const view = new DataView(bytes.buffer);
-    const decoder = new TextDecoder();
-    let at = 0;
-    const chunk = (): Uint8Array => {
-      const n = view.getUint32(at, true);
-      const out = bytes.subarray(at + 4, at + 4 + n);
-      at += 4 + n;
-      return out;
-    };
-    const message = decoder.decode(chunk());
-    const vendor = view.getInt32(at, true);
-    const hasVendor = bytes[at + 4] === 1;
-    at += 5;
-    const state = bytes.subarray(at, at + 5);
-    at += 5;
-    const sqlstate = state.every((b) => b === 0) ? null : decoder.decode(state);
-    const count = view.getUint32(at, true);
-    at += 4;
-    const details = new Map<string, Uint8Array>();
-    for (let i = 0; i < count; i++) {
-      const key = decoder.decode(chunk());
-      details.set(key, chunk().slice());
-    }
-    const statusName = Object.entries(AdbcStatus).find(([, v]) => v === status)?.[0] ?? `status ${status}`;
-    const text = `${name}: ${message || `failed (ADBC ${statusName})`}`;
-    return new AdbcError(status, text, sqlstate, hasVendor ? vendor : null, details);
+    return decodeError(name, status, blob, sizeOut[0]!);
   }
+}
+
+/** The AdbcError of `status` from an encoded error (zig/adbc/call.zig
+ * encodeError) at `blob` (`size` bytes, freed here; null when memory was
+ * short); `name` is the ADBC function that failed. */
+export function decodeError(name: string, status: number, blob: Pointer | null, size: number): AdbcError {
+  if (!blob) return new AdbcError(status, `${name} failed with ADBC status ${status}`, null, null, new Map());
+  const bytes = new Uint8Array(toArrayBuffer(blob, 0, size).slice(0));
+  native.abd_free(blob);
+  const view = new DataView(bytes.buffer);
+  const decoder = new TextDecoder();
+  let at = 0;
+  const chunk = (): Uint8Array => {
+    const n = view.getUint32(at, true);
+    const out = bytes.subarray(at + 4, at + 4 + n);
+    at += 4 + n;
+    return out;
+  };
+  const message = decoder.decode(chunk());
+  const vendor = view.getInt32(at, true);
+  const hasVendor = bytes[at + 4] === 1;
+  at += 5;
+  const state = bytes.subarray(at, at + 5);
+  at += 5;
+  const sqlstate = state.every((b) => b === 0) ? null : decoder.decode(state);
+  const count = view.getUint32(at, true);
+  at += 4;
+  const details = new Map<string, Uint8Array>();
+  for (let i = 0; i < count; i++) {
+    const key = decoder.decode(chunk());
+    details.set(key, chunk().slice());
+  }
+  const statusName = Object.entries(AdbcStatus).find(([, v]) => v === status)?.[0] ?? `status ${status}`;
+  const text = `${name}: ${message || `failed (ADBC ${statusName})`}`;
+  return new AdbcError(status, text, sqlstate, hasVendor ? vendor : null, details);
 }
 
 let nextKey = 1;

@@ -40,10 +40,16 @@ export abstract class AdbcHandle implements Disposable {
   #closed = false;
   protected readonly children = new Set<AdbcHandle>();
 
-  protected constructor(token: symbol, protected readonly driver: Driver, private readonly prefix: Prefix, private readonly parent: AdbcHandle | null) {
+  /** Borrowed from another JS thread (a shared connection): closing it
+   * drops this thread's hold; the owner releases the ADBC object. */
+  readonly #borrowed: boolean;
+
+  protected constructor(token: symbol, protected readonly driver: Driver, private readonly prefix: Prefix, private readonly parent: AdbcHandle | null, borrowed: Pointer | null = null) {
     internalConstruction(new.target.name, token, adbcToken, instead[prefix] ?? instead.Database);
-    const object = native.abd_adbc_object_new();
+    // A borrowed object comes with its hold (abd_adbc_object_borrow).
+    const object = borrowed ?? native.abd_adbc_object_new();
     if (!object) throw errorFor(Status.out_of_memory, "out of memory for an ADBC object");
+    this.#borrowed = borrowed !== null;
     this.object = object;
     this.error = newErrorStruct(driver);
     parent?.children.add(this);
@@ -153,11 +159,18 @@ export abstract class AdbcHandle implements Disposable {
         failures.push(failure);
       }
     }
+    // A child another thread is using stays open, and so does this.
+    if (this.children.size > 0) throw failures[0];
+    if (!this.#borrowed) {
+      // A shared connection is retired first (refused if another thread's
+      // call runs now: then it stays open).
+      this._retire();
+    }
     this.#closed = true;
     this.parent?.children.delete(this);
     try {
       this._beforeRelease();
-      this._call(`${this.prefix}Release`);
+      if (!this.#borrowed) this.driver.call(this._releaseGuard(), `${this.prefix}Release`, [this.object, this.error], this.error);
     } catch (failure) {
       failures.push(failure);
     } finally {
@@ -174,6 +187,13 @@ export abstract class AdbcHandle implements Disposable {
     this.parent?.children.delete(this);
     native.abd_free(this.error);
     native.abd_adbc_object_free(this.object);
+  }
+
+  /** Before the release: a connection marks its shared object retired. */
+  protected _retire(): void {}
+  /** The guard of the release call (a retired connection: none). */
+  protected _releaseGuard(): Pointer | null {
+    return this.guard;
   }
 
   /** Ends what this object holds besides children (a statement's result

@@ -24,6 +24,7 @@ import { exportStream, importTable, recordBatches } from "../arrow/stream_api.ts
 import { type StreamSource } from "../arrow/stream_export.ts";
 import { addressOf, cString, newErrorStruct, type Driver } from "./driver.ts";
 import { AdbcHandle } from "./handle.ts";
+import { ResultStream } from "./result.ts";
 import { read, toArrayBuffer, type Pointer } from "bun:ffi";
 
 /** What can be bound as parameters: a Table, a RecordBatch (one row of
@@ -72,7 +73,7 @@ export function takeSchema(schema: Pointer): Schema {
 /** An ADBC statement (see the module comment for who owns what). */
 export class Statement extends AdbcHandle {
   #guard: Pointer;
-  #stream: ImportedStream | null = null;
+  #result: ResultStream | null = null;
 
   /** @internal Made by Connection.statement / prepare. */
   constructor(token: symbol, driver: Driver, guard: Pointer, connection: AdbcHandle & { readonly address: Pointer }) {
@@ -174,8 +175,19 @@ export class Statement extends AdbcHandle {
     const fn = "Statement.executeQuery";
     const async = asyncArg(fn, options);
     this._live(fn);
-    if (async) return this.#openAsync().then((stream) => this.#drain(importTable(stream, { async: true })));
-    return this.#drain(importTable(this.#open(), {}));
+    if (async) {
+      return this.#openAsync().then((result) => importTable(result.stream, { async: true }).catch((failure: unknown) => {
+        throw result.convert(failure);
+      })).finally(() => this.#endStream());
+    }
+    const result = this.#open();
+    try {
+      return importTable(result.stream, {});
+    } catch (failure) {
+      throw result.convert(failure);
+    } finally {
+      this.#endStream();
+    }
   }
 
   /** Runs the query and iterates its batches, one held at a time; the
@@ -191,18 +203,22 @@ export class Statement extends AdbcHandle {
     return async ? this.#batchesAsync() : this.#batches(this.#open());
   }
 
-  *#batches(stream: ImportedStream): Generator<RecordBatch, void, undefined> {
+  *#batches(result: ResultStream): Generator<RecordBatch, void, undefined> {
     try {
-      yield* recordBatches(stream, {});
+      yield* recordBatches(result.stream, {});
+    } catch (failure) {
+      throw result.convert(failure);
     } finally {
       this.#endStream();
     }
   }
 
   async *#batchesAsync(): AsyncGenerator<RecordBatch, void, undefined> {
-    const stream = await this.#openAsync();
+    const result = await this.#openAsync();
     try {
-      yield* recordBatches(stream, { async: true });
+      yield* recordBatches(result.stream, { async: true });
+    } catch (failure) {
+      throw result.convert(failure);
     } finally {
       this.#endStream();
     }
@@ -213,9 +229,9 @@ export class Statement extends AdbcHandle {
    * release it (or `using`) before closing the statement. */
   executeStream(): ImportedStream {
     this._live("Statement.executeStream");
-    const stream = this.#open();
-    this.#stream = null;
-    return stream;
+    const result = this.#open();
+    this.#result = null;
+    return result.detach();
   }
 
   /** Runs the query in partitions (AdbcStatementExecutePartitions): the
@@ -257,49 +273,43 @@ export class Statement extends AdbcHandle {
     // called while another call on the statement runs.
     const error = newErrorStruct(this.driver);
     try {
-      this.driver.call(null, "StatementCancel", [this.object, error], error);
+      this.driver.callCancel(this.#guard, "StatementCancel", this.object, error);
     } finally {
       native.abd_free(error);
     }
   }
 
-  /** Runs ExecuteQuery on the JS thread; the result moved into an ImportedStream. */
-  #open(): ImportedStream {
+  /** Runs ExecuteQuery on the JS thread; the result moved into a ResultStream. */
+  #open(): ResultStream {
     this.#endStream();
     const stream = scratch(40);
     try {
       this._call("StatementExecuteQuery", [stream, 0]);
-      this.#stream = ImportedStream.fromArrayStream(branded<"ArrowArrayStream">(stream));
-      return this.#stream;
+      this.#result = new ResultStream(this.driver, stream);
+      return this.#result;
     } finally {
       native.abd_free(stream);
     }
   }
 
   /** `open` with ExecuteQuery on a native thread. */
-  async #openAsync(): Promise<ImportedStream> {
+  async #openAsync(): Promise<ResultStream> {
     this.#endStream();
     const stream = scratch(40);
     try {
       await this.driver.callAsync(this.guard, "StatementExecuteQuery", [this.object, stream, 0, this.error], this.error);
-      this.#stream = ImportedStream.fromArrayStream(branded<"ArrowArrayStream">(stream));
-      return this.#stream;
+      this.#result = new ResultStream(this.driver, stream);
+      return this.#result;
     } finally {
       native.abd_free(stream);
     }
   }
 
-  #drain<T extends Table | Promise<Table>>(table: T): T {
-    if (table instanceof Promise) return table.finally(() => this.#endStream()) as T;
-    this.#endStream();
-    return table;
-  }
-
   /** Releases the current result stream, if any. */
   #endStream(): void {
-    const stream = this.#stream;
-    this.#stream = null;
-    stream?.release();
+    const result = this.#result;
+    this.#result = null;
+    result?.release();
   }
 
   protected override _beforeRelease(): void {

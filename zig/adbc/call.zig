@@ -27,6 +27,7 @@ const status = @import("../core/status.zig");
 const counters = @import("../core/counters.zig");
 const js_queue = @import("../core/js_queue.zig");
 const js_context = @import("../core/js_context.zig");
+const sync = @import("../core/sync.zig");
 
 const Driver = driver_mod.Driver;
 const fail = status.fail;
@@ -38,18 +39,113 @@ pub const Object = extern struct {
     holder: u64,
     /// Calls refused since the object was made (a statistic for tests).
     refused: u64,
+    /// Holders of this memory: the JS object that made it, and each JS
+    /// thread that borrowed it (a shared connection); the last frees it.
+    refs: u32,
+    /// Set (under the guard) when the owner retires it before releasing
+    /// it: from then on every call that enters the guard is refused.
+    retired: u32,
+    /// Held (a spin lock: cancels are short) by a cancel call, which skips
+    /// the guard, and by `retire`: no cancel runs once the owner may
+    /// release the object.
+    cancel_lock: u32,
 };
 
 pub fn objectNew() ?*Object {
     const object = std.heap.c_allocator.create(Object) catch return null;
-    object.* = .{ .handle = .{ .private_data = null, .private_driver = null }, .holder = 0, .refused = 0 };
+    object.* = .{ .handle = .{ .private_data = null, .private_driver = null }, .holder = 0, .refused = 0, .refs = 1, .retired = 0, .cancel_lock = 0 };
     counters.add(.live_adbc_objects, 1);
     return object;
 }
 
+/// One more holder of `object`'s memory (a borrowing thread).
+pub fn objectRetain(object: *Object) void {
+    _ = @atomicRmw(u32, &object.refs, .Add, 1, .monotonic);
+}
+
+/// Drops one holder; the last frees the object.
 pub fn objectFree(object: *Object) void {
+    if (@atomicRmw(u32, &object.refs, .Sub, 1, .acq_rel) != 1) return;
     std.heap.c_allocator.destroy(object);
     counters.add(.live_adbc_objects, -1);
+}
+
+/// Marks `object` retired, under its guard: false (the reason recorded)
+/// when a call holds the guard now. After it, every call is refused, so
+/// the owner may release the ADBC object without the guard; it can no
+/// longer be borrowed.
+pub fn retire(object: *Object) bool {
+    shared_mutex.lock();
+    defer shared_mutex.unlock();
+    if (!enter(object)) return false;
+    lockCancel(object);
+    @atomicStore(u32, &object.retired, 1, .release);
+    unlockCancel(object);
+    leave(object);
+    for (shared.items, 0..) |entry, i| {
+        if (entry.object == object) {
+            _ = shared.swapRemove(i);
+            break;
+        }
+    }
+    return true;
+}
+
+fn lockCancel(object: *Object) void {
+    while (@cmpxchgWeak(u32, &object.cancel_lock, 0, 1, .acquire, .monotonic) != null) std.Thread.yield() catch {};
+}
+
+fn unlockCancel(object: *Object) void {
+    @atomicStore(u32, &object.cancel_lock, 0, .release);
+}
+
+/// Calls a Cancel function without the guard (a call of `object` may be
+/// running) but never after `object` was retired: -1 with the reason
+/// recorded then, else the AdbcStatusCode.
+pub fn callCancel(object: *Object, function: *const anyopaque, words: []const usize) c_int {
+    lockCancel(object);
+    defer unlockCancel(object);
+    if (@atomicLoad(u32, &object.retired, .acquire) != 0) {
+        _ = fail(.released, "the ADBC connection is closed (its owner closed it)", .{});
+        return -1;
+    }
+    return callWords(function, words);
+}
+
+/// Connections shared with other JS threads: a borrow names an object by
+/// its address, which is honoured only while it is listed here (shared,
+/// not yet retired), so a stale or made-up address is refused, never read.
+const Shared = struct { object: *Object, driver: *Driver };
+var shared_mutex: sync.Mutex = .{};
+var shared: std.ArrayList(Shared) = .empty;
+
+/// Lists `object` (a connection of `driver`) as borrowable. False when
+/// memory is short.
+pub fn share(object: *Object, driver: *Driver) bool {
+    shared_mutex.lock();
+    defer shared_mutex.unlock();
+    for (shared.items) |entry| if (entry.object == object) return true;
+    shared.append(std.heap.c_allocator, .{ .object = object, .driver = driver }) catch {
+        _ = fail(.out_of_memory, "out of memory sharing an ADBC connection", .{});
+        return false;
+    };
+    return true;
+}
+
+/// Takes a hold on the shared `object` and its driver (returned); null,
+/// the reason recorded, when it is not shared (never, or closed since).
+pub fn borrow(object: usize) ?*Driver {
+    shared_mutex.lock();
+    defer shared_mutex.unlock();
+    for (shared.items) |entry| {
+        if (@intFromPtr(entry.object) == object) {
+            objectRetain(entry.object);
+            driver_mod.retain(entry.driver);
+            return entry.driver;
+        }
+    }
+    _ = fail(.released, "the shared ADBC connection is closed (or was never shared)", .{});
+    return null;
 }
 
 fn threadTag() u64 {
@@ -63,6 +159,11 @@ pub fn enter(guard: *Object) bool {
         _ = @atomicRmw(u64, &guard.refused, .Add, 1, .monotonic);
         const where: []const u8 = if (held == me) "a call of this thread that has not returned (a background query, or a result stream still being read in the background)" else "another thread";
         _ = fail(.wrong_thread, "the ADBC connection is in use by {s}; ADBC connections take one call at a time: wait for it to finish, or open another connection", .{where});
+        return false;
+    }
+    if (@atomicLoad(u32, &guard.retired, .acquire) != 0) {
+        leave(guard);
+        _ = fail(.released, "the ADBC connection is closed (its owner closed it)", .{});
         return false;
     }
     return true;
@@ -180,12 +281,24 @@ pub fn errorReset(driver: *const Driver, err: *abi.AdbcError) void {
 pub var errors_released: std.atomic.Value(u64) = .init(0);
 
 /// Reads `err` into a malloc'd blob (`out`, its size returned), releases
-/// it once and resets it for `driver`. Blob, little-endian:
-/// u32 message bytes, message, i32 vendor code, u8 has-vendor-code,
-/// 5 bytes SQLSTATE, u32 detail count, then per detail
-/// u32 key bytes, key, u32 value bytes, value.
+/// it once and resets it for `driver`. Blob layout: `encodeError`.
 /// Returns 0 (and no blob) when out of memory; the error is released anyway.
 pub fn takeError(driver: *const Driver, err: *abi.AdbcError, out: *?[*]u8) usize {
+    const size = encodeError(driver, err, out);
+    if (err.release) |release| {
+        release(err);
+        _ = errors_released.fetchAdd(1, .monotonic);
+    }
+    errorReset(driver, err);
+    return size;
+}
+
+/// Copies `err` (a set AdbcError of `driver`; left as it is) into a
+/// malloc'd blob (`out`, its size returned; 0 and no blob when out of
+/// memory). Little-endian: u32 message bytes, message, i32 vendor code,
+/// u8 has-vendor-code, 5 bytes SQLSTATE, u32 detail count, then per
+/// detail u32 key bytes, key, u32 value bytes, value.
+pub fn encodeError(driver: *const Driver, err: *const abi.AdbcError, out: *?[*]u8) usize {
     out.* = null;
     var blob: std.ArrayList(u8) = .empty;
     defer blob.deinit(std.heap.c_allocator);
@@ -200,7 +313,9 @@ pub fn takeError(driver: *const Driver, err: *abi.AdbcError, out: *?[*]u8) usize
         var details: c_int = 0;
         const has_details = private and err.private_data != null and driver.version >= abi.version_1_1_0;
         if (has_details) {
-            if (driver.table.ErrorGetDetailCount) |count| details = @max(count(err), 0);
+            if (driver.table.ErrorGetDetailCount) |count| {
+                if (driver.table.ErrorGetDetail != null) details = @max(count(err), 0);
+            }
         }
         blob.appendSlice(a, std.mem.asBytes(&@as(u32, @intCast(details)))) catch break :build false;
         var i: c_int = 0;
@@ -213,11 +328,6 @@ pub fn takeError(driver: *const Driver, err: *abi.AdbcError, out: *?[*]u8) usize
         }
         break :build true;
     };
-    if (err.release) |release| {
-        release(err);
-        _ = errors_released.fetchAdd(1, .monotonic);
-    }
-    errorReset(driver, err);
     if (!ok) return 0;
     const memory: [*]u8 = @ptrCast(std.c.malloc(@max(blob.items.len, 1)) orelse return 0);
     @memcpy(memory[0..blob.items.len], blob.items);

@@ -26,7 +26,15 @@ pub const Driver = extern struct {
     table: abi.AdbcDriver,
     /// ADBC_VERSION_1_1_0 or ADBC_VERSION_1_0_0: what the driver accepted.
     version: c_int,
+    /// Holders: the JS thread that loaded it, and each thread that borrowed
+    /// a connection of it. The last one's `unload` releases the driver.
+    refs: u32 = 1,
 };
+
+/// One more holder of `driver` (a thread borrowing one of its connections).
+pub fn retain(driver: *Driver) void {
+    _ = @atomicRmw(u32, &driver.refs, .Add, 1, .monotonic);
+}
 
 /// Opens `path` and initializes the driver through `entrypoint` (null:
 /// "AdbcDriverInit"). On failure returns null with the reason recorded
@@ -49,7 +57,7 @@ pub fn load(path: [*:0]const u8, entrypoint: ?[*:0]const u8) ?*Driver {
         _ = fail(.out_of_memory, "ADBC driver {s}: out of memory", .{path_text});
         return null;
     };
-    driver.* = .{ .table = std.mem.zeroes(abi.AdbcDriver), .version = abi.version_1_1_0 };
+    driver.* = .{ .table = std.mem.zeroes(abi.AdbcDriver), .version = abi.version_1_1_0, .refs = 1 };
     var first = initAt(init, driver, abi.version_1_1_0);
     if (first.code == abi.status_not_implemented) {
         first.deinit();
@@ -103,8 +111,10 @@ fn initAt(init: InitFunc, driver: *Driver, version: c_int) InitResult {
     return result;
 }
 
-/// Calls the driver's release once and frees the table.
+/// Drops one holder; the last calls the driver's release once and frees
+/// the table.
 pub fn unload(driver: *Driver) void {
+    if (@atomicRmw(u32, &driver.refs, .Sub, 1, .acq_rel) != 1) return;
     if (driver.table.release) |release| {
         var err = std.mem.zeroes(abi.AdbcError);
         _ = release(&driver.table, &err);

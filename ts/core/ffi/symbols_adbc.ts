@@ -1,6 +1,6 @@
 /**
- * bun:ffi declarations of the ADBC calls (zig/c_api.zig, "ADBC"; the
- * modules are zig/adbc/).
+ * bun:ffi declarations of the ADBC calls (zig/c_api.zig, "ADBC", and
+ * zig/adbc/exports.zig; the modules are zig/adbc/).
  */
 import { FFIType } from "bun:ffi";
 
@@ -22,4 +22,11 @@ export const adbcSymbols = {
   abd_adbc_object_refused: { args: [ptr], returns: f64 },
   abd_adbc_schema_stream: { args: [ptr, ptr], returns: i32 },
   abd_adbc_partitions_release: { args: [ptr], returns: none },
+  abd_adbc_result_stream: { args: [ptr, ptr], returns: ptr },
+  abd_adbc_result_error: { args: [ptr, ptr], returns: ptr },
+  abd_adbc_result_slot_release: { args: [ptr], returns: none },
+  abd_adbc_object_share: { args: [ptr, ptr], returns: i32 },
+  abd_adbc_object_borrow: { args: [f64, ptr], returns: i32 },
+  abd_adbc_object_retire: { args: [ptr], returns: i32 },
+  abd_adbc_call_cancel: { args: [ptr, ptr, ptr, u32], returns: i32 },
 } as const;
