@@ -12,7 +12,6 @@
 import { describe, expect, test } from "bun:test";
 import { Field, Int32, RecordBatch, Schema, Table, Type, Utf8, makeData, makeVector } from "apache-arrow";
 import { ExportedStream, arrowProtocol, exportArray, exportSchema, exportStream, importRecordBatch, importTable, importVector, installArrowProtocol, recordBatches, uninstallArrowProtocol } from "../../ts/index.ts";
-import { UnsupportedError } from "../../ts/core/errors.ts";
 import { ArrowCArray, ArrowCDeviceArray, ArrowCDeviceStream, ArrowCSchema, ArrowCStream, ImportedArray, ImportedStream, type ArrowCapsule, type CapsuleKind, type SchemaProducer } from "../../ts/raw.ts";
 import { nonZeroCounters } from "../helpers/leaks.ts";
 import { streamPeer } from "../helpers/fixtures.ts";
@@ -78,7 +77,7 @@ function reeStream(): ExportedStream {
   return slot;
 }
 
-/** `attempt` converts with materialize and is refused (UnsupportedError) without. */
+/** `attempt` converts with materialize and is refused (code "unsupported") without. */
 async function materializeTakesEffect(attempt: (materialize: boolean) => unknown): Promise<unknown> {
   let error: unknown;
   try {
@@ -252,7 +251,7 @@ describe("requestedSchema", () => {
       // schema (whatever entry is loaded); its conversion honours it.
       using imported = ImportedArray.fromDeviceArray(arrowProtocol(batch));
       const handleMethod = (imported as unknown as Record<symbol, (o: object) => ArrowCapsule>)[method];
-      expect(() => handleMethod({ requestedSchema: wanted })).toThrow(UnsupportedError);
+      expect(() => handleMethod({ requestedSchema: wanted })).toThrow(withCode("unsupported"));
       expect(importRecordBatch(arrowProtocol(importRecordBatch(imported))[method]!({ requestedSchema: wanted })).schema.fields[0].name).toBe("m");
     }
     for (const method of [ArrowCStream, ArrowCDeviceStream] as const) {

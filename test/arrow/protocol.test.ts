@@ -268,7 +268,7 @@ describe("requestedSchema", () => {
     using imported = ImportedArray.fromDeviceArray(new ForeignColumn([3, 4]));
     using wanted = request(new Field("renamed", new Int32(), false));
     const methods = imported as unknown as Record<symbol, (o: object) => ArrowCapsule>;
-    expect(() => methods[ArrowCArray]({ requestedSchema: wanted })).toThrow(UnsupportedError);
+    expect(() => methods[ArrowCArray]({ requestedSchema: wanted })).toThrow(withCode("unsupported"));
     expect(() => methods[ArrowCArray]({ requestedSchema: wanted })).toThrow("ask arrowProtocol(converted) for the requested schema");
     const capsule = arrowProtocol(importVector(imported))[ArrowCArray]!({ requestedSchema: wanted });
     using back = ImportedArray.fromArray(capsule);
@@ -298,7 +298,7 @@ describe("requestedSchema on a record batch imported from C", () => {
     for (const method of [ArrowCArray, ArrowCDeviceArray] as const) {
       using wanted = request(wantedSchema);
       const methods = fromC as unknown as Record<symbol, (o: object) => ArrowCapsule>;
-      expect(() => methods[method]({ requestedSchema: wanted })).toThrow(UnsupportedError);
+      expect(() => methods[method]({ requestedSchema: wanted })).toThrow(withCode("unsupported"));
       // Converted, it casts as the apache-arrow RecordBatch does.
       const capsule = arrowProtocol(importRecordBatch(fromC))[method]!({ requestedSchema: wanted });
       const back = importRecordBatch(capsule);
