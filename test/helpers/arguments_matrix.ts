@@ -140,6 +140,7 @@ export const table: Record<string, Entry> = {
   Statement: internalCtor(() => [Symbol("not the token"), {}, 8, {}]),
   AdbcHandle: internalCtor(() => [Symbol("not the token"), {}, "Database", null]),
   manifestDirectories: { args: () => [] },
+  "Connection.borrow": { args: () => [(adbcDatabase().connect() as unknown as { share(): unknown }).share()] },
   ...methods("Database", () => adbcDatabase(), {
     connect: [{}], setOption: ["k", "v"], getOption: ["k", "string"], close: [],
   }, { connect: [[...OPT, "{ address: 16 }"]], setOption: [["string"], ["string", "true", "unaligned", "negative", "address8", "address4096", "fraction", "Uint8Array", "hugeBigint"]], getOption: [["string"], ["undefined"]] },
@@ -150,7 +151,7 @@ export const table: Record<string, Entry> = {
   ...methods("Connection", () => adbcDatabase().connect(), {
     statement: [], prepare: ["SELECT 1"], query: ["SELECT 1"], recordBatches: ["SELECT 1"], execute: ["SELECT 1"],
     ingest: () => [adbcTable(), "t", {}], getInfo: [[0]], getObjects: [{}], getTableSchema: ["t", {}], getTableTypes: [], readPartition: [new Uint8Array(1)],
-    commit: [], rollback: [], cancel: [], setOption: ["k", "v"], getOption: ["k", "string"], close: [],
+    commit: [], rollback: [], cancel: [], setOption: ["k", "v"], getOption: ["k", "string"], share: [], close: [],
   }, {
     prepare: [["string"]], query: [["string"], OPT, OPT], recordBatches: [["string"], OPT], execute: [["string"], OPT], ingest: [[], ["string"], OPT], getInfo: [["undefined", "[]"]], getObjects: [OPT], getTableSchema: [["string"], OPT],
     readPartition: [["Uint8Array"]], setOption: [["string"], ["string", "true", "unaligned", "negative", "address8", "address4096", "fraction", "Uint8Array", "hugeBigint"]], getOption: [["string"], ["undefined"]],

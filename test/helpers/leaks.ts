@@ -134,3 +134,21 @@ export async function takeBaseline(rounds = 20): Promise<void> {
   if (!liveAtBaseline()) await collectUntil(liveAllZero, rounds);
   for (const [name, { read }] of sources) baselines.set(name, read());
 }
+
+/**
+ * Whether what a test left is only imports still viewed from JS: owners
+ * whose memory apache-arrow views hold, nothing else. JSC scans the stack
+ * and registers conservatively, so a Table a test dropped can stay marked
+ * by a stale word for many collections; its views end, and its owner with
+ * them, once that word is overwritten (the next test's baseline counts
+ * them until then, and their release does not fail it). A leak of the
+ * library (an owner no view holds, an export, a stream, a handle) is
+ * never this.
+ */
+export function onlyViewHeldImports(left: Partial<Counters>): boolean {
+  const allowed = new Set(["live_owners", "live_imported_views", "imported_bytes_held"]);
+  const keys = Object.keys(left);
+  const owners = left.live_owners ?? 0;
+  const views = left.live_imported_views ?? 0;
+  return keys.length > 0 && keys.every((key) => allowed.has(key)) && owners > 0 && views >= owners;
+}
