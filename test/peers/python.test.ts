@@ -5,7 +5,7 @@
  * proven by buffer addresses, lifetimes by exact release counts.
  */
 import { describe, expect, test } from "bun:test";
-import { chmodSync, mkdtempSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ptr, type Pointer } from "bun:ffi";
@@ -96,6 +96,7 @@ describe("finding libpython", () => {
 
   test("a static-only Python build is refused with what was tried", () => {
     const dir = mkdtempSync(join(tmpdir(), "abd-static-python-"));
+    using _dir = { [Symbol.dispose]: () => rmSync(dir, { recursive: true, force: true }) };
     const fake = join(dir, "python3-static");
     const report = { version: "3.99.0", shared: 0, ldlibrary: "libpython3.99.a", instsoname: null, libdir: dir, multiarch: null, base_prefix: dir, path: [] };
     writeFileSync(fake, `#!/bin/sh\necho '${JSON.stringify(report)}'\n`);
@@ -286,6 +287,7 @@ describe("JS to pyarrow (toPython)", () => {
       const vector = typeCase.make();
       const table = new Table({ [name]: vector });
       const dir = mkdtempSync(join(tmpdir(), "abd-ipc-"));
+      using _dir = { [Symbol.dispose]: () => rmSync(dir, { recursive: true, force: true }) };
       writeFileSync(join(dir, "t.arrow"), tableToIPC(table, "stream"));
       using o = toPython(table.batches[0]);
       const js = new Set<number>();
