@@ -23,6 +23,7 @@ import { AdbcHandle, adbcToken, type OptionValue } from "./handle.ts";
 import { ResultStream } from "./result.ts";
 import { Statement, exportParameters, takeSchema, type ExecuteOptions, type Parameters } from "./statement.ts";
 import { errorFor, InvalidArgumentError, Status } from "../core/errors.ts";
+import { nativeArray } from "../core/ffi/native_arrays.ts";
 
 /** Options of `new Database`. */
 export type DatabaseOptions = {
@@ -182,7 +183,7 @@ export class Connection extends AdbcHandle {
     integerArg(fn, "shared.connection", shared.connection, 1, 2 ** 53);
     stringArg(fn, "shared.driver", shared.driver);
     if (shared.entrypoint !== null) stringArg(fn, "shared.entrypoint", shared.entrypoint);
-    const out = new Float64Array(1);
+    const out = nativeArray(Float64Array, 1);
     const status = native.abd_adbc_object_borrow(shared.connection, out);
     if (status !== 0) throw errorFor(status, lastError());
     const driver = new Driver(shared.driver, shared.entrypoint, out[0] as unknown as Pointer);
@@ -372,7 +373,7 @@ export class Connection extends AdbcHandle {
     if (checked.tableTypes !== undefined) {
       if (!Array.isArray(checked.tableTypes)) throw argumentError(fn, "options.tableTypes", "an array of strings", checked.tableTypes);
       checked.tableTypes.forEach((t, i) => typeBytes.push(cString(fn, `options.tableTypes[${i}]`, t)));
-      types = new BigUint64Array(typeBytes.length + 1);
+      types = nativeArray(BigUint64Array, typeBytes.length + 1);
       void types.buffer;
       typeBytes.forEach((b, i) => (types![i] = BigInt(addressOf(b))));
     }

@@ -19,12 +19,13 @@ import { argumentError } from "../core/args.ts";
 import { AdbcError, AdbcStatus, InvalidArgumentError, Status, errorFor } from "../core/errors.ts";
 import { lastError, native } from "../core/ffi/library.ts";
 import { JsWorkTag, onJsWork } from "../native/js_queue.ts";
+import { nativeArray } from "../core/ffi/native_arrays.ts";
 
 /** Arguments of a driver call: addresses and integers (exact to 2^53). */
-const words = new Float64Array(9);
+const words = nativeArray(Float64Array, 9);
 void words.buffer;
 const wordsAddress = ptr(words);
-const sizeOut = new Float64Array(1);
+const sizeOut = nativeArray(Float64Array, 1);
 void sizeOut.buffer;
 const sizeOutAddress = ptr(sizeOut);
 
@@ -62,7 +63,7 @@ export class Driver {
     } else {
       const pathBytes = cString("Database", "driver", path);
       const entryBytes = entrypoint === null ? null : cString("Database", "entrypoint", entrypoint);
-      const out = new Float64Array(1);
+      const out = nativeArray(Float64Array, 1);
       const status = native.abd_adbc_driver_load(pathBytes, entryBytes, out);
       if (status !== 0) throw errorFor(status, lastError());
       this.address = read.ptr(ptr(out), 0) as Pointer;

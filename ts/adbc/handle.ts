@@ -11,6 +11,7 @@ import { argumentError, internalConstruction, stringArg } from "../core/args.ts"
 import { AdbcStatus, ReleasedError, Status, errorFor } from "../core/errors.ts";
 import { native } from "../core/ffi/library.ts";
 import { addressOf, cString, newErrorStruct, type Driver } from "./driver.ts";
+import { nativeArray, nativeArrayOf } from "../core/ffi/native_arrays.ts";
 
 /** An option value: a string (SetOption), a bigint (SetOptionInt), a
  * number (SetOptionDouble), bytes (SetOptionBytes), or a boolean (the
@@ -117,7 +118,7 @@ export abstract class AdbcHandle implements Disposable {
     stringArg(fn, "key", key);
     if (!["string", "bytes", "int", "double"].includes(kind)) throw argumentError(fn, "kind", `"string", "bytes", "int" or "double"`, kind);
     const keyBytes = cString(fn, "key", key);
-    const out = new Float64Array(1);
+    const out = nativeArray(Float64Array, 1);
     void out.buffer;
     if (kind === "int") {
       this._call(`${this.prefix}GetOptionInt`, [addressOf(keyBytes), ptr(out)]);
@@ -130,9 +131,9 @@ export abstract class AdbcHandle implements Disposable {
     const name: AdbcDriverField = kind === "string" ? `${this.prefix}GetOption` : `${this.prefix}GetOptionBytes`;
     let capacity = 256;
     for (;;) {
-      const buffer = new Uint8Array(capacity);
+      const buffer = nativeArray(Uint8Array, capacity);
       void buffer.buffer;
-      const length = new BigUint64Array([BigInt(capacity)]);
+      const length = nativeArrayOf(BigUint64Array, [BigInt(capacity)]);
       void length.buffer;
       this._call(name, [addressOf(keyBytes), ptr(buffer), ptr(length)]);
       const needed = Number(length[0]);

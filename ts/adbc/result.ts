@@ -16,8 +16,9 @@ import { StreamError, type AdbcError } from "../core/errors.ts";
 import { native } from "../core/ffi/library.ts";
 import { ImportedStream } from "../native/imported_stream.ts";
 import { decodeError, type Driver } from "./driver.ts";
+import { nativeArray } from "../core/ffi/native_arrays.ts";
 
-const out = new Float64Array(3);
+const out = nativeArray(Float64Array, 3);
 void out.buffer;
 
 export class ResultStream {

@@ -28,15 +28,16 @@ import { retainWithOwners } from "../native/keepalive.ts";
 import { importOwnerOf } from "../native/imported.ts";
 import { batchAgain, imageOf, leafHolds, leaves, rememberBatch, viewFacts, type Batch, type ViewFacts } from "./export_memo.ts";
 import { nullCountOf, shiftBits, slotBytes, unsetBits } from "./export_bits.ts";
+import { nativeArray } from "../core/ffi/native_arrays.ts";
 
 /** Plan words, reused across exports (its backing store is large enough to
  * live out of line, so its address is stable during the native call). */
-let planWords = new Float64Array(4096);
+let planWords = nativeArray(Float64Array, 4096);
 let planLength = 0;
 
 function push(word: number) {
   if (planLength === planWords.length) {
-    const bigger = new Float64Array(planWords.length * 2);
+    const bigger = nativeArray(Float64Array, planWords.length * 2);
     bigger.set(planWords);
     planWords = bigger;
   }
@@ -57,7 +58,7 @@ function addressOf(view: NodeJS.ArrayBufferView): number {
  * buffer there); apache-arrow leaves the offsets of empty arrays it builds
  * (e.g. the placeholder batch of a stream without batches) empty. Never
  * written; module-lifetime, so it outlives every export. */
-const zeroOffset = new BigInt64Array(1);
+const zeroOffset = nativeArray(BigInt64Array, 1);
 
 const noChildren: readonly Data[] = Object.freeze([]);
 
@@ -287,7 +288,7 @@ class ArrayPlanner {
         if (!this.buffer(this.backed(data.values as Uint8Array, lead * 16))) return false;
         const variadic = data.variadicBuffers ?? [];
         for (const v of variadic) this.buffer(this.keep(v));
-        const sizes = new BigInt64Array(variadic.length);
+        const sizes = nativeArray(BigInt64Array, variadic.length);
         variadic.forEach((v, i) => (sizes[i] = BigInt(v.byteLength)));
         this.buffer(this.keep(sizes));
         break;

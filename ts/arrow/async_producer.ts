@@ -53,6 +53,7 @@ import { exportSchema } from "./export.ts";
 import { planArray, plannedWords } from "./array_plan.ts";
 import { addressArg, argumentError, describeValue, deviceTypeArg, optionsArg } from "../core/args.ts";
 import { arrowArg } from "./arrow_args.ts";
+import { nativeArray } from "../core/ffi/native_arrays.ts";
 
 const W = AsyncProducerWord;
 const EINVAL = Errno.EINVAL;
@@ -132,7 +133,7 @@ function isStreamable(source: unknown): boolean {
  * contract says: the native create fails on device type 0 after checking
  * the handler, and releases it. */
 function refuseHandler(handler: number): void {
-  const out = new BigUint64Array(1);
+  const out = nativeArray(BigUint64Array, 1);
   native.abd_async_producer_create(asPointer(handler), 0, null, 0, 0, out);
 }
 
@@ -211,12 +212,12 @@ class ProducerDriver {
   readonly address: number;
   readonly token: number;
   readonly signal = new WakeSignal();
-  readonly words = new Float64Array(asyncProducerWords);
+  readonly words = nativeArray(Float64Array, asyncProducerWords);
   /** The native state words as of their last change (async/producer.zig
    * `published`), read without a call between sends; never after the
    * producer is released (the memory goes with it). */
   readonly #published: Float64Array;
-  readonly rc = new Int32Array(1);
+  readonly rc = nativeArray(Int32Array, 1);
   sent = 0;
   /** Runs of sends made without waiting in between (diagnostics). */
   bursts = 0;
@@ -235,7 +236,7 @@ class ProducerDriver {
 
   constructor(handler: number, deviceType: number, metadata: Uint8Array | null) {
     this.token = registerWake(() => this.signal.notify());
-    const out = new BigUint64Array(1);
+    const out = nativeArray(BigUint64Array, 1);
     const status = native.abd_async_producer_create(asPointer(handler), deviceType, metadata, metadata?.length ?? 0, this.token, out);
     if (status !== 0) {
       unregisterWake(this.token);
@@ -258,7 +259,7 @@ class ProducerDriver {
 
   /** The native wake count, read without disturbing the loop's poll. */
   wakes(): number {
-    const words = new Float64Array(asyncProducerWords);
+    const words = nativeArray(Float64Array, asyncProducerWords);
     native.abd_async_producer_poll(asPointer(this.address), words, 0);
     return words[W.wakes];
   }

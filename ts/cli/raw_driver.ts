@@ -14,6 +14,7 @@
  */
 import { dlopen, FFIType, ptr, type Pointer } from "bun:ffi";
 import type { DeviceKind } from "../device/runtime.ts";
+import { nativeArray } from "../core/ffi/native_arrays.ts";
 
 const { i32, u32, u64, ptr: p } = FFIType;
 const usize = FFIType.u64;
@@ -100,12 +101,12 @@ export function openRawDriver(kind: DeviceKind, library: string): RawDriver {
 function openCuda(library: string): RawDriver {
   const lib = dlopen(library, cudaSymbols);
   const f = lib.symbols;
-  const out = new BigUint64Array(1);
-  const ms = new Float32Array(1);
+  const out = nativeArray(BigUint64Array, 1);
+  const ms = nativeArray(Float32Array, 1);
   const o = ptr(out);
   const take = (): number => Number(out[0]);
   checked("cuInit", f.cuInit(0));
-  const device = new Int32Array(1);
+  const device = nativeArray(Int32Array, 1);
   checked("cuDeviceGet", f.cuDeviceGet(ptr(device), 0));
   checked("cuDevicePrimaryCtxRetain", f.cuDevicePrimaryCtxRetain(o, device[0]));
   const context = take();
@@ -143,8 +144,8 @@ function openCuda(library: string): RawDriver {
 function openHip(library: string): RawDriver {
   const lib = dlopen(library, hipSymbols);
   const f = lib.symbols;
-  const out = new BigUint64Array(1);
-  const ms = new Float32Array(1);
+  const out = nativeArray(BigUint64Array, 1);
+  const ms = nativeArray(Float32Array, 1);
   const o = ptr(out);
   const take = (): number => Number(out[0]);
   checked("hipSetDevice", f.hipSetDevice(0));

@@ -8,6 +8,7 @@
  * limit: docs/devices.md).
  */
 import { check, native } from "../core/ffi/library.ts";
+import { nativeArray } from "../core/ffi/native_arrays.ts";
 
 /** Options of `DeviceRuntime.memoryPool`. */
 export type MemoryPoolOptions = {
@@ -35,7 +36,7 @@ export type MemoryPoolStats = {
   freedBlocks: number;
 };
 
-const words = new Float64Array(140);
+const words = nativeArray(Float64Array, 140);
 
 /** Reads (and with `trim`, trims) the pools of `deviceType`'s runtime. */
 export function readMemoryPool(deviceType: number, trim: boolean): MemoryPoolStats {

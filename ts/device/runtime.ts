@@ -35,6 +35,7 @@ import { check, lastError, native } from "../core/ffi/library.ts";
 import { readMemoryPool, type MemoryPoolOptions, type MemoryPoolStats } from "./pool_stats.ts";
 import { reportLeak, track, untrack } from "../native/debug.ts";
 import { addressArg, argumentError, booleanArg, integerArg, internalConstruction, oneOfArg, optionsArg, stringArg } from "../core/args.ts";
+import { nativeArray } from "../core/ffi/native_arrays.ts";
 
 /** Only this module constructs the runtime and its handles. */
 const deviceToken = Symbol("DeviceRuntime");
@@ -84,7 +85,7 @@ export function hostAddress(view: NodeJS.ArrayBufferView): number {
   return view.byteLength === 0 ? 0 : ptr(view);
 }
 
-const words = new Float64Array(4);
+const words = nativeArray(Float64Array, 4);
 
 function loadRuntime(kind: DeviceKind): number {
   return loadDeviceRuntime(checkKind("deviceAvailability", kind).deviceType);
@@ -102,7 +103,7 @@ export type DeviceAvailability =
 export function deviceAvailability(kind: DeviceKind): DeviceAvailability {
   const loaded = loadRuntime(kind);
   if (loaded !== 0) return { kind, available: false, reason: lastError() };
-  const path = new Uint8Array(512);
+  const path = nativeArray(Uint8Array, 512);
   check(native.abd_device_runtime_info(checkKind("deviceAvailability", kind).deviceType, words, path, path.length));
   return { kind, available: true, library: readCString(path), version: words[1], deviceCount: words[0] };
 }
@@ -207,7 +208,7 @@ export class DeviceRuntime {
   /** Name and memory size of device `id`. */
   device(id: number): DeviceInfo {
     ordinalArg("DeviceRuntime.device", "id", id);
-    const name = new Uint8Array(256);
+    const name = nativeArray(Uint8Array, 256);
     check(native.abd_device_get_info(this.deviceType, id, name, name.length, words));
     return { kind: this.kind, id, name: readCString(name), totalMemoryBytes: words[0] };
   }

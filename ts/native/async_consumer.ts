@@ -53,6 +53,7 @@ import { integerArg, optionsArg } from "../core/args.ts";
 import { validationLevelArg } from "../core/abi/layout.ts";
 import { inspectCustom } from "./inspect.ts";
 import { showAsyncConsumer } from "./inspect_handles.ts";
+import { nativeArray } from "../core/ffi/native_arrays.ts";
 
 /** Batches kept in flight when `AsyncConsumerOptions.queueDepth` is not given. */
 export const defaultQueueDepth = 4;
@@ -141,8 +142,8 @@ class ConsumerCore {
   address = 0;
   readonly token: number;
   readonly signal = new WakeSignal();
-  readonly words = new Float64Array(asyncConsumerWords);
-  readonly stringWords = new Float64Array(2);
+  readonly words = nativeArray(Float64Array, asyncConsumerWords);
+  readonly stringWords = nativeArray(Float64Array, 2);
   /** `abd_async_consumer_take_many`'s output: count, then owner and
    * metadata size per task. */
   readonly #taken: Float64Array;
@@ -170,9 +171,9 @@ class ConsumerCore {
 
   constructor(readonly depth: number, readonly validation: ValidationLevelName) {
     this.#level = ValidationLevel[validation];
-    this.#taken = new Float64Array(1 + 2 * Math.min(depth, maxTakePerCall));
+    this.#taken = nativeArray(Float64Array, 1 + 2 * Math.min(depth, maxTakePerCall));
     this.token = registerWake(() => this.#onWake());
-    const out = new BigUint64Array(1);
+    const out = nativeArray(BigUint64Array, 1);
     const status = native.abd_async_consumer_create(this.token, out);
     if (status !== 0) {
       unregisterWake(this.token);

@@ -6,6 +6,7 @@
 import { counterNames, type CounterName } from "../core/abi/layout.ts";
 import { native } from "../core/ffi/library.ts";
 import { drainReleased, retainedCount } from "./keepalive.ts";
+import { nativeArray } from "../core/ffi/native_arrays.ts";
 
 /** Every live-object counter by name (see `counters()`). */
 export type Counters = Record<CounterName, number> & {
@@ -15,7 +16,7 @@ export type Counters = Record<CounterName, number> & {
 
 // Passed as the typed array itself: Bun may move a small typed array's
 // storage, so a `ptr()` taken earlier can go stale.
-const scratch = new Float64Array(counterNames.length);
+const scratch = nativeArray(Float64Array, counterNames.length);
 
 /** Drains finished releases, then reads every counter. */
 export function counters(): Counters {

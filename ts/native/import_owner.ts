@@ -12,6 +12,7 @@ import { check, native } from "../core/ffi/library.ts";
 import { takeStructs, type StructRef } from "./c_structs.ts";
 import { withArrayCapsule } from "./protocol/consume.ts";
 import type { ArrayProducer, ArrowCapsule } from "./protocol/symbols.ts";
+import { nativeArray } from "../core/ffi/native_arrays.ts";
 
 /** Options of the imports (`ImportedArray.fromDeviceArray`, ...). */
 export type ImportOptions = {
@@ -51,7 +52,7 @@ export function ownerOfStructs(schema: StructRef<"ArrowSchema"> | number | null,
   return ownerOfTaken("array", s, a, level);
 }
 
-const out = new BigUint64Array(1);
+const out = nativeArray(BigUint64Array, 1);
 
 /**
  * Moves in a schema and array that are already checked (`takeStructs`)

@@ -12,6 +12,7 @@ import { asPointer } from "../core/abi/structs.ts";
 import { addressArg } from "../core/args.ts";
 import { native } from "../core/ffi/library.ts";
 import type { ImportedArray } from "./imported_array.ts";
+import { nativeArray } from "../core/ffi/native_arrays.ts";
 
 /** How `abd_owner_snapshot` pays for a handle's reference (zig/c_api.zig):
  * a new one for its anchor view, the caller's for its anchor view, or the
@@ -26,7 +27,7 @@ let snapshotGuess = 256;
 /** Start addresses seen by `distinctWanted` (its distinctness check for
  * tables not in ascending order; JS thread only, never kept). */
 const distinctCheckLimit = 16;
-const distinctScratch = new Float64Array(distinctCheckLimit);
+const distinctScratch = nativeArray(Float64Array, distinctCheckLimit);
 
 /**
  * How many buffers of a buffer table (`count` entries from word `at`)
@@ -66,7 +67,7 @@ export function distinctWanted(table: Float64Array, at: number, count: number, v
 /** Whether the start addresses of the `wanted` buffers `distinctWanted`
  * counted are all different (sorted, then neighbours compared). */
 function distinctSorted(table: Float64Array, at: number, count: number, views: readonly (ArrayBuffer | undefined)[], wanted: number): boolean {
-  const addresses = new Float64Array(wanted);
+  const addresses = nativeArray(Float64Array, wanted);
   let k = 0;
   for (let i = 0; i < count; i++) {
     const base = at + i * bufferStride;
@@ -102,7 +103,7 @@ export function wrapWanted(owner: number, table: Float64Array, at: number, count
 
 /** A new array for a snapshot, of the size the last one needed. */
 export function snapshotWords(): Float64Array {
-  return new Float64Array(snapshotGuess);
+  return nativeArray(Float64Array, snapshotGuess);
 }
 
 /** After a snapshot into `words` that needed `needed` words (written only
@@ -111,7 +112,7 @@ export function snapshotWords(): Float64Array {
 export function completeSnapshot(owner: number, words: Float64Array, needed: number): Float64Array {
   snapshotGuess = needed;
   if (needed <= words.length) return words;
-  const bigger = new Float64Array(needed);
+  const bigger = nativeArray(Float64Array, needed);
   native.abd_owner_snapshot(asPointer(owner), bigger, needed, SnapshotReference.adoptPlain);
   return bigger;
 }
@@ -120,10 +121,10 @@ export function completeSnapshot(owner: number, words: Float64Array, needed: num
  * array (longer than needed when the guess was); pays for the handle's
  * anchor view (see the constructor). */
 export function ownerSnapshot(owner: number, adopt: SnapshotReference): Float64Array {
-  let words = new Float64Array(snapshotGuess);
+  let words = nativeArray(Float64Array, snapshotGuess);
   const needed = native.abd_owner_snapshot(asPointer(owner), words, words.length, adopt);
   if (needed > words.length) {
-    words = new Float64Array(needed);
+    words = nativeArray(Float64Array, needed);
     native.abd_owner_snapshot(asPointer(owner), words, words.length, adopt);
   }
   snapshotGuess = needed;

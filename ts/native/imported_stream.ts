@@ -42,6 +42,7 @@ import { ArrowCDeviceStream, ArrowCStream, isStreamProducer, type ArrowCapsule, 
 import { addressArg, argumentError, internalConstruction } from "../core/args.ts";
 import { inspectCustom } from "./inspect.ts";
 import { showImportedStream } from "./inspect_handles.ts";
+import { nativeArray } from "../core/ffi/native_arrays.ts";
 
 /** Only this module constructs an ImportedStream. */
 const streamToken = Symbol("ImportedStream");
@@ -67,14 +68,14 @@ onJsWork(JsWorkTag.stream_import_pulled, (serial) => {
 /** zig/stream/import.zig PullState. */
 const PullState = { idle: 0, queued: 1, running: 2, ready: 3 } as const;
 
-const words = new Float64Array(4);
+const words = nativeArray(Float64Array, 4);
 /** abd_stream_import_next_snapshot's head: owner, snapshot words needed. */
-const pulledHead = new Float64Array(2);
+const pulledHead = nativeArray(Float64Array, 2);
 
 /** Set by ImportedStream's static block: takes a finished background
  * pull (the js_queue handler). */
 let settle: (stream: ImportedStream) => void;
-const errnoOut = new Int32Array(1);
+const errnoOut = nativeArray(Int32Array, 1);
 
 function inFlight(): InvalidArgumentError {
   return new InvalidArgumentError(Status.invalid_argument, "a nextAsync() pull (or its read-ahead) of this stream is still in flight; await nextAsync() instead");
@@ -133,7 +134,7 @@ export class ImportedStream implements Disposable, Iterable<ImportedArray>, Asyn
     } catch (caught) {
       error = caught;
     }
-    const out = new BigUint64Array(1);
+    const out = nativeArray(BigUint64Array, 1);
     // Moved in even when an option is bad: an import owns what it is given.
     check(native.abd_stream_import(kind, asPointer(address), out));
     const handle = Number(out[0]);

@@ -18,6 +18,7 @@ import { JsWorkTag } from "../core/abi/layout.ts";
 import { integerArg } from "../core/args.ts";
 import { native } from "../core/ffi/library.ts";
 import { drainReleased } from "./keepalive.ts";
+import { nativeArray } from "../core/ffi/native_arrays.ts";
 
 export { JsWorkTag };
 
@@ -34,7 +35,7 @@ export function onJsWork(tag: number, handler: JsWorkHandler): void {
 }
 
 const capacity = 256;
-const scratch = new Float64Array(3 * capacity);
+const scratch = nativeArray(Float64Array, 3 * capacity);
 
 /**
  * How long the JS thread keeps polling for more work after handling some,

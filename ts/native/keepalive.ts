@@ -17,6 +17,7 @@
  */
 import { JSCallback, toArrayBuffer } from "bun:ffi";
 import { check, jsContext, native } from "../core/ffi/library.ts";
+import { nativeArray } from "../core/ffi/native_arrays.ts";
 
 /** Ids handed to native code are `base + index`: the high bits name this
  * JS thread (zig/core/js_context.zig), so a release on any thread reports to
@@ -58,7 +59,7 @@ const onRelease = new Map<number, () => void>();
 // Passed to native code as the typed array itself on every call: a cached
 // ptr() of it went stale (its storage moved), so the library wrote ids into
 // the old place — corrupting the JS heap — while JS read zeros here.
-const drainScratch = new Float64Array(512);
+const drainScratch = nativeArray(Float64Array, 512);
 
 // The native count of queued ids (zig/export/keepalive.zig `queued`): static
 // library memory, never freed (the library is never closed), so the view
@@ -83,7 +84,7 @@ export function whenReleased(id: number, released: () => void): void {
 
 /** Ids that hold import owners natively (zig/export_holds.zig). */
 const holdingOwners = new Set<number>();
-let ownerScratch = new Float64Array(16);
+let ownerScratch = nativeArray(Float64Array, 16);
 
 /** Makes the export built under `id` hold one reference on each import
  * owner in `owners` (zig/export_holds.zig): its release, on any thread,
@@ -91,7 +92,7 @@ let ownerScratch = new Float64Array(16);
  * keep the owners alive. */
 export function holdOwners(id: number, owners: readonly number[]): void {
   if (owners.length === 0) return;
-  if (ownerScratch.length < owners.length) ownerScratch = new Float64Array(owners.length * 2);
+  if (ownerScratch.length < owners.length) ownerScratch = nativeArray(Float64Array, owners.length * 2);
   ownerScratch.set(owners);
   check(native.abd_export_hold_owners(id, ownerScratch, owners.length));
   holdingOwners.add(id);

@@ -6,6 +6,7 @@
 import { decodeMetadataBytes } from "../core/abi/metadata.ts";
 import { asPointer } from "../core/abi/structs.ts";
 import { native } from "../core/ffi/library.ts";
+import { nativeArray } from "../core/ffi/native_arrays.ts";
 
 /** A node's schema fields, decoded once per import (zig/validate/schema_info.zig). */
 export type NodeSchema = {
@@ -18,7 +19,7 @@ export type NodeSchema = {
 
 const utf8 = new TextDecoder("utf-8", { fatal: false });
 /** Reused output of abd_owner_schema_info (decoded before the next call). */
-let schemaScratch = new Uint8Array(64 * 1024);
+let schemaScratch = nativeArray(Uint8Array, 64 * 1024);
 
 function decodeText(bytes: Uint8Array, at: number, length: number): string {
   // Names and formats are mostly short ASCII: skip TextDecoder for them.
@@ -35,7 +36,7 @@ function decodeText(bytes: Uint8Array, at: number, length: number): string {
 export function readSchemas(owner: number): NodeSchema[] {
   let needed = Number(native.abd_owner_schema_info(asPointer(owner), schemaScratch, schemaScratch.length));
   if (needed > schemaScratch.length) {
-    schemaScratch = new Uint8Array(needed);
+    schemaScratch = nativeArray(Uint8Array, needed);
     needed = Number(native.abd_owner_schema_info(asPointer(owner), schemaScratch, schemaScratch.length));
   }
   const bytes = schemaScratch;
@@ -63,7 +64,7 @@ export function readSchemas(owner: number): NodeSchema[] {
 }
 
 /** Reused output of abd_owner_schema_key (see `ownerSchemaKey`). */
-let keyScratch = new Int32Array(1024);
+let keyScratch = nativeArray(Int32Array, 1024);
 
 /**
  * An exact description of `owner`'s schema tree, for caches of what is
@@ -77,7 +78,7 @@ let keyScratch = new Int32Array(1024);
 export function ownerSchemaKey(owner: number): Int32Array | null {
   let needed = native.abd_owner_schema_key(asPointer(owner), keyScratch, keyScratch.length);
   if (needed > keyScratch.length) {
-    keyScratch = new Int32Array(needed);
+    keyScratch = nativeArray(Int32Array, needed);
     needed = native.abd_owner_schema_key(asPointer(owner), keyScratch, keyScratch.length);
   }
   return needed === 0 ? null : keyScratch.subarray(0, needed);

@@ -8,6 +8,7 @@ import { type Pointer } from "bun:ffi";
 import { ReexportFlag, ReexportRequestWord, ReexportShape, WindowWord, reexportRequestWords, windowWords } from "../core/abi/layout.ts";
 import { argumentError, booleanArg, integerArg, isPlainObject, oneOfArg } from "../core/args.ts";
 import { check, native } from "../core/ffi/library.ts";
+import { nativeArray } from "../core/ffi/native_arrays.ts";
 
 /** The rows of one node of an owner's node table that a handle covers:
  * `offset` is the C offset its root gets, `nullCount` -1 when unknown
@@ -49,7 +50,7 @@ export function selectionArg(fn: string, selection: Selection): void {
 /** The request words for `selection`, starting from `base` (null: the
  * whole array). */
 export function encodeRequest(base: Window | null, selection: Selection): Float64Array {
-  const words = new Float64Array(reexportRequestWords);
+  const words = nativeArray(Float64Array, reexportRequestWords);
   let flags = 0;
   if (base) {
     flags |= ReexportFlag.base;
@@ -78,7 +79,7 @@ export function encodeRequest(base: Window | null, selection: Selection): Float6
  * window; throws the library's typed error (OutOfRangeError, ...). */
 export function selectWindow(owner: number, base: Window | null, selection: Selection): Window {
   const request = encodeRequest(base, selection);
-  const out = new Float64Array(windowWords);
+  const out = nativeArray(Float64Array, windowWords);
   check(native.abd_owner_select(owner as Pointer, request, request.length, out));
   return {
     node: out[WindowWord.node],

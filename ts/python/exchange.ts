@@ -36,6 +36,7 @@ import { shapeOf } from "../arrow/source_shape.ts";
 import { PythonError } from "./errors.ts";
 import { PyObject, loadPython, loadedPython, pythonShim, pythonToken, type Python } from "./interpreter.ts";
 import { ErrorText } from "./shim.ts";
+import { nativeArray, nativeArrayOf } from "../core/ffi/native_arrays.ts";
 
 /** Protocol methods by the kind numbers of native/abd_python.h. */
 const Kind = { device_array: 0, array: 1, device_stream: 2, stream: 3, schema: 4 } as const;
@@ -199,7 +200,7 @@ function sourceBatches(python: Python, schema: Parameters<typeof exportSchema>[0
     for (const owner of owners) native.abd_owner_release(owner as Pointer);
     throw error;
   }
-  const list = new BigUint64Array(owners.map(BigInt));
+  const list = nativeArrayOf(BigUint64Array, owners.map(BigInt));
   using exportedSchema = (() => {
     try {
       return exportSchema(schema);

@@ -21,6 +21,7 @@ import { bootstrapCode } from "./bootstrap.ts";
 import { PythonError, PythonUnavailableError } from "./errors.ts";
 import { locatePython, type LocateOptions } from "./locate.ts";
 import { ErrorText, cString, libraryForShim, openShim, readShimCounters, shimPath, type Shim, type ShimCounters } from "./shim.ts";
+import { nativeArray, nativeArrayOf } from "../core/ffi/native_arrays.ts";
 
 /** Options of `loadPython`: where libpython is, and extra `sys.path` folders. */
 export type LoadPythonOptions = LocateOptions & {
@@ -74,7 +75,7 @@ export class PyObject implements Disposable {
         throw new PythonError("str() failed", new TextDecoder().decode(bytes.subarray(0, end < 0 ? bytes.length : end)));
       }
       if (size <= bytes.length) return new TextDecoder().decode(bytes.subarray(0, size));
-      bytes = new Uint8Array(size);
+      bytes = nativeArray(Uint8Array, size);
     }
   }
 
@@ -86,7 +87,7 @@ export class PyObject implements Disposable {
   /** `obj(*args)`. */
   call(...args: PyObject[]): PyObject {
     const shim = shimOf(this.#python);
-    const addresses = new BigUint64Array(args.map((a) => BigInt(a.address)));
+    const addresses = nativeArrayOf(BigUint64Array, args.map((a) => BigInt(a.address)));
     const error = new ErrorText();
     const result = shim.abdpy_call(this.address as Pointer, addresses.length > 0 ? addresses : null, args.length, error.bytes, error.bytes.length);
     if (result === null) throw new PythonError("calling a Python object failed", error.text);

@@ -11,6 +11,7 @@ import { libraryPath } from "../core/ffi/library.ts";
 import { platformId, platformPackage } from "../core/ffi/platform.ts";
 import { openLibrary, type NativeLibrary } from "../core/ffi/bun_ffi.ts";
 import { PythonUnavailableError } from "./errors.ts";
+import { nativeArray } from "../core/ffi/native_arrays.ts";
 
 const { ptr, i32, i64, usize, void: none } = FFIType;
 
@@ -120,14 +121,14 @@ export function openShim(): Shim {
 /** A UTF-8, NUL-terminated copy of `text` for a `const char*` argument. */
 export function cString(text: string): Uint8Array<ArrayBuffer> {
   const bytes = new TextEncoder().encode(text);
-  const out = new Uint8Array(bytes.length + 1);
+  const out = nativeArray(Uint8Array, bytes.length + 1);
   out.set(bytes);
   return out;
 }
 
 /** An error buffer for the shim's `err, capacity` arguments, and its text. */
 export class ErrorText {
-  readonly bytes = new Uint8Array(4096);
+  readonly bytes = nativeArray(Uint8Array, 4096);
   get text(): string {
     const end = this.bytes.indexOf(0);
     return new TextDecoder().decode(this.bytes.subarray(0, end < 0 ? this.bytes.length : end));
@@ -142,7 +143,7 @@ const shimCounterNames = [
 export type ShimCounters = Record<(typeof shimCounterNames)[number], number>;
 
 export function readShimCounters(shim: Shim): ShimCounters {
-  const words = new Float64Array(shimCounterNames.length);
+  const words = nativeArray(Float64Array, shimCounterNames.length);
   shim.abdpy_counters(words, words.length);
   return Object.fromEntries(shimCounterNames.map((name, i) => [name, words[i]])) as ShimCounters;
 }
