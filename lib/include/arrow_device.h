@@ -665,6 +665,21 @@ int abd_adbc_job_finish(abd_adbc_job* job);
 void abd_adbc_error_reset(const abd_adbc_driver* driver, void* error);
 uint8_t* abd_adbc_error_take(const abd_adbc_driver* driver, void* error, double* size_out);
 double abd_adbc_errors_released(void);
+/* Result streams whose failing get_next keeps the driver's AdbcError
+ * (ErrorFromArrayStream): wrap the stream in place (NULL: the driver
+ * offers none), take the latest failure (out: blob size, AdbcStatusCode,
+ * get_next's errno; free the blob with abd_free), drop the slot. */
+typedef struct abd_adbc_result_slot abd_adbc_result_slot;
+abd_adbc_result_slot* abd_adbc_result_stream(const abd_adbc_driver* driver, struct ArrowArrayStream* stream);
+uint8_t* abd_adbc_result_error(abd_adbc_result_slot* slot, double* out);
+void abd_adbc_result_slot_release(abd_adbc_result_slot* slot);
+/* A connection other JS threads may borrow until its owner retires it;
+ * a borrow by address (out[0]: the driver), refused when the address names
+ * no shared connection. Cancel without entering the connection's guard. */
+abd_status abd_adbc_object_share(abd_adbc_object* object, abd_adbc_driver* driver);
+abd_status abd_adbc_object_borrow(double address, double* out);
+abd_status abd_adbc_object_retire(abd_adbc_object* object);
+int abd_adbc_call_cancel(abd_adbc_object* object, const void* function, const double* words, uint32_t n);
 double abd_adbc_object_refused(const abd_adbc_object* object);
 /* Moves schema into a new stream with that schema and no batches. */
 abd_status abd_adbc_schema_stream(struct ArrowSchema* schema, struct ArrowArrayStream* out);
