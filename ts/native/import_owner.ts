@@ -1,5 +1,5 @@
 /**
- * The imports of one array into a native owner (zig/c_api.zig
+ * The imports of one array into a native owner (zig/c_api_import.zig
  * abd_import_array, abd_import_device_array): the producer's structs are
  * moved in and validated, and the owner's address comes back holding the
  * import's reference, which the new handle adopts (ImportedArray, or

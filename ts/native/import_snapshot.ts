@@ -1,5 +1,5 @@
 /**
- * The snapshot of an import owner's tables (zig/c_api.zig
+ * The snapshot of an import owner's tables (zig/c_api_import.zig
  * abd_owner_snapshot): its info words, node table and buffer table copied
  * into one Float64Array, which never changes; and the choice of which of
  * its buffers get a view of their own, with the references for all of
@@ -14,7 +14,7 @@ import { native } from "../core/ffi/library.ts";
 import type { ImportedArray } from "./imported_array.ts";
 import { nativeArray } from "../core/ffi/native_arrays.ts";
 
-/** How `abd_owner_snapshot` pays for a handle's reference (zig/c_api.zig):
+/** How `abd_owner_snapshot` pays for a handle's reference (zig/c_api_import.zig):
  * a new one for its anchor view, the caller's for its anchor view, or the
  * caller's kept as a plain reference (a transient handle). */
 export const SnapshotReference = { retainForAnchor: 0, adoptForAnchor: 1, adoptPlain: 2 } as const;

@@ -69,7 +69,7 @@ let keyScratch = nativeArray(Int32Array, 1024);
 /**
  * An exact description of `owner`'s schema tree, for caches of what is
  * built from it: every node's flags, format, name and metadata bytes as
- * the producer gave them, and its child count (zig/c_api.zig
+ * the producer gave them, and its child count (zig/c_api_import.zig
  * abd_owner_schema_key), so two imports with the same key have the same
  * schema. A view of a scratch buffer, valid until the next call: copy it
  * to keep it. Null when a node is dictionary-encoded (apache-arrow gives

@@ -1,6 +1,6 @@
 /**
  * `ImportedArray.toHost()`: an import's data as an ordinary CPU import,
- * copied from device memory (zig/c_api.zig abd_owner_to_host) or viewed
+ * copied from device memory (zig/c_api_device.zig abd_owner_to_host) or viewed
  * in place when the host can read it.
  */
 import { branded } from "../core/abi/pointers.ts";

@@ -1,5 +1,5 @@
 /**
- * bun:ffi declarations of the ADBC calls (zig/c_api.zig, "ADBC", and
+ * bun:ffi declarations of the ADBC calls (zig/c_api_adbc.zig and
  * zig/adbc/exports.zig; the modules are zig/adbc/).
  */
 import { FFIType } from "bun:ffi";

@@ -1,6 +1,6 @@
 /**
- * bun:ffi declarations of the async device stream C API (zig/c_api.zig,
- * "Async device streams"): the JS-wake notifier, schema copies, this
+ * bun:ffi declarations of the async device stream C API
+ * (zig/c_api_async.zig): the JS-wake notifier, schema copies, this
  * library as consumer (abd_async_consumer_*) and as producer
  * (abd_async_producer_*).
  */

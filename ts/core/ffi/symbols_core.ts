@@ -1,5 +1,5 @@
 /**
- * bun:ffi declarations of the core C API (zig/c_api.zig). Each area of the
+ * bun:ffi declarations of the core C API (zig/c_api_core.zig; zig/c_api.zig pulls in every area). Each area of the
  * library declares its symbols in its own symbols_*.ts file; library.ts
  * merges them into the one dlopen table.
  */

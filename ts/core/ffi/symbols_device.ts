@@ -1,6 +1,6 @@
 /**
- * bun:ffi declarations of the device-runtime C API (zig/c_api.zig,
- * "Device runtimes"): CUDA and ROCm loaded at run time, memory, copies,
+ * bun:ffi declarations of the device-runtime C API (zig/c_api_device.zig):
+ * CUDA and ROCm loaded at run time, memory, copies,
  * streams, events, pointer queries, and host/device transfers of arrays.
  */
 import { FFIType } from "bun:ffi";

@@ -1,6 +1,6 @@
 /**
- * bun:ffi declarations of JS-produced device streams (zig/c_api.zig,
- * "Device streams from JS"): a stream whose schema is read from a C schema,
+ * bun:ffi declarations of JS-produced device streams
+ * (zig/c_api_streams.zig): a stream whose schema is read from a C schema,
  * and get_next answered by moving a device array made elsewhere.
  */
 import { FFIType } from "bun:ffi";

@@ -1,5 +1,5 @@
 /**
- * bun:ffi declarations of the import area of zig/c_api.zig: moving structs
+ * bun:ffi declarations of zig/c_api_import.zig: moving structs
  * the caller holds (zig/import/move.zig) and the schema strings of an import in
  * one call (zig/validate/schema_info.zig).
  */

@@ -1,6 +1,6 @@
 /**
- * bun:ffi declarations of the re-export and relay C API (zig/c_api.zig,
- * "Re-export and relays"; zig/import/reexport.zig).
+ * bun:ffi declarations of the re-export and relay C API
+ * (zig/c_api_reexport.zig; zig/import/reexport.zig).
  */
 import { FFIType } from "bun:ffi";
 

@@ -1,5 +1,5 @@
 /**
- * bun:ffi declarations of the stream C API (zig/c_api.zig, "Streams"):
+ * bun:ffi declarations of the stream C API (zig/c_api_streams.zig):
  * the JS work queue, JS-produced streams, imported streams and adapters.
  */
 import { FFIType } from "bun:ffi";
