@@ -34,7 +34,7 @@ import { liveStreamSources } from "../helpers/js_live.ts";
 import { DeviceType, ExportedArray, ExportedStream, StreamError, exportArray, exportStream, importTable, recordBatches, importRecordBatch } from "../../ts/index.ts";
 import { ImportedArray, ImportedStream } from "../../ts/raw.ts";
 import { deviceRuntime, toDevice, type DeviceKind } from "../../ts/device.ts";
-import { nonZeroCounters } from "../helpers/leaks.ts";
+import { nonZeroCounters, onlyViewHeldImports } from "../helpers/leaks.ts";
 import { relay } from "../../ts/raw.ts";
 import { withCode } from "../helpers/errors.ts";
 
@@ -61,9 +61,11 @@ afterEach(async () => {
     fake(kind).pause(false);
   }
   peer.peer_wait_background();
-  const clean = await collectUntil(() => Object.keys(nonZeroCounters()).length === 0 && liveStreamSources() === 0);
-  if (!clean) console.log(nonZeroCounters(), liveStreamSources());
-  expect(clean).toBe(true);
+  const clean = await collectUntil(() => Object.keys(nonZeroCounters()).length === 0 && liveStreamSources() === 0, 200);
+  // Batches handed to the GC that a stale stack word still marks are not
+  // leaks (leaks.ts, onlyViewHeldImports); everything else must be zero.
+  const left = clean ? {} : { ...nonZeroCounters(), ...(liveStreamSources() === 0 ? {} : { liveStreamSources: liveStreamSources() }) };
+  expect(onlyViewHeldImports(left) ? {} : left).toEqual({});
   for (const kind of kinds) expect(fakeLeaks(kind)).toEqual({});
   streamPeer.sp_reset_counts();
   peer.peer_reset_counts();
