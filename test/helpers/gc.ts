@@ -34,6 +34,22 @@ function collectOnce(round: number): Promise<void> {
   });
 }
 
+/** Runs `work` from a timer callback and settles with its result or its
+ * error. Objects a test means to drop are best made here: the collections
+ * of `collectUntil` run from timers too and scrub the stack under them, so
+ * no stale word of the test's own (async) frame keeps them marked. */
+export function runFromTimer<T>(work: () => T): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    setTimeout(() => {
+      try {
+        resolve(work());
+      } catch (error) {
+        reject(error);
+      }
+    }, 0);
+  });
+}
+
 export async function collectUntil(condition: () => boolean, rounds = 50): Promise<boolean> {
   for (let i = 0; i < rounds; i++) {
     drainReleased();
