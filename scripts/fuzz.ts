@@ -10,6 +10,7 @@
  */
 import { writeFileSync } from "node:fs";
 import { runFuzz } from "../test/fuzz/driver.ts";
+import { arrowShimUnavailable } from "../test/helpers/arrow_cpp.ts";
 
 function option(name: string, fallback: number): number {
   const at = process.argv.indexOf(`--${name}`);
@@ -20,12 +21,20 @@ function option(name: string, fallback: number): number {
 }
 
 const reportAt = process.argv.indexOf("--report");
+const arrow = !process.argv.includes("--no-arrow");
+// Without the reference every compared case would count as a disagreement:
+// stop before the first case instead, saying how to build it.
+const missing = arrow ? arrowShimUnavailable() : null;
+if (missing !== null) {
+  console.error(`fuzz: ${missing} Or pass --no-arrow to run without comparing.`);
+  process.exit(2);
+}
 const report = await runFuzz({
   seed: option("seed", 1),
   cases: option("cases", 100_000),
   from: option("from", 0),
   chunk: option("chunk", 2000),
-  arrow: !process.argv.includes("--no-arrow"),
+  arrow,
   log: (line) => console.log(line),
 });
 const text = JSON.stringify(report, null, 2);
