@@ -19,6 +19,7 @@ import { collectUntil } from "../helpers/gc.ts";
 import { importOwnerOf } from "../../ts/native/imported.ts";
 import { consumeInC } from "../helpers/streams.ts";
 import { withCode } from "../helpers/errors.ts";
+import { expectSettled } from "../helpers/settled.ts";
 
 const rows = 1000;
 /** c_peer.c's int32 values are i * 10, none null here. */
@@ -34,7 +35,7 @@ function importInts(): ImportedArray {
 const live = () => Number(peer.peer_produced_live());
 
 afterEach(async () => {
-  expect(await collectUntil(() => live() === 0 && Object.keys(nonZeroCounters()).length === 0)).toBe(true);
+  await expectSettled({ live });
   streamPeer.sp_reset_counts(); // counts are global to the process: leave none to the next file
 });
 

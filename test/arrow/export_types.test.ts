@@ -22,9 +22,10 @@ import { collectUntil } from "../helpers/gc.ts";
 import { bits } from "../helpers/producer.ts";
 import { typeCases } from "../helpers/type_cases.ts";
 import { withCode } from "../helpers/errors.ts";
+import { expectSettled } from "../helpers/settled.ts";
 
 afterEach(async () => {
-  expect(await collectUntil(() => Object.keys(nonZeroCounters()).length === 0)).toBe(true);
+  await expectSettled();
 });
 
 /** Exports `vector`'s single chunk, imports it back (validated fully) and

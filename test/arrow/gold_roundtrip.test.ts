@@ -21,9 +21,10 @@ import { collectUntil, runFromTimer } from "../helpers/gc.ts";
 import { goldFiles, readJson, readStream, type GoldFile, type JsonColumn, type JsonField } from "../helpers/shared_gold.ts";
 import { bits, disposeProduced, produceArray, producerClean, type NodeSpec } from "../helpers/producer.ts";
 import { withCode } from "../helpers/errors.ts";
+import { expectSettled } from "../helpers/settled.ts";
 
 afterEach(async () => {
-  expect(await collectUntil(() => Object.keys(nonZeroCounters()).length === 0)).toBe(true);
+  await expectSettled();
   expect(producerClean()).toEqual({ live: 0, doubles: 0 });
 });
 

@@ -24,9 +24,10 @@ import {
   bits, disposeProduced, produceArray, produceDevice, producerBuffer, producerClean, specFromData, type NodeSpec,
 } from "../helpers/producer.ts";
 import { withCode } from "../helpers/errors.ts";
+import { expectSettled } from "../helpers/settled.ts";
 
 afterEach(async () => {
-  expect(await collectUntil(() => Object.keys(nonZeroCounters()).length === 0)).toBe(true);
+  await expectSettled();
   expect(producerClean()).toEqual({ live: 0, doubles: 0 });
 });
 

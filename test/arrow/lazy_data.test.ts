@@ -21,6 +21,7 @@ import { streamPeer } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { disposeProduced, produceDevice, producerClean } from "../helpers/producer.ts";
 import { withCode } from "../helpers/errors.ts";
+import { expectSettled } from "../helpers/settled.ts";
 
 type Source = NonNullable<ReturnType<typeof streamPeer.sp_repeat_new>>;
 const sources: Source[] = [];
@@ -28,7 +29,7 @@ const sources: Source[] = [];
 afterEach(async () => {
   expect(await collectUntil(() => sources.every((source) => streamPeer.sp_repeat_live_batches(source) === 0n), 200)).toBe(true);
   for (const source of sources.splice(0)) streamPeer.sp_repeat_free(source);
-  expect(await collectUntil(() => Object.keys(nonZeroCounters()).length === 0, 200)).toBe(true);
+  await expectSettled();
 });
 
 /** A C stream of `batches` batches of struct<a: int32, b: float64 (every

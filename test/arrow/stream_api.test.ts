@@ -16,9 +16,10 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { repoRoot } from "../helpers/cli_run.ts";
 import { withCode } from "../helpers/errors.ts";
+import { expectSettled } from "../helpers/settled.ts";
 
 afterEach(async () => {
-  expect(await collectUntil(() => Object.keys(nonZeroCounters()).length === 0 && liveStreamSources() === 0, 200)).toBe(true);
+  await expectSettled({ liveStreamSources });
 });
 
 const table = (): Table => tableFromArrays({ id: Int32Array.of(1, 2, 3) });

@@ -21,6 +21,7 @@ import { SP_CHECK_ERROR_TWICE, SP_HOLD, streamPeer } from "../helpers/fixtures.t
 import { collectUntil } from "../helpers/gc.ts";
 import { consumeInC, goldStreams, openGold, readGold, unreadableByApacheArrow } from "../helpers/streams.ts";
 import { withCode } from "../helpers/errors.ts";
+import { expectSettled } from "../helpers/settled.ts";
 
 const kinds: { kind: StreamKind; code: 0 | 1 }[] = [{ kind: "stream", code: 0 }, { kind: "device_stream", code: 1 }];
 const threads = [{ name: "on the JS thread", threaded: false }, { name: "on a consumer thread", threaded: true }];
@@ -55,7 +56,7 @@ function takeAndConsume(job: Pointer, i: number): NativeBufferReport[] {
 
 afterEach(async () => {
   streamPeer.sp_reset_counts();
-  expect(await collectUntil(() => Object.keys(nonZeroCounters()).length === 0 && liveStreamSources() === 0)).toBe(true);
+  await expectSettled({ liveStreamSources });
 });
 
 describe("JS-produced streams pulled by C", () => {

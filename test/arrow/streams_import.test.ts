@@ -21,6 +21,7 @@ import { streamPeer } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { consumeInC, goldStreams, openGold, readGold, unreadableByApacheArrow } from "../helpers/streams.ts";
 import { withCode } from "../helpers/errors.ts";
+import { expectSettled } from "../helpers/settled.ts";
 
 const kinds = [
   // Either kind in one loop: the address is given its struct by structPointer.
@@ -53,7 +54,7 @@ function bufferAddresses(imported: ImportedArray): number[] {
 }
 
 afterEach(async () => {
-  expect(await collectUntil(() => Object.keys(nonZeroCounters()).length === 0 && liveStreamSources() === 0 && streamPeer.sp_produced_live() === 0n && streamPeer.sp_producer_streams_live() === 0n)).toBe(true);
+  await expectSettled({ liveStreamSources, producedLive: () => streamPeer.sp_produced_live(), producerStreamsLive: () => streamPeer.sp_producer_streams_live() });
   streamPeer.sp_reset_counts();
 });
 

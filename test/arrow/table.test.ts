@@ -13,9 +13,10 @@ import { liveStreamSources } from "../helpers/js_live.ts";
 import { compareBatches, unsharedBuffers } from "../helpers/arrow_compare.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { withCode } from "../helpers/errors.ts";
+import { expectSettled } from "../helpers/settled.ts";
 
 afterEach(async () => {
-  expect(await collectUntil(() => Object.keys(nonZeroCounters()).length === 0 && liveStreamSources() === 0, 200)).toBe(true);
+  await expectSettled({ liveStreamSources });
 });
 
 /** A table of three batches (4, 0 and 2 rows) with a nullable string column. */

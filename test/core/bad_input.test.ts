@@ -14,9 +14,10 @@ import { FxPatch, fx } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { bits, disposeProduced, produceArray, produceDevice, producerClean, type NodeSpec } from "../helpers/producer.ts";
 import { withCode } from "../helpers/errors.ts";
+import { expectSettled } from "../helpers/settled.ts";
 
 afterEach(async () => {
-  expect(await collectUntil(() => Object.keys(nonZeroCounters()).length === 0)).toBe(true);
+  await expectSettled();
   // Every struct the producer made was released, and none twice.
   expect(producerClean()).toEqual({ live: 0, doubles: 0 });
   fx.fx_reset_counts();

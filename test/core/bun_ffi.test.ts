@@ -9,9 +9,10 @@ import { nonZeroCounters } from "../helpers/leaks.ts";
 import { native } from "../../ts/core/ffi/library.ts";
 import { peer } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";
+import { expectSettled } from "../helpers/settled.ts";
 
 afterEach(async () => {
-  expect(await collectUntil(() => Object.keys(nonZeroCounters()).length === 0)).toBe(true);
+  await expectSettled();
 });
 
 function allocate(bytes: number): Pointer {

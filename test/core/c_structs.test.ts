@@ -17,9 +17,10 @@ import { collectUntil } from "../helpers/gc.ts";
 import { bits, disposeProduced, produceArray, produceDevice, producerClean, type NodeSpec } from "../helpers/producer.ts";
 import { testRoot } from "../helpers/paths.ts";
 import { withCode } from "../helpers/errors.ts";
+import { expectSettled } from "../helpers/settled.ts";
 
 afterEach(async () => {
-  expect(await collectUntil(() => Object.keys(nonZeroCounters()).length === 0 && producerClean().live === 0)).toBe(true);
+  await expectSettled({ producerLive: () => producerClean().live });
   expect(producerClean()).toEqual({ live: 0, doubles: 0 });
   fx.fx_reset_counts();
 });

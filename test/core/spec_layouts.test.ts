@@ -14,9 +14,10 @@ import { nonZeroCounters } from "../helpers/leaks.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { disposeProduced, produceArray, producerClean, type NodeSpec } from "../helpers/producer.ts";
 import { withCode } from "../helpers/errors.ts";
+import { expectSettled } from "../helpers/settled.ts";
 
 afterEach(async () => {
-  expect(await collectUntil(() => Object.keys(nonZeroCounters()).length === 0)).toBe(true);
+  await expectSettled();
   expect(producerClean()).toEqual({ live: 0, doubles: 0 });
 });
 

@@ -15,6 +15,7 @@ import { AsyncStreamConsumer, ImportedArray, ImportedStream } from "../../ts/raw
 import { exportAsyncStream, toDevice, type DeviceKind } from "../../ts/device.ts";
 import { DeviceType } from "../../ts/index.ts";
 import { nonZeroCounters } from "../helpers/leaks.ts";
+import { expectSettled } from "../helpers/settled.ts";
 
 if (!isFake) throw new Error("test/device/device_calls.test.ts needs the fake drivers");
 
@@ -31,9 +32,7 @@ const warmUp = 4;
 const measured = 8;
 
 afterEach(async () => {
-  const clean = await collectUntil(() => Object.keys(nonZeroCounters()).length === 0);
-  if (!clean) console.log(nonZeroCounters());
-  expect(clean).toBe(true);
+  await expectSettled();
   for (const kind of kinds) expect(fakeLeaks(kind)).toEqual({});
 });
 

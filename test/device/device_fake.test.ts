@@ -20,6 +20,7 @@ import { exportRawArray } from "../../ts/raw.ts";
 import { drainReleased } from "../../ts/diagnostics.ts";
 import { counters, nonZeroCounters } from "../helpers/leaks.ts";
 import { withCode } from "../helpers/errors.ts";
+import { expectSettled } from "../helpers/settled.ts";
 
 if (!isFake) throw new Error("test/device/device_fake.test.ts needs the fake drivers; scripts/gpu-suite.sh does not run it");
 
@@ -31,9 +32,7 @@ afterEach(async () => {
     fake(kind).pause(false);
   }
   peer.peer_reset_counts();
-  const clean = await collectUntil(() => Object.keys(nonZeroCounters()).length === 0);
-  if (!clean) console.log(nonZeroCounters());
-  expect(clean).toBe(true);
+  await expectSettled();
   for (const kind of kinds) expect(fakeLeaks(kind)).toEqual({});
 });
 

@@ -26,6 +26,7 @@ import { ImportedArray } from "../../ts/raw.ts";
 import { copyArrayToDevice, deviceRuntime, toDevice, type DeviceKind } from "../../ts/device.ts";
 import { exportRawArray, type RawArrayNode } from "../../ts/raw.ts";
 import { nonZeroCounters } from "../helpers/leaks.ts";
+import { expectSettled } from "../helpers/settled.ts";
 
 /** Files apache-arrow 21.2 cannot read, with the error it gives. */
 const unreadable: Record<string, RegExp> = {
@@ -34,9 +35,7 @@ const unreadable: Record<string, RegExp> = {
 };
 
 afterEach(async () => {
-  const clean = await collectUntil(() => Object.keys(nonZeroCounters()).length === 0);
-  if (!clean) console.log(nonZeroCounters());
-  expect(clean).toBe(true);
+  await expectSettled();
   for (const kind of deviceKinds) expect(fakeLeaks(kind)).toEqual({});
 });
 

@@ -13,6 +13,7 @@ import { collectUntil } from "../helpers/gc.ts";
 import { ImportedArray } from "../../ts/raw.ts";
 import { deviceRuntime, toDevice, type DeviceKind } from "../../ts/device.ts";
 import { counters, nonZeroCounters } from "../helpers/leaks.ts";
+import { expectSettled } from "../helpers/settled.ts";
 
 if (!isFake) throw new Error("test/device/device_pool.test.ts needs the fake drivers");
 
@@ -20,9 +21,7 @@ const kinds: DeviceKind[] = ["cuda", "rocm"];
 
 afterEach(async () => {
   peer.peer_reset_counts();
-  const clean = await collectUntil(() => Object.keys(nonZeroCounters()).length === 0);
-  if (!clean) console.log(nonZeroCounters());
-  expect(clean).toBe(true);
+  await expectSettled();
   for (const kind of kinds) expect(fakeLeaks(kind)).toEqual({});
 });
 

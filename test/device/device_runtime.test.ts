@@ -16,11 +16,10 @@ import { ImportedArray } from "../../ts/raw.ts";
 import { counters, nonZeroCounters } from "../helpers/leaks.ts";
 import { deviceAvailability, deviceRuntime, toDevice, toHost, type DeviceKind } from "../../ts/device.ts";
 import { withCode } from "../helpers/errors.ts";
+import { expectSettled } from "../helpers/settled.ts";
 
 afterEach(async () => {
-  const clean = await collectUntil(() => Object.keys(nonZeroCounters()).length === 0);
-  if (!clean) console.log(nonZeroCounters());
-  expect(clean).toBe(true);
+  await expectSettled();
   for (const kind of deviceKinds) expect(fakeLeaks(kind)).toEqual({});
 });
 

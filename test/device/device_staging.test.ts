@@ -10,15 +10,14 @@ import { collectUntil } from "../helpers/gc.ts";
 import { ImportedArray } from "../../ts/raw.ts";
 import { toDevice, type DeviceKind } from "../../ts/device.ts";
 import { nonZeroCounters } from "../helpers/leaks.ts";
+import { expectSettled } from "../helpers/settled.ts";
 
 if (!isFake) throw new Error("test/device/device_staging.test.ts needs the fake drivers");
 
 const kinds: DeviceKind[] = ["cuda", "rocm"];
 
 afterEach(async () => {
-  const clean = await collectUntil(() => Object.keys(nonZeroCounters()).length === 0);
-  if (!clean) console.log(nonZeroCounters());
-  expect(clean).toBe(true);
+  await expectSettled();
   for (const kind of kinds) {
     stagingPool(kind, true);
     expect(fakeLeaks(kind)).toEqual({});

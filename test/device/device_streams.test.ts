@@ -37,6 +37,7 @@ import { deviceRuntime, toDevice, type DeviceKind } from "../../ts/device.ts";
 import { nonZeroCounters, onlyViewHeldImports } from "../helpers/leaks.ts";
 import { relay } from "../../ts/raw.ts";
 import { withCode } from "../helpers/errors.ts";
+import { expectSettled } from "../helpers/settled.ts";
 
 if (!isFake) throw new Error("test/device/device_streams.test.ts needs the fake drivers; scripts/gpu-suite.sh does not run it");
 
@@ -61,11 +62,7 @@ afterEach(async () => {
     fake(kind).pause(false);
   }
   peer.peer_wait_background();
-  const clean = await collectUntil(() => Object.keys(nonZeroCounters()).length === 0 && liveStreamSources() === 0, 200);
-  // Batches handed to the GC that a stale stack word still marks are not
-  // leaks (leaks.ts, onlyViewHeldImports); everything else must be zero.
-  const left = clean ? {} : { ...nonZeroCounters(), ...(liveStreamSources() === 0 ? {} : { liveStreamSources: liveStreamSources() }) };
-  expect(onlyViewHeldImports(left) ? {} : left).toEqual({});
+  await expectSettled({ liveStreamSources });
   for (const kind of kinds) expect(fakeLeaks(kind)).toEqual({});
   streamPeer.sp_reset_counts();
   peer.peer_reset_counts();

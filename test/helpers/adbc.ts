@@ -34,11 +34,7 @@ export function adbcDriver(name: "sqlite" | "postgresql" | "flightsql"): string 
 
 /** For afterEach: waits (bounded GC rounds) for every count to settle, and names what is left. */
 export async function expectAdbcSettled(): Promise<void> {
-  const settled = await collectUntil(() => Object.keys(nonZeroCounters()).length === 0, 200);
-  // Results handed to the GC that a stale stack word still marks are not
-  // leaks (leaks.ts, onlyViewHeldImports); everything else must be zero.
-  const left = settled ? {} : nonZeroCounters();
-  expect(onlyViewHeldImports(left) ? {} : left).toEqual({});
+  await expectSettled();
 }
 
 /** Runs `body` and returns the error it threw, with the AdbcErrors released meanwhile. */
@@ -74,6 +70,7 @@ cur.close()
 conn.close()
 sys.stdout.buffer.write(sink.getvalue().to_pybytes())
 `;
+import { expectSettled } from "./settled.ts";
 
 /** The folders of pyarrow and adbc_driver_manager that setup.sh --test installs. */
 export function dbapiPythonPath(): string[] {

@@ -25,14 +25,14 @@ import { disposeProduced, producerBuffer, producerClean } from "../helpers/produ
 import { compareBatches, unsharedBuffers } from "../helpers/arrow_compare.ts";
 import { Rng } from "../fuzz/generate.ts";
 import { withCode } from "../helpers/errors.ts";
+import { expectSettled } from "../helpers/settled.ts";
 
 const EIO = 5;
 const EPROTO = 71;
 
 afterEach(async () => {
   freePeers(); // what a failed test left running
-  await collectUntil(() => Object.keys(nonZeroCounters()).length === 0);
-  expect(nonZeroCounters()).toEqual({});
+  await expectSettled();
   expect(asyncPeer.peer_async_generated_live()).toBe(0n);
   expect(registeredWakes()).toBe(0);
 });

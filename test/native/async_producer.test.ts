@@ -26,14 +26,14 @@ import { collectUntil } from "../helpers/gc.ts";
 import { goldReader, readableGoldFiles } from "../helpers/gold_batches.ts";
 import { Rng } from "../fuzz/generate.ts";
 import { withCode } from "../helpers/errors.ts";
+import { expectSettled } from "../helpers/settled.ts";
 
 const EINVAL = 22;
 const EOPNOTSUPP = 95;
 
 afterEach(async () => {
   freePeers(); // what a failed test left running
-  await collectUntil(() => Object.keys(nonZeroCounters()).length === 0);
-  expect(nonZeroCounters()).toEqual({});
+  await expectSettled();
   expect(asyncPeer.peer_async_generated_live()).toBe(0n);
   expect(registeredWakes()).toBe(0);
 });

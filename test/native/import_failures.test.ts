@@ -14,6 +14,7 @@ import { fx } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { produceDevice } from "../helpers/producer.ts";
 import { withCode } from "../helpers/errors.ts";
+import { expectSettled } from "../helpers/settled.ts";
 
 const huge = 5 * 2 ** 30;
 const reserved = fx.fx_reserve(huge)!;
@@ -21,7 +22,7 @@ const reserved = fx.fx_reserve(huge)!;
 afterAll(() => fx.fx_unreserve(reserved, huge));
 
 afterEach(async () => {
-  expect(await collectUntil(() => Object.keys(nonZeroCounters()).length === 0)).toBe(true);
+  await expectSettled();
   expect(fx.fx_double_releases()).toBe(0n);
 });
 

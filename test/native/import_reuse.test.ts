@@ -18,9 +18,10 @@ import { streamPeer } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { handleViews, pullTransient, schemaKeyOf, schemaMatchesKey } from "../../ts/native/batch_source.ts";
 import { withCode } from "../helpers/errors.ts";
+import { expectSettled } from "../helpers/settled.ts";
 
 afterEach(async () => {
-  expect(await collectUntil(() => Object.keys(nonZeroCounters()).length === 0 && streamPeer.sp_produced_live() === 0n)).toBe(true);
+  await expectSettled({ producedLive: () => streamPeer.sp_produced_live() });
   streamPeer.sp_reset_counts();
 });
 

@@ -15,9 +15,10 @@ import { CArray, CDeviceArray, CSchema } from "../../ts/raw.ts";
 import { nonZeroCounters } from "../helpers/leaks.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { disposeProduced, produceArray, producerClean } from "../helpers/producer.ts";
+import { expectSettled } from "../helpers/settled.ts";
 
 afterEach(async () => {
-  expect(await collectUntil(() => Object.keys(nonZeroCounters()).length === 0)).toBe(true);
+  await expectSettled();
   expect(producerClean()).toEqual({ live: 0, doubles: 0 });
 });
 

@@ -17,13 +17,14 @@ import { peer } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { heldSignature, owners, signature } from "../helpers/owners.ts";
 import { goldFiles as goldCases, readStream, unreadableByApacheArrow } from "../helpers/shared_gold.ts";
+import { expectSettled } from "../helpers/settled.ts";
 
 /** Files apache-arrow 21.2 cannot read (list-view, run-end encoded) are
  * covered by test/native/relay.test.ts with C producers. */
 const goldFiles = goldCases().filter((gold) => !unreadableByApacheArrow.has(gold.label));
 
 afterEach(async () => {
-  expect(await collectUntil(() => Object.keys(nonZeroCounters()).length === 0)).toBe(true);
+  await expectSettled();
   peer.peer_reset_counts();
 });
 

@@ -13,6 +13,7 @@ import { counters, nonZeroCounters } from "../helpers/leaks.ts";
 import { exportArray } from "../../ts/index.ts";
 import { peer } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";
+import { expectSettled } from "../helpers/settled.ts";
 
 const D = ArrowDeviceArrayLayout.fields;
 
@@ -52,7 +53,7 @@ function exportAndHandOver() {
 
 afterEach(async () => {
   peer.peer_reset_counts();
-  expect(await collectUntil(() => Object.keys(nonZeroCounters()).length === 0)).toBe(true);
+  await expectSettled();
 });
 
 describe("CPU device array export", () => {

@@ -18,6 +18,7 @@ import { streamPeer } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { pullInto } from "../../ts/native/batch_source.ts";
 import { withCode } from "../helpers/errors.ts";
+import { expectSettled } from "../helpers/settled.ts";
 
 type Source = NonNullable<ReturnType<typeof streamPeer.sp_repeat_new>>;
 const sources: Source[] = [];
@@ -57,7 +58,7 @@ function readAll(read: StreamRead): RecordBatch[] {
 afterEach(async () => {
   expect(await collectUntil(() => sources.every((source) => streamPeer.sp_repeat_live_batches(source) === 0n), 200)).toBe(true);
   for (const source of sources.splice(0)) streamPeer.sp_repeat_free(source);
-  expect(await collectUntil(() => Object.keys(nonZeroCounters()).length === 0, 200)).toBe(true);
+  await expectSettled();
 });
 
 describe("a stream's batches built without a handle", () => {

@@ -13,12 +13,12 @@ import { liveStreamSources } from "../helpers/js_live.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { nonZeroCounters } from "../helpers/leaks.ts";
 import { withCode } from "../helpers/errors.ts";
+import { expectSettled } from "../helpers/settled.ts";
 
 // What a test's Workers release reaches this thread after they end: each
 // test waits for all of it (bounded collections), so the next starts clean.
 afterEach(async () => {
-  const settled = () => Object.keys(nonZeroCounters()).length === 0 && liveStreamSources() === 0;
-  expect(await collectUntil(settled, 1000) ? {} : { ...nonZeroCounters(), liveStreamSources: liveStreamSources() }).toEqual({});
+  await expectSettled({ liveStreamSources }, 1000);
 });
 
 const fixtures = new URL("../fixtures/workers/", import.meta.url);

@@ -16,6 +16,7 @@ import { native } from "../../ts/core/ffi/library.ts";
 import { nonZeroCounters } from "../helpers/leaks.ts";
 import { fixturePath } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";
+import { expectSettled } from "../helpers/settled.ts";
 
 const path = fixturePath("fake_adbc");
 const fake = dlopen(path, {
@@ -29,8 +30,7 @@ const live = () => Number(fake.fake_adbc_live());
 
 afterEach(async () => {
   expect(live()).toBe(0);
-  const settled = await collectUntil(() => Object.keys(nonZeroCounters()).length === 0, 200);
-  expect(settled ? {} : nonZeroCounters()).toEqual({});
+  await expectSettled();
 });
 
 function failure(body: () => unknown): unknown {

@@ -20,12 +20,12 @@ import {
 import { peer } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { goldFiles, unreadableByApacheArrow } from "../helpers/shared_gold.ts";
+import { expectSettled } from "../helpers/settled.ts";
 
 const files = goldFiles().filter((f) => !unreadableByApacheArrow.has(f.label));
 
 afterEach(async () => {
-  const clean = await collectUntil(() => Object.keys(nonZeroCounters()).length === 0);
-  expect(clean ? {} : nonZeroCounters()).toEqual({});
+  await expectSettled();
   expect(arrowCppLive()).toEqual({ ipc: 0, held: 0, jobs: 0 });
   peer.peer_reset_counts();
 });

@@ -60,6 +60,7 @@ import {
 import { CppBatches, readGold, type Gold } from "../helpers/arrow_cpp_gold.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { goldFiles, unreadableByApacheArrow, type GoldFile } from "../helpers/shared_gold.ts";
+import { expectSettled } from "../helpers/settled.ts";
 
 const files: GoldFile[] = goldFiles();
 const multiBatch = files.find((f) => f.label === "1.0.0-littleendian/generated_primitive")!;
@@ -70,8 +71,7 @@ const EINVAL = 22;
 const jobTimeoutMs = 20_000;
 
 afterEach(async () => {
-  const clean = () => Object.keys(nonZeroCounters()).length === 0 && registeredWakes() === 0 && arrowCppLive().jobs === 0;
-  expect(await collectUntil(clean, 200) ? {} : { ...nonZeroCounters(), wakes: registeredWakes(), ...arrowCppLive() }).toEqual({});
+  await expectSettled({ wakes: registeredWakes, arrowCppJobs: () => arrowCppLive().jobs });
   expect(arrowCppLive()).toEqual({ ipc: 0, held: 0, jobs: 0 });
 });
 

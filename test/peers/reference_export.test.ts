@@ -30,12 +30,12 @@ import { testRoot } from "../helpers/paths.ts";
 import {
   goldFiles, goldFolders, rejectedByArrowCppValidation, unreadableByApacheArrow, type GoldFile,
 } from "../helpers/shared_gold.ts";
+import { expectSettled } from "../helpers/settled.ts";
 
 const files: GoldFile[] = goldFiles();
 
 afterEach(async () => {
-  const clean = await collectUntil(() => Object.keys(nonZeroCounters()).length === 0);
-  expect(clean ? {} : nonZeroCounters()).toEqual({});
+  await expectSettled();
   expect(arrowCppLive()).toEqual({ ipc: 0, held: 0, jobs: 0 });
 });
 

@@ -27,13 +27,13 @@ import { ArrowCppRead, arrowCppLive, CSlot, cArrayLayout, type NodeLayout } from
 import { peer } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { goldFiles, unreadableByApacheArrow, type GoldFile } from "../helpers/shared_gold.ts";
+import { expectSettled } from "../helpers/settled.ts";
 
 const files: GoldFile[] = goldFiles();
 
 afterEach(async () => {
   peer.peer_reset_counts();
-  const clean = await collectUntil(() => Object.keys(nonZeroCounters()).length === 0);
-  expect(clean ? {} : nonZeroCounters()).toEqual({});
+  await expectSettled();
   expect(arrowCppLive()).toEqual({ ipc: 0, held: 0, jobs: 0 });
 });
 

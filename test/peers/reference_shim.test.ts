@@ -19,6 +19,7 @@ import {
 import { peer } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { goldFiles, type GoldFile } from "../helpers/shared_gold.ts";
+import { expectSettled } from "../helpers/settled.ts";
 
 const files: GoldFile[] = goldFiles();
 const EINVAL = 22;
@@ -26,8 +27,7 @@ const EIO = 5;
 
 afterEach(async () => {
   peer.peer_reset_counts();
-  const clean = await collectUntil(() => Object.keys(nonZeroCounters()).length === 0 && arrowCppLive().jobs === 0);
-  expect(clean ? {} : { ...nonZeroCounters(), ...arrowCppLive() }).toEqual({});
+  await expectSettled({ arrowCppJobs: () => arrowCppLive().jobs });
   expect(arrowCppLive()).toEqual({ ipc: 0, held: 0, jobs: 0 });
 });
 

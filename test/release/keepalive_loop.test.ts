@@ -18,12 +18,13 @@ import { ImportedArray } from "../../ts/raw.ts";
 import { nonZeroCounters } from "../helpers/leaks.ts";
 import { releaseWakesPosted, retainedCount } from "../../ts/native/keepalive.ts";
 import { collectUntil } from "../helpers/gc.ts";
+import { expectSettled } from "../helpers/settled.ts";
 
 const cycles = 1_000_000;
 const rssGrowthBoundBytes = 40 * 2 ** 20;
 
 afterEach(async () => {
-  expect(await collectUntil(() => Object.keys(nonZeroCounters()).length === 0)).toBe(true);
+  await expectSettled();
 });
 
 test(`${cycles} export + import + release cycles without yielding: RSS grows < 40 MB, one wake posted`, async () => {

@@ -1,0 +1,42 @@
+// The after-each check of the suite (test/helpers/settled.ts) fails on
+// what a test leaves, naming it, and lets pass only an import that
+// apache-arrow views alone hold (what a stale stack word can keep).
+import { expect, test } from "bun:test";
+import { tableFromArrays, type RecordBatch } from "apache-arrow";
+import { exportArray, importRecordBatch } from "../../ts/index.ts";
+import { collectUntil } from "../helpers/gc.ts";
+import { nonZeroCounters } from "../helpers/leaks.ts";
+import { disposeProduced, produceArray, producerClean } from "../helpers/producer.ts";
+import { expectSettled } from "../helpers/settled.ts";
+
+const batch = () => tableFromArrays({ id: Int32Array.of(1, 2, 3) }).batches[0]!;
+
+test("an export left live fails the check, which names it", async () => {
+  const left = exportArray(batch());
+  try {
+    await expect(expectSettled({}, 3)).rejects.toThrow(/live_array_exports/);
+  } finally {
+    left.release();
+  }
+  await expectSettled();
+});
+
+test("a count of `others` above zero fails the check, which names it", async () => {
+  await expect(expectSettled({ planted: () => 2n }, 2)).rejects.toThrow(/planted/);
+  await expectSettled({ planted: () => 0n }, 2);
+});
+
+test("an import that only its views hold passes; its release follows the views", async () => {
+  const produced = produceArray({ format: "+s", name: "", length: 3, nullCount: 0, buffers: [null], children: [{ format: "i", name: "x", length: 3, nullCount: 0, buffers: [null, Int32Array.of(4, 5, 6)] }] });
+  let held: RecordBatch | null = importRecordBatch(produced.schema.address, produced.array.address, { as: "array" });
+  expect([...held.getChildAt(0)!]).toEqual([4, 5, 6]);
+  const left = nonZeroCounters();
+  expect(left.live_owners).toBe(1);
+  expect(left.live_imported_views).toBeGreaterThanOrEqual(1);
+  expect(Object.keys(left).sort()).toEqual(["imported_bytes_held", "live_imported_views", "live_owners"]);
+  await expectSettled();
+  held = null;
+  expect(await collectUntil(() => Object.keys(nonZeroCounters()).length === 0, 300)).toBe(true);
+  expect(producerClean()).toEqual({ live: 0, doubles: 0 });
+  disposeProduced(produced);
+});

@@ -1,0 +1,49 @@
+/**
+ * The check a test file runs after each test: nothing the test made is
+ * still live. It collects (a bounded number of rounds) until every library
+ * counter is back at the test's baseline and every count in `others` is
+ * zero, then fails naming what is left.
+ *
+ * One leftover is not a leak: an import whose memory only apache-arrow
+ * views hold, with nothing else left (leaks.ts, onlyViewHeldImports). JSC
+ * scans the stack conservatively, so a batch a test dropped can stay
+ * marked by a stale word under the test runner's frame for any number of
+ * collections; its views end, and its owner with them, once that word is
+ * overwritten, during the next test (whose baseline counts them, and
+ * whose check their release does not fail). After `viewHeldRounds`
+ * rounds in that state the wait ends: more collections do not help.
+ * An owner no view holds, an export, a stream, a handle or any count of
+ * `others` left over always fails.
+ */
+import { expect } from "bun:test";
+import { collectUntil } from "./gc.ts";
+import { nonZeroCounters, onlyViewHeldImports } from "./leaks.ts";
+
+/** Counts outside the library's own (a peer's live structs, stream
+ * sources, wakes) that must be zero once a test is over, by name. */
+export type OtherCounts = Record<string, () => number | bigint>;
+
+const viewHeldRounds = 30;
+
+function othersLeft(others: OtherCounts): Record<string, number | bigint> {
+  const left: Record<string, number | bigint> = {};
+  for (const [name, read] of Object.entries(others)) {
+    const value = read();
+    if (value !== 0 && value !== 0n) left[name] = value;
+  }
+  return left;
+}
+
+export async function expectSettled(others: OtherCounts = {}, rounds = 200): Promise<void> {
+  let heldByViews = 0;
+  const settled = () => {
+    const left = nonZeroCounters();
+    if (Object.keys(othersLeft(others)).length > 0) return false;
+    if (Object.keys(left).length === 0) return true;
+    heldByViews = onlyViewHeldImports(left) ? heldByViews + 1 : 0;
+    return heldByViews >= viewHeldRounds;
+  };
+  await collectUntil(settled, rounds);
+  const left = { ...nonZeroCounters(), ...othersLeft(others) };
+  expect(Object.keys(left).length === 0 || onlyViewHeldImports(left) ? {} : left).toEqual({});
+}
