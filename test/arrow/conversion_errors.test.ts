@@ -10,8 +10,6 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { ArrowDeviceError, importVector } from "../../ts/index.ts";
 import { InvalidLayoutError, OutOfMemoryError } from "../../ts/core/errors.ts";
 import { ImportedArray } from "../../ts/raw.ts";
-import { nonZeroCounters } from "../helpers/leaks.ts";
-import { collectUntil } from "../helpers/gc.ts";
 import { disposeProduced, produceArray, producerClean, type NodeSpec } from "../helpers/producer.ts";
 import { withCode } from "../helpers/errors.ts";
 import { expectSettled } from "../helpers/settled.ts";

@@ -12,10 +12,8 @@ import { ExportedArray, exportArray, exportBatches, exportSchema, exportStream, 
 import { exportAsyncStream } from "../../ts/device.ts";
 import { ImportedArray } from "../../ts/raw.ts";
 import { CDeviceArray, CSchema, exportRawArray } from "../../ts/raw.ts";
-import { nonZeroCounters } from "../helpers/leaks.ts";
 import { CSink } from "../helpers/async_peer.ts";
 import { peer, streamPeer, SP_HOLD } from "../helpers/fixtures.ts";
-import { collectUntil } from "../helpers/gc.ts";
 import { importOwnerOf } from "../../ts/native/imported.ts";
 import { consumeInC } from "../helpers/streams.ts";
 import { withCode } from "../helpers/errors.ts";

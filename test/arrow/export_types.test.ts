@@ -18,7 +18,6 @@ import { exportArray, exportBatches, exportSchema, importRecordBatch, importVect
 import { ImportedArray } from "../../ts/raw.ts";
 import { nonZeroCounters } from "../helpers/leaks.ts";
 import { compareBatches, compareVectors, unsharedBuffers } from "../helpers/arrow_compare.ts";
-import { collectUntil } from "../helpers/gc.ts";
 import { bits } from "../helpers/producer.ts";
 import { typeCases } from "../helpers/type_cases.ts";
 import { withCode } from "../helpers/errors.ts";

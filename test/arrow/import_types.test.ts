@@ -15,7 +15,6 @@ import {
 import { importRecordBatch, importVector, importData, importDataType, importSchema, importTable } from "../../ts/index.ts";
 import { UnknownDeviceError } from "../../ts/core/errors.ts";
 import { ImportedArray } from "../../ts/raw.ts";
-import { nonZeroCounters } from "../helpers/leaks.ts";
 import { typeSignature } from "../../ts/arrow/types.ts";
 import { compareVectors } from "../helpers/arrow_compare.ts";
 import { typeCases as cases } from "../helpers/type_cases.ts";

@@ -15,7 +15,7 @@ import {
 import { ExportedStream, exportArray, importRecordBatch, recordBatches, importData, importTable, importVector } from "../../ts/index.ts";
 import { ReleasedError } from "../../ts/core/errors.ts";
 import { ImportedArray, ImportedStream } from "../../ts/raw.ts";
-import { counters, nonZeroCounters } from "../helpers/leaks.ts";
+import { counters } from "../helpers/leaks.ts";
 import { StreamRead } from "../../ts/arrow/stream_import.ts";
 import { streamPeer } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";

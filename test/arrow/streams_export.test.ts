@@ -15,7 +15,7 @@ import { ArrowDeviceArrayLayout } from "../../ts/core/abi/layout.ts";
 import { ExportedArray, exportArray, exportStream, importSchema } from "../../ts/index.ts";
 import { ImportedStream, type StreamKind } from "../../ts/raw.ts";
 import { consumeNatively, type NativeBufferReport } from "../helpers/native_consumer.ts";
-import { counters, nonZeroCounters } from "../helpers/leaks.ts";
+import { counters } from "../helpers/leaks.ts";
 import { liveStreamSources } from "../helpers/js_live.ts";
 import { SP_CHECK_ERROR_TWICE, SP_HOLD, streamPeer } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";

@@ -14,7 +14,7 @@ import { InvalidArgumentError } from "../../ts/core/errors.ts";
 import { structPointer, ImportedStream, type ImportOptions, type ImportedArray } from "../../ts/raw.ts";
 import { arrayStreamAsDeviceStream, deviceStreamAsArrayStream } from "../../ts/raw.ts";
 import { consumeNatively } from "../helpers/native_consumer.ts";
-import { counters, nonZeroCounters } from "../helpers/leaks.ts";
+import { counters } from "../helpers/leaks.ts";
 import { liveStreamSources } from "../helpers/js_live.ts";
 import { bufferWordOf } from "../../ts/native/batch_source.ts";
 import { streamPeer } from "../helpers/fixtures.ts";

@@ -8,10 +8,9 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { Field, Int32, RecordBatch, Schema, Struct, Table, Utf8, makeData, tableFromArrays, vectorFromArray } from "apache-arrow";
 import { ExportedStream, exportArray, exportStream, importRecordBatch, importTable, type ImportStreamOptions } from "../../ts/index.ts";
 import { ImportedStream } from "../../ts/raw.ts";
-import { counters, nonZeroCounters } from "../helpers/leaks.ts";
+import { counters } from "../helpers/leaks.ts";
 import { liveStreamSources } from "../helpers/js_live.ts";
 import { compareBatches, unsharedBuffers } from "../helpers/arrow_compare.ts";
-import { collectUntil } from "../helpers/gc.ts";
 import { withCode } from "../helpers/errors.ts";
 import { expectSettled } from "../helpers/settled.ts";
 

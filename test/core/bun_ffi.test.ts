@@ -5,7 +5,6 @@
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { FFIType, read, toArrayBuffer, type Pointer } from "bun:ffi";
-import { nonZeroCounters } from "../helpers/leaks.ts";
 import { native } from "../../ts/core/ffi/library.ts";
 import { peer } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";

@@ -9,12 +9,10 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { Float64, Int32, RecordBatch, Table, Utf8, vectorFromArray, type Vector } from "apache-arrow";
 import { fake, fakeLeaks, isFake, stagingPool } from "../helpers/device.ts";
-import { collectUntil } from "../helpers/gc.ts";
 import { exportStream } from "../../ts/index.ts";
 import { AsyncStreamConsumer, ImportedArray, ImportedStream } from "../../ts/raw.ts";
 import { exportAsyncStream, toDevice, type DeviceKind } from "../../ts/device.ts";
 import { DeviceType } from "../../ts/index.ts";
-import { nonZeroCounters } from "../helpers/leaks.ts";
 import { expectSettled } from "../helpers/settled.ts";
 
 if (!isFake) throw new Error("test/device/device_calls.test.ts needs the fake drivers");

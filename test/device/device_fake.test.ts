@@ -18,7 +18,7 @@ import { consumeNatively } from "../helpers/native_consumer.ts";
 import { copyArrayToDevice, deviceRuntime, toDevice, wrapDeviceMemory, type DeviceKind } from "../../ts/device.ts";
 import { exportRawArray } from "../../ts/raw.ts";
 import { drainReleased } from "../../ts/diagnostics.ts";
-import { counters, nonZeroCounters } from "../helpers/leaks.ts";
+import { counters } from "../helpers/leaks.ts";
 import { withCode } from "../helpers/errors.ts";
 import { expectSettled } from "../helpers/settled.ts";
 

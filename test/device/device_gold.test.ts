@@ -20,12 +20,10 @@ import { RecordBatch, Table, tableFromIPC } from "apache-arrow";
 import { deviceKinds, fakeLeaks } from "../helpers/device.ts";
 import { goldFiles, rawBatchesFromJson, treeDifferences, type GoldFile } from "../helpers/device_gold.ts";
 import { compareBatches } from "../helpers/arrow_compare.ts";
-import { collectUntil } from "../helpers/gc.ts";
 import { DeviceType, exportArray, importRecordBatch, type ExportedArray } from "../../ts/index.ts";
 import { ImportedArray } from "../../ts/raw.ts";
 import { copyArrayToDevice, deviceRuntime, toDevice, type DeviceKind } from "../../ts/device.ts";
 import { exportRawArray, type RawArrayNode } from "../../ts/raw.ts";
-import { nonZeroCounters } from "../helpers/leaks.ts";
 import { expectSettled } from "../helpers/settled.ts";
 
 /** Files apache-arrow 21.2 cannot read, with the error it gives. */

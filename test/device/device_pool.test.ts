@@ -9,10 +9,9 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { makeVector } from "apache-arrow";
 import { fake, fakeLeaks, isFake, stagingPool } from "../helpers/device.ts";
 import { peer } from "../helpers/fixtures.ts";
-import { collectUntil } from "../helpers/gc.ts";
 import { ImportedArray } from "../../ts/raw.ts";
 import { deviceRuntime, toDevice, type DeviceKind } from "../../ts/device.ts";
-import { counters, nonZeroCounters } from "../helpers/leaks.ts";
+import { counters } from "../helpers/leaks.ts";
 import { expectSettled } from "../helpers/settled.ts";
 
 if (!isFake) throw new Error("test/device/device_pool.test.ts needs the fake drivers");

@@ -6,10 +6,8 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { makeVector, vectorFromArray, Utf8 } from "apache-arrow";
 import { fake, fakeLeaks, isFake, stagingPool } from "../helpers/device.ts";
-import { collectUntil } from "../helpers/gc.ts";
 import { ImportedArray } from "../../ts/raw.ts";
 import { toDevice, type DeviceKind } from "../../ts/device.ts";
-import { nonZeroCounters } from "../helpers/leaks.ts";
 import { expectSettled } from "../helpers/settled.ts";
 
 if (!isFake) throw new Error("test/device/device_staging.test.ts needs the fake drivers");

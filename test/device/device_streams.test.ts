@@ -34,7 +34,6 @@ import { liveStreamSources } from "../helpers/js_live.ts";
 import { DeviceType, ExportedArray, ExportedStream, StreamError, exportArray, exportStream, importTable, recordBatches, importRecordBatch } from "../../ts/index.ts";
 import { ImportedArray, ImportedStream } from "../../ts/raw.ts";
 import { deviceRuntime, toDevice, type DeviceKind } from "../../ts/device.ts";
-import { nonZeroCounters, onlyViewHeldImports } from "../helpers/leaks.ts";
 import { relay } from "../../ts/raw.ts";
 import { withCode } from "../helpers/errors.ts";
 import { expectSettled } from "../helpers/settled.ts";

@@ -12,8 +12,6 @@ import { DateUnit, IntervalUnit, Type, makeVector, tableFromIPC, type Data, type
 import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { native } from "../../ts/core/ffi/library.ts";
-import { collectUntil } from "./gc.ts";
-import { nonZeroCounters, onlyViewHeldImports } from "./leaks.ts";
 
 const root = resolve(import.meta.dir, "..", "..");
 

@@ -11,7 +11,6 @@ import { DeviceType, exportArray, exportSchema } from "../../ts/index.ts";
 import { AsyncRecordBatchStream } from "../../ts/device.ts";
 import { AsyncStreamError, CallbackError, ImportedArray } from "../../ts/raw.ts";
 import { AsyncStreamConsumer, type AsyncArray } from "../../ts/raw.ts";
-import { nonZeroCounters } from "../helpers/leaks.ts";
 import { registeredWakes } from "../helpers/js_live.ts";
 import { tasksStillQueued } from "../../ts/native/async_consumer.ts";
 import { AsyncConsumerWord, asyncConsumerWords } from "../../ts/core/abi/layout.ts";

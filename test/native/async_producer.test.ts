@@ -13,7 +13,7 @@ import { AsyncRecordBatchStream, exportAsyncStream, type AsyncExportItem } from 
 import { ImportedArray, structPointer } from "../../ts/raw.ts";
 import { AsyncStreamConsumer, decodeMetadataBytes } from "../../ts/raw.ts";
 import { setJsWorkSpin } from "../../ts/diagnostics.ts";
-import { counters, nonZeroCounters } from "../helpers/leaks.ts";
+import { counters } from "../helpers/leaks.ts";
 import { native } from "../../ts/core/ffi/library.ts";
 import { registeredWakes } from "../helpers/js_live.ts";
 import { retainedCount } from "../../ts/native/keepalive.ts";

@@ -9,9 +9,7 @@
 import { afterAll, afterEach, describe, expect, test } from "bun:test";
 import { importVector } from "../../ts/index.ts";
 import { ImportedArray } from "../../ts/raw.ts";
-import { nonZeroCounters } from "../helpers/leaks.ts";
 import { fx } from "../helpers/fixtures.ts";
-import { collectUntil } from "../helpers/gc.ts";
 import { produceDevice } from "../helpers/producer.ts";
 import { withCode } from "../helpers/errors.ts";
 import { expectSettled } from "../helpers/settled.ts";

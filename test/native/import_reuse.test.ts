@@ -13,7 +13,7 @@ import {
 import { DeviceType } from "../../ts/core/abi/layout.ts";
 import { ExportedStream, exportArray, importRecordBatch, importTable, recordBatches, importVector } from "../../ts/index.ts";
 import { ImportedArray, ImportedStream } from "../../ts/raw.ts";
-import { counters, nonZeroCounters } from "../helpers/leaks.ts";
+import { counters } from "../helpers/leaks.ts";
 import { streamPeer } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { handleViews, pullTransient, schemaKeyOf, schemaMatchesKey } from "../../ts/native/batch_source.ts";

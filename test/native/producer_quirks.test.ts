@@ -12,8 +12,6 @@ import { Dictionary, Field, Int32, Int8, Null, RecordBatch, Schema, Struct, Utf8
 import { exportArray, importRecordBatch } from "../../ts/index.ts";
 import { ImportedArray, type ValidationLevelName } from "../../ts/raw.ts";
 import { CArray, CDeviceArray, CSchema } from "../../ts/raw.ts";
-import { nonZeroCounters } from "../helpers/leaks.ts";
-import { collectUntil } from "../helpers/gc.ts";
 import { disposeProduced, produceArray, producerClean } from "../helpers/producer.ts";
 import { expectSettled } from "../helpers/settled.ts";
 

@@ -9,7 +9,7 @@ import { ptr, read } from "bun:ffi";
 import { Float64, makeVector, vectorFromArray, type Vector } from "apache-arrow";
 import { ArrowDeviceArrayLayout, DeviceType } from "../../ts/core/abi/layout.ts";
 import { consumeNatively, fnv1a32 } from "../helpers/native_consumer.ts";
-import { counters, nonZeroCounters } from "../helpers/leaks.ts";
+import { counters } from "../helpers/leaks.ts";
 import { exportArray } from "../../ts/index.ts";
 import { peer } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";

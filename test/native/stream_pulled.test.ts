@@ -13,7 +13,6 @@ import { Table, makeVector, type RecordBatch } from "apache-arrow";
 import { ExportedStream, exportStream, recordBatches } from "../../ts/index.ts";
 import { ImportedStream } from "../../ts/raw.ts";
 import { StreamRead } from "../../ts/arrow/stream_import.ts";
-import { nonZeroCounters } from "../helpers/leaks.ts";
 import { streamPeer } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { pullInto } from "../../ts/native/batch_source.ts";

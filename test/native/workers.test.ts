@@ -11,7 +11,6 @@ import { drainReleased, retainedCount } from "../../ts/native/keepalive.ts";
 import { streamPeer } from "../helpers/fixtures.ts";
 import { liveStreamSources } from "../helpers/js_live.ts";
 import { collectUntil } from "../helpers/gc.ts";
-import { nonZeroCounters } from "../helpers/leaks.ts";
 import { withCode } from "../helpers/errors.ts";
 import { expectSettled } from "../helpers/settled.ts";
 

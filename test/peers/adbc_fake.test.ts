@@ -13,9 +13,7 @@ import { tableFromArrays } from "apache-arrow";
 import { AdbcError, Database } from "../../ts/adbc.ts";
 import { StreamError } from "../../ts/index.ts";
 import { native } from "../../ts/core/ffi/library.ts";
-import { nonZeroCounters } from "../helpers/leaks.ts";
 import { fixturePath } from "../helpers/fixtures.ts";
-import { collectUntil } from "../helpers/gc.ts";
 import { expectSettled } from "../helpers/settled.ts";
 
 const path = fixturePath("fake_adbc");

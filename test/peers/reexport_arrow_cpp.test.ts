@@ -12,13 +12,11 @@ import { readFileSync } from "node:fs";
 import { RecordBatchReader, Type, type DataType, type Dictionary, type Field } from "apache-arrow";
 import { exportArray } from "../../ts/index.ts";
 import { ImportedArray } from "../../ts/raw.ts";
-import { nonZeroCounters } from "../helpers/leaks.ts";
 import {
   ArrowCppRead, CSlot, arrowCppLive, cArrayLayout, checkPassed, describeCheck, heldCheck, heldDrop,
   heldExportDevice, holdDeviceBatch,
 } from "../helpers/arrow_cpp.ts";
 import { peer } from "../helpers/fixtures.ts";
-import { collectUntil } from "../helpers/gc.ts";
 import { goldFiles, unreadableByApacheArrow } from "../helpers/shared_gold.ts";
 import { expectSettled } from "../helpers/settled.ts";
 

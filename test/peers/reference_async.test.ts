@@ -50,7 +50,7 @@ import { DeviceType, importRecordBatch, type ExportedArray } from "../../ts/inde
 import { AsyncRecordBatchStream, exportAsyncStream, type AsyncBatch, type AsyncExportItem, type AsyncExportOptions } from "../../ts/device.ts";
 import { AsyncStreamError } from "../../ts/raw.ts";
 import { AsyncStreamConsumer, type AsyncArray } from "../../ts/raw.ts";
-import { counters, nonZeroCounters } from "../helpers/leaks.ts";
+import { counters } from "../helpers/leaks.ts";
 import { registeredWakes } from "../helpers/js_live.ts";
 import { compareBatches, unsharedBuffers } from "../helpers/arrow_compare.ts";
 import {
@@ -58,7 +58,6 @@ import {
   type StreamReport,
 } from "../helpers/arrow_cpp.ts";
 import { CppBatches, readGold, type Gold } from "../helpers/arrow_cpp_gold.ts";
-import { collectUntil } from "../helpers/gc.ts";
 import { goldFiles, unreadableByApacheArrow, type GoldFile } from "../helpers/shared_gold.ts";
 import { expectSettled } from "../helpers/settled.ts";
 

@@ -20,12 +20,10 @@ import {
 } from "apache-arrow";
 import { arrayFields, schemaFields } from "../../ts/core/abi/structs.ts";
 import { exportArray } from "../../ts/index.ts";
-import { nonZeroCounters } from "../helpers/leaks.ts";
 import {
   ArrowCppRead, arrowCppLive, arrowCppVersion, arrowShimUnavailable, checkPassed, describeCheck,
   heldDrop, heldValidation, holdDeviceArray, type CheckResult,
 } from "../helpers/arrow_cpp.ts";
-import { collectUntil } from "../helpers/gc.ts";
 import { testRoot } from "../helpers/paths.ts";
 import {
   goldFiles, goldFolders, rejectedByArrowCppValidation, unreadableByApacheArrow, type GoldFile,

@@ -21,11 +21,9 @@ import { DeviceType } from "../../ts/core/abi/layout.ts";
 import { RecordBatchReader, type RecordBatch } from "apache-arrow";
 import { importRecordBatch } from "../../ts/index.ts";
 import { ImportedArray, structPointer, type RawArray } from "../../ts/raw.ts";
-import { nonZeroCounters } from "../helpers/leaks.ts";
 import { compareBatches } from "../helpers/arrow_compare.ts";
 import { ArrowCppRead, arrowCppLive, CSlot, cArrayLayout, type NodeLayout } from "../helpers/arrow_cpp.ts";
 import { peer } from "../helpers/fixtures.ts";
-import { collectUntil } from "../helpers/gc.ts";
 import { goldFiles, unreadableByApacheArrow, type GoldFile } from "../helpers/shared_gold.ts";
 import { expectSettled } from "../helpers/settled.ts";
 

@@ -10,7 +10,6 @@ import { read, toArrayBuffer } from "bun:ffi";
 import { makeVector } from "apache-arrow";
 import { ArrowDeviceArrayLayout, ArrowDeviceArrayStreamLayout, ArrowSchemaLayout, DeviceType } from "../../ts/core/abi/layout.ts";
 import { exportArray } from "../../ts/index.ts";
-import { nonZeroCounters } from "../helpers/leaks.ts";
 import {
   ArrowCppRead, arrowCppLive, asyncConsume, asyncProduce, consumeStream, consumeStreamOnThread, CSlot,
   exportStream, heldCheck, heldDrop, heldExportDevice, heldValidation, holdDeviceArray, holdDeviceBatch, ShimStatus,

@@ -15,7 +15,6 @@ import { afterEach, expect, test } from "bun:test";
 import { makeVector } from "apache-arrow";
 import { exportArray } from "../../ts/index.ts";
 import { ImportedArray } from "../../ts/raw.ts";
-import { nonZeroCounters } from "../helpers/leaks.ts";
 import { releaseWakesPosted, retainedCount } from "../../ts/native/keepalive.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { expectSettled } from "../helpers/settled.ts";
