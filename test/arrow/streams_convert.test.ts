@@ -5,7 +5,7 @@
  * the stream is our own export coming back.
  */
 import { afterEach, beforeAll, describe, expect, test } from "bun:test";
-import { type RecordBatch } from "apache-arrow";
+import { Dictionary, Int32, Table, Utf8, vectorFromArray, type RecordBatch } from "apache-arrow";
 import { DeviceType } from "../../ts/core/abi/layout.ts";
 import { ExportedStream, StreamError, exportArray, exportSchema, exportStream, importTable, recordBatches, importSchema, importRecordBatch } from "../../ts/index.ts";
 import { structPointer, ImportedStream, type ImportOptions, type ImportedArray } from "../../ts/raw.ts";
@@ -50,6 +50,31 @@ afterEach(async () => {
 });
 
 describe("RecordBatch iterators over C streams", () => {
+  test("streams of one schema share one Schema; another schema, or one with a dictionary, has its own", () => {
+    const schemaOf = (stream: ImportedStream) => {
+      const batches = [...recordBatches(stream)];
+      expect(batches.length).toBeGreaterThan(0);
+      for (const batch of batches) expect(batch.schema).toBe(batches[0].schema);
+      return batches[0].schema;
+    };
+    const ints = (rows: number) => {
+      using slot = cStream(1, 2, rows);
+      return schemaOf(ImportedStream.fromDeviceArrayStream(slot.stream));
+    };
+    const fromJs = (table: Table) => {
+      using handle = exportStream(table);
+      return schemaOf(ImportedStream.fromDeviceArrayStream(handle.stream));
+    };
+    const first = ints(4);
+    expect(ints(7)).toBe(first);
+    const floats = fromJs(new Table({ a: vectorFromArray([1.5, 2.5]) }));
+    expect(floats).not.toBe(first);
+    expect(String(floats.fields[0].type)).toBe("Float64");
+    expect(fromJs(new Table({ a: vectorFromArray([0.5]) }))).toBe(floats);
+    const words = () => fromJs(new Table({ w: vectorFromArray(["x", "y", "x"], new Dictionary(new Utf8(), new Int32())) }));
+    expect(words()).not.toBe(words());
+  });
+
   test("recordBatches yields zero-copy batches; the stream is released once at the end", () => {
     using slot = cStream(1, 3, 4);
     const stream = ImportedStream.fromDeviceArrayStream(slot.stream);

@@ -11,6 +11,7 @@ import { adoptImportSnapshot, releasePulled, type PulledBatch } from "../native/
 import { type ReadProbe } from "./lazy_data.ts";
 import { BatchPlan } from "./batch_plan.ts";
 import { batchWith } from "./record_batch.ts";
+import { cachedSchemaOf } from "./schema_cache.ts";
 import { convertAndEnd, schemaOf, typedConversion, type ConvertOptions } from "./types.ts";
 
 /** `converter.convert(imported)`, as `convertAndEnd` calls it. */
@@ -92,9 +93,27 @@ export class StreamBatchConverter {
   /** The RecordBatch of `imported` (a batch of this converter's stream),
    * which stays the caller's. */
   convert(imported: ImportedArray): RecordBatch {
-    const schema = this.#schema ??= typedConversion(imported.root, () => schemaOf(imported.root, this.options));
-    if (this.#plan === undefined) this.#plan = BatchPlan.of(imported, schema);
-    return this.#plan?.build(imported) ?? batchWith(imported, schema, this.options);
+    if (this.#schema === null) this.#adoptSchemaOf(imported);
+    return this.#plan?.build(imported) ?? batchWith(imported, this.#schema!, this.options);
+  }
+
+  /**
+   * Takes the stream's Schema and plan from its first batch: from the
+   * schema cache (arrow/schema_cache.ts), so that streams of one schema
+   * (a query run again, a producer's stream per request) share one Schema
+   * and one plan, as one-off imports of it do, and only the first stream
+   * builds them. A windowed batch (none a stream pulls) builds its own.
+   */
+  #adoptSchemaOf(imported: ImportedArray): void {
+    if (imported.window !== null) {
+      this.#schema = typedConversion(imported.root, () => schemaOf(imported.root, this.options));
+      this.#plan = null;
+      return;
+    }
+    const entry = cachedSchemaOf(imported, this.options);
+    if (entry.plan === undefined) entry.plan = BatchPlan.of(imported, entry.schema);
+    this.#schema = entry.schema;
+    this.#plan = entry.plan;
   }
 
   /** `convert`, then the end of `imported` (a handle nothing else holds):
