@@ -9,7 +9,6 @@
  */
 import { BufferWord, bufferStride } from "../core/abi/layout.ts";
 import { asPointer } from "../core/abi/structs.ts";
-import { addressArg } from "../core/args.ts";
 import { native } from "../core/ffi/library.ts";
 import type { ImportedArray } from "./imported_array.ts";
 import { nativeArray } from "../core/ffi/native_arrays.ts";
@@ -117,18 +116,23 @@ export function completeSnapshot(owner: number, words: Float64Array, needed: num
   return bigger;
 }
 
+/** Where `ownerSnapshot` has native code write (grown when too small). */
+let snapshotScratch = nativeArray(Float64Array, 1024);
+
 /** The owner's info words, node table and buffer table, copied into a new
- * array (longer than needed when the guess was); pays for the handle's
- * anchor view (see the constructor). */
+ * array of exactly their length; pays for the handle's anchor view (see
+ * the constructor). Native code writes them into one scratch array of
+ * its own buffer, and the copy is a plain typed array that native code
+ * never sees: a new ArrayBuffer per handle would cost each import an
+ * external allocation, which JSC counts towards its next collection. */
 export function ownerSnapshot(owner: number, adopt: SnapshotReference): Float64Array {
-  let words = nativeArray(Float64Array, snapshotGuess);
-  const needed = native.abd_owner_snapshot(asPointer(owner), words, words.length, adopt);
-  if (needed > words.length) {
-    words = nativeArray(Float64Array, needed);
-    native.abd_owner_snapshot(asPointer(owner), words, words.length, adopt);
+  let needed = native.abd_owner_snapshot(asPointer(owner), snapshotScratch, snapshotScratch.length, adopt);
+  if (needed > snapshotScratch.length) {
+    snapshotScratch = nativeArray(Float64Array, needed * 2);
+    needed = native.abd_owner_snapshot(asPointer(owner), snapshotScratch, snapshotScratch.length, adopt);
   }
   snapshotGuess = needed;
-  return words;
+  return snapshotScratch.slice(0, needed);
 }
 
 /** A batch pulled with its snapshot (batch_source.ts `pullInto`): its
@@ -142,7 +146,8 @@ export function pulledBatch(): PulledBatch {
 }
 
 /** Ends the import reference of a pulled batch (its views, if any, hold
- * their own). */
+ * their own). `owner` is a pull's (`pullInto` wrote it), never a user's
+ * number: no entry point exports this. */
 export function releasePulled(owner: number): void {
-  native.abd_owner_release(asPointer(addressArg("releasePulled", "owner", owner)));
+  native.abd_owner_release(asPointer(owner));
 }
