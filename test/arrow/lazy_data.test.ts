@@ -180,6 +180,8 @@ describe("lazy Data of an imported batch", () => {
         ["importData", () => column.values],
         ["table.getChildAt(0).toArray()", () => table.getChildAt(0)!.toArray()],
         ["exportArray(batch)", () => exportArray(batch)],
+        ["a write to a column's values", () => { (batch.data.children[0] as { values: unknown }).values = new Uint8Array(0); }],
+        ["a nested struct child's values", () => batch.data.children[5]!.children[0]!.values],
       ];
       for (const [what, read] of reads) {
         let error: unknown = null;

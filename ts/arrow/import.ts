@@ -16,10 +16,9 @@ import {
   Data, RecordBatch, Struct, Table, Vector,
 } from "apache-arrow";
 import { argumentError, oneOfArg } from "../core/args.ts";
-import { InvalidArgumentError, ReleasedError, Status } from "../core/errors.ts";
+import { InvalidArgumentError, Status } from "../core/errors.ts";
 import { ImportedArray, type ImportOptions, type RawArray } from "../native/imported.ts";
 import { noteConverted } from "../native/batch_source.ts";
-import { disposalSite } from "../native/debug.ts";
 import { takeStructs, type StructRef } from "../native/c_structs.ts";
 import { importTaken } from "../native/import_structs.ts";
 import { probeDepthOf } from "../core/abi/probe.ts";
@@ -28,6 +27,7 @@ import { type StructName } from "../core/abi/pointers.ts";
 import { isArrayProducer, type ArrayProducer, type ArrowCapsule } from "../native/protocol/symbols.ts";
 import { DataBuilder } from "./data_builder.ts";
 import { BatchPlan } from "./batch_plan.ts";
+import { releaseLazyData, releasedDataError } from "./lazy_data.ts";
 import { batchWith } from "./record_batch.ts";
 import { cachedSchemaOf } from "./schema_cache.ts";
 import { convertAndEnd, convertArgs, convertOptionsArg, dataTypeOf, schemaOf, typedConversion, typeSignature, type ConvertOptions } from "./types.ts";
@@ -49,13 +49,18 @@ const memoryFields = ["values", "valueOffsets", "nullBitmap", "typeIds", "variad
 /** `data` and its children, once their handle is disposed (its views of
  * the producer's memory are detached): every field that reads that
  * memory throws ReleasedError, saying where the handle was disposed;
- * the lengths stay (they are not the memory). A lazy Data nobody read
- * never makes its views: its own accessors shadow the lazy ones. */
+ * the lengths stay (they are not the memory). A lazy Data refuses
+ * through its own accessors (`releaseLazyData`): one store, not a field
+ * replaced per buffer, and one nobody read never makes its views. */
 function releaseData(data: Data, site: Error): void {
-  const released = (): never => {
-    throw new ReleasedError(Status.released, `this ${data.type} data was converted from an ImportedArray that was disposed${disposalSite(site)}, which released its memory: read it before dispose() (before the end of a using block), or call releaseToGC() instead of dispose() to leave its memory to the garbage collector`);
-  };
-  for (const field of memoryFields) Object.defineProperty(data, field, { get: released, set: released, configurable: true, enumerable: false });
+  const lazy = releaseLazyData(data, site);
+  if (lazy === "batch") return;
+  if (lazy === null) {
+    const released = (): never => {
+      throw releasedDataError(data, site);
+    };
+    for (const field of memoryFields) Object.defineProperty(data, field, { get: released, set: released, configurable: true, enumerable: false });
+  }
   for (const child of data.children) releaseData(child, site);
 }
 

@@ -33,6 +33,8 @@
  */
 import { Data, type DataType } from "apache-arrow";
 import { BufferWord, bufferStride } from "../core/abi/layout.ts";
+import { ReleasedError, Status } from "../core/errors.ts";
+import { disposalSite } from "../native/debug.ts";
 import { dataAssembled } from "./arrow_data.ts";
 import type { DeferredViews } from "../native/batch_source.ts";
 
@@ -94,33 +96,33 @@ Object.defineProperties(lazyPrototype, {
   constructor: { value: Data, configurable: true, writable: true },
   values: {
     get(this: LazyFields) {
-      if (this._lz !== null) this._lz.materialize();
+      if (this._lz !== null) this._lz.materialize(this);
       return this._values;
     },
     set(this: LazyFields, value: NodeJS.TypedArray | undefined) {
-      if (this._lz !== null) this._lz.materialize();
+      if (this._lz !== null) this._lz.materialize(this);
       this._values = value;
     },
     configurable: true,
   },
   nullBitmap: {
     get(this: LazyFields) {
-      if (this._lz !== null) this._lz.materialize();
+      if (this._lz !== null) this._lz.materialize(this);
       return this._nullBitmap;
     },
     set(this: LazyFields, value: Uint8Array | undefined) {
-      if (this._lz !== null) this._lz.materialize();
+      if (this._lz !== null) this._lz.materialize(this);
       this._nullBitmap = value;
     },
     configurable: true,
   },
   valueOffsets: {
     get(this: LazyFields) {
-      if (this._lz !== null) this._lz.materialize();
+      if (this._lz !== null) this._lz.materialize(this);
       return this._valueOffsets;
     },
     set(this: LazyFields, value: NodeJS.TypedArray | undefined) {
-      if (this._lz !== null) this._lz.materialize();
+      if (this._lz !== null) this._lz.materialize(this);
       this._valueOffsets = value;
     },
     configurable: true,
@@ -159,6 +161,9 @@ export type LazyPlan = {
   readonly dataStrides: Int32Array;
 };
 
+/** The plan of a released batch (`LazyBatch.releasedAt`), never read. */
+const releasedPlan: LazyPlan = { kinds: new Int32Array(0), ctors: [], strides: new Int32Array(0), types: [], dataStrides: new Int32Array(0) };
+
 /** Set when a lazy batch is first read (a stream's converter asks, to
  * choose how to build its next batches). */
 export type ReadProbe = { read: boolean };
@@ -170,6 +175,9 @@ export type ReadProbe = { read: boolean };
  */
 export class LazyBatch {
   #pending: LazyFields[] = [];
+  /** Where the handle the batch was converted from was disposed, once it
+   * was: every Data not filled yet then refuses reads. */
+  #releasedAt: Error | null = null;
 
   /** `probe.read` is set at the first read (null: nobody asks). */
   constructor(readonly plan: LazyPlan, readonly deferred: DeferredViews, readonly probe: ReadProbe | null) {}
@@ -183,9 +191,27 @@ export class LazyBatch {
     return data as unknown as Data;
   }
 
+  /** The handle's dispose (arrow/import.ts `releaseConverted`, at `site`):
+   * from now on a read or write of any Data of the batch not filled yet
+   * throws ReleasedError naming `site`. One store for the whole batch,
+   * where the filled Data each need their fields replaced. */
+  release(site: Error): void {
+    this.#releasedAt ??= site;
+  }
+
+  /** A batch that only refuses: the `_lz` of a filled Data released at
+   * `site` (its accessors then throw instead of returning its fields). */
+  static releasedAt(site: Error): LazyBatch {
+    const batch = new LazyBatch(releasedPlan, null as unknown as DeferredViews, null);
+    batch.#releasedAt = site;
+    return batch;
+  }
+
   /** Makes every view of the batch (or learns they were detached) and
-   * fills in the typed arrays of every Data not filled yet. */
-  materialize(): void {
+   * fills in the typed arrays of every Data not filled yet; `reader` is
+   * the Data read, named by the ReleasedError of a released batch. */
+  materialize(reader: Data | LazyFields): void {
+    if (this.#releasedAt !== null) throw releasedDataError(reader as Data, this.#releasedAt);
     if (this.probe !== null) this.probe.read = true;
     const views = this.deferred.views();
     const pending = this.#pending;
@@ -242,4 +268,28 @@ export class LazyBatch {
     if (count === 0) return new Ctor(view ?? empty, 0, 0);
     return new Ctor(view!, from * Ctor.BYTES_PER_ELEMENT, count);
   }
+}
+
+/** The ReleasedError of a read of `data`, converted from a handle that
+ * was disposed at `site`. */
+export function releasedDataError(data: Data, site: Error | null): ReleasedError {
+  return new ReleasedError(Status.released, `this ${data.type} data was converted from an ImportedArray that was disposed${disposalSite(site)}, which released its memory: read it before dispose() (before the end of a using block), or call releaseToGC() instead of dispose() to leave its memory to the garbage collector`);
+}
+
+/**
+ * `releaseConverted` of a lazy Data: makes it refuse reads and writes of
+ * its buffers (ReleasedError naming `site`) through its own accessors,
+ * where any other Data (null) needs its fields replaced. One not filled
+ * yet marks its batch, which covers its children, all of that batch
+ * ("batch"); a filled one gets a released batch of its own, and its
+ * children are the caller's to release ("data").
+ */
+export function releaseLazyData(data: Data, site: Error): "batch" | "data" | null {
+  if (!(data instanceof LazyDataObject)) return null;
+  if (data._lz !== null) {
+    data._lz.release(site);
+    return "batch";
+  }
+  data._lz = LazyBatch.releasedAt(site);
+  return "data";
 }
