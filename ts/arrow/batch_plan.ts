@@ -46,6 +46,8 @@ export class BatchPlan {
     readonly strides: Int32Array,
     /** apache-arrow's `Data.stride` of each node's type. */
     readonly dataStrides: Int32Array,
+    /** apache-arrow's `Data.stride` of the batch's Struct. */
+    readonly rootStride = strideOfData(struct),
   ) {}
 
   /** The plan of `imported`'s stream, or null when a node is not one of
@@ -139,7 +141,10 @@ export class BatchPlan {
     const children = this.#children(words, nodesAt, buffersAt, views, lazy, nodesAt, words[nodesAt + NodeWord.offset], length);
     if (children === null) return null;
     // As batchWith: no row-level validity for the batch itself.
-    return makeBatch(this.schema, newData(this.struct, 0, length, 0, undefined, undefined, undefined, children) as Data<Struct>);
+    const root = lazy === null
+      ? newData(this.struct, 0, length, 0, undefined, undefined, undefined, children)
+      : lazy.root(this.struct, this.rootStride, length, children);
+    return makeBatch(this.schema, root as Data<Struct>);
   }
 
   /** Whether node `n`'s header at word `at` is the plan's: its type, no

@@ -73,7 +73,7 @@ class LazyDataObject {
 
   /** `offset`, `length` and `nullCount` are integers (offset, length >=
    * 0, nullCount >= -1: what the constructor would make of them). */
-  constructor(type: DataType, stride: number, offset: number, length: number, nullCount: number, children: Data[], lazy: LazyBatch, node: number, first: number) {
+  constructor(type: DataType, stride: number, offset: number, length: number, nullCount: number, children: Data[], lazy: LazyBatch | null, node: number, first: number) {
     this.type = type;
     this.children = children;
     this.offset = offset;
@@ -189,6 +189,14 @@ export class LazyBatch {
     const data = new LazyDataObject(plan.types[node], plan.dataStrides[node], offset, length, nullCount, children ?? [], this, node, first);
     this.#pending.push(data);
     return data as unknown as Data;
+  }
+
+  /** The batch's root: a struct Data over `children` with no buffers (a
+   * batch has no row-level validity), filled from the start, whose
+   * buffer fields refuse reads once its handle is disposed, as its
+   * children's do (`releaseLazyData`), without fields replaced. */
+  root(type: DataType, stride: number, length: number, children: Data[]): Data {
+    return new LazyDataObject(type, stride, 0, Math.floor(Math.max(length || 0, 0)), 0, children, null, -1, -1) as unknown as Data;
   }
 
   /** The handle's dispose (arrow/import.ts `releaseConverted`, at `site`):

@@ -56,8 +56,13 @@ export function convertArgs(fn: string, param: string, raw: unknown, rawKind: "R
   return convertOptionsArg(fn, options, extraKeys);
 }
 
+/** The clean ConvertOptions of a call without options (read-only). */
+const noConvertOptions: ConvertOptions = Object.freeze({ materialize: undefined });
+
 /** Checks `fn`'s ConvertOptions (plus `extraKeys`); returns clean ones. */
 export function convertOptionsArg(fn: string, options: unknown, extraKeys: readonly string[] = []): ConvertOptions {
+  // No options (every call of a plain conversion): nothing to check.
+  if (options === undefined || options === noConvertOptions) return noConvertOptions;
   const checked = optionsArg(fn, "options", options as ConvertOptions | undefined, [...convertOptionKeys, ...extraKeys]);
   booleanArg(fn, "options.materialize", checked.materialize, true);
   return { materialize: checked.materialize };
