@@ -161,6 +161,9 @@ export type LazyPlan = {
   readonly dataStrides: Int32Array;
 };
 
+/** The released batch made last (`LazyBatch.releasedAt`). */
+let lastReleased: LazyBatch | null = null;
+
 /** The plan of a released batch (`LazyBatch.releasedAt`), never read. */
 const releasedPlan: LazyPlan = { kinds: new Int32Array(0), ctors: [], strides: new Int32Array(0), types: [], dataStrides: new Int32Array(0) };
 
@@ -210,8 +213,11 @@ export class LazyBatch {
   /** A batch that only refuses: the `_lz` of a filled Data released at
    * `site` (its accessors then throw instead of returning its fields). */
   static releasedAt(site: Error): LazyBatch {
+    // One per dispose: every Data a dispose releases shares it.
+    if (lastReleased !== null && lastReleased.#releasedAt === site) return lastReleased;
     const batch = new LazyBatch(releasedPlan, null as unknown as DeferredViews, null);
     batch.#releasedAt = site;
+    lastReleased = batch;
     return batch;
   }
 
