@@ -1,7 +1,8 @@
 /**
  * Interleaved rounds. Every group (one shape or one comparison) has
  * contenders that each time a block of `k` cycles and return its ns. All
- * groups are warmed up (and `k` calibrated) before anything is recorded;
+ * groups are warmed up (and `k` calibrated, or, where it is fixed, blocks
+ * repeated until the JIT has compiled the paths) before anything is recorded;
  * then each round runs every contender of every group once, groups and
  * contenders in reversed order every other round, so neither a fixed
  * position in a round nor "measured first" favours anyone.
@@ -25,7 +26,16 @@ export type Group = {
   samples: Map<string, Samples>;
 };
 
-export type RunOptions = { rounds: number; minRounds: number; blockNs: number; budgetNs: number; log?: (line: string) => void };
+export type RunOptions = {
+  rounds: number; minRounds: number; blockNs: number; budgetNs: number;
+  /** The most time the warm-up of a fixed-k group takes (default 2 s). */
+  warmNs?: number;
+  log?: (line: string) => void;
+};
+
+/** Cycles each contender of a fixed-k group runs in the warm-up, unless
+ * `warmNs` ends it first. */
+const warmCycles = 2000;
 
 export function group(id: string, contenders: Contender[], kMax: number, fixedK?: number): Group {
   return { id, contenders, kMax, fixedK, samples: new Map() };
@@ -55,10 +65,20 @@ const total = (o: Outcome) => (typeof o === "number" ? o : o.ns);
  * GC, or another job on the machine, must not shrink k far below what
  * `blockNs` asks for: it once gave a 1-column export block of 6 cycles,
  * ~8 us instead of ~1 ms). */
-async function warm(g: Group, blockNs: number): Promise<void> {
+async function warm(g: Group, blockNs: number, warmNs: number): Promise<void> {
   if (g.fixedK !== undefined) {
+    // A fixed k is small (8 IPC round trips, one stream): one block would
+    // leave every contender's code in the JIT's first tiers, and the
+    // rounds would then measure its warm-up (a 1-column IPC round trip of
+    // ours took 18 us over its first 2,000 cycles and 7-8 us after).
+    // Blocks run until each contender has done `warmCycles` cycles, or
+    // `warmNs` has passed (the heavy shapes, whose loops warm faster).
     g.k = g.fixedK;
-    for (const c of g.contenders) await c.run(g.k);
+    const started = now();
+    for (let cycles = 0, passes = 0; passes < 3 || (cycles < warmCycles && now() - started < warmNs); passes++, cycles += g.k) {
+      for (const c of g.contenders) await c.run(g.k);
+      await turn();
+    }
     return;
   }
   const best = new Map<Contender, number>();
@@ -81,7 +101,7 @@ const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 export async function runGroups(groups: Group[], options: RunOptions): Promise<number> {
   const started = now();
-  for (const g of groups) await warm(g, options.blockNs);
+  for (const g of groups) await warm(g, options.blockNs, options.warmNs ?? 2e9);
   options.log?.(`warmed up ${groups.length} groups in ${((now() - started) / 1e9).toFixed(1)} s`);
   const measuring = now();
   let round = 0;
