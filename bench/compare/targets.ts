@@ -57,7 +57,7 @@ export function computeTargets(groups: Built[], t: TargetInputs): Target[] {
   out.push({
     group: "export fixed cost", measure: "export fixed cost per batch", ours: `${fmt(oursFixed)} (mean ${fmt(fixed("ours", (s) => s?.mean ?? NaN))})`,
     peer: `C floor ${fmt(floorFixed)}; pyarrow ${fmt(fixed("pyarrow", med))}`, value: oursFixed / floorFixed,
-    target: "<= 300 ns", holds: verdict(oursFixed, (v) => v <= 300),
+    target: "<= 1.5x C floor", holds: verdict(oursFixed / floorFixed, (v) => v <= 1.5),
     spread: spreadOf(...[1, 100, 1000].flatMap((c) => [stat(groups, exp(c), "ours"), stat(groups, exp(c), "C floor")])),
     note: "fixed = time of a 1-column batch minus its 2 buffers x the per-buffer slope between the 100- and 1000-column batches (medians); value = ours / C floor",
   });
@@ -65,7 +65,7 @@ export function computeTargets(groups: Built[], t: TargetInputs): Target[] {
   // Import + construction per buffer vs pyarrow's import (+ release).
   // "every column read": the same with each column's buffers read once (a
   // batch makes its views on first read; the JS floor makes them).
-  for (const cols of [10, 100]) perBufferRow("import + construct", `import + construct ns/buffer, ${cols} columns x ${t.rows}`, imp(cols), "ours", "pyarrow", 1, "<= 1.0x pyarrow");
+  for (const cols of [10, 100]) perBufferRow("import + construct", `import + construct ns/buffer, ${cols} columns x ${t.rows}`, imp(cols), "ours", "pyarrow", 0.8, "<= 0.8x pyarrow");
   for (const cols of [10, 100]) perBufferRow("import + construct", `import + construct ns/buffer, ${cols} columns x ${t.rows}, every column read`, imp(cols), "ours, read", "pyarrow", 1, "<= 1.0x pyarrow");
   // Construction: construction alone vs the JS floor.
   for (const cols of [10, 100]) perBufferRow("construction", `construction ns/buffer, ${cols} columns x ${t.rows}`, imp(cols), "ours.construct", "JS floor", 1.3, "<= 1.3x floor");
@@ -101,22 +101,32 @@ export function computeTargets(groups: Built[], t: TargetInputs): Target[] {
     });
   }
 
-  // Stream per batch.
+  // Stream per batch: unread against pyarrow, read against the JS floor
+  // (which makes every view, as reading does). Where the bound is below
+  // the JS floor itself, the row holds within 10% of that floor.
   for (const name of ["ours", "ours, read"]) {
     const id = "stream 2 columns x 1000 rows";
     const ours = stat(groups, id, name)?.median ?? NaN;
     const py = stat(groups, id, "pyarrow")?.median ?? NaN;
     const jsFloor = stat(groups, id, "JS floor");
+    const floorMedian = jsFloor?.median ?? NaN;
+    const read = name !== "ours";
+    const bound = read ? 1.3 : 1.5;
+    const value = read ? ours / floorMedian : ours / py;
+    const floorAbove = !read && floorMedian / py > bound;
     out.push({
-      group: "stream per batch", measure: `stream per batch, 2 columns x 1000 rows, C -> JS${name === "ours" ? "" : ", every column read"}`, ours: `${fmt(ours)} (mean ${fmt(stat(groups, id, name)?.mean ?? NaN)})`,
-      peer: `pyarrow ${fmt(py)} (mean ${fmt(stat(groups, id, "pyarrow")?.mean ?? NaN)}); JS floor ${fmt(jsFloor?.median ?? NaN)} (mean ${fmt(jsFloor?.mean ?? NaN)}) = ${((jsFloor?.median ?? NaN) / py).toFixed(2)}x pyarrow`,
-      value: ours / py, target: "<= 2x pyarrow", holds: verdict(ours / py, (v) => v <= 2),
-      spread: spreadOf(stat(groups, id, name), stat(groups, id, "pyarrow")),
-      note: name === "ours" ? "JS floor = the least any Bun consumer does per batch: one FFI get_next, one external ArrayBuffer + deallocator + typed array per buffer, apache-arrow Data objects and the batch object; no validation or ownership bookkeeping. \"every column read\" rows: each column's values and validity read once (a batch built through a plan makes its buffer views on first read; the JS floors make them always)" : undefined,
+      group: "stream per batch", measure: `stream per batch, 2 columns x 1000 rows, C -> JS${read ? ", every column read" : ""}`, ours: `${fmt(ours)} (mean ${fmt(stat(groups, id, name)?.mean ?? NaN)})`,
+      peer: `pyarrow ${fmt(py)} (mean ${fmt(stat(groups, id, "pyarrow")?.mean ?? NaN)}); JS floor ${fmt(floorMedian)} (mean ${fmt(jsFloor?.mean ?? NaN)}) = ${(floorMedian / py).toFixed(2)}x pyarrow, ours ${(ours / floorMedian).toFixed(2)}x it`,
+      value, target: read ? "<= 1.3x JS floor" : floorAbove ? "<= 1.5x pyarrow (below the JS floor: <= 1.1x it)" : "<= 1.5x pyarrow",
+      holds: verdict(value, (v) => v <= bound || (floorAbove && ours / floorMedian <= 1.1)),
+      spread: spreadOf(stat(groups, id, name), read ? jsFloor : stat(groups, id, "pyarrow")),
+      note: name === "ours" ? "JS floor = the least any Bun consumer does per batch: one FFI get_next, one external ArrayBuffer + deallocator + typed array per buffer, apache-arrow Data objects and the batch object; no validation or ownership bookkeeping. \"every column read\" rows: each column's values and validity read once (a batch built through a plan makes its buffer views on first read; the JS floors make them always), against the JS floor; unread, against pyarrow, and where the JS floor itself is over the bound, within 10% of that floor" : undefined,
     });
   }
 
-  // Async hand-off: async / sync throughput (per-batch time sync / async).
+  // Async hand-off: the consumer's async / sync throughput (per-batch time
+  // sync / async) and against its C floor; the producer's time per batch
+  // against the C floor producer's.
   for (const role of ["consumer", "producer"]) {
     const id = `async ${role} ${t.asyncRows} rows`;
     const sync = stat(groups, id, "sync")?.median ?? NaN;
@@ -131,11 +141,17 @@ export function computeTargets(groups: Built[], t: TargetInputs): Target[] {
         ? (floorAsync ? `; C floor consumer ${fmt(floorAsync)}/batch, ours ${(floorAsync / a).toFixed(2)}x of it` : "")
         : floorAsync && floorSync ? `; C floor producer ${fmt(floorAsync)}/batch (its sync ${fmt(floorSync)}, ${(floorSync / floorAsync).toFixed(2)}x); ceiling ${(sync / floorAsync).toFixed(2)}x` : "";
       out.push({
-        group: "async hand-off", measure: `async / sync throughput, ${role}, depth ${depth}, ${t.asyncRows}-row batches`, ours: `${fmt(a)}/batch`, peer: `sync ${fmt(sync)}/batch${floorText}`,
+        group: "async hand-off",
+        measure: role === "consumer" ? `async / sync throughput, consumer, depth ${depth}, ${t.asyncRows}-row batches` : `async producer / C floor producer, time per batch, depth ${depth}, ${t.asyncRows}-row batches`,
+        ours: `${fmt(a)}/batch`, peer: `sync ${fmt(sync)}/batch${floorText}`,
         // The consumer also against its C floor: ours / floor per batch.
-        value: sync / a,
-        target: role === "consumer" && floorAsync ? `>= ${want.toFixed(1)}x, >= 0.9x C floor` : `>= ${want.toFixed(1)}x`,
-        holds: verdict(sync / a, (v) => v >= want && (role !== "consumer" || !floorAsync || floorAsync / a >= 0.9)),
+        // The producer against its C floor: ours / the floor producer's
+        // time per batch (both feed the same C consumer).
+        value: role === "consumer" ? sync / a : a / (floorAsync ?? NaN),
+        target: role === "consumer" ? (floorAsync ? `>= ${want.toFixed(1)}x, >= 0.9x C floor` : `>= ${want.toFixed(1)}x`) : "<= 1.2x C floor producer",
+        holds: role === "consumer"
+          ? verdict(sync / a, (v) => v >= want && (!floorAsync || floorAsync / a >= 0.9))
+          : verdict(a / (floorAsync ?? NaN), (v) => v <= 1.2),
         spread: spreadOf(stat(groups, id, `async d${depth}`), stat(groups, id, "sync")),
         note: floorText && depth === t.depths[0] ? role === "consumer" ? "C floor consumer = the same C producer feeding a C consumer thread that extracts and releases each batch, no JS: ours / it is that floor's time per batch over ours" : "C floor producer = a C producer sending ready-made batches of the same values (atomic credits, no export, no allocation) to the same C consumer: its time per batch is the consumer thread's own cycle (its work plus its hand-off), and its sync is that work alone. ceiling = our sync / that cycle: the ratio ours would reach if our tasks cost the consumer's thread no more than the floor's and JS always kept ahead of it" : undefined,
       });
