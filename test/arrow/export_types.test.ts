@@ -192,6 +192,19 @@ describe("export: record batches, schemas, errors", () => {
     expect(() => exportArray(coded)).toThrow(withCode("unsupported"));
     expect(() => exportArray({} as Data)).toThrow(withCode("invalid_argument"));
   });
+
+  test("a batch whose children are Vectors (apache-arrow's object form given Vectors) is refused, naming the child", () => {
+    const column = vectorFromArray([1, 2], new Int32());
+    const batch = new RecordBatch({ a: column.data[0], b: column } as never);
+    let error: unknown = null;
+    try {
+      exportArray(batch);
+    } catch (caught) {
+      error = caught;
+    }
+    expect((error as { code?: string }).code).toBe("invalid_argument");
+    expect((error as Error).message).toContain("child 1 of a Struct<{a:Int32, b:Int32}> array is a Vector, not an apache-arrow Data (for a Vector, pass vector.data[0])");
+  });
 });
 
 describe("import of shared buffers", () => {

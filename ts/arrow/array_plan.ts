@@ -21,7 +21,8 @@
  * start.
  */
 import { ptr } from "bun:ffi";
-import { Type, UnionMode, type Data, type FixedSizeList, type Union } from "apache-arrow";
+import { Data, Type, UnionMode, Vector, type FixedSizeList, type Union } from "apache-arrow";
+import { describeValue } from "../core/args.ts";
 import { maxNestingDepth } from "../core/abi/layout.ts";
 import { InvalidArgumentError, ReleasedError, Status, TooDeepError, UnsupportedError } from "../core/errors.ts";
 import { retainWithOwners } from "../native/keepalive.ts";
@@ -325,7 +326,13 @@ class ArrayPlanner {
     }
     planWords[header + 3] = this.nBuffers;
     planWords[header + 4] = children.length;
-    for (const child of children) {
+    for (let i = 0; i < children.length; i++) {
+      const child = children[i];
+      // apache-arrow's `new RecordBatch({ name: vector })` puts Vectors
+      // where Data belong; read on, their missing buffers would be a TypeError.
+      if (!(child instanceof Data)) {
+        throw new InvalidArgumentError(Status.invalid_argument, `child ${i} of a ${data.type} array is ${describeValue(child)}, not an apache-arrow Data${(child as unknown) instanceof Vector ? " (for a Vector, pass vector.data[0])" : ""}`);
+      }
       if (!this.node(child, childShift)) return false;
     }
     if (typeId === Type.Dictionary) {
