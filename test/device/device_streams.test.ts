@@ -26,7 +26,7 @@ import {
 } from "apache-arrow";
 import { fake, fakeLeaks, isFake, stagingPool } from "../helpers/device.ts";
 import { SP_CHECK_ERROR_TWICE, SP_HOLD, peer, streamPeer } from "../helpers/fixtures.ts";
-import { collectUntil } from "../helpers/gc.ts";
+import { collectUntil, runFromTimer } from "../helpers/gc.ts";
 import { compareBatches } from "../helpers/arrow_compare.ts";
 import { consumeInC } from "../helpers/streams.ts";
 import { ArrowDeviceArrayLayout } from "../../ts/core/abi/layout.ts";
@@ -266,8 +266,9 @@ for (const kind of kinds) {
       back.batches.forEach((batch, i) => expect(compareBatches(batch, table.batches[i], `batch ${i}`)).toEqual([]));
       using pinned = exportStream(table, { device: { device: kind, memory: "pinned" } });
       expect(streamDeviceType(pinned)).toBe(pinnedTypes[kind]);
-      // Read in a function of its own: no batch stays in this test's
-      // async frame, which the afterEach's collection could still see.
+      // Read in a function of its own, started from a timer: no batch
+      // stays in this test's async frame, or in a stale word under it,
+      // which the afterEach's collections could still see.
       const readPinned = async () => {
         const imported = ImportedStream.fromDeviceArrayStream(pinned.stream);
         let i = 0;
@@ -277,7 +278,7 @@ for (const kind of kinds) {
         }
         return i;
       };
-      expect(await readPinned()).toBe(3);
+      expect(await runFromTimer(readPinned)).toBe(3);
     });
 
     test("a consumer that stops early closes the source; an unpulled read-ahead array is released", async () => {
