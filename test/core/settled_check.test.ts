@@ -1,9 +1,11 @@
 // The after-each check of the suite (test/helpers/settled.ts) fails on
 // what a test leaves, naming it, and lets pass only an import that
-// apache-arrow views alone hold (what a stale stack word can keep).
+// apache-arrow views alone hold (what a stale stack word can keep), with
+// the export it holds when it imported this library's own.
 import { expect, test } from "bun:test";
 import { tableFromArrays, type RecordBatch } from "apache-arrow";
 import { exportArray, importRecordBatch } from "../../ts/index.ts";
+import { ImportedArray } from "../../ts/raw.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { nonZeroCounters } from "../helpers/leaks.ts";
 import { disposeProduced, produceArray, producerClean } from "../helpers/producer.ts";
@@ -39,4 +41,26 @@ test("an import that only its views hold passes; its release follows the views",
   expect(await collectUntil(() => Object.keys(nonZeroCounters()).length === 0, 300)).toBe(true);
   expect(producerClean()).toEqual({ live: 0, doubles: 0 });
   disposeProduced(produced);
+});
+
+test("an import of the library's own export that only its views hold passes with that export; more exports than imports fail", async () => {
+  const exported = exportArray(batch());
+  const imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
+  let held: RecordBatch | null = importRecordBatch(imported);
+  imported.releaseToGC();
+  exported.release(); // the slot: its structs were moved into the import
+  expect([...held.getChildAt(0)!]).toEqual([1, 2, 3]);
+  const left = nonZeroCounters();
+  expect(left.live_owners).toBe(1);
+  expect(left.live_array_exports).toBe(1);
+  await expectSettled();
+  // Two exports for one import: not what one import can hold.
+  const extra = exportArray(batch());
+  try {
+    await expect(expectSettled({}, 3)).rejects.toThrow(/live_array_exports/);
+  } finally {
+    extra.release();
+  }
+  held = null;
+  expect(await collectUntil(() => Object.keys(nonZeroCounters()).length === 0, 300)).toBe(true);
 });

@@ -5,15 +5,16 @@
  * zero, then fails naming what is left.
  *
  * One leftover is not a leak: an import whose memory only apache-arrow
- * views hold, with nothing else left (leaks.ts, onlyViewHeldImports). JSC
+ * views hold, with nothing else left but what that import holds when it
+ * imported this library's own export (leaks.ts, onlyViewHeldImports). JSC
  * scans the stack conservatively, so a batch a test dropped can stay
  * marked by a stale word under the test runner's frame for any number of
  * collections; its views end, and its owner with them, once that word is
  * overwritten, during the next test (whose baseline counts them, and
  * whose check their release does not fail). After `viewHeldRounds`
  * rounds in that state the wait ends: more collections do not help.
- * An owner no view holds, an export, a stream, a handle or any count of
- * `others` left over always fails.
+ * An owner no view holds, an export no import can hold, a stream, a
+ * handle or any count of `others` left over always fails.
  */
 import { expect } from "bun:test";
 import { collectUntil } from "./gc.ts";
