@@ -131,6 +131,22 @@ describe("lazy Data of an imported batch", () => {
     expect(counters().live_imported_views).toBe(1 + 100); // + all 100 buffers
   });
 
+  test("batches of 200 and 4,000 columns (a handle's tables past the first scratch array, and past its largest) import zero-copy, one after another", () => {
+    for (const width of [200, 4000, 200, 40]) {
+      const columns: Record<string, ReturnType<typeof vectorFromArray>> = {};
+      for (let i = 0; i < width; i++) columns[`c${i}`] = vectorFromArray([i, null, i + 2], new Int32());
+      const source = new Table(columns).batches[0];
+      using exported = exportArray(source);
+      using imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
+      expect(imported.nodeCount).toBe(width + 1);
+      const batch = importRecordBatch(imported);
+      expect([batch.numCols, batch.numRows]).toEqual([width, 3]);
+      const last = batch.data.children[width - 1]!;
+      expect([...batch.getChild(`c${width - 1}`)!]).toEqual([width - 1, null, width + 1]);
+      expect(ptr(last.values)).toBe(ptr(source.data.children[width - 1]!.values));
+    }
+  });
+
   test("disposed before the first read: every buffer read is a ReleasedError (no view of the producer's memory is made), and exports refuse it", () => {
     using exported = exportArray(mixedBatch());
     const imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);

@@ -204,8 +204,9 @@ export class LazyBatch {
 
   /** The handle's dispose (arrow/import.ts `releaseConverted`, at `site`):
    * from now on a read or write of any Data of the batch not filled yet
-   * throws ReleasedError naming `site`. One store for the whole batch,
-   * where the filled Data each need their fields replaced. */
+   * throws ReleasedError naming `site`: one store for the whole batch
+   * (a filled Data is given a released batch of its own instead,
+   * `releasedAt`). */
   release(site: Error): void {
     this.#releasedAt ??= site;
   }

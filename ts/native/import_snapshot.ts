@@ -116,8 +116,11 @@ export function completeSnapshot(owner: number, words: Float64Array, needed: num
   return bigger;
 }
 
-/** Where `ownerSnapshot` has native code write (grown when too small). */
+/** Where `ownerSnapshot` has native code write: grown when too small, up
+ * to `scratchLimit` words (512 KiB); a larger snapshot gets an array of
+ * its own, which the process does not keep. */
 let snapshotScratch = nativeArray(Float64Array, 1024);
+const scratchLimit = 65536;
 
 /** The owner's info words, node table and buffer table, copied into a new
  * array of exactly their length; pays for the handle's anchor view (see
@@ -126,12 +129,16 @@ let snapshotScratch = nativeArray(Float64Array, 1024);
  * never sees: a new ArrayBuffer per handle would cost each import an
  * external allocation, which JSC counts towards its next collection. */
 export function ownerSnapshot(owner: number, adopt: SnapshotReference): Float64Array {
-  let needed = native.abd_owner_snapshot(asPointer(owner), snapshotScratch, snapshotScratch.length, adopt);
-  if (needed > snapshotScratch.length) {
-    snapshotScratch = nativeArray(Float64Array, needed * 2);
-    needed = native.abd_owner_snapshot(asPointer(owner), snapshotScratch, snapshotScratch.length, adopt);
-  }
+  const needed = native.abd_owner_snapshot(asPointer(owner), snapshotScratch, snapshotScratch.length, adopt);
   snapshotGuess = needed;
+  if (needed <= snapshotScratch.length) return snapshotScratch.slice(0, needed);
+  if (needed > scratchLimit) {
+    const words = nativeArray(Float64Array, needed);
+    native.abd_owner_snapshot(asPointer(owner), words, needed, adopt);
+    return words;
+  }
+  snapshotScratch = nativeArray(Float64Array, Math.min(needed * 2, scratchLimit));
+  native.abd_owner_snapshot(asPointer(owner), snapshotScratch, snapshotScratch.length, adopt);
   return snapshotScratch.slice(0, needed);
 }
 
