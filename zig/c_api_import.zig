@@ -118,6 +118,25 @@ export fn abd_view_deallocator() *const anyopaque {
     return @ptrCast(&owner_mod.viewDeallocator);
 }
 
+/// A new armed anchor (import/owner.zig `Anchor`) for a handle's reference
+/// to `owner`, paid for and counted as a view already (abd_owner_snapshot
+/// adopt 0 or 1). Null when out of memory: the reference is the caller's
+/// still. JS wraps its 16 bytes with `abd_anchor_deallocator` as the
+/// ArrayBuffer's deallocator, the anchor as its context.
+export fn abd_anchor_new(owner: *Owner) ?*owner_mod.Anchor {
+    return owner_mod.Anchor.create(owner);
+}
+
+/// Ends an anchor's reference now, if its deallocator has not (dispose).
+export fn abd_anchor_disarm(anchor: *owner_mod.Anchor) void {
+    anchor.disarm();
+}
+
+/// Address of the deallocator of anchors' ArrayBuffers.
+export fn abd_anchor_deallocator() *const anyopaque {
+    return @ptrCast(&owner_mod.anchorDeallocator);
+}
+
 /// Pays for `n` views of `owner` about to be created: n references.
 export fn abd_owner_retain_views(owner: *Owner, n: u32) void {
     owner.retain(n);

@@ -45,31 +45,35 @@ export function pulledViews(owner: number, words: Float64Array): (ArrayBuffer | 
 /**
  * The views of one batch's buffers, made on first use
  * (arrow/import.ts builds a batch's Data over them lazily). Made with
- * one ArrayBuffer only, the anchor (8 bytes of the owner's node table, as
- * a handle's), holding one owner reference, which keeps the batch's
+ * one ArrayBuffer only, the anchor (8 bytes of the owner's node table),
+ * holding one owner reference, which keeps the batch's
  * memory alive for as long as anything that may still make the views
  * (this object) is reachable. The first `views()` makes every view at
  * once, with one native call for their references, exactly as
  * `pulledViews` does; each then holds its own reference. `kill()` (the handle's `dispose()`) detaches every
- * view made, anchor included, and `views()` then returns null: nothing
+ * view made, and the set's own anchor, and `views()` then returns null: nothing
  * made later can reach the released memory.
  */
 export class DeferredViews {
   /** Views by buffer index; null once killed. */
   #views: (ArrayBuffer | undefined)[] | null = [];
-  /** The anchor: 8 bytes of the owner's node table, holding one owner
-   * reference and nothing else (no JS code ever reads it). Its own, or
-   * the anchor of the handle the views are deferred for (`of`). */
+  /** The anchor, holding one owner reference and nothing else (no JS
+   * code ever reads it): its own (8 bytes of the owner's node table), or
+   * that of the handle the views are deferred for (`of`), which the
+   * handle ends. */
   readonly #anchor: ArrayBuffer;
   /** Buffers still without a view (their references not taken yet). */
   #unmade: number;
   /** Why making the views failed, if it did. */
   #failed: OutOfMemoryError | null = null;
   readonly #owner: number;
+  /** Whether `#anchor` is this set's own (not its handle's). */
+  readonly #ownAnchor: boolean;
 
-  private constructor(owner: number, readonly table: Float64Array, readonly at: number, readonly count: number, anchor: ArrayBuffer, unmade: number) {
+  private constructor(owner: number, readonly table: Float64Array, readonly at: number, readonly count: number, anchor: ArrayBuffer, unmade: number, ownAnchor: boolean) {
     this.#owner = owner;
     this.#anchor = anchor;
+    this.#ownAnchor = ownAnchor;
     this.#unmade = unmade;
   }
 
@@ -90,7 +94,7 @@ export class DeferredViews {
   static of(owner: number, table: Float64Array, at: number, count: number, nodes: number, handleAnchor: ArrayBuffer | null = null): DeferredViews | null {
     const wanted = distinctWanted(table, at, count, noViews, (_, size) => size <= maxViewBytes);
     if (wanted <= 0) return null;
-    if (handleAnchor !== null) return new DeferredViews(owner, table, at, count, handleAnchor, wanted);
+    if (handleAnchor !== null) return new DeferredViews(owner, table, at, count, handleAnchor, wanted, false);
     // An anchor of 8 bytes, not a buffer's view: JSC counts an
     // ArrayBuffer's length as newly allocated memory, so a batch nobody
     // reads drives no collections, whatever its size.
@@ -102,7 +106,7 @@ export class DeferredViews {
       // Bun ran the failed wrap's deallocator: its reference is given back.
       throw new OutOfMemoryError(Status.out_of_memory, `a batch's anchor could not be made: ${(error as Error)?.message ?? String(error)}`);
     }
-    return new DeferredViews(owner, table, at, count, anchor, wanted);
+    return new DeferredViews(owner, table, at, count, anchor, wanted, true);
   }
 
   /** Every buffer's view, by index (undefined: no size, no address or no
@@ -141,6 +145,7 @@ export class DeferredViews {
     if (views === null) return;
     this.#views = null;
     for (const buffer of views) if (buffer !== undefined && !buffer.detached) buffer.transfer(0);
-    if (!this.#anchor.detached) this.#anchor.transfer(0);
+    // A handle's anchor is the handle's to end (its dispose() does).
+    if (this.#ownAnchor && !this.#anchor.detached) this.#anchor.transfer(0);
   }
 }

@@ -37,14 +37,14 @@ import { addressArg, argumentError, booleanArg, integerArg, isPlainObject, strin
 import { native } from "../core/ffi/library.ts";
 import type { StructRef } from "./c_structs.ts";
 import { ownerFromProducer, ownerOfDeviceStructs, ownerOfStructs, type ImportOptions } from "./import_owner.ts";
-import { debugEnabled, disposalSite, track, untrack, unwatch, watch } from "./debug.ts";
+import { debugEnabled, disposalSite, disposeSite, track, untrack, unwatch, watch } from "./debug.ts";
 import { DeferredViews } from "./deferred_views.ts";
 import type { ExportedArray } from "./exported.ts";
 import { hostAccessError } from "./host_access.ts";
 import { grantArrayAccess, grantBrand, type EmptyConverted } from "./handle_access.ts";
 import { SnapshotReference, distinctWanted, ownerSnapshot, wrapWanted } from "./import_snapshot.ts";
 import { readSchemas, type NodeSchema } from "./node_schemas.ts";
-import { maxViewBytes, ownerView } from "./owner_stamp.ts";
+import { disarmAnchor, handleAnchor, maxViewBytes, ownerView } from "./owner_stamp.ts";
 import { RawArray } from "./raw_array.ts";
 import { copyToHost, type ToHostOptions } from "./to_host.ts";
 import { reexport, type ReexportOptions } from "./reexport.ts";
@@ -108,6 +108,11 @@ export class ImportedArray implements Disposable {
    * given back by `dispose()` or `releaseToGC()`, one of which its
    * (internal) creator always calls. */
   #plainReference = false;
+  /** The native anchor holding this handle's reference (owner_stamp.ts
+   * `handleAnchor`; its ArrayBuffer is `#created[0]`), ended by
+   * `dispose()` or `releaseToGC()`; 0 once they ran, and for a transient
+   * handle. */
+  #anchor = 0;
   #token: number;
   /** The rows this handle covers; null: the whole array (the root). */
   #window: Window | null;
@@ -142,7 +147,11 @@ export class ImportedArray implements Disposable {
     this.#info = info;
     this.#buffersAt = ownerInfoWords + info[OwnerInfoWord.node_count] * nodeStride;
     if (transient) this.#plainReference = true;
-    else this.#wrap(info[OwnerInfoWord.nodes], 8);
+    else {
+      const { buffer, anchor } = handleAnchor(owner);
+      this.#anchor = anchor;
+      this.#created.push(buffer);
+    }
   }
 
   /** Refuses, with a typed error naming the buffer, a buffer larger than
@@ -396,15 +405,17 @@ export class ImportedArray implements Disposable {
     if (size === 0 || address === 0) {
       memory = new ArrayBuffer(0);
     } else {
-      const regions = this.#regions();
-      const shared = regions.get(address);
+      // The first view of a handle shares no region: the map of regions
+      // is made (from the views) only once there is one to share.
+      const regions = this.#byAddress !== null || this.#views.length !== 0 ? this.#regions() : null;
+      const shared = regions?.get(address);
       if (shared && shared.byteLength >= size) {
         memory = shared;
       } else {
         this.#checkViewable(index, size);
         native.abd_owner_retain_views(asPointer(this.#owner), 1);
         memory = this.#wrapView(index, address, size, 0);
-        regions.set(address, memory);
+        regions?.set(address, memory);
       }
     }
     this.#views[index] = memory;
@@ -524,10 +535,8 @@ export class ImportedArray implements Disposable {
     if (this.#plainReference) {
       this.#plainReference = false;
       native.abd_owner_release(asPointer(this.#owner));
-    } else if (this.#deferred === null) {
-      const anchor = this.#created[0];
-      if (!anchor.detached) anchor.transfer(0);
-    }
+    } else if (this.#deferred === null) disarmAnchor(this.#anchor);
+    this.#anchor = 0;
     this.#created = [];
     this.#views = [];
     this.#byAddress = null;
@@ -568,7 +577,16 @@ export class ImportedArray implements Disposable {
     this.#created = [];
     this.#views = [];
     this.#byAddress = null;
-    for (const buffer of created) {
+    // The anchor (created[0]) ends its reference with one native call;
+    // every view is detached (it reads as empty from now on).
+    let first = 0;
+    if (this.#anchor !== 0) {
+      disarmAnchor(this.#anchor);
+      this.#anchor = 0;
+      first = 1;
+    }
+    for (let i = first; i < created.length; i++) {
+      const buffer = created[i];
       if (!buffer.detached) buffer.transfer(0);
     }
     const deferred = this.#deferred;
@@ -578,7 +596,7 @@ export class ImportedArray implements Disposable {
     // released memory, saying where this ran (`site`).
     const converted = this.#converted;
     this.#converted = null;
-    const site = converted !== null || debugEnabled ? new Error("disposed here") : null;
+    const site = converted !== null || debugEnabled ? disposeSite() : null;
     this.#disposedAt = site;
     if (converted !== null && site !== null) {
       for (let i = 0; i < converted.length; i += 2) {

@@ -15,17 +15,16 @@
  * a handle hold the handle's anchor.)
  */
 import { type Pointer } from "bun:ffi";
-import { wrapNative } from "../core/abi/structs.ts";
-import { LibraryLoadError } from "../core/errors.ts";
+import { asPointer, wrapNative } from "../core/abi/structs.ts";
+import { LibraryLoadError, OutOfMemoryError, Status } from "../core/errors.ts";
 import { libraryPath, native } from "../core/ffi/library.ts";
 
 /** The native deallocator of every ArrayBuffer over an owner's memory: it
  * drops the owner reference the buffer holds (zig/import/owner.zig). */
-const deallocator = viewDeallocator();
+const deallocator = nativeDeallocator(native.abd_view_deallocator(), "abd_view_deallocator");
 
-function viewDeallocator(): Pointer {
-  const address = native.abd_view_deallocator();
-  if (address === null) throw new LibraryLoadError("libarrow_device returned no view deallocator (abd_view_deallocator)", libraryPath());
+function nativeDeallocator(address: Pointer | null, symbol: string): Pointer {
+  if (address === null) throw new LibraryLoadError(`libarrow_device returned no deallocator (${symbol})`, libraryPath());
   return address;
 }
 /** Lets OwnerStamp's constructor put a private field on an object that
@@ -90,6 +89,39 @@ export function ownerView(address: number, bytes: number, owner: number): ArrayB
   const buffer = wrapNative(address, bytes, owner, deallocator);
   new OwnerStamp(buffer, owner);
   return buffer;
+}
+
+/** The deallocator of handle anchors' ArrayBuffers (zig/import/owner.zig
+ * `anchorDeallocator`): ends the anchor's reference unless `disarmAnchor`
+ * did, and frees the anchor. */
+const anchorDeallocator = nativeDeallocator(native.abd_anchor_deallocator(), "abd_anchor_deallocator");
+
+/**
+ * A handle's anchor: the ArrayBuffer over a new native anchor that holds
+ * the owner reference the caller paid for (abd_owner_snapshot adopting
+ * for an anchor), and the anchor's address. The handle's `dispose()` ends
+ * that reference with `disarmAnchor`, one native call; a handle dropped
+ * undisposed leaves it to the ArrayBuffer's deallocator, which also runs
+ * when its JS thread ends. Either way the anchor's memory goes with the
+ * ArrayBuffer. Not stamped: no export ever reads it.
+ */
+export function handleAnchor(owner: number): { buffer: ArrayBuffer; anchor: number } {
+  const anchor = native.abd_anchor_new(asPointer(owner));
+  if (!anchor) {
+    native.abd_owner_release_views(asPointer(owner), 1);
+    throw new OutOfMemoryError(Status.out_of_memory, "out of memory allocating an imported array's anchor");
+  }
+  // A failed wrap runs the deallocator (Bun does): the reference ends.
+  return { buffer: wrapNative(anchor as number, anchorBytes, anchor as number, anchorDeallocator), anchor: anchor as number };
+}
+
+/** The bytes of a native anchor (zig/import/owner.zig `Anchor`). */
+const anchorBytes = 16;
+
+/** Ends the reference of a `handleAnchor` anchor now (dispose), if its
+ * deallocator has not; its ArrayBuffer stays, holding nothing. */
+export function disarmAnchor(anchor: number): void {
+  native.abd_anchor_disarm(asPointer(anchor));
 }
 
 /** `ownerView` without the stamp: an anchor, which holds a reference and

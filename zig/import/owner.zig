@@ -237,6 +237,52 @@ pub fn viewDeallocator(bytes: ?*anyopaque, context: ?*anyopaque) callconv(.c) vo
 /// (it may be inside a collection), even on a JS thread.
 threadlocal var in_deallocator: bool = false;
 
+/// A JS handle's anchor (native/imported_array.ts): the 16 bytes a JS
+/// ArrayBuffer wraps, holding the handle's one owner reference. The
+/// handle's `dispose()` disarms it (`disarm`: the reference ends at once,
+/// one native call where detaching the ArrayBuffer would cost a
+/// `transfer`); a handle dropped without `dispose()` leaves that to the
+/// ArrayBuffer's deallocator (`anchorDeallocator`), which runs when it is
+/// collected or its JS thread ends, and which frees the anchor either way.
+/// Whichever comes first takes the reference (an atomic swap), so it ends
+/// exactly once.
+pub const Anchor = extern struct {
+    owner: std.atomic.Value(usize),
+    _pad: u64 = 0,
+
+    /// A new armed anchor holding a reference the caller paid for (and
+    /// counted as a view); null when out of memory (the caller then still
+    /// holds that reference).
+    pub fn create(owner: *Owner) ?*Anchor {
+        const anchor: *Anchor = @ptrCast(@alignCast(std.c.malloc(@sizeOf(Anchor)) orelse return null));
+        anchor.* = .{ .owner = .init(@intFromPtr(owner)) };
+        return anchor;
+    }
+
+    /// Ends the anchor's reference now if it still holds it; the anchor
+    /// itself stays (its ArrayBuffer frees it).
+    pub fn disarm(self: *Anchor) void {
+        const held = self.owner.swap(0, .acq_rel);
+        if (held == 0) return;
+        counters.add(.live_imported_views, -1);
+        const owner: *Owner = @ptrFromInt(held);
+        owner.release();
+    }
+};
+
+/// The deallocator of an anchor's ArrayBuffer: `context` is the anchor.
+/// Ends its reference if `disarm` did not, then frees it. Runs on the GC
+/// thread, or on a JS thread at its end; touches no JS state.
+pub fn anchorDeallocator(bytes: ?*anyopaque, context: ?*anyopaque) callconv(.c) void {
+    _ = bytes;
+    const anchor: *Anchor = @ptrCast(@alignCast(context orelse return));
+    const outer = in_deallocator;
+    in_deallocator = true;
+    defer in_deallocator = outer;
+    anchor.disarm();
+    std.c.free(anchor);
+}
+
 // ---------------------------------------------------------------------------
 // References a stream pull handed to JS, not yet taken back.
 //
@@ -331,6 +377,35 @@ test "the producer's release runs once, after the last holder" {
     owner.?.release();
     try testing.expectEqual(@as(u32, 1), TestProducer.array_releases);
     try testing.expectEqual(@as(u32, 1), TestProducer.schema_releases);
+}
+
+test "an anchor's reference ends once: at disarm, or else in its deallocator" {
+    for ([_]bool{ true, false }) |disarm_first| {
+        TestProducer.schema_releases = 0;
+        TestProducer.array_releases = 0;
+        var schema: abi.ArrowSchema = undefined;
+        var array: abi.ArrowDeviceArray = undefined;
+        TestProducer.make("i", &schema, &array);
+        var owner: ?*Owner = null;
+        try testing.expectEqual(Status.ok, import(&schema, &array, .default, &owner));
+        const views = counters.get(.live_imported_views);
+        // The handle's reference, counted as a view (abd_owner_snapshot).
+        owner.?.retain(1);
+        counters.add(.live_imported_views, 1);
+        const anchor = Anchor.create(owner.?).?;
+        owner.?.release(); // the import's own reference
+        try testing.expectEqual(@as(u32, 0), TestProducer.array_releases);
+        if (disarm_first) {
+            anchor.disarm();
+            try testing.expectEqual(@as(u32, 1), TestProducer.array_releases);
+            try testing.expectEqual(views, counters.get(.live_imported_views));
+            anchor.disarm(); // a second disarm ends nothing
+        }
+        anchorDeallocator(anchor, anchor); // its ArrayBuffer is collected
+        try testing.expectEqual(@as(u32, 1), TestProducer.array_releases);
+        try testing.expectEqual(@as(u32, 1), TestProducer.schema_releases);
+        try testing.expectEqual(views, counters.get(.live_imported_views));
+    }
 }
 
 test "a released owner's memory serves the next import" {

@@ -43,6 +43,9 @@ export const coreSymbols = {
   abd_owner_info: { args: [ptr, ptr], returns: none },
   abd_owner_snapshot: { args: [ptr, ptr, u32, u32], returns: u32 },
   abd_view_deallocator: { args: [], returns: ptr },
+  abd_anchor_new: { args: [ptr], returns: ptr },
+  abd_anchor_disarm: { args: [ptr], returns: none },
+  abd_anchor_deallocator: { args: [], returns: ptr },
 
   abd_consume_device_array: { args: [ptr, ptr, i32, ptr, u32], returns: i32 },
 } as const;
