@@ -1,7 +1,8 @@
 // The after-each check of the suite (test/helpers/settled.ts) fails on
 // what a test leaves, naming it, and lets pass only an import that
 // apache-arrow views alone hold (what a stale stack word can keep), with
-// the export it holds when it imported this library's own.
+// the export it holds when it imported this library's own, and the
+// fakes' device memory it holds (device test files).
 import { expect, test } from "bun:test";
 import { tableFromArrays, type RecordBatch } from "apache-arrow";
 import { exportArray, importRecordBatch } from "../../ts/index.ts";
@@ -10,6 +11,7 @@ import { collectUntil } from "../helpers/gc.ts";
 import { nonZeroCounters } from "../helpers/leaks.ts";
 import { disposeProduced, produceArray, producerClean } from "../helpers/producer.ts";
 import { expectSettled } from "../helpers/settled.ts";
+import { fakeLeftovers } from "../helpers/fake_leftovers.ts";
 
 const batch = () => tableFromArrays({ id: Int32Array.of(1, 2, 3) }).batches[0]!;
 
@@ -63,4 +65,16 @@ test("an import of the library's own export that only its views hold passes with
   }
   held = null;
   expect(await collectUntil(() => Object.keys(nonZeroCounters()).length === 0, 300)).toBe(true);
+});
+
+test("the fakes may hold only what the imports that views alone hold can hold", () => {
+  // Nothing was left to views: any count of a fake is a leak.
+  expect(fakeLeftovers({ cuda: { pinned: 1 } }, {})).toEqual({ "cuda.pinned": 1 });
+  // One view-held import with one allocation and one event of the library's.
+  const left = { live_owners: 1, live_imported_views: 1, live_device_allocations: 1, live_device_events: 1 };
+  expect(fakeLeftovers({ cuda: { pinned: 1, events: 1, produced: 1 } }, left)).toEqual({});
+  // More than it holds, or what no import holds (a stream), fails.
+  expect(fakeLeftovers({ cuda: { device: 2, streams: 1 } }, left)).toEqual({ "cuda.device": 1, "cuda.streams": 1 });
+  // The allowance is one for every kind together.
+  expect(fakeLeftovers({ cuda: { managed: 1 }, rocm: { device: 1, events: 1 } }, left)).toEqual({ "rocm.device": 1 });
 });

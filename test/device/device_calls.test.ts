@@ -8,7 +8,7 @@
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { Float64, Int32, RecordBatch, Table, Utf8, vectorFromArray, type Vector } from "apache-arrow";
-import { fake, fakeLeaks, isFake, stagingPool } from "../helpers/device.ts";
+import { fake, expectFakesSettled, isFake, stagingPool } from "../helpers/device.ts";
 import { exportStream } from "../../ts/index.ts";
 import { AsyncStreamConsumer, ImportedArray, ImportedStream } from "../../ts/raw.ts";
 import { exportAsyncStream, toDevice, type DeviceKind } from "../../ts/device.ts";
@@ -30,8 +30,7 @@ const warmUp = 4;
 const measured = 8;
 
 afterEach(async () => {
-  await expectSettled();
-  for (const kind of kinds) expect(fakeLeaks(kind)).toEqual({});
+  expectFakesSettled(kinds, await expectSettled());
 });
 
 /** Ten columns (numbers and strings, every one with nulls), `rows` rows. */

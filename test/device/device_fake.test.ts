@@ -8,7 +8,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { ptr, read } from "bun:ffi";
 import { makeVector, vectorFromArray, Utf8 } from "apache-arrow";
-import { fake, fakeCudaExtras, fakeHipExtras, fakeLeaks, isFake, stagingPool } from "../helpers/device.ts";
+import { fake, fakeCudaExtras, fakeHipExtras, expectFakesSettled, isFake, stagingPool } from "../helpers/device.ts";
 import { peer } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { native } from "../../ts/core/ffi/library.ts";
@@ -32,8 +32,7 @@ afterEach(async () => {
     fake(kind).pause(false);
   }
   peer.peer_reset_counts();
-  await expectSettled();
-  for (const kind of kinds) expect(fakeLeaks(kind)).toEqual({});
+  expectFakesSettled(kinds, await expectSettled());
 });
 
 /** Driver call names and error codes, per runtime. */

@@ -17,7 +17,7 @@ import { readFileSync } from "node:fs";
 import { read } from "bun:ffi";
 import { ArrowDeviceArrayLayout } from "../../ts/core/abi/layout.ts";
 import { RecordBatch, Table, tableFromIPC } from "apache-arrow";
-import { deviceKinds, fakeLeaks } from "../helpers/device.ts";
+import { deviceKinds, expectFakesSettled } from "../helpers/device.ts";
 import { goldFiles, rawBatchesFromJson, treeDifferences, type GoldFile } from "../helpers/device_gold.ts";
 import { compareBatches } from "../helpers/arrow_compare.ts";
 import { DeviceType, exportArray, importRecordBatch, type ExportedArray } from "../../ts/index.ts";
@@ -33,8 +33,7 @@ const unreadable: Record<string, RegExp> = {
 };
 
 afterEach(async () => {
-  await expectSettled();
-  for (const kind of deviceKinds) expect(fakeLeaks(kind)).toEqual({});
+  expectFakesSettled(deviceKinds, await expectSettled());
 });
 
 const deviceTypes: Record<DeviceKind, number> = { cuda: DeviceType.CUDA, rocm: DeviceType.ROCM };

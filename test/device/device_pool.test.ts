@@ -7,7 +7,7 @@
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { makeVector } from "apache-arrow";
-import { fake, fakeLeaks, isFake, stagingPool } from "../helpers/device.ts";
+import { fake, expectFakesSettled, isFake, stagingPool } from "../helpers/device.ts";
 import { peer } from "../helpers/fixtures.ts";
 import { ImportedArray } from "../../ts/raw.ts";
 import { deviceRuntime, toDevice, type DeviceKind } from "../../ts/device.ts";
@@ -20,8 +20,7 @@ const kinds: DeviceKind[] = ["cuda", "rocm"];
 
 afterEach(async () => {
   peer.peer_reset_counts();
-  await expectSettled();
-  for (const kind of kinds) expect(fakeLeaks(kind)).toEqual({});
+  expectFakesSettled(kinds, await expectSettled());
 });
 
 const values = (seed: number) => Float64Array.from({ length: 512 }, (_, i) => seed * 1000 + i);

@@ -8,7 +8,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { ptr } from "bun:ffi";
 import { makeVector, vectorFromArray, Float64, Utf8 } from "apache-arrow";
-import { deviceKinds, fake, fakeLeaks, isFake } from "../helpers/device.ts";
+import { deviceKinds, fake, expectFakesSettled, isFake } from "../helpers/device.ts";
 import { DeviceType, exportArray } from "../../ts/index.ts";
 import { InvalidArgumentError } from "../../ts/core/errors.ts";
 import { ImportedArray } from "../../ts/raw.ts";
@@ -18,8 +18,7 @@ import { withCode } from "../helpers/errors.ts";
 import { expectSettled } from "../helpers/settled.ts";
 
 afterEach(async () => {
-  await expectSettled();
-  for (const kind of deviceKinds) expect(fakeLeaks(kind)).toEqual({});
+  expectFakesSettled(deviceKinds, await expectSettled());
 });
 
 const pattern = (n: number, seed = 1) => Uint8Array.from({ length: n }, (_, i) => (i * 31 + seed) & 0xff);

@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { makeVector, vectorFromArray, Utf8 } from "apache-arrow";
-import { fake, fakeLeaks, isFake, stagingPool } from "../helpers/device.ts";
+import { fake, expectFakesSettled, isFake, stagingPool } from "../helpers/device.ts";
 import { ImportedArray } from "../../ts/raw.ts";
 import { toDevice, type DeviceKind } from "../../ts/device.ts";
 import { expectSettled } from "../helpers/settled.ts";
@@ -15,11 +15,9 @@ if (!isFake) throw new Error("test/device/device_staging.test.ts needs the fake 
 const kinds: DeviceKind[] = ["cuda", "rocm"];
 
 afterEach(async () => {
-  await expectSettled();
-  for (const kind of kinds) {
-    stagingPool(kind, true);
-    expect(fakeLeaks(kind)).toEqual({});
-  }
+  const left = await expectSettled();
+  for (const kind of kinds) stagingPool(kind, true);
+  expectFakesSettled(kinds, left);
 });
 
 for (const kind of kinds) {

@@ -24,7 +24,7 @@ import { read, type Pointer } from "bun:ffi";
 import {
   Field, Float64, Int32, Int64, RecordBatch, Schema, Struct, Table, Utf8, makeData, makeVector, vectorFromArray,
 } from "apache-arrow";
-import { fake, fakeLeaks, isFake, stagingPool } from "../helpers/device.ts";
+import { fake, expectFakesSettled, isFake, stagingPool } from "../helpers/device.ts";
 import { SP_CHECK_ERROR_TWICE, SP_HOLD, peer, streamPeer } from "../helpers/fixtures.ts";
 import { collectUntil, runFromTimer } from "../helpers/gc.ts";
 import { compareBatches } from "../helpers/arrow_compare.ts";
@@ -61,8 +61,7 @@ afterEach(async () => {
     fake(kind).pause(false);
   }
   peer.peer_wait_background();
-  await expectSettled({ liveStreamSources });
-  for (const kind of kinds) expect(fakeLeaks(kind)).toEqual({});
+  expectFakesSettled(kinds, await expectSettled({ liveStreamSources }));
   streamPeer.sp_reset_counts();
   peer.peer_reset_counts();
 });

@@ -14,6 +14,9 @@ import { fixturePath } from "./fixtures.ts";
 import { native } from "../../ts/core/ffi/library.ts";
 import { deviceKindNames, deviceKindTable, kindEntry } from "../../ts/core/ffi/device_loader.ts";
 import type { DeviceKind } from "../../ts/device.ts";
+import type { Counters } from "../../ts/diagnostics.ts";
+import { expect } from "bun:test";
+import { fakeLeftovers } from "./fake_leftovers.ts";
 
 export const isFake = process.env.ARROW_DEVICE_REAL_GPU !== "1";
 
@@ -239,6 +242,12 @@ export function fakeLeaks(kind: DeviceKind): Record<string, number> {
     registrations: d.liveRegistrations(),
   };
   return Object.fromEntries(Object.entries(counts).filter(([, v]) => v !== 0));
+}
+
+/** Fails naming what the fakes of `kinds` hold beyond what `left`
+ * (expectSettled's result) allows (`fakeLeftovers`). */
+export function expectFakesSettled(kinds: readonly DeviceKind[], left: Partial<Counters>): void {
+  expect(fakeLeftovers(Object.fromEntries(kinds.map((kind) => [kind, fakeLeaks(kind)])), left)).toEqual({});
 }
 
 /** The library's pinned staging pool for `kind` (zig/device/staging.zig):

@@ -14,11 +14,14 @@
  * whose check their release does not fail). After `viewHeldRounds`
  * rounds in that state the wait ends: more collections do not help.
  * An owner no view holds, an export no import can hold, a stream, a
- * handle or any count of `others` left over always fails.
+ * handle or any count of `others` left over always fails. What such
+ * imports were let keep comes back (empty when nothing was left), for
+ * checks of what they hold outside the library (`expectFakesSettled`).
  */
 import { expect } from "bun:test";
 import { collectUntil } from "./gc.ts";
 import { nonZeroCounters, onlyViewHeldImports } from "./leaks.ts";
+import type { Counters } from "../../ts/diagnostics.ts";
 
 /** Counts outside the library's own (a peer's live structs, stream
  * sources, wakes) that must be zero once a test is over, by name. */
@@ -35,7 +38,7 @@ function othersLeft(others: OtherCounts): Record<string, number | bigint> {
   return left;
 }
 
-export async function expectSettled(others: OtherCounts = {}, rounds = 200): Promise<void> {
+export async function expectSettled(others: OtherCounts = {}, rounds = 200): Promise<Partial<Counters>> {
   let heldByViews = 0;
   const settled = () => {
     const left = nonZeroCounters();
@@ -47,4 +50,5 @@ export async function expectSettled(others: OtherCounts = {}, rounds = 200): Pro
   await collectUntil(settled, rounds);
   const left = { ...nonZeroCounters(), ...othersLeft(others) };
   expect(Object.keys(left).length === 0 || onlyViewHeldImports(left) ? {} : left).toEqual({});
+  return left as Partial<Counters>;
 }
