@@ -1,6 +1,7 @@
 /**
  * What imports reuse and what each holds: a handle holds one
- * anchor view (its tables are a JS copy); repeated imports of one schema
+ * anchor view (its tables are a JS copy, whose array a dispose gives to
+ * the next import of its shape); repeated imports of one schema
  * share one apache-arrow Schema, found by the exact schema bytes; every
  * batch of a stream shares the stream's Schema; the table-reading build
  * path gives the same Data as the RawArray path.
@@ -17,6 +18,7 @@ import { counters } from "../helpers/leaks.ts";
 import { streamPeer } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { handleViews, pullTransient, schemaKeyOf, schemaMatchesKey } from "../../ts/native/batch_source.ts";
+import { snapshotIsSpare } from "../../ts/native/import_snapshot.ts";
 import { withCode } from "../helpers/errors.ts";
 import { expectSettled } from "../helpers/settled.ts";
 
@@ -146,6 +148,41 @@ describe("what a handle holds", () => {
     box.batch = null;
     expect(await collectUntil(() => counters().live_owners === 0)).toBe(true);
     exported.release();
+  });
+});
+
+describe("snapshot arrays", () => {
+  test("a disposed handle's tables take the next import's snapshot; it still reports its shape, and its batch refuses reads", () => {
+    const narrow = batchOf([new Field("a", new Int32(), true)], [int32Column([1, 2, 3], 1)]);
+    const wide = batchOf([new Field("x", new Int32(), true), new Field("y", new Int32(), false)], [int32Column([4, 5, 6]), int32Column([7, 8, 9])]);
+    // Two imports of one shape in a row: after the first one's dispose,
+    // the second is written into the array the first gave back.
+    const first = exportArray(narrow);
+    const firstHandle = ImportedArray.fromDeviceArray(first.schema, first.array);
+    const firstBatch = importRecordBatch(firstHandle);
+    firstHandle.dispose();
+    expect(firstHandle.nodeCount).toBe(2);
+    expect(firstHandle.bufferCount).toBe(3);
+    expect(firstHandle.deviceType).toBe(DeviceType.CPU);
+    expect(firstHandle.hostReadable).toBe(true);
+    expect(firstHandle.byteLength).toBe(12 + 1);
+    const second = exportArray(narrow);
+    const secondHandle = ImportedArray.fromDeviceArray(second.schema, second.array);
+    expect(snapshotIsSpare()).toBe(true);
+    // Then another shape, while the second is live: its own tables.
+    const third = exportArray(wide);
+    const thirdHandle = ImportedArray.fromDeviceArray(third.schema, third.array);
+    const secondBatch = importRecordBatch(secondHandle);
+    const thirdBatch = importRecordBatch(thirdHandle);
+    expect([...secondBatch.getChild("a")!]).toEqual([1, null, 3]);
+    expect([...thirdBatch.getChild("y")!]).toEqual([7, 8, 9]);
+    // The first handle still reports what it was, and its batch refuses.
+    expect(firstHandle.nodeCount).toBe(2);
+    expect(() => firstBatch.getChild("a")!.data[0].values).toThrow("was converted from an ImportedArray that was disposed");
+    secondHandle.dispose();
+    thirdHandle.dispose();
+    expect(() => secondBatch.getChild("a")!.data[0].values).toThrow("was converted from an ImportedArray that was disposed");
+    for (const handle of [first, second, third]) handle.release();
   });
 });
 

@@ -122,13 +122,39 @@ export function completeSnapshot(owner: number, words: Float64Array, needed: num
 let snapshotScratch = nativeArray(Float64Array, 1024);
 const scratchLimit = 65536;
 
-/** The owner's info words, node table and buffer table, copied into a new
- * array of exactly their length; pays for the handle's anchor view (see
- * the constructor). Native code writes them into one scratch array of
- * its own buffer, and the copy is a plain typed array that native code
- * never sees: a new ArrayBuffer per handle would cost each import an
- * external allocation, which JSC counts towards its next collection. */
+/** Arrays that disposed handles gave back (`giveBackSnapshot`), each of
+ * its own ArrayBuffer, for the next snapshots to be written into: imports
+ * in a row usually have one shape, so an import followed by its dispose
+ * copies nothing and allocates nothing. At most `spareLimit` of them, of
+ * at most `spareWords` words each; a snapshot takes one of at least the
+ * size the last one needed. */
+const spares: Float64Array[] = [];
+const spareLimit = 8;
+const spareWords = 8192;
+/** Whether the last `ownerSnapshot` returned a spare. */
+let lastWasSpare = false;
+
+/** The owner's info words, node table and buffer table, and the payment
+ * for the handle's anchor view (see the constructor): written into a
+ * spare array that fits, else copied into a new array of exactly their
+ * length. Native code writes them into one scratch array of its own
+ * buffer, and the copy is a plain typed array that native code never
+ * sees: a new ArrayBuffer per handle would cost each import an external
+ * allocation, which JSC counts towards its next collection.
+ * `snapshotIsSpare()` then says which it was. */
 export function ownerSnapshot(owner: number, adopt: SnapshotReference): Float64Array {
+  const spare = spareFor(snapshotGuess);
+  if (spare !== undefined) {
+    const needed = native.abd_owner_snapshot(asPointer(owner), spare, spare.length, adopt);
+    snapshotGuess = needed;
+    if (needed <= spare.length) {
+      lastWasSpare = true;
+      return spare;
+    }
+    // Too small for this shape (nothing was written or taken): left to
+    // the collector.
+  }
+  lastWasSpare = false;
   const needed = native.abd_owner_snapshot(asPointer(owner), snapshotScratch, snapshotScratch.length, adopt);
   snapshotGuess = needed;
   if (needed <= snapshotScratch.length) return snapshotScratch.slice(0, needed);
@@ -140,6 +166,39 @@ export function ownerSnapshot(owner: number, adopt: SnapshotReference): Float64A
   snapshotScratch = nativeArray(Float64Array, Math.min(needed * 2, scratchLimit));
   native.abd_owner_snapshot(asPointer(owner), snapshotScratch, snapshotScratch.length, adopt);
   return snapshotScratch.slice(0, needed);
+}
+
+/** Whether the last `ownerSnapshot` wrote into a spare array (its
+ * handle gives it back with `giveBackSnapshot(words, true)`). */
+export function snapshotIsSpare(): boolean {
+  return lastWasSpare;
+}
+
+/**
+ * Takes back the snapshot array of a handle being disposed, which no one
+ * reads any more (its tables are only read while the handle is live, and
+ * by the deferred views its dispose killed): a spare goes back to the
+ * spares; a copy (plain, so never handed to native code) is replaced by a
+ * new spare of its length unless one is kept, so that the next import of
+ * this shape is written in place.
+ */
+export function giveBackSnapshot(words: Float64Array, spare: boolean): void {
+  if (words.length > spareWords || words.length === 0) return;
+  if (!spare) for (const kept of spares) if (kept.length === words.length) return;
+  if (spares.length >= spareLimit) spares.shift(); // the oldest shape goes
+  spares.push(spare ? words : nativeArray(Float64Array, words.length));
+}
+
+/** Takes the spare given back last that has at least `words` words. */
+function spareFor(words: number): Float64Array | undefined {
+  for (let i = spares.length - 1; i >= 0; i--) {
+    if (spares[i].length < words) continue;
+    const spare = spares[i];
+    spares[i] = spares[spares.length - 1];
+    spares.pop();
+    return spare;
+  }
+  return undefined;
 }
 
 /** A batch pulled with its snapshot (batch_source.ts `pullInto`): its

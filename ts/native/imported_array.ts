@@ -42,7 +42,7 @@ import { DeferredViews } from "./deferred_views.ts";
 import type { ExportedArray } from "./exported.ts";
 import { hostAccessError } from "./host_access.ts";
 import { grantArrayAccess, grantBrand, type EmptyConverted } from "./handle_access.ts";
-import { SnapshotReference, distinctWanted, ownerSnapshot, wrapWanted } from "./import_snapshot.ts";
+import { SnapshotReference, distinctWanted, giveBackSnapshot, ownerSnapshot, snapshotIsSpare, wrapWanted } from "./import_snapshot.ts";
 import { readSchemas, type NodeSchema } from "./node_schemas.ts";
 import { disarmAnchor, handleAnchor, maxViewBytes, ownerView } from "./owner_stamp.ts";
 import { RawArray } from "./raw_array.ts";
@@ -59,6 +59,9 @@ export { type ToHostOptions } from "./to_host.ts";
 
 /** Info words copied out of the owner (they never change). */
 type OwnerInfo = Float64Array;
+
+/** What a disposed handle's `#info` is: its tables were given back. */
+const noInfo: OwnerInfo = new Float64Array(0);
 
 /** Proves a constructor call comes from this module. */
 const internalToken = Symbol("ImportedArray");
@@ -78,8 +81,20 @@ export class ImportedArray implements Disposable {
   get [ArrowCDeviceArray](): (options?: ProtocolOptions) => ArrowCapsule { return (options) => importedArrayCapsule(this, "device_array", options); }
   #owner: number;
   /** The owner's info words, then its node table, then its buffer table
-   * (a JS copy: they never change). */
+   * (a JS copy: they never change), until `dispose()` gives the array back
+   * for the next import's snapshot (import_snapshot.ts); empty from then
+   * on (what a disposed handle still reports is kept below). */
   #info: OwnerInfo;
+  /** Whether `#info` is one of import_snapshot.ts's spare arrays. */
+  #infoSpare: boolean;
+  // The info words a disposed handle still reports (its getters).
+  #deviceType: number;
+  #deviceId: number;
+  #syncEvent: number;
+  #hostReadable: boolean;
+  #bytesHeld: number;
+  #nodeCount: number;
+  #bufferCount: number;
   /** Where the buffer table starts in `#info`. */
   #buffersAt: number;
   /** Every ArrayBuffer created over owner memory, for `dispose()`: the
@@ -145,7 +160,15 @@ export class ImportedArray implements Disposable {
     if (snapshot !== null && !transient) throw argumentError("ImportedArray", "snapshot", "only for a transient handle", snapshot);
     const info = snapshot ?? ownerSnapshot(owner, reference);
     this.#info = info;
-    this.#buffersAt = ownerInfoWords + info[OwnerInfoWord.node_count] * nodeStride;
+    this.#infoSpare = snapshot === null && snapshotIsSpare();
+    this.#deviceType = info[OwnerInfoWord.device_type];
+    this.#deviceId = info[OwnerInfoWord.device_id];
+    this.#syncEvent = info[OwnerInfoWord.sync_event];
+    this.#hostReadable = info[OwnerInfoWord.host_readable] === 1;
+    this.#bytesHeld = info[OwnerInfoWord.bytes_held];
+    this.#nodeCount = info[OwnerInfoWord.node_count];
+    this.#bufferCount = info[OwnerInfoWord.buffer_count];
+    this.#buffersAt = ownerInfoWords + this.#nodeCount * nodeStride;
     if (transient) this.#plainReference = true;
     else {
       const { buffer, anchor } = handleAnchor(owner);
@@ -276,19 +299,19 @@ export class ImportedArray implements Disposable {
   }
 
   /** The producer's ArrowDeviceType (CPU for an imported ArrowArray). */
-  get deviceType(): number { return this.#info[OwnerInfoWord.device_type]; }
+  get deviceType(): number { return this.#deviceType; }
   /** `deviceType` by name, e.g. "CPU", "CUDA". */
   get deviceTypeName(): string { return deviceTypeName(this.deviceType); }
   /** The producer's device_id (-1 for an imported ArrowArray). */
-  get deviceId(): number { return this.#info[OwnerInfoWord.device_id]; }
+  get deviceId(): number { return this.#deviceId; }
   /** Address of the producer's sync event (0 when none). */
-  get syncEvent(): number { return this.#info[OwnerInfoWord.sync_event]; }
+  get syncEvent(): number { return this.#syncEvent; }
   /** False for device memory the host must not read. */
-  get hostReadable(): boolean { return this.#info[OwnerInfoWord.host_readable] === 1; }
+  get hostReadable(): boolean { return this.#hostReadable; }
   /** Sum of the known buffer sizes. */
-  get byteLength(): number { return this.#info[OwnerInfoWord.bytes_held]; }
+  get byteLength(): number { return this.#bytesHeld; }
   /** Nodes in the imported tree (every child and dictionary, preorder). */
-  get nodeCount(): number { return this.#info[OwnerInfoWord.node_count]; }
+  get nodeCount(): number { return this.#nodeCount; }
   /** The moved-in `ArrowSchema*` (owner memory). */
   get schemaAddress(): number { this.#live(); return this.#info[OwnerInfoWord.schema]; }
   /** The moved-in `ArrowDeviceArray*` (owner memory; an imported ArrowArray
@@ -505,7 +528,7 @@ export class ImportedArray implements Disposable {
 
   /** Number of buffers in the owner's table (every node's, preorder). */
   get bufferCount(): number {
-    return this.#info[OwnerInfoWord.buffer_count];
+    return this.#bufferCount;
   }
 
   /** Makes views of every buffer whose size validation computed, with one
@@ -604,6 +627,12 @@ export class ImportedArray implements Disposable {
         if (live !== undefined) (converted[i + 1] as EmptyConverted)(live, site);
       }
     }
+    // Nothing reads the tables any more: the killed deferred views, the
+    // batches that now refuse reads, and this handle, which reads them
+    // only while live. Their array takes the next import's snapshot.
+    giveBackSnapshot(this.#info, this.#infoSpare);
+    this.#info = noInfo;
+    this.#infoSpare = false;
     if (this.#plainReference) {
       this.#plainReference = false;
       native.abd_owner_release(asPointer(this.#owner));
