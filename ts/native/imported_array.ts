@@ -44,7 +44,7 @@ import { hostAccessError } from "./host_access.ts";
 import { grantArrayAccess, grantBrand, type EmptyConverted } from "./handle_access.ts";
 import { SnapshotReference, distinctWanted, giveBackSnapshot, ownerSnapshot, snapshotIsSpare, wrapWanted } from "./import_snapshot.ts";
 import { readSchemas, type NodeSchema } from "./node_schemas.ts";
-import { disarmAnchor, handleAnchor, maxViewBytes, ownerView } from "./owner_stamp.ts";
+import { disarmAnchor, handleAnchor, lastAnchorAddress, maxViewBytes, ownerView } from "./owner_stamp.ts";
 import { RawArray } from "./raw_array.ts";
 import { copyToHost, type ToHostOptions } from "./to_host.ts";
 import { reexport, type ReexportOptions } from "./reexport.ts";
@@ -171,9 +171,8 @@ export class ImportedArray implements Disposable {
     this.#buffersAt = ownerInfoWords + this.#nodeCount * nodeStride;
     if (transient) this.#plainReference = true;
     else {
-      const { buffer, anchor } = handleAnchor(owner);
-      this.#anchor = anchor;
-      this.#created.push(buffer);
+      this.#created.push(handleAnchor(owner));
+      this.#anchor = lastAnchorAddress();
     }
   }
 

@@ -99,20 +99,30 @@ const anchorDeallocator = nativeDeallocator(native.abd_anchor_deallocator(), "ab
 /**
  * A handle's anchor: the ArrayBuffer over a new native anchor that holds
  * the owner reference the caller paid for (abd_owner_snapshot adopting
- * for an anchor), and the anchor's address. The handle's `dispose()` ends
- * that reference with `disarmAnchor`, one native call; a handle dropped
- * undisposed leaves it to the ArrayBuffer's deallocator, which also runs
- * when its JS thread ends. Either way the anchor's memory goes with the
- * ArrayBuffer. Not stamped: no export ever reads it.
+ * for an anchor); `lastAnchorAddress()` then gives the anchor's address.
+ * The handle's `dispose()` ends that reference with `disarmAnchor`, one
+ * native call; a handle dropped undisposed leaves it to the ArrayBuffer's
+ * deallocator, which also runs when its JS thread ends. Either way the
+ * anchor's memory goes with the ArrayBuffer. Not stamped: no export ever
+ * reads it.
  */
-export function handleAnchor(owner: number): { buffer: ArrayBuffer; anchor: number } {
+export function handleAnchor(owner: number): ArrayBuffer {
   const anchor = native.abd_anchor_new(asPointer(owner));
   if (!anchor) {
     native.abd_owner_release_views(asPointer(owner), 1);
     throw new OutOfMemoryError(Status.out_of_memory, "out of memory allocating an imported array's anchor");
   }
   // A failed wrap runs the deallocator (Bun does): the reference ends.
-  return { buffer: wrapNative(anchor as number, anchorBytes, anchor as number, anchorDeallocator), anchor: anchor as number };
+  const buffer = wrapNative(anchor as number, anchorBytes, anchor as number, anchorDeallocator);
+  lastAnchor = anchor as number;
+  return buffer;
+}
+
+/** The address of the anchor `handleAnchor` made last (read at once by
+ * its caller: no object per handle for a second result). */
+let lastAnchor = 0;
+export function lastAnchorAddress(): number {
+  return lastAnchor;
 }
 
 /** The bytes of a native anchor (zig/import/owner.zig `Anchor`). */
