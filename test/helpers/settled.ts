@@ -38,13 +38,17 @@ function othersLeft(others: OtherCounts): Record<string, number | bigint> {
   return left;
 }
 
-export async function expectSettled(others: OtherCounts = {}, rounds = 200): Promise<Partial<Counters>> {
+/** `ready(left)`: what else the wait waits for, given the counters left
+ * (empty, or what view-held imports hold), e.g. a peer's release
+ * callbacks that run on another thread after the counters they end; the
+ * caller checks that itself afterwards. */
+export async function expectSettled(others: OtherCounts = {}, rounds = 200, ready: (left: Partial<Counters>) => boolean = () => true): Promise<Partial<Counters>> {
   let heldByViews = 0;
   const settled = () => {
     const left = nonZeroCounters();
     if (Object.keys(othersLeft(others)).length > 0) return false;
-    if (Object.keys(left).length === 0) return true;
-    heldByViews = onlyViewHeldImports(left) ? heldByViews + 1 : 0;
+    if (Object.keys(left).length === 0) return ready(left);
+    heldByViews = onlyViewHeldImports(left) && ready(left) ? heldByViews + 1 : 0;
     return heldByViews >= viewHeldRounds;
   };
   await collectUntil(settled, rounds);
