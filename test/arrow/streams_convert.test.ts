@@ -14,6 +14,7 @@ import { liveStreamSources } from "../helpers/js_live.ts";
 import { compareBatches, unsharedBuffers } from "../helpers/arrow_compare.ts";
 import { streamPeer } from "../helpers/fixtures.ts";
 import { collectUntil } from "../helpers/gc.ts";
+import { expectSettled } from "../helpers/settled.ts";
 import { goldStreams, openGold, readGold, unreadableByApacheArrow } from "../helpers/streams.ts";
 
 const kinds = [
@@ -45,7 +46,7 @@ beforeAll(async () => {
 });
 
 afterEach(async () => {
-  expect(await collectUntil(settled, 200)).toBe(true);
+  await expectSettled({ liveStreamSources, producerStreamsLive: () => streamPeer.sp_producer_streams_live() }, { heldByImports: { producedLive: () => streamPeer.sp_produced_live() } });
   streamPeer.sp_reset_counts();
 });
 

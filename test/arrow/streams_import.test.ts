@@ -54,7 +54,7 @@ function bufferAddresses(imported: ImportedArray): number[] {
 }
 
 afterEach(async () => {
-  await expectSettled({ liveStreamSources, producedLive: () => streamPeer.sp_produced_live(), producerStreamsLive: () => streamPeer.sp_producer_streams_live() });
+  await expectSettled({ liveStreamSources, producerStreamsLive: () => streamPeer.sp_producer_streams_live() }, { heldByImports: { producedLive: () => streamPeer.sp_produced_live() } });
   streamPeer.sp_reset_counts();
 });
 

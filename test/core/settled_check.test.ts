@@ -18,7 +18,7 @@ const batch = () => tableFromArrays({ id: Int32Array.of(1, 2, 3) }).batches[0]!;
 test("an export left live fails the check, which names it", async () => {
   const left = exportArray(batch());
   try {
-    await expect(expectSettled({}, 3)).rejects.toThrow(/live_array_exports/);
+    await expect(expectSettled({}, { rounds: 3 })).rejects.toThrow(/live_array_exports/);
   } finally {
     left.release();
   }
@@ -26,8 +26,8 @@ test("an export left live fails the check, which names it", async () => {
 });
 
 test("a count of `others` above zero fails the check, which names it", async () => {
-  await expect(expectSettled({ planted: () => 2n }, 2)).rejects.toThrow(/planted/);
-  await expectSettled({ planted: () => 0n }, 2);
+  await expect(expectSettled({ planted: () => 2n }, { rounds: 2 })).rejects.toThrow(/planted/);
+  await expectSettled({ planted: () => 0n }, { rounds: 2 });
 });
 
 test("an import that only its views hold passes; its release follows the views", async () => {
@@ -45,6 +45,21 @@ test("an import that only its views hold passes; its release follows the views",
   disposeProduced(produced);
 });
 
+test("a peer's batch that an import only its views hold holds passes, one per import; more fail, and none passes without such an import", async () => {
+  const produced = produceArray({ format: "+s", name: "", length: 3, nullCount: 0, buffers: [null], children: [{ format: "i", name: "x", length: 3, nullCount: 0, buffers: [null, Int32Array.of(4, 5, 6)] }] });
+  // Read again after the checks: the batch stays reachable through them.
+  const kept: { batch: RecordBatch | null } = { batch: importRecordBatch(produced.schema.address, produced.array.address, { as: "array" }) };
+  expect([...kept.batch!.getChildAt(0)!]).toEqual([4, 5, 6]);
+  const left = await expectSettled({}, { heldByImports: { peerBatches: () => 1n } });
+  expect(left.live_owners).toBe(1);
+  await expect(expectSettled({}, { rounds: 3, heldByImports: { peerBatches: () => 2n } })).rejects.toThrow(/peerBatches/);
+  expect(kept.batch!.numRows).toBe(3);
+  kept.batch = null;
+  expect(await collectUntil(() => Object.keys(nonZeroCounters()).length === 0, 300)).toBe(true);
+  await expect(expectSettled({}, { rounds: 3, heldByImports: { peerBatches: () => 1n } })).rejects.toThrow(/peerBatches/);
+  disposeProduced(produced);
+});
+
 test("an import of the library's own export that only its views hold passes with that export; more exports than imports fail", async () => {
   const exported = exportArray(batch());
   const imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
@@ -59,7 +74,7 @@ test("an import of the library's own export that only its views hold passes with
   // Two exports for one import: not what one import can hold.
   const extra = exportArray(batch());
   try {
-    await expect(expectSettled({}, 3)).rejects.toThrow(/live_array_exports/);
+    await expect(expectSettled({}, { rounds: 3 })).rejects.toThrow(/live_array_exports/);
   } finally {
     extra.release();
   }

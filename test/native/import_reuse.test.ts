@@ -23,7 +23,7 @@ import { withCode } from "../helpers/errors.ts";
 import { expectSettled } from "../helpers/settled.ts";
 
 afterEach(async () => {
-  await expectSettled({ producedLive: () => streamPeer.sp_produced_live() });
+  await expectSettled({}, { heldByImports: { producedLive: () => streamPeer.sp_produced_live() } });
   streamPeer.sp_reset_counts();
 });
 

@@ -17,7 +17,7 @@ import { expectSettled } from "../helpers/settled.ts";
 // What a test's Workers release reaches this thread after they end: each
 // test waits for all of it (bounded collections), so the next starts clean.
 afterEach(async () => {
-  await expectSettled({ liveStreamSources }, 1000);
+  await expectSettled({ liveStreamSources }, { rounds: 1000 });
 });
 
 const fixtures = new URL("../fixtures/workers/", import.meta.url);

@@ -82,7 +82,7 @@ afterEach(async () => {
   // that batch's release until the word is overwritten, in a later test:
   // each one left here may be one release short, and one more there.
   const released = (left: Partial<Counters>) => want === null || (releases().streams >= want.streams && releases().batches >= want.batches - (left.live_owners ?? 0));
-  const left = await expectSettled({ liveStreamSources, arrowCppJobs: () => arrowCppLive().jobs }, 200, released);
+  const left = await expectSettled({ liveStreamSources, arrowCppJobs: () => arrowCppLive().jobs }, { ready: released });
   const held = left.live_owners ?? 0;
   expect(arrowCppLive()).toEqual({ ipc: 0, held: 0, jobs: 0 });
   if (want) {
