@@ -85,11 +85,11 @@ test("an import of the library's own export that only its views hold passes with
 test("the fakes may hold only what the imports that views alone hold can hold", () => {
   // Nothing was left to views: any count of a fake is a leak.
   expect(fakeLeftovers({ cuda: { pinned: 1 } }, {})).toEqual({ "cuda.pinned": 1 });
-  // One view-held import with one allocation and one event of the library's.
-  const left = { live_owners: 1, live_imported_views: 1, live_device_allocations: 1, live_device_events: 1 };
-  expect(fakeLeftovers({ cuda: { pinned: 1, events: 1, produced: 1 } }, left)).toEqual({});
-  // More than it holds, or what no import holds (a stream), fails.
-  expect(fakeLeftovers({ cuda: { device: 2, streams: 1 } }, left)).toEqual({ "cuda.device": 1, "cuda.streams": 1 });
-  // The allowance is one for every kind together.
-  expect(fakeLeftovers({ cuda: { managed: 1 }, rocm: { device: 1, events: 1 } }, left)).toEqual({ "rocm.device": 1 });
+  // One view-held import: its producer's host-visible batch (memory,
+  // events, streams), and device memory as the library's own.
+  const left = { live_owners: 1, live_imported_views: 1, live_device_allocations: 1 };
+  expect(fakeLeftovers({ cuda: { pinned: 10, events: 2, streams: 2, produced: 1 } }, left)).toEqual({});
+  expect(fakeLeftovers({ cuda: { device: 2, registrations: 1 } }, left)).toEqual({ "cuda.device": 1, "cuda.registrations": 1 });
+  // The device allowance is one for every kind together.
+  expect(fakeLeftovers({ cuda: { device: 1 }, rocm: { device: 1 } }, left)).toEqual({ "rocm.device": 1 });
 });

@@ -17,6 +17,7 @@ import type { DeviceKind } from "../../ts/device.ts";
 import type { Counters } from "../../ts/diagnostics.ts";
 import { expect } from "bun:test";
 import { fakeLeftovers } from "./fake_leftovers.ts";
+import { leakedSince, trackEvents } from "./leaks.ts";
 
 export const isFake = process.env.ARROW_DEVICE_REAL_GPU !== "1";
 
@@ -226,22 +227,35 @@ export function fake(kind: DeviceKind): FakeDriver {
   if (!driver) {
     driver = open(kind);
     opened.set(kind, driver);
+    // From here on, each test's baseline counts what this fake holds.
+    trackEvents(`fake ${kind}`, () => fakeCounts(kind));
   }
   return driver;
 }
 
-/** Everything the fakes hold that a test could leak, per kind. */
+/** What fake `kind` holds that a test could leak, as it stands. */
+function fakeCounts(kind: DeviceKind): Record<string, number> {
+  const d = fake(kind);
+  return {
+    device: d.rawLiveAllocations(0), pinned: d.rawLiveAllocations(1), managed: d.rawLiveAllocations(2),
+    events: d.rawLiveEvents(), streams: d.liveStreams(), produced: d.producedLive(), producedStreams: d.streamsLive(),
+    registrations: d.liveRegistrations(),
+  };
+}
+
+// Every fake is opened now, so that each test's baseline counts what it
+// holds from the first test on.
+if (isFake) for (const k of deviceKindTable) fake(k.name);
+
+/** Everything fake `kind` holds that this test made and could leak:
+ * counted from the test's baseline (test/helpers/leaks.ts), so a batch an
+ * earlier test left to a stale stack word is not this test's. */
 export function fakeLeaks(kind: DeviceKind): Record<string, number> {
   if (!isFake) return {};
   const d = fake(kind);
   d.drain();
   stagingPool(kind, true); // the library's own pinned blocks are not a test's leak
-  const counts = {
-    device: d.rawLiveAllocations(0), pinned: d.rawLiveAllocations(1), managed: d.rawLiveAllocations(2),
-    events: d.rawLiveEvents(), streams: d.liveStreams(), produced: d.producedLive(), producedStreams: d.streamsLive(),
-    registrations: d.liveRegistrations(),
-  };
-  return Object.fromEntries(Object.entries(counts).filter(([, v]) => v !== 0));
+  return leakedSince(`fake ${kind}`, fakeCounts(kind));
 }
 
 /** Fails naming what the fakes of `kinds` hold beyond what `left`
