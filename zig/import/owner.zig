@@ -354,6 +354,17 @@ const TestProducer = struct {
         array.* = .empty;
         array.array = .{ .length = 5, .null_count = 0, .offset = 0, .n_buffers = 2, .n_children = 0, .buffers = &buffers, .children = null, .dictionary = null, .release = releaseArray, .private_data = null };
     }
+    /// A new import of an int32 array, its release counts zeroed.
+    fn imported() !*Owner {
+        schema_releases = 0;
+        array_releases = 0;
+        var schema: abi.ArrowSchema = undefined;
+        var array: abi.ArrowDeviceArray = undefined;
+        make("i", &schema, &array);
+        var owner: ?*Owner = null;
+        try testing.expectEqual(Status.ok, import(&schema, &array, .default, &owner));
+        return owner.?;
+    }
 };
 
 test "the producer's release runs once, after the last holder" {
@@ -381,19 +392,13 @@ test "the producer's release runs once, after the last holder" {
 
 test "an anchor's reference ends once: at disarm, or else in its deallocator" {
     for ([_]bool{ true, false }) |disarm_first| {
-        TestProducer.schema_releases = 0;
-        TestProducer.array_releases = 0;
-        var schema: abi.ArrowSchema = undefined;
-        var array: abi.ArrowDeviceArray = undefined;
-        TestProducer.make("i", &schema, &array);
-        var owner: ?*Owner = null;
-        try testing.expectEqual(Status.ok, import(&schema, &array, .default, &owner));
+        const owner = try TestProducer.imported();
         const views = counters.get(.live_imported_views);
         // The handle's reference, counted as a view (abd_owner_snapshot).
-        owner.?.retain(1);
+        owner.retain(1);
         counters.add(.live_imported_views, 1);
-        const anchor = Anchor.create(owner.?).?;
-        owner.?.release(); // the import's own reference
+        const anchor = Anchor.create(owner).?;
+        owner.release(); // the import's own reference
         try testing.expectEqual(@as(u32, 0), TestProducer.array_releases);
         if (disarm_first) {
             anchor.disarm();
