@@ -19,7 +19,7 @@ const A = ArrowArrayLayout.fields;
 const D = ArrowDeviceArrayLayout.fields;
 
 afterEach(async () => {
-  expect(await expectOwnersSettled()).toBe(true);
+  await expectOwnersSettled();
 });
 
 /** Producer releases seen by the c_peer interceptor wrapped around it. */

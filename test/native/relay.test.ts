@@ -19,7 +19,7 @@ import { withCode } from "../helpers/errors.ts";
 const A = ArrowArrayLayout.fields;
 
 afterEach(async () => {
-  expect(await expectOwnersSettled()).toBe(true);
+  await expectOwnersSettled();
 });
 
 function releases(): number {
