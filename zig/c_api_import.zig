@@ -121,7 +121,7 @@ export fn abd_view_deallocator() *const anyopaque {
 /// A new armed anchor (import/owner.zig `Anchor`) for a handle's reference
 /// to `owner`, paid for and counted as a view already (abd_owner_snapshot
 /// adopt 0 or 1). Null when out of memory: the reference is the caller's
-/// still. JS wraps its 16 bytes with `abd_anchor_deallocator` as the
+/// still. JS wraps its 8 bytes with `abd_anchor_deallocator` as the
 /// ArrayBuffer's deallocator, the anchor as its context.
 export fn abd_anchor_new(owner: *Owner) ?*owner_mod.Anchor {
     return owner_mod.Anchor.create(owner);

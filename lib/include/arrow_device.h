@@ -322,7 +322,7 @@ void abd_owner_info(abd_owner* owner, double* out /* 11 words */);
  * the words needed; nothing is written or taken when they do not fit. */
 uint32_t abd_owner_snapshot(abd_owner* owner, double* out, uint32_t capacity, uint32_t adopt);
 const void* abd_view_deallocator(void);
-/* A handle's anchor: 16 bytes holding the reference an abd_owner_snapshot
+/* A handle's anchor: 8 bytes holding the reference an abd_owner_snapshot
  * (adopt 0 or 1) paid for; NULL when out of memory (the reference stays
  * the caller's). Wrap it with abd_anchor_deallocator (context: the anchor),
  * which ends the reference unless abd_anchor_disarm ended it first, and

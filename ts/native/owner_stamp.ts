@@ -126,7 +126,7 @@ export function lastAnchorAddress(): number {
 }
 
 /** The bytes of a native anchor (zig/import/owner.zig `Anchor`). */
-const anchorBytes = 16;
+const anchorBytes = 8;
 
 /** Ends the reference of a `handleAnchor` anchor now (dispose), if its
  * deallocator has not; its ArrayBuffer stays, holding nothing. */

@@ -237,7 +237,7 @@ pub fn viewDeallocator(bytes: ?*anyopaque, context: ?*anyopaque) callconv(.c) vo
 /// (it may be inside a collection), even on a JS thread.
 threadlocal var in_deallocator: bool = false;
 
-/// A JS handle's anchor (native/imported_array.ts): the 16 bytes a JS
+/// A JS handle's anchor (native/imported_array.ts): the 8 bytes a JS
 /// ArrayBuffer wraps, holding the handle's one owner reference. The
 /// handle's `dispose()` disarms it (`disarm`: the reference ends at once,
 /// one native call where detaching the ArrayBuffer would cost a
@@ -248,7 +248,6 @@ threadlocal var in_deallocator: bool = false;
 /// exactly once.
 pub const Anchor = extern struct {
     owner: std.atomic.Value(usize),
-    _pad: u64 = 0,
 
     /// A new armed anchor holding a reference the caller paid for (and
     /// counted as a view); null when out of memory (the caller then still
@@ -269,6 +268,11 @@ pub const Anchor = extern struct {
         owner.release();
     }
 };
+
+comptime {
+    // native/owner_stamp.ts wraps exactly this many bytes (`anchorBytes`).
+    std.debug.assert(@sizeOf(Anchor) == 8);
+}
 
 /// The deallocator of an anchor's ArrayBuffer: `context` is the anchor.
 /// Ends its reference if `disarm` did not, then frees it. Runs on the GC
