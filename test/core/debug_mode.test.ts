@@ -61,6 +61,23 @@ describe("debug mode", () => {
     for (const [kind, snippet] of Object.entries(sites)) expect(report.get(kind)).toContain(`debug_child.ts:${lineOf(snippet)}:`);
   });
 
+  test("a read after dispose() names the line where it ran; without debug mode, how to learn it", () => {
+    const debug = run("disposed");
+    expect(debug.code).toBe(0);
+    const [converted, handle] = debug.stdout.trim().split("\n");
+    const where = new RegExp(`disposed at .*debug_child\\.ts:${lineOf("imported.dispose(); // the dispose site")}:\\d+`);
+    expect(converted).toContain("data was converted from an ImportedArray that was disposed at ");
+    expect(converted).toMatch(where);
+    expect(handle).toStartWith("this imported array was disposed at ");
+    expect(handle).toMatch(where);
+    const plain = run("disposed", "0");
+    expect(plain.code).toBe(0);
+    expect(plain.stdout.trim().split("\n")).toEqual([
+      expect.stringContaining("data was converted from an ImportedArray that was disposed (ARROW_DEVICE_DEBUG=1 records where), which released its memory"),
+      "this imported array was disposed (ARROW_DEVICE_DEBUG=1 records where); its memory is released",
+    ]);
+  });
+
   test("reports nothing when every handle was released", () => {
     const { code, stdout, stderr } = run("clean");
     expect(code).toBe(0);

@@ -2,10 +2,12 @@
  * Run by test/core/debug_mode.test.ts in a subprocess with ARROW_DEVICE_DEBUG=1:
  * creates one handle of every kind and leaves them alive ("leak"),
  * releases them all ("clean"), or lets an ImportedArray be collected
- * without dispose ("collected").
+ * without dispose ("collected"). "disposed" (with debug mode on or off)
+ * prints, one per line, the messages of reads after a dispose: of a
+ * column converted from the handle, and of the handle itself.
  */
 import { makeVector } from "apache-arrow";
-import { exportArray } from "../../ts/index.ts";
+import { exportArray, importRecordBatch } from "../../ts/index.ts";
 import { ImportedArray } from "../../ts/raw.ts";
 import { relay } from "../../ts/raw.ts";
 import { liveHandles } from "../../ts/diagnostics.ts";
@@ -27,8 +29,24 @@ function forget(): WeakRef<ImportedArray> {
   return new WeakRef(importBatch());
 }
 
+/** The message of what `read` throws ("" if nothing). */
+function thrown(read: () => unknown): string {
+  try {
+    read();
+  } catch (error) {
+    return (error as Error).message;
+  }
+  return "";
+}
+
 const mode = process.argv[2];
-if (mode === "collected") {
+if (mode === "disposed") {
+  const imported = importBatch();
+  const batch = importRecordBatch(imported);
+  imported.dispose(); // the dispose site
+  console.log(thrown(() => batch.getChildAt(0)!.toArray()));
+  console.log(thrown(() => imported.root));
+} else if (mode === "collected") {
   const weak = forget();
   for (let i = 0; i < 50 && weak.deref(); i++) {
     Bun.gc(true);

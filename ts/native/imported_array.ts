@@ -615,12 +615,12 @@ export class ImportedArray implements Disposable {
     this.#deferred = null;
     deferred?.kill();
     // What was converted from the handle now refuses reads of the
-    // released memory, saying where this ran (`site`).
+    // released memory, saying where this ran (`site`, in debug mode).
     const converted = this.#converted;
     this.#converted = null;
-    const site = converted !== null || debugEnabled ? disposeSite() : null;
+    const site = disposeSite();
     this.#disposedAt = site;
-    if (converted !== null && site !== null) {
+    if (converted !== null) {
       for (let i = 0; i < converted.length; i += 2) {
         const live = (converted[i] as WeakRef<object>).deref();
         if (live !== undefined) (converted[i + 1] as EmptyConverted)(live, site);
