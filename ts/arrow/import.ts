@@ -67,6 +67,9 @@ function releaseData(data: Data, site: Error): void {
 /** Releases an object converted from a handle (ImportedArray.dispose
  * runs it on each object `noteConverted` recorded with it). */
 export function releaseConverted(converted: object, site: Error): void {
+  // An exact RecordBatch (what importRecordBatch makes) without
+  // apache-arrow's Symbol.hasInstance, a call per check.
+  if (converted.constructor === RecordBatch) return releaseData((converted as RecordBatch).data, site);
   if (converted instanceof Data) return releaseData(converted, site);
   if (converted instanceof RecordBatch) return releaseData(converted.data, site);
   if (converted instanceof Vector || converted instanceof Table) {
