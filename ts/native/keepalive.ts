@@ -150,6 +150,15 @@ export function drainReleased(): number {
   let dropped = 0;
   for (;;) {
     const n = native.abd_take_released(drainScratch, drainScratch.length);
+    if (n === 1) {
+      // The usual drain (one export released since the last): read into a
+      // local, no copy of the scratch.
+      const id = drainScratch[0];
+      if (retained.delete(id)) dropped++;
+      holdingOwners.delete(id);
+      runReleased(id);
+      return dropped;
+    }
     // Copied first: a release callback may drain again (re-entering here).
     const ids = n > 0 ? drainScratch.slice(0, n) : drainScratch.subarray(0, 0);
     for (let i = 0; i < n; i++) {
