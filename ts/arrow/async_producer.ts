@@ -52,7 +52,7 @@ import { drainReleased, forgetUnused, releasesQueued } from "../native/keepalive
 import { exportSchema } from "./export.ts";
 import { planArray, plannedWords } from "./array_plan.ts";
 import { addressArg, argumentError, describeValue, deviceTypeArg, optionsArg } from "../core/args.ts";
-import { arrowArg } from "./arrow_args.ts";
+import { arrowArg, isRecordBatch } from "./arrow_args.ts";
 import { nativeArray } from "../core/ffi/native_arrays.ts";
 
 const W = AsyncProducerWord;
@@ -161,13 +161,6 @@ function cString(text: string): Uint8Array {
 }
 
 type Unwrapped = { batch: RecordBatch | ExportedArray; metadata: Uint8Array | null };
-
-/** `value instanceof RecordBatch`, answered first by the prototype: that
- * `instanceof` runs apache-arrow's own Symbol.hasInstance (~100 ns each,
- * measured on Bun 1.4.5), and the send path asks it of every batch. */
-function isRecordBatch(value: unknown): value is RecordBatch {
-  return (typeof value === "object" && value !== null && Object.getPrototypeOf(value) === RecordBatch.prototype) || value instanceof RecordBatch;
-}
 
 function unwrap(item: AsyncExportItem): Unwrapped {
   if (item instanceof ExportedArray || isRecordBatch(item)) return { batch: item, metadata: null };

@@ -24,7 +24,7 @@ import { InvalidArgumentError, Status } from "../core/errors.ts";
 import { check, native } from "../core/ffi/library.ts";
 import { adoptExportSlot, exportSlotKinds, type ExportedArray, type ExportedKind } from "../native/exported.ts";
 import { drainReleased, forgetUnused, retainWithOwners } from "../native/keepalive.ts";
-import { arrowArg, arrowKindError, arrowKindOf } from "./arrow_args.ts";
+import { arrowArg, arrowKindError, arrowKindOf, isExactRecordBatch } from "./arrow_args.ts";
 import { planFresh, plannedLength, plannedWords, memoOf } from "./array_plan.ts";
 import { imageOf } from "./export_memo.ts";
 import { schemaEntryOf, schemaKinds, templateOf, unnamedField, type SchemaEntry, type SchemaSource } from "./schema_plan.ts";
@@ -121,7 +121,7 @@ export function exportArray(source: ArraySource, options?: ExportOptions): Expor
 function exportArrayAs<K extends Exclude<ExportedKind, "schema">>(fn: string, source: ArraySource, kind: K, field?: Field): ExportedArray<K> {
   // An exact RecordBatch (the common case) is recognised without
   // apache-arrow's Symbol.hasInstance; anything else takes the full check.
-  const sourceKind = (source as { constructor?: unknown } | null)?.constructor === RecordBatch ? "RecordBatch" : arrowArg(fn, "source", source, arrayKinds);
+  const sourceKind = isExactRecordBatch(source) ? "RecordBatch" : arrowArg(fn, "source", source, arrayKinds);
   if (field !== undefined) {
     if (sourceKind === "RecordBatch" || arrowKindOf(field, ["Field"]) === null) {
       throw argumentError(fn, "options.field", "an apache-arrow Field (for a Data or Vector source)", field);

@@ -25,6 +25,7 @@ import { probeDepthOf } from "../core/abi/probe.ts";
 import { validationLevelArg } from "../core/abi/layout.ts";
 import { type StructName } from "../core/abi/pointers.ts";
 import { isArrayProducer, type ArrayProducer, type ArrowCapsule } from "../native/protocol/symbols.ts";
+import { isExactRecordBatch } from "./arrow_args.ts";
 import { DataBuilder } from "./data_builder.ts";
 import { BatchPlan } from "./batch_plan.ts";
 import { releaseLazyData, releasedDataError } from "./lazy_data.ts";
@@ -67,9 +68,8 @@ function releaseData(data: Data, site: Error): void {
 /** Releases an object converted from a handle (ImportedArray.dispose
  * runs it on each object `noteConverted` recorded with it). */
 export function releaseConverted(converted: object, site: Error): void {
-  // An exact RecordBatch (what importRecordBatch makes) without
-  // apache-arrow's Symbol.hasInstance, a call per check.
-  if (converted.constructor === RecordBatch) return releaseData((converted as RecordBatch).data, site);
+  // What importRecordBatch makes, before any instanceof (see there).
+  if (isExactRecordBatch(converted)) return releaseData(converted.data, site);
   if (converted instanceof Data) return releaseData(converted, site);
   if (converted instanceof RecordBatch) return releaseData(converted.data, site);
   if (converted instanceof Vector || converted instanceof Table) {

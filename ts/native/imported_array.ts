@@ -109,7 +109,7 @@ export class ImportedArray implements Disposable {
    * once at distinct addresses (`#prefetchDistinct`) and never looks. */
   #byAddress: Map<number, ArrayBuffer> | null = null;
   #disposed = false;
-  /** Where `dispose()` ran: recorded with converted objects, or in debug mode. */
+  /** Where `dispose()` ran (debug/disposeSite: recorded in debug mode only). */
   #disposedAt: Error | null = null;
   /** The deferred views every batch converted lazily from this handle
    * shares (arrow/import.ts; made by the first), killed by `dispose()`:
