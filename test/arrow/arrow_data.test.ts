@@ -6,7 +6,7 @@
 import { describe, expect, test } from "bun:test";
 import { ptr } from "bun:ffi";
 import { Data, Field, Int32, Struct, Table, Utf8, Vector, vectorFromArray } from "apache-arrow";
-import { dataAssembled, dataMakers, newData } from "../../ts/arrow/arrow_data.ts";
+import { dataAssembled, dataMakers, newData, noArrays } from "../../ts/arrow/arrow_data.ts";
 import { exportArray, importRecordBatch } from "../../ts/index.ts";
 import { ImportedArray } from "../../ts/raw.ts";
 
@@ -78,6 +78,28 @@ describe("arrow_data", () => {
       expect(ptr(data.values)).toBe(ptr(original.values));
       expect(Bun.deepEquals([...new Vector([data])], [...new Vector([original])])).toBe(true);
     }
+    imported.dispose();
+    exported.release();
+  });
+
+  test("Data made without children or variadic buffers share one frozen empty array for them, lazy and eager alike; a write throws", () => {
+    const eager = newData(new Int32(), 0, 2, 0, undefined, new Int32Array([1, 2]), undefined);
+    expect(eager.children).toBe(noArrays);
+    expect(eager.variadicBuffers).toBe(noArrays);
+    const given: Data[] = [];
+    expect(newData(new Struct([]), 0, 0, 0, undefined, undefined, undefined, given).children).toBe(given);
+    const source = new Table({ a: vectorFromArray([1, 2], new Int32()), b: vectorFromArray([3, 4], new Int32()) }).batches[0];
+    const exported = exportArray(source);
+    const imported = ImportedArray.fromDeviceArray(exported.schema, exported.array);
+    const [a, b] = importRecordBatch(imported).data.children;
+    expect(a.children).toBe(noArrays);
+    expect(b.variadicBuffers).toBe(noArrays);
+    expect(Object.isFrozen(noArrays) && noArrays.length === 0).toBe(true);
+    expect(() => (a.children as Data[]).push(b)).toThrow(TypeError);
+    expect(b.children).toHaveLength(0);
+    // What apache-arrow derives from them is its own.
+    expect(a.slice(1, 1).children).toHaveLength(0);
+    expect([...new Vector([a])]).toEqual([1, 2]);
     imported.dispose();
     exported.release();
   });

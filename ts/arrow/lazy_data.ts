@@ -35,7 +35,7 @@ import { Data, type DataType } from "apache-arrow";
 import { BufferWord, bufferStride } from "../core/abi/layout.ts";
 import { ReleasedError, Status } from "../core/errors.ts";
 import { disposalSite } from "../native/debug.ts";
-import { dataAssembled } from "./arrow_data.ts";
+import { dataAssembled, noArrays } from "./arrow_data.ts";
 import type { DeferredViews } from "../native/batch_source.ts";
 
 /** A typed array constructor, used to view imported memory in place. */
@@ -61,7 +61,7 @@ class LazyDataObject {
   length: number;
   _nullCount: number;
   stride: number;
-  variadicBuffers: unknown[] = [];
+  variadicBuffers: unknown[] = noArrays;
   _valueOffsets: NodeJS.TypedArray | undefined = undefined;
   _values: NodeJS.TypedArray | undefined = undefined;
   _nullBitmap: Uint8Array | undefined = undefined;
@@ -189,7 +189,7 @@ export class LazyBatch {
    * batch's table (integers as `LazyDataObject` takes them). */
   add(node: number, offset: number, length: number, nullCount: number, children: Data[] | undefined, first: number): Data {
     const plan = this.plan;
-    const data = new LazyDataObject(plan.types[node], plan.dataStrides[node], offset, length, nullCount, children ?? [], this, node, first);
+    const data = new LazyDataObject(plan.types[node], plan.dataStrides[node], offset, length, nullCount, children ?? noArrays, this, node, first);
     this.#pending.push(data);
     return data as unknown as Data;
   }

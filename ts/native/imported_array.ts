@@ -63,6 +63,11 @@ type OwnerInfo = Float64Array;
 /** What a disposed handle's `#info` is: its tables were given back. */
 const noInfo: OwnerInfo = new Float64Array(0);
 
+/** What a disposed handle's `#created` and `#views` are: one frozen empty
+ * array for all (nothing reads or adds to them once the handle is
+ * disposed; `#live()` refuses first). */
+const disposedArrays: ArrayBuffer[] = Object.freeze([]) as unknown as ArrayBuffer[];
+
 /** Proves a constructor call comes from this module. */
 const internalToken = Symbol("ImportedArray");
 
@@ -559,8 +564,8 @@ export class ImportedArray implements Disposable {
       native.abd_owner_release(asPointer(this.#owner));
     } else if (this.#deferred === null) disarmAnchor(this.#anchor);
     this.#anchor = 0;
-    this.#created = [];
-    this.#views = [];
+    this.#created = disposedArrays;
+    this.#views = disposedArrays;
     this.#byAddress = null;
     this.#deferred = null;
     this.#converted = null;
@@ -596,8 +601,8 @@ export class ImportedArray implements Disposable {
     untrack(this.#token);
     unwatch(this);
     const created = this.#created;
-    this.#created = [];
-    this.#views = [];
+    this.#created = disposedArrays;
+    this.#views = disposedArrays;
     this.#byAddress = null;
     // The anchor (created[0]) ends its reference with one native call;
     // every view is detached (it reads as empty from now on).
