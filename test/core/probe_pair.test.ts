@@ -12,6 +12,7 @@ import { ReleasedError } from "../../ts/core/errors.ts";
 import { ImportedArray } from "../../ts/raw.ts";
 import { CDeviceArray, CSchema } from "../../ts/raw.ts";
 import { isLiveExportPair } from "../../ts/native/live_export.ts";
+import { takePair, takenPair } from "../../ts/native/c_structs.ts";
 import { nonZeroCounters } from "../helpers/leaks.ts";
 import { collectUntil } from "../helpers/gc.ts";
 import { withCode } from "../helpers/errors.ts";
@@ -70,6 +71,37 @@ describe("a pair checked in one call", () => {
     expect(() => importRecordBatch(8 as never, h.array)).toThrow(withCode("invalid_argument"));
     h.release();
     other.release();
+  });
+});
+
+describe("the import's allocation-free take", () => {
+  test("takes a good pair (the last export's, or one it probes), and nothing else, releasing nothing either way", () => {
+    const h = exportArray(batch());
+    const last = exportArray(batch());
+    for (const [pair, kind] of [[h, "ArrowDeviceArray"], [last, "ArrowDeviceArray"]] as const) {
+      expect(takePair(pair.schema, pair.array, kind, "roots")).toBe(true);
+      expect([takenPair.schema, takenPair.array]).toEqual([Number(pair.schema), Number(pair.array)]);
+    }
+    // NULL, a wrong kind, an unreadable address, a released struct, a
+    // non-address: the general path's to report; all still live.
+    expect(takePair(null, h.array, "ArrowDeviceArray", "roots")).toBe(false);
+    expect(takePair(h.schema, 4096, "ArrowDeviceArray", "tree")).toBe(false);
+    expect(takePair(h.schema, h.array, "ArrowDeviceArray", "tree")).toBe(true);
+    expect(takePair("0x10", h.array, "ArrowDeviceArray", "roots")).toBe(false);
+    expect(CSchema.at(h.schema).released).toBe(false);
+    expect(CDeviceArray.at(h.array).released).toBe(false);
+    CDeviceArray.at(h.array).move().dispose();
+    expect(takePair(h.schema, h.array, "ArrowDeviceArray", "roots")).toBe(false);
+    expect(CSchema.at(h.schema).released).toBe(false);
+    // The import takes the fast way for good input and the general one for
+    // the rest: the same results as before.
+    const imported = ImportedArray.fromDeviceArray(last.schema, last.array, undefined);
+    expect(imported.root.child(0).buffer(1)).toEqual(Int32Array.of(1, 2, 3));
+    imported.dispose();
+    expect(() => ImportedArray.fromDeviceArray(h.schema, h.array, { validation: "nope" as never })).toThrow(withCode("released"));
+    expect(CSchema.at(h.schema).released).toBe(true);
+    h.release();
+    last.release();
   });
 });
 

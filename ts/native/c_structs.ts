@@ -117,6 +117,36 @@ export function takeStructs(fn: string, refs: [param: string, ref: unknown, kind
   return addresses;
 }
 
+/** Where `takePair` leaves the addresses it took (read at once by its
+ * caller: no array per import). */
+export const takenPair = { schema: 0, array: 0 };
+
+/**
+ * `takeStructs` of the usual [schema, array] pair on the way every good
+ * import takes, allocating nothing: true when both name non-NULL structs
+ * whose probe to `depth` passes (their addresses are then in
+ * `takenPair`). False, having taken and released nothing, for anything
+ * else: the caller then calls `takeStructs`, which says what is wrong and
+ * releases what it must.
+ */
+export function takePair(schemaRef: unknown, arrayRef: unknown, arrayKind: "ArrowArray" | "ArrowDeviceArray", depth: ProbeDepth): boolean {
+  let schema: number;
+  let array: number;
+  try {
+    schema = structAddress("takePair", "schema", schemaRef, "ArrowSchema", false);
+    array = structAddress("takePair", "array", arrayRef, arrayKind, false);
+  } catch {
+    return false;
+  }
+  const passes = isLiveExportPair(schema, array, arrayKind)
+    ? probePairPasses(schema, arrayKind, array, true)
+    : probeImportPair(schema, arrayKind, array, depth).result === "ok";
+  if (!passes) return false;
+  takenPair.schema = schema;
+  takenPair.array = array;
+  return true;
+}
+
 /** The usual [schema, array] pair, probed to `depth` in one native call
  * when both are good addresses: their addresses, with `error` set (and
  * the failed side's address 0: not safe to release) when a node below a

@@ -5,11 +5,11 @@
  * import's reference, which the new handle adopts (ImportedArray, or
  * import_structs.ts for the callers outside the class).
  */
-import { validationLevelArg, type ValidationLevelName } from "../core/abi/layout.ts";
+import { ValidationLevel, validationLevelArg, type ValidationLevelName } from "../core/abi/layout.ts";
 import { asPointer } from "../core/abi/structs.ts";
 import { probeDepthOf } from "../core/abi/probe.ts";
 import { check, native } from "../core/ffi/library.ts";
-import { takeStructs, type StructRef } from "./c_structs.ts";
+import { takePair, takenPair, takeStructs, type StructRef } from "./c_structs.ts";
 import { withArrayCapsule } from "./protocol/consume.ts";
 import type { ArrayProducer, ArrowCapsule } from "./protocol/symbols.ts";
 import { nativeArray } from "../core/ffi/native_arrays.ts";
@@ -31,10 +31,23 @@ export function ownerFromProducer(fn: string, source: ArrayProducer | ArrowCapsu
     : ownerOfStructs(schema, array, options));
 }
 
+/** The level good import `options` ask for (undefined: "default"); -1
+ * for bad ones, which the general path then reports. */
+function goodLevel(fn: string, options: ImportOptions | undefined): number {
+  if (options === undefined) return ValidationLevel.default;
+  try {
+    return validationLevelArg(fn, options);
+  } catch {
+    return -1;
+  }
+}
+
 /** Moves `schema` + `deviceArray` in; the caller's structs are left
  * released, whether or not this succeeds. */
-export function ownerOfDeviceStructs(schema: StructRef<"ArrowSchema"> | number | null, deviceArray: StructRef<"ArrowDeviceArray"> | number | null, options: ImportOptions): number {
+export function ownerOfDeviceStructs(schema: StructRef<"ArrowSchema"> | number | null, deviceArray: StructRef<"ArrowDeviceArray"> | number | null, options: ImportOptions | undefined): number {
   const fn = "ImportedArray.fromDeviceArray";
+  const good = goodLevel(fn, options);
+  if (good >= 0 && takePair(schema, deviceArray, "ArrowDeviceArray", probeDepthOf(options))) return ownerOfTaken("device_array", takenPair.schema, takenPair.array, good);
   let level = 0;
   const [s, a] = takeStructs(fn, [["schema", schema, "ArrowSchema"], ["deviceArray", deviceArray, "ArrowDeviceArray"]], () => {
     level = validationLevelArg(fn, options);
@@ -43,8 +56,10 @@ export function ownerOfDeviceStructs(schema: StructRef<"ArrowSchema"> | number |
 }
 
 /** Moves `schema` + `array` (a CPU array) in, as `ownerOfDeviceStructs`. */
-export function ownerOfStructs(schema: StructRef<"ArrowSchema"> | number | null, array: StructRef<"ArrowArray"> | number | null, options: ImportOptions): number {
+export function ownerOfStructs(schema: StructRef<"ArrowSchema"> | number | null, array: StructRef<"ArrowArray"> | number | null, options: ImportOptions | undefined): number {
   const fn = "ImportedArray.fromArray";
+  const good = goodLevel(fn, options);
+  if (good >= 0 && takePair(schema, array, "ArrowArray", probeDepthOf(options))) return ownerOfTaken("array", takenPair.schema, takenPair.array, good);
   let level = 0;
   const [s, a] = takeStructs(fn, [["schema", schema, "ArrowSchema"], ["array", array, "ArrowArray"]], () => {
     level = validationLevelArg(fn, options);

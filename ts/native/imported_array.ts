@@ -230,7 +230,7 @@ export class ImportedArray implements Disposable {
    * (docs/protocol.md), preferring its device method. */
   static fromDeviceArray(source: ArrayProducer | ArrowCapsule, options?: ImportOptions): ImportedArray;
   /** Either form above. */
-  static fromDeviceArray(schema: StructRef<"ArrowSchema"> | ArrayProducer | ArrowCapsule | null, deviceArray?: StructRef<"ArrowDeviceArray"> | ImportOptions | null, options: ImportOptions = {}): ImportedArray {
+  static fromDeviceArray(schema: StructRef<"ArrowSchema"> | ArrayProducer | ArrowCapsule | null, deviceArray?: StructRef<"ArrowDeviceArray"> | ImportOptions | null, options?: ImportOptions): ImportedArray {
     return ImportedArray.#adopt(isArrayProducer(schema)
       ? ownerFromProducer("ImportedArray.fromDeviceArray", schema, deviceArray as ImportOptions | undefined)
       : ownerOfDeviceStructs(schema as StructRef<"ArrowSchema"> | null, deviceArray as StructRef<"ArrowDeviceArray"> | null, options));
@@ -281,7 +281,7 @@ export class ImportedArray implements Disposable {
    * (docs/protocol.md), preferring its device method. */
   static fromArray(source: ArrayProducer | ArrowCapsule, options?: ImportOptions): ImportedArray;
   /** Either form above. */
-  static fromArray(schema: StructRef<"ArrowSchema"> | ArrayProducer | ArrowCapsule | null, array?: StructRef<"ArrowArray"> | ImportOptions | null, options: ImportOptions = {}): ImportedArray {
+  static fromArray(schema: StructRef<"ArrowSchema"> | ArrayProducer | ArrowCapsule | null, array?: StructRef<"ArrowArray"> | ImportOptions | null, options?: ImportOptions): ImportedArray {
     return ImportedArray.#adopt(isArrayProducer(schema)
       ? ownerFromProducer("ImportedArray.fromArray", schema, array as ImportOptions | undefined)
       : ownerOfStructs(schema as StructRef<"ArrowSchema"> | null, array as StructRef<"ArrowArray"> | null, options));

@@ -107,9 +107,11 @@ export const ValidationLevel = { none: 0, minimal: 1, default: 2, full: 3 } as c
  * (nanoarrow's levels; "default" never reads out of bounds). */
 export type ValidationLevelName = keyof typeof ValidationLevel;
 
+const validationKeys = ["validation"] as const;
+
 /** `options.validation` of `fn` (default "default") as a level number,
  * after checking that `options` holds only `known` keys. */
-export function validationLevelArg(fn: string, options: unknown, known: readonly string[] = ["validation"]): number {
+export function validationLevelArg(fn: string, options: unknown, known: readonly string[] = validationKeys): number {
   const checked = optionsArg(fn, "options", options as object | undefined, known) as { validation?: unknown };
   const name = checked.validation ?? "default";
   if (typeof name !== "string" || !Object.hasOwn(ValidationLevel, name)) {
