@@ -127,6 +127,14 @@ export fn abd_anchor_new(owner: *Owner) ?*owner_mod.Anchor {
     return owner_mod.Anchor.create(owner);
 }
 
+/// Arms a disarmed anchor with a reference to `owner`, paid for and
+/// counted as a view already (as for abd_anchor_new): the anchor, and the
+/// ArrayBuffer over it, of a disposed handle taken by the next one. False,
+/// changing nothing, when it is armed: the reference is the caller's still.
+export fn abd_anchor_arm(anchor: *owner_mod.Anchor, owner: *Owner) bool {
+    return anchor.arm(owner);
+}
+
 /// Ends an anchor's reference now, if its deallocator has not (dispose).
 export fn abd_anchor_disarm(anchor: *owner_mod.Anchor) void {
     anchor.disarm();

@@ -61,7 +61,7 @@ export class DeferredViews {
    * code ever reads it): its own (8 bytes of the owner's node table), or
    * that of the handle the views are deferred for (`of`), which the
    * handle ends. */
-  readonly #anchor: ArrayBuffer;
+  #anchor: ArrayBuffer | null;
   /** Buffers still without a view (their references not taken yet). */
   #unmade: number;
   /** Why making the views failed, if it did. */
@@ -145,7 +145,10 @@ export class DeferredViews {
     if (views === null) return;
     this.#views = null;
     for (const buffer of views) if (buffer !== undefined && !buffer.detached) buffer.transfer(0);
-    // A handle's anchor is the handle's to end (its dispose() does).
-    if (this.#ownAnchor && !this.#anchor.detached) this.#anchor.transfer(0);
+    // A handle's anchor is the handle's to end (its dispose() does, and
+    // may give it to the next handle: no link to it stays here).
+    const anchor = this.#anchor;
+    this.#anchor = null;
+    if (this.#ownAnchor && anchor !== null && !anchor.detached) anchor.transfer(0);
   }
 }

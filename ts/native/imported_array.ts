@@ -44,7 +44,7 @@ import { hostAccessError } from "./host_access.ts";
 import { grantArrayAccess, grantBrand, type EmptyConverted } from "./handle_access.ts";
 import { SnapshotReference, distinctWanted, giveBackSnapshot, ownerSnapshot, snapshotIsSpare, wrapWanted } from "./import_snapshot.ts";
 import { readSchemas, type NodeSchema } from "./node_schemas.ts";
-import { disarmAnchor, handleAnchor, lastAnchorAddress, maxViewBytes, ownerView } from "./owner_stamp.ts";
+import { disarmAnchor, handleAnchor, lastAnchorAddress, maxViewBytes, ownerView, recycleAnchor } from "./owner_stamp.ts";
 import { RawArray } from "./raw_array.ts";
 import { copyToHost, type ToHostOptions } from "./to_host.ts";
 import { reexport, type ReexportOptions } from "./reexport.ts";
@@ -606,9 +606,10 @@ export class ImportedArray implements Disposable {
     this.#byAddress = null;
     // The anchor (created[0]) ends its reference with one native call;
     // every view is detached (it reads as empty from now on).
+    const anchor = this.#anchor;
     let first = 0;
-    if (this.#anchor !== 0) {
-      disarmAnchor(this.#anchor);
+    if (anchor !== 0) {
+      disarmAnchor(anchor);
       this.#anchor = 0;
       first = 1;
     }
@@ -619,6 +620,9 @@ export class ImportedArray implements Disposable {
     const deferred = this.#deferred;
     this.#deferred = null;
     deferred?.kill();
+    // Nothing links the disarmed anchor any more (the deferred views
+    // dropped theirs): the next handle of this thread may take it.
+    if (anchor !== 0) recycleAnchor(created[0], anchor);
     // What was converted from the handle now refuses reads of the
     // released memory, saying where this ran (`site`, in debug mode).
     const converted = this.#converted;

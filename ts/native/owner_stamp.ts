@@ -107,6 +107,17 @@ const anchorDeallocator = nativeDeallocator(native.abd_anchor_deallocator(), "ab
  * reads it.
  */
 export function handleAnchor(owner: number): ArrayBuffer {
+  // A disposed handle's anchor, armed again: no allocation, no wrap.
+  while (spareCount > 0) {
+    spareCount--;
+    const buffer = spareBuffers[spareCount]!;
+    const spare = spareAddresses[spareCount];
+    spareBuffers[spareCount] = undefined;
+    if (native.abd_anchor_arm(asPointer(spare), asPointer(owner))) {
+      lastAnchor = spare;
+      return buffer;
+    }
+  }
   const anchor = native.abd_anchor_new(asPointer(owner));
   if (!anchor) {
     native.abd_owner_release_views(asPointer(owner), 1);
@@ -132,6 +143,31 @@ const anchorBytes = 8;
  * deallocator has not; its ArrayBuffer stays, holding nothing. */
 export function disarmAnchor(anchor: number): void {
   native.abd_anchor_disarm(asPointer(anchor));
+}
+
+/**
+ * Disarmed anchors of disposed handles, with their ArrayBuffers, that the
+ * next handles of this JS thread take (`handleAnchor`): arming one again
+ * is one native store, where a new anchor costs a malloc, a wrap (Bun's
+ * toArrayBuffer, about a tenth of an export + import round trip) and,
+ * later, a collection's finalizer. Up to `spareLimit`; the rest are left
+ * to the collector, which frees them. A spare holds no reference, and
+ * nothing but this list reaches it (see `recycleAnchor`).
+ */
+const spareLimit = 8;
+const spareBuffers: (ArrayBuffer | undefined)[] = [];
+const spareAddresses: number[] = [];
+let spareCount = 0;
+
+/** Gives a disposed handle's anchor (`buffer`, over native anchor
+ * `anchor`), disarmed already, to the next handle. The caller drops every
+ * link to `buffer` (the handle's, and its killed deferred views'), so
+ * nothing of the disposed handle can keep the next handle's memory alive. */
+export function recycleAnchor(buffer: ArrayBuffer, anchor: number): void {
+  if (spareCount === spareLimit) return;
+  spareBuffers[spareCount] = buffer;
+  spareAddresses[spareCount] = anchor;
+  spareCount++;
 }
 
 /** `ownerView` without the stamp: an anchor, which holds a reference and

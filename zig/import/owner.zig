@@ -258,6 +258,14 @@ pub const Anchor = extern struct {
         return anchor;
     }
 
+    /// Arms a disarmed anchor again with a reference to `owner` the caller
+    /// paid for (a disposed handle's anchor, taken by the next handle of
+    /// its JS thread with its ArrayBuffer). False, changing nothing, when
+    /// it still holds a reference.
+    pub fn arm(self: *Anchor, owner: *Owner) bool {
+        return self.owner.cmpxchgStrong(0, @intFromPtr(owner), .acq_rel, .acquire) == null;
+    }
+
     /// Ends the anchor's reference now if it still holds it; the anchor
     /// itself stays (its ArrayBuffer frees it).
     pub fn disarm(self: *Anchor) void {
@@ -415,6 +423,23 @@ test "an anchor's reference ends once: at disarm, or else in its deallocator" {
         try testing.expectEqual(@as(u32, 1), TestProducer.schema_releases);
         try testing.expectEqual(views, counters.get(.live_imported_views));
     }
+}
+
+test "a disarmed anchor is armed again for another owner; an armed one refuses" {
+    const views = counters.get(.live_imported_views);
+    const first = try TestProducer.imported(); // holds the import's reference
+    counters.add(.live_imported_views, 1);
+    const anchor = Anchor.create(first).?;
+    anchor.disarm();
+    try testing.expectEqual(@as(u32, 1), TestProducer.array_releases);
+    const second = try TestProducer.imported();
+    counters.add(.live_imported_views, 1);
+    try testing.expect(anchor.arm(second));
+    try testing.expect(!anchor.arm(second)); // armed: the caller keeps its reference
+    try testing.expectEqual(@as(u32, 0), TestProducer.array_releases);
+    anchorDeallocator(anchor, anchor); // its ArrayBuffer is collected
+    try testing.expectEqual(@as(u32, 1), TestProducer.array_releases);
+    try testing.expectEqual(views, counters.get(.live_imported_views));
 }
 
 test "a released owner's memory serves the next import" {

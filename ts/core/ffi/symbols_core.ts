@@ -44,6 +44,7 @@ export const coreSymbols = {
   abd_owner_snapshot: { args: [ptr, ptr, u32, u32], returns: u32 },
   abd_view_deallocator: { args: [], returns: ptr },
   abd_anchor_new: { args: [ptr], returns: ptr },
+  abd_anchor_arm: { args: [ptr, ptr], returns: FFIType.bool },
   abd_anchor_disarm: { args: [ptr], returns: none },
   abd_anchor_deallocator: { args: [], returns: ptr },
 
