@@ -329,6 +329,9 @@ const void* abd_view_deallocator(void);
  * frees the anchor. */
 typedef struct abd_anchor abd_anchor;
 abd_anchor* abd_anchor_new(abd_owner* owner);
+/* Arms a disarmed anchor again with a reference to `owner` paid for as
+ * for abd_anchor_new; false, changing nothing, while it is armed. */
+bool abd_anchor_arm(abd_anchor* anchor, abd_owner* owner);
 void abd_anchor_disarm(abd_anchor* anchor);
 const void* abd_anchor_deallocator(void);
 
