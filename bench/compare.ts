@@ -48,9 +48,9 @@ if (jsonAt >= 0 && !jsonFile) throw new Error("--json needs a file name");
 const writeResultsFile = args.includes("--results");
 
 const config = {
-  smoke: { rowCounts: [1e3, 1e4], rounds: 2, minRounds: 2, blockNs: 30e3, budgetNs: 5e9, warmNs: 5e7, asyncBatches: 40, streamBatches: 10, ipcK: 2, kMax: 64 },
-  quick: { rowCounts: [1e3, 1e5, 1e7], rounds: 150, minRounds: 8, blockNs: 250e3, budgetNs: 30e9, warmNs: 2e9, asyncBatches: 400, streamBatches: 200, ipcK: 8, kMax: 256 },
-  full: { rowCounts: [1e3, 1e5, 1e7], rounds: 300, minRounds: 30, blockNs: 1e6, budgetNs: 150e9, warmNs: 5e9, asyncBatches: 2000, streamBatches: 1000, ipcK: 16, kMax: 512 },
+  smoke: { rowCounts: [1e3, 1e4], rounds: 2, minRounds: 2, blockNs: 30e3, budgetNs: 5e9, warmNs: 5e7, asyncBatches: 40, streamBatches: 10, ipcK: { 1: 2, 100: 2 }, kMax: 64 },
+  quick: { rowCounts: [1e3, 1e5, 1e7], rounds: 150, minRounds: 8, blockNs: 250e3, budgetNs: 30e9, warmNs: 2e9, asyncBatches: 400, streamBatches: 200, ipcK: { 1: 64, 100: 8 }, kMax: 256 },
+  full: { rowCounts: [1e3, 1e5, 1e7], rounds: 300, minRounds: 30, blockNs: 1e6, budgetNs: 150e9, warmNs: 5e9, asyncBatches: 2000, streamBatches: 1000, ipcK: { 1: 128, 100: 16 }, kMax: 512 },
 }[mode];
 const columnCounts = [1, 10, 100, 1000];
 const depths = [4, 16];
@@ -79,7 +79,7 @@ for (const s of shapes) {
 }
 groups.push(streamGroup(1000, config.streamBatches, ctx));
 for (const role of ["consumer", "producer"] as const) groups.push(asyncGroup(role, 1000, config.asyncBatches, depths, ctx));
-for (const c of [1, 100]) groups.push(ipcGroup(c, rows, config.ipcK, ctx));
+for (const c of [1, 100] as const) groups.push(ipcGroup(c, rows, config.ipcK[c], ctx));
 log(`${groups.length} groups set up (${mode})`);
 
 const rounds = await runGroups(groups, { ...config, log });

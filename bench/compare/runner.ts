@@ -67,7 +67,7 @@ const total = (o: Outcome) => (typeof o === "number" ? o : o.ns);
  * ~8 us instead of ~1 ms). */
 async function warm(g: Group, blockNs: number, warmNs: number): Promise<void> {
   if (g.fixedK !== undefined) {
-    // A fixed k is small (8 IPC round trips, one stream): one block would
+    // A fixed k is small (64 or 8 IPC round trips, one stream): one block would
     // leave every contender's code in the JIT's first tiers, and the
     // rounds would then measure its warm-up (a 1-column IPC round trip of
     // ours took 18 us over its first 2,000 cycles and 7-8 us after).
