@@ -62,10 +62,15 @@ export function structAddress(fn: string, param: string, ref: unknown, kind: CSt
     return Number(ref.address);
   }
   if (typeof ref === "object" && ref !== null && "address" in ref) return addressArg(fn, `${param}.address`, ref.address, false);
-  const expected = kind ? `an ${kind} address or C struct` : "a C struct address";
-  if (!nullable && (ref === null || ref === undefined)) throw argumentError(fn, param, expected, ref);
-  if (typeof ref !== "number" && typeof ref !== "bigint" && ref !== null && ref !== undefined) throw argumentError(fn, param, expected, ref);
+  // The message is built only for a refusal: an address, the usual
+  // argument, allocates nothing here.
+  if (!nullable && (ref === null || ref === undefined)) throw argumentError(fn, param, expectedStruct(kind), ref);
+  if (typeof ref !== "number" && typeof ref !== "bigint" && ref !== null && ref !== undefined) throw argumentError(fn, param, expectedStruct(kind), ref);
   return addressArg(fn, param, ref, nullable);
+}
+
+function expectedStruct(kind: CStructKind | null): string {
+  return kind ? `an ${kind} address or C struct` : "a C struct address";
 }
 
 /**
