@@ -17,7 +17,8 @@
  * - A sample is one block of k cycles timed as a whole (ours with
  *   Bun.nanoseconds(); pyarrow inside its Python loop with
  *   time.perf_counter_ns, so the Bun -> Python call is not counted). k is
- *   calibrated per group in the warm-up so a block takes ~blockNs.
+ *   calibrated per contender once its code is warm, so each of its blocks
+ *   takes ~blockNs (compare/runner.ts `warm`).
  * - Per cycle: median = median over blocks of block/k; mean = every block's
  *   time over every cycle, GC pauses included (no GC is forced between
  *   samples; Bun exposes no GC counter, so mean/median shows its weight).
@@ -33,7 +34,7 @@ import { asyncGroup, exportGroup, importGroup, ipcGroup, streamGroup, distinctLi
 import { SlotPool } from "./compare/floor.ts";
 import { openPyarrow } from "./compare/pyarrow.ts";
 import { fmt, meta, metaLine, ratio, spreadNote, summaries, table, targetTable, writeJson, writeResults } from "./compare/report.ts";
-import { runGroups } from "./compare/runner.ts";
+import { kLabel, runGroups } from "./compare/runner.ts";
 import { now } from "./compare/stats.ts";
 import { computeTargets } from "./compare/targets.ts";
 import { row6InOwnProcesses } from "./compare/own_process.ts";
@@ -49,8 +50,8 @@ const writeResultsFile = args.includes("--results");
 
 const config = {
   smoke: { rowCounts: [1e3, 1e4], rounds: 2, minRounds: 2, blockNs: 30e3, budgetNs: 5e9, warmNs: 5e7, asyncBatches: 40, streamBatches: 10, ipcK: { 1: 2, 100: 2 }, kMax: 64 },
-  quick: { rowCounts: [1e3, 1e5, 1e7], rounds: 150, minRounds: 8, blockNs: 250e3, budgetNs: 30e9, warmNs: 2e9, asyncBatches: 400, streamBatches: 200, ipcK: { 1: 64, 100: 8 }, kMax: 256 },
-  full: { rowCounts: [1e3, 1e5, 1e7], rounds: 300, minRounds: 30, blockNs: 1e6, budgetNs: 150e9, warmNs: 5e9, asyncBatches: 2000, streamBatches: 1000, ipcK: { 1: 128, 100: 16 }, kMax: 512 },
+  quick: { rowCounts: [1e3, 1e5, 1e7], rounds: 150, minRounds: 8, blockNs: 250e3, budgetNs: 30e9, warmNs: 2e9, asyncBatches: 400, streamBatches: 200, ipcK: { 1: 64, 100: 8 }, kMax: 4096 },
+  full: { rowCounts: [1e3, 1e5, 1e7], rounds: 300, minRounds: 30, blockNs: 1e6, budgetNs: 150e9, warmNs: 5e9, asyncBatches: 2000, streamBatches: 1000, ipcK: { 1: 128, 100: 16 }, kMax: 8192 },
 }[mode];
 const columnCounts = [1, 10, 100, 1000];
 const depths = [4, 16];
@@ -98,7 +99,7 @@ lines.push(table(
   groups.filter((g) => g.id.startsWith("export ")).map((g) => {
     const o = s(g, "ours"), p = s(g, "pyarrow"), f = s(g, "C floor");
     const n = g.info.buffers!;
-    return [g.id.slice(7), String(n), String(g.k), mm(o?.median, o?.mean), fmt((o?.median ?? NaN) / n), mm(p?.median, p?.mean), fmt((p?.median ?? NaN) / n),
+    return [g.id.slice(7), String(n), kLabel(g), mm(o?.median, o?.mean), fmt((o?.median ?? NaN) / n), mm(p?.median, p?.mean), fmt((p?.median ?? NaN) / n),
       mm(f?.median, f?.mean), ratio((o?.median ?? NaN) / (p?.median ?? NaN)), ratio((o?.median ?? NaN) / (f?.median ?? NaN))];
   }),
 ));
@@ -110,7 +111,7 @@ lines.push(table(
     const o = s(g, "ours"), c = s(g, "ours.construct"), f = s(g, "JS floor"), p = s(g, "pyarrow");
     const r = s(g, "ours, read"), rc = s(g, "ours, read.construct");
     const n = g.info.buffers!;
-    return [g.id.slice(7), g.info.shape?.nested ? "pyarrow" : g.info.distinct ? "distinct" : "shared", String(n), String(g.k), mm(o?.median, o?.mean), fmt((o?.median ?? NaN) / n),
+    return [g.id.slice(7), g.info.shape?.nested ? "pyarrow" : g.info.distinct ? "distinct" : "shared", String(n), kLabel(g), mm(o?.median, o?.mean), fmt((o?.median ?? NaN) / n),
       fmt((c?.median ?? NaN) / n), fmt((f?.median ?? NaN) / n), mm(p?.median, p?.mean), fmt((p?.median ?? NaN) / n),
       ratio((o?.median ?? NaN) / (p?.median ?? NaN)), ratio((c?.median ?? NaN) / (f?.median ?? NaN)),
       fmt((r?.median ?? NaN) / n), ratio((rc?.median ?? NaN) / (f?.median ?? NaN)),
@@ -122,7 +123,7 @@ lines.push("STREAMS, ASYNC, IPC (per batch or per round trip: median / mean)");
 lines.push(table(
   ["group", "k", ...["contender", "median / mean"].flatMap((h) => [h]), "contender", "median / mean", "contender", "median / mean"],
   groups.filter((g) => /^(stream|async|ipc) /.test(g.id)).map((g) => {
-    const cells = [g.id, String(g.k)];
+    const cells = [g.id, kLabel(g)];
     for (const [name, sum] of Object.entries(summaries(g))) cells.push(name, mm(sum.median, sum.mean));
     return cells;
   }),
@@ -134,9 +135,10 @@ const m = meta(mode, py?.version ?? "unavailable", py?.pythonVersion ?? "-", rou
 
 const method = [
   "Method: one Bun process; pyarrow runs in CPython embedded through libpython and times its own loops",
-  "(time.perf_counter_ns), ours is timed with Bun.nanoseconds(). A sample is a block of k cycles; median per",
-  "cycle = median of block/k, mean = all time / all cycles (GC pauses included, no GC forced; Bun exposes no",
-  "GC counter, so mean vs median shows GC's weight). Every group is warmed up first; each round runs every",
+  "(time.perf_counter_ns), ours is timed with Bun.nanoseconds(). A sample is a block of k cycles, k set per",
+  "contender once warm so each of its blocks takes the same time; median per cycle = median of block/k,",
+  "mean = all time / all cycles (GC pauses included, no GC forced; Bun exposes no GC counter, so mean vs",
+  "median shows GC's weight). Every group is warmed up first; each round runs every",
   "contender of every group once, in reversed order every other round. Export: ours = exportArray(batch) +",
   "handle.release(); pyarrow = RecordBatch._export_to_c_device into C slots + one C call releasing them all",
   "(timed, added); C floor = one FFI call filling ArrowSchema + ArrowDeviceArray over the same shape + the",

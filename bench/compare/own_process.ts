@@ -38,11 +38,14 @@ export const variants: Record<Variant, { keep: string[]; figures: Record<string,
   read: { keep: ["ours, read", "JS floor"], figures: { ours: "ours, read.cycle", floor: "JS floor" } },
 };
 
-/** Rows, rounds and time per mode (bench/compare.ts's row counts). */
+/** Rows, rounds and time per mode (bench/compare.ts's row counts). The
+ * budget ends the rounds, not their count: a mean is only as steady as the
+ * number of collections in it (150 rounds of 0.25 ms blocks saw two or
+ * three of ours, and the row moved between 0.66 and 2.6). */
 const settings: Record<Mode, { small: number; large: number; rounds: number; minRounds: number; blockNs: number; budgetNs: number; kMax: number }> = {
   smoke: { small: 1e3, large: 1e4, rounds: 2, minRounds: 2, blockNs: 30e3, budgetNs: 1e9, kMax: 64 },
-  quick: { small: 1e3, large: 1e7, rounds: 150, minRounds: 8, blockNs: 250e3, budgetNs: 4e9, kMax: 256 },
-  full: { small: 1e3, large: 1e7, rounds: 1000, minRounds: 30, blockNs: 1e6, budgetNs: 12e9, kMax: 512 },
+  quick: { small: 1e3, large: 1e7, rounds: 100000, minRounds: 8, blockNs: 250e3, budgetNs: 4e9, kMax: 4096 },
+  full: { small: 1e3, large: 1e7, rounds: 100000, minRounds: 30, blockNs: 1e6, budgetNs: 12e9, kMax: 8192 },
 };
 
 /** One variant's figures: by rows, by figure name, the summary. */

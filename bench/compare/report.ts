@@ -83,7 +83,7 @@ export function writeJson(file: string, m: Meta, groups: Built[], targets: Targe
     meta: m,
     targets,
     ownProcess,
-    groups: Object.fromEntries(groups.map((g) => [g.id, { k: g.k, info: g.info, samples: summaries(g) }])),
+    groups: Object.fromEntries(groups.map((g) => [g.id, { k: Object.fromEntries(g.k), info: g.info, samples: summaries(g) }])),
   };
   writeFileSync(file, JSON.stringify(out, null, 2) + "\n");
 }

@@ -1,7 +1,7 @@
 /**
  * Interleaved rounds. Every group (one shape or one comparison) has
  * contenders that each time a block of `k` cycles and return its ns. All
- * groups are warmed up (and `k` calibrated, or, where it is fixed, blocks
+ * groups are warmed up (and each contender's `k` calibrated, or, where it is fixed, blocks
  * repeated until the JIT has compiled the paths) before anything is recorded;
  * then each round runs every contender of every group once, groups and
  * contenders in reversed order every other round, so neither a fixed
@@ -21,7 +21,9 @@ export type Group = {
   /** Upper bound of k (slot capacity); `fixedK` skips the calibration. */
   kMax: number;
   fixedK?: number;
-  k?: number;
+  /** Cycles per block, by contender name (each calibrated apart, or every
+   * one `fixedK`). */
+  k: Map<string, number>;
   /** Samples by contender name, and by "name.part". */
   samples: Map<string, Samples>;
 };
@@ -38,7 +40,15 @@ export type RunOptions = {
 const warmCycles = 2000;
 
 export function group(id: string, contenders: Contender[], kMax: number, fixedK?: number): Group {
-  return { id, contenders, kMax, fixedK, samples: new Map() };
+  return { id, contenders, kMax, fixedK, k: new Map(), samples: new Map() };
+}
+
+/** The group's k as printed: one number, or the range over its contenders. */
+export function kLabel(g: Group): string {
+  const ks = [...g.k.values()];
+  if (ks.length === 0) return "-";
+  const low = Math.min(...ks), high = Math.max(...ks);
+  return low === high ? String(low) : `${low}-${high}`;
 }
 
 function record(g: Group, name: string, outcome: Outcome, k: number): void {
@@ -56,15 +66,19 @@ function record(g: Group, name: string, outcome: Outcome, k: number): void {
 
 const total = (o: Outcome) => (typeof o === "number" ? o : o.ns);
 
-/** Warm-up and calibration: every contender runs blocks of k = 1, 2, 4, ...
- * until the slowest contender's block reaches `blockNs` (or k reaches
- * kMax), so the JIT has compiled every path before the first sample; then
- * k is set from the slowest contender's per-cycle time, taken as its best
- * over the passes after the first (k = 1 compiles; one slow pass, such as
- * the first calls into the embedded Python of the first group warmed, a
- * GC, or another job on the machine, must not shrink k far below what
- * `blockNs` asks for: it once gave a 1-column export block of 6 cycles,
- * ~8 us instead of ~1 ms). */
+/** Warm-up and calibration. Each contender of a group of calibrated k
+ * runs blocks whose k doubles while its block is under `blockNs`, pass
+ * after pass (every contender one block), until each has run `warmCycles`
+ * cycles (or a tenth of `warmNs` has passed: the heavy shapes, whose loops
+ * warm faster), so the JIT has compiled every path; only then is its k set,
+ * from its best per-cycle time over three more passes. Each contender gets
+ * its own k, so each of its blocks takes about `blockNs`: a block's first
+ * cycle runs after other code, with cold caches (the first of a block of
+ * 1-column round trips takes ten times the others), and a contender whose
+ * blocks were much shorter than the slowest one's would be timed mostly on
+ * that first cycle. Calibrating on the first few passes (a few cycles each,
+ * in the JIT's first tiers) once gave ours 73 us for a 1-column import that
+ * takes 2 us warm. */
 async function warm(g: Group, blockNs: number, warmNs: number): Promise<void> {
   if (g.fixedK !== undefined) {
     // A fixed k is small (64 or 8 IPC round trips, one stream): one block would
@@ -73,25 +87,34 @@ async function warm(g: Group, blockNs: number, warmNs: number): Promise<void> {
     // ours took 18 us over its first 2,000 cycles and 7-8 us after).
     // Blocks run until each contender has done `warmCycles` cycles, or
     // `warmNs` has passed (the heavy shapes, whose loops warm faster).
-    g.k = g.fixedK;
+    const k = g.fixedK;
+    for (const c of g.contenders) g.k.set(c.name, k);
     const started = now();
-    for (let cycles = 0, passes = 0; passes < 3 || (cycles < warmCycles && now() - started < warmNs); passes++, cycles += g.k) {
-      for (const c of g.contenders) await c.run(g.k);
+    for (let cycles = 0, passes = 0; passes < 3 || (cycles < warmCycles && now() - started < warmNs); passes++, cycles += k) {
+      for (const c of g.contenders) await c.run(k);
       await turn();
     }
     return;
   }
-  const best = new Map<Contender, number>();
-  const slowestBest = () => Math.max(...best.values());
-  for (let k = 1, passes = 0; ; k = Math.min(g.kMax, k * 2), passes++) {
+  const started = now();
+  const k = new Map(g.contenders.map((c) => [c, 1]));
+  const cycles = new Map(g.contenders.map((c) => [c, 0]));
+  const fewest = () => Math.min(...cycles.values());
+  for (let passes = 0; passes < 3 || (fewest() < warmCycles && now() - started < warmNs / 10); passes++) {
     for (const c of g.contenders) {
-      const perCycle = total(await c.run(k)) / k;
-      if (passes >= 1) best.set(c, Math.min(best.get(c) ?? Infinity, perCycle));
+      const kc = k.get(c)!;
+      const ns = total(await c.run(kc));
+      cycles.set(c, cycles.get(c)! + kc);
+      if (ns < blockNs) k.set(c, Math.min(g.kMax, kc * 2));
     }
     await turn();
-    if (passes >= 3 && (k * slowestBest() >= blockNs || k === g.kMax)) break;
   }
-  g.k = Math.max(1, Math.min(g.kMax, Math.round(blockNs / Math.max(slowestBest(), 1))));
+  const best = new Map<Contender, number>();
+  for (let pass = 0; pass < 3; pass++) {
+    for (const c of g.contenders) best.set(c, Math.min(best.get(c) ?? Infinity, total(await c.run(k.get(c)!)) / k.get(c)!));
+    await turn();
+  }
+  for (const c of g.contenders) g.k.set(c.name, Math.max(1, Math.min(g.kMax, Math.round(blockNs / Math.max(best.get(c)!, 1)))));
 }
 
 /** One turn of the event loop (untimed, before every block): what the
@@ -113,7 +136,8 @@ export async function runGroups(groups: Group[], options: RunOptions): Promise<n
       const contenders = forward ? g.contenders : [...g.contenders].reverse();
       for (const c of contenders) {
         await turn();
-        record(g, c.name, await c.run(g.k!), g.k!);
+        const k = g.k.get(c.name)!;
+        record(g, c.name, await c.run(k), k);
       }
     }
   }
