@@ -1,11 +1,12 @@
 /**
  * Interleaved rounds. Every group (one shape or one comparison) has
  * contenders that each time a block of `k` cycles and return its ns. All
- * groups are warmed up (and each contender's `k` calibrated, or, where it is fixed, blocks
- * repeated until the JIT has compiled the paths) before anything is recorded;
- * then each round runs every contender of every group once, groups and
- * contenders in reversed order every other round, so neither a fixed
- * position in a round nor "measured first" favours anyone.
+ * groups are warmed up (and each contender's `k` calibrated, or, where it
+ * is fixed, blocks repeated until the JIT has compiled the paths) before
+ * anything is recorded; then each round runs every contender of every
+ * group once, groups and contenders in reversed order every other round,
+ * so neither a fixed position in a round nor "measured first" favours
+ * anyone.
  */
 import { Samples, now } from "./stats.ts";
 
