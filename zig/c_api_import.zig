@@ -7,6 +7,7 @@ const abi = @import("core/abi.zig");
 const status = @import("core/status.zig");
 const counters = @import("core/counters.zig");
 const owner_mod = @import("import/owner.zig");
+const keepalive = @import("export/keepalive.zig");
 const validate = @import("validate/validate.zig");
 const consumer = @import("import/consumer.zig");
 const move = @import("import/move.zig");
@@ -136,8 +137,14 @@ export fn abd_anchor_arm(anchor: *owner_mod.Anchor, owner: *Owner) bool {
 }
 
 /// Ends an anchor's reference now, if its deallocator has not (dispose).
-export fn abd_anchor_disarm(anchor: *owner_mod.Anchor) void {
-    anchor.disarm();
+/// Returns the keepalive id of this JS thread's export whose tree finished
+/// during the call (an import of this library's own export, released with
+/// its last reference; the JS side forgets it at once, it is not queued),
+/// or 0.
+export fn abd_anchor_disarm(anchor: *owner_mod.Anchor) f64 {
+    var finished: u64 = 0;
+    keepalive.captured(&finished, owner_mod.Anchor.disarm, .{anchor});
+    return @floatFromInt(finished);
 }
 
 /// Address of the deallocator of anchors' ArrayBuffers.

@@ -332,7 +332,10 @@ abd_anchor* abd_anchor_new(abd_owner* owner);
 /* Arms a disarmed anchor again with a reference to `owner` paid for as
  * for abd_anchor_new; false, changing nothing, while it is armed. */
 bool abd_anchor_arm(abd_anchor* anchor, abd_owner* owner);
-void abd_anchor_disarm(abd_anchor* anchor);
+/* Ends the anchor's reference now (unless its deallocator did). Returns
+ * the keepalive id of the calling JS thread's export whose tree finished
+ * during the call (not queued for abd_take_released), or 0. */
+double abd_anchor_disarm(abd_anchor* anchor);
 const void* abd_anchor_deallocator(void);
 
 /* The built-in consumer: moves in, validates, checksums, releases. Report:

@@ -12,6 +12,7 @@ import { counters } from "../helpers/leaks.ts";
 import { exportArray, exportSchema, importRecordBatch, importVector, type ExportedArray } from "../../ts/index.ts";
 import { ImportedArray } from "../../ts/raw.ts";
 import { collectUntil } from "../helpers/gc.ts";
+import { drainReleased, releasesQueued } from "../../ts/native/keepalive.ts";
 import { withCode } from "../helpers/errors.ts";
 
 /** A two-column batch whose values start at `base` (distinct per batch). */
@@ -128,14 +129,29 @@ test("handles dropped without release() are released by the GC: every tree once,
   expect(liveExports()).toEqual(before);
 });
 
-test("a consumer's release of a moved tree lets its buffers go through the queue", () => {
+test("disposing the import of this thread's own export hands the export's id straight back, queueing nothing", () => {
+  drainReleased(); // an empty queue: what follows is this test's
   const before = liveExports();
   const handle = exportArray(batchFrom(1));
   using imported = ImportedArray.fromDeviceArray(handle.schema, handle.array);
   handle.release();
-  expect(liveExports().retained).toBe(before.retained + 1);
-  imported.dispose(); // releases the moved tree: its id goes through the queue
+  imported.dispose(); // its anchor held the last reference: the moved tree is released in that call
+  expect(releasesQueued()).toBe(0);
+  expect(liveExports()).toEqual(before);
+});
+
+test("a consumer's release of a moved tree from a view's deallocator lets its buffers go through the queue", () => {
+  drainReleased();
+  const before = liveExports();
+  const handle = exportArray(batchFrom(1));
+  using imported = ImportedArray.fromDeviceArray(handle.schema, handle.array);
+  const batch = importRecordBatch(imported);
+  expect([...batch.getChildAt(0)!]).toEqual([1, 2, null]); // the views now hold references too
+  handle.release();
+  imported.dispose(); // the last reference ends as a view is detached: its id goes through the queue
+  expect(releasesQueued()).toBe(1);
   exportArray(batchFrom(2)).release(); // drains whatever is still queued
+  expect(releasesQueued()).toBe(0);
   expect(liveExports()).toEqual(before);
 });
 

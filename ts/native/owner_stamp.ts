@@ -18,6 +18,7 @@ import { type Pointer } from "bun:ffi";
 import { asPointer, wrapNative } from "../core/abi/structs.ts";
 import { LibraryLoadError, OutOfMemoryError, Status } from "../core/errors.ts";
 import { libraryPath, native } from "../core/ffi/library.ts";
+import { forgetReleased } from "./keepalive.ts";
 
 /** The native deallocator of every ArrayBuffer over an owner's memory: it
  * drops the owner reference the buffer holds (zig/import/owner.zig). */
@@ -140,9 +141,13 @@ export function lastAnchorAddress(): number {
 const anchorBytes = 8;
 
 /** Ends the reference of a `handleAnchor` anchor now (dispose), if its
- * deallocator has not; its ArrayBuffer stays, holding nothing. */
+ * deallocator has not; its ArrayBuffer stays, holding nothing. When that
+ * was the last reference to an import of this thread's own export, the
+ * export's tree finished right there: its keepalive id comes back from
+ * the call and is forgotten at once (no queue, no drain). */
 export function disarmAnchor(anchor: number): void {
-  native.abd_anchor_disarm(asPointer(anchor));
+  const finished = native.abd_anchor_disarm(asPointer(anchor));
+  if (finished !== 0) forgetReleased(finished);
 }
 
 /**

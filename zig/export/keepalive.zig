@@ -42,9 +42,11 @@ var contexts: [js_context.max_contexts]Context = @splat(.{});
 /// Wakes posted (for tests).
 var wakes_posted: std.atomic.Value(u64) = .init(0);
 /// Set while the JS thread releases an export it holds itself
-/// (export/batch.zig `destroy`): the first id finished on this thread
-/// during that call is handed back to the caller instead of queued, so no
-/// queue, lock or wake is involved. Other ids still go through the queue.
+/// (export/batch.zig `destroy`) or ends an import's reference (an anchor's
+/// disarm, whose producer may be this library's own export): the first id
+/// of this JS thread finished on this thread during that call is handed
+/// back to the caller instead of queued, so no queue, lock or wake is
+/// involved. Other ids still go through the queue.
 threadlocal var capture: ?*u64 = null;
 
 fn mine() *Context {
@@ -75,7 +77,8 @@ pub fn finish(id: u64) void {
     // this thread; the JS side only drops its JS references later.
     export_holds.drop(id);
     if (capture) |into| {
-        if (into.* == 0) {
+        // Only an id of the capturing JS thread: its caller forgets it there.
+        if (into.* == 0 and js_context.ofKeepalive(id) == js_context.current()) {
             into.* = id;
             return;
         }
@@ -193,6 +196,17 @@ test "an id finished under capture is handed back, not queued; later ones queue"
     try std.testing.expectEqual(@as(u32, 0), queuedAddress().*);
     finish(43); // no capture outside the call
     try std.testing.expectEqual(@as(usize, 1), take(&ids));
+}
+
+test "an id of another JS thread is never handed back under capture" {
+    const Release = struct {
+        fn foreign() void {
+            finish((@as(u64, 1) << js_context.keepalive_shift) | 7);
+        }
+    };
+    var id: u64 = 0;
+    captured(&id, Release.foreign, .{});
+    try std.testing.expectEqual(@as(u64, 0), id);
 }
 
 test "ids queued on other threads are all taken once" {

@@ -45,7 +45,7 @@ export const coreSymbols = {
   abd_view_deallocator: { args: [], returns: ptr },
   abd_anchor_new: { args: [ptr], returns: ptr },
   abd_anchor_arm: { args: [ptr, ptr], returns: FFIType.bool },
-  abd_anchor_disarm: { args: [ptr], returns: none },
+  abd_anchor_disarm: { args: [ptr], returns: f64 },
   abd_anchor_deallocator: { args: [], returns: ptr },
 
   abd_consume_device_array: { args: [ptr, ptr, i32, ptr, u32], returns: i32 },
