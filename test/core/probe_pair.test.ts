@@ -2,7 +2,7 @@
  * The import's address probe (zig/validate/probe.zig) checks a schema and its array
  * in one native call, and skips the struct memory of the export slot this
  * library adopted last while its handle is live (it allocated that memory
- * and built those trees). What each path refuses is still named per
+ * and built those trees): only its two releases are read. What each path refuses is still named per
  * parameter, with the same typed errors.
  */
 import { describe, expect, test } from "bun:test";
@@ -58,6 +58,12 @@ describe("the last export's slot", () => {
     expect(() => ImportedArray.fromDeviceArray(last.schema, moved.array)).toThrow(/^ImportedArray\.fromDeviceArray: deviceArray: array is released/);
     last.release();
     moved.release();
+
+    const schemaMoved = exportArray(batch());
+    CSchema.at(schemaMoved.schema).move().dispose();
+    expect(() => ImportedArray.fromDeviceArray(schemaMoved.schema, schemaMoved.array)).toThrow(/^ImportedArray\.fromDeviceArray: schema: .*released/);
+    expect(CDeviceArray.at(schemaMoved.array).released).toBe(true); // moved in, so released by the refusal
+    schemaMoved.release();
   });
 });
 
