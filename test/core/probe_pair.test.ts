@@ -1,9 +1,10 @@
 /**
- * The import's address probe (zig/validate/probe.zig) checks a schema and its array
- * in one native call, and skips the struct memory of the export slot this
- * library adopted last while its handle is live (it allocated that memory
- * and built those trees): only its two releases are read. What each path refuses is still named per
- * parameter, with the same typed errors.
+ * The import's address probe (zig/validate/probe.zig) checks a schema and
+ * its array in one native call, and skips the struct memory of the export
+ * slot this library adopted last while its handle is live (it allocated
+ * that memory and built those trees): only its two releases are read.
+ * What each path refuses is still named per parameter, with the same
+ * typed errors.
  */
 import { describe, expect, test } from "bun:test";
 import { Table, makeVector } from "apache-arrow";
