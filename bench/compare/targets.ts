@@ -137,8 +137,11 @@ export function computeTargets(groups: Built[], t: TargetInputs): Target[] {
       // consumer) measures the consumer's own cycle; see the note.
       const floorAsync = stat(groups, id, `C floor d${depth}`)?.median;
       const floorSync = stat(groups, id, "C floor sync")?.median;
+      // The consumer without its one JS view per batch (first depth only).
+      const noView = role === "consumer" ? stat(groups, id, `async d${depth}, no view`)?.median : undefined;
+      const noViewText = noView && floorAsync ? `; without the view ${fmt(noView)}/batch, ${(floorAsync / noView).toFixed(2)}x` : "";
       const floorText = role === "consumer"
-        ? (floorAsync ? `; C floor consumer ${fmt(floorAsync)}/batch, ours ${(floorAsync / a).toFixed(2)}x of it` : "")
+        ? (floorAsync ? `; C floor consumer ${fmt(floorAsync)}/batch, ours ${(floorAsync / a).toFixed(2)}x of it${noViewText}` : "")
         : floorAsync && floorSync ? `; C floor producer ${fmt(floorAsync)}/batch (its sync ${fmt(floorSync)}, ${(floorSync / floorAsync).toFixed(2)}x); ceiling ${(sync / floorAsync).toFixed(2)}x` : "";
       out.push({
         group: "async hand-off",
@@ -153,7 +156,7 @@ export function computeTargets(groups: Built[], t: TargetInputs): Target[] {
           ? verdict(sync / a, (v) => v >= want && (!floorAsync || floorAsync / a >= 0.9))
           : verdict(a / (floorAsync ?? NaN), (v) => v <= 1.2),
         spread: spreadOf(stat(groups, id, `async d${depth}`), stat(groups, id, "sync")),
-        note: floorText && depth === t.depths[0] ? role === "consumer" ? "C floor consumer = the same C producer feeding a C consumer thread that extracts and releases each batch, no JS: ours / it is that floor's time per batch over ours" : "C floor producer = a C producer sending ready-made batches of the same values (atomic credits, no export, no allocation) to the same C consumer: its time per batch is the consumer thread's own cycle (its work plus its hand-off), and its sync is that work alone. ceiling = our sync / that cycle: the ratio ours would reach if our tasks cost the consumer's thread no more than the floor's and JS always kept ahead of it" : undefined,
+        note: floorText && depth === t.depths[0] ? role === "consumer" ? "C floor consumer = the same C producer feeding a C consumer thread that extracts, adds up and releases each batch, no JS: ours / it is that floor's time per batch over ours. without the view = ours reading each batch's row count instead of a value, so making no JS view of its buffer" : "C floor producer = a C producer sending ready-made batches of the same values (atomic credits, no export, no allocation) to the same C consumer: its time per batch is the consumer thread's own cycle (its work plus its hand-off), and its sync is that work alone. ceiling = our sync / that cycle: the ratio ours would reach if our tasks cost the consumer's thread no more than the floor's and JS always kept ahead of it" : undefined,
       });
     }
   }

@@ -83,12 +83,15 @@ describe("bench/compare.ts --smoke", () => {
     expect(Object.keys(run.result.groups["async producer 1000 rows"].samples).sort()).toEqual(["C floor d16", "C floor d4", "C floor sync", "async d16", "async d4", "sync"]);
     // The consumer role runs a C floor consumer beside ours; the IPC
     // groups their floors in their own rounds.
-    expect(Object.keys(run.result.groups["async consumer 1000 rows"].samples).sort()).toEqual(["C floor d16", "C floor d4", "async d16", "async d4", "sync"]);
+    expect(Object.keys(run.result.groups["async consumer 1000 rows"].samples).sort()).toEqual(["C floor d16", "C floor d4", "async d16", "async d4", "async d4, no view", "sync"]);
     for (const columns of [1, 100]) expect(Object.keys(run.result.groups[`ipc ${columns} columns x 1000 rows`].samples)).toContain("floors");
     for (const t of run.result.targets) expect(t.spread, t.measure).toBeGreaterThanOrEqual(1);
     for (const depth of [4, 16]) {
       const consumer = run.stdout.split("\n").find((l) => l.includes(`async / sync throughput, consumer, depth ${depth},`));
       expect(consumer).toMatch(/C floor consumer \S+ \S+\/batch, ours \d+\.\d+x of it/);
+      // The first depth also prints ours without its one view per batch.
+      if (depth === 4) expect(consumer).toMatch(/without the view \S+ \S+\/batch, \d+\.\d+x/);
+      else expect(consumer).not.toContain("without the view");
       const line = run.stdout.split("\n").find((l) => l.includes(`async producer / C floor producer, time per batch, depth ${depth},`));
       expect(line).toMatch(/C floor producer \S+ \S+\/batch \(its sync .*\); ceiling \d+\.\d+x/);
     }
