@@ -332,10 +332,11 @@ export function asyncGroup(role: "consumer" | "producer", rows: number, batches:
   const contenders: Contender[] = [];
   if (role === "consumer") {
     // Ours reads one value of each batch through a JS view of its buffer;
-    // "no view" (first depth only) reads the same value's row count
-    // instead, so that it makes no view: what separates the two is the
-    // view (Bun's external ArrayBuffer, its detach at dispose and the
-    // collections its bytes start), which no C consumer pays.
+    // "no view" (first depth only) reads each batch's row count instead,
+    // from the import's tables, so that it makes no view: what separates
+    // the two is the view (Bun's external ArrayBuffer, its detach at
+    // dispose and the collections its bytes start), which no C consumer
+    // pays.
     const variants = [...depths.map((depth) => ({ depth, view: true })), { depth: depths[0], view: false }];
     for (const { depth, view } of variants) {
       contenders.push({
