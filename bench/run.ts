@@ -37,6 +37,7 @@ export const sections: Section[] = [
   { name: "async-streams", script: "async.ts", quick: ["--quick"], measures: "async device streams, both roles, queue depths 1, 4 and 16, against a synchronous loop of the same work" },
   { name: "async-producer-stages", script: "async_producer_stages.ts", quick: ["500", "3"], measures: "where an async producer's batch time goes, against the synchronous export loop" },
   { name: "address-probe", script: "probe.ts", quick: ["--rounds", "3"], measures: "what the fault-safe address probe adds to an import, from our export and from a C producer" },
+  { name: "code-footprint", script: "footprint.ts", quick: ["--quick"], measures: "instructions, simulated cache misses and mispredicted branches per small cycle (export, round trip, C import), counted under valgrind's cachegrind" },
   { name: "reexport", script: "reexport.ts", measures: "re-export and relay of imported data against exporting from apache-arrow and importing into a handle" },
   { name: "arrow-objects", script: "arrow_objects.ts", quick: ["10", "20"], measures: "what apache-arrow's own objects of an import cost on top of the JS floor" },
   { name: "lazy-cycle", script: "lazy_cycle.ts", quick: ["1"], measures: "the full import cycle (C batch, import, RecordBatch, dispose) with ours alone in the process, batch read and not read" },
