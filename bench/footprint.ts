@@ -12,8 +12,9 @@
  * difference of the counts: start-up, loading and the JIT's warm-up cancel
  * out. JSC's compiler and collector run on the JS thread
  * (BUN_JSC_useConcurrentJIT=false, BUN_JSC_useConcurrentGC=false), so the
- * counts of a cycle repeat within about 5% from run to run (where timings
- * on a shared VM move by 30%). "library" is the native code of
+ * counts of a cycle repeat within about 6% from run to run (where timings
+ * on a shared VM move by 30%). --quick runs shorter, and its counts are
+ * less settled: the export's came out a third lower than in full runs. "library" is the native code of
  * libarrow_device; "rest" is everything else: the JIT's code, Bun and
  * JSC, libc.
  *
@@ -141,7 +142,7 @@ async function main(): Promise<void> {
     console.error("code-footprint: valgrind is not on PATH; this section counts with valgrind's cachegrind");
     process.exit(1);
   }
-  // JSC's tiers settle within about 30000 cycles under valgrind.
+  // The full mode's first run is past JSC's tier-ups under valgrind.
   const [first, second] = quick ? [30000, 50000] : [40000, 100000];
   const dir = mkdtempSync(join(tmpdir(), "code-footprint-"));
   try {
@@ -151,7 +152,7 @@ async function main(): Promise<void> {
     for (const name of chosen) {
       // Two at a time: one per core of a small machine.
       const [a, b] = await Promise.all([underCachegrind(name, first, dir), underCachegrind(name, second, dir)]);
-      const per = (which: "all" | "library", spec: string) => (event(b[which], spec) - event(a[which], spec)) / (second - first);
+      const per = (part: "all" | "library", spec: string) => (event(b[part], spec) - event(a[part], spec)) / (second - first);
       const cells = columns.map(([, spec]) => {
         const total = per("all", spec);
         const library = per("library", spec);
